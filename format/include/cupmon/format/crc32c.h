@@ -1,0 +1,12 @@
+// CRC-32C (Castagnoli), the checksum of chunk headers and payloads.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace cupmon {
+
+// Returns the CRC-32C of `data`, continuing from `crc` (0 for a fresh checksum).
+uint32_t Crc32c(const void* data, size_t size, uint32_t crc = 0) noexcept;
+
+}  // namespace cupmon

@@ -1,0 +1,85 @@
+// Frames, encodes and writes one recording's chunk stream into rolling files.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "cupmon.pb.h"
+#include "cupmon/format/chunk.h"
+#include "cupmon/format/raw_codec.h"
+#include "cupmon/format/record_sizes.h"
+#include "cupmon/format/rolling_file_sink.h"
+
+namespace cupmon {
+
+struct RecordingWriterOptions {
+  RollingFileOptions files;
+  Encoding encoding = Encoding::kColumnsDeltaZstd;
+  int zstd_level = 1;
+};
+
+// The writer side of the format: every chunk goes through here. Single-threaded (the monitor's
+// writer thread). Never throws; environment failures (disk full, unwritable directory) are counted
+// in stats() and described by last_error(), and the stream carries on with the next chunk.
+class RecordingWriter {
+ public:
+  // `header` is written at the start of every file, with file_index and file_created filled in.
+  RecordingWriter(RecordingWriterOptions options, pb::RecordingHeader header,
+                  FileSystem& fs = PosixFileSystem(), RollingFileSink::Clock clock = nullptr);
+  ~RecordingWriter();
+
+  // Creates the directory and the first file. On error the writer stays usable: later writes try
+  // to open a file again, and count a loss while they cannot.
+  Expected<void> Open();
+
+  // Writes one CUPTI buffer's valid bytes. Counts records per kind and zero-timestamp records.
+  void WriteRawBuffer(std::span<const uint8_t> valid, uint32_t context_id, uint32_t stream_id,
+                      uint32_t flags = 0);
+  // Adds strings to the table (written now, and restated at the start of each later file).
+  void AddStrings(std::span<const pb::StringEntry> entries);
+  void WriteWindowMarker(const pb::WindowMarker& marker);
+  void WriteCalibration(const pb::Calibration& calibration);
+  // Writes a stats chunk with the current counters (callers may fill monitor counters first).
+  void WriteStats(int64_t realtime_ns);
+  // Closes the current file with a footer and starts the next.
+  void Rotate();
+  // Writes the footer (recording_ended=true) and closes. Further writes are ignored.
+  void Close(int64_t realtime_ns);
+
+  pb::Stats& stats() { return stats_; }
+  const pb::RecordingHeader& header() const { return header_; }
+  const std::string& last_error() const { return last_error_; }
+  std::string current_file() const { return sink_.current_path(); }
+  const RecordSizeTable& sizes() const { return sizes_; }
+
+ private:
+  void Frame(ChunkType type, Encoding encoding, std::span<const uint8_t> payload,
+             uint32_t uncompressed_length, std::vector<uint8_t>* out);
+  void FrameMessage(ChunkType type, const google::protobuf::MessageLite& msg,
+                    std::vector<uint8_t>* out);
+  void Emit(std::span<const uint8_t> bytes, uint64_t records, uint64_t kernel_records);
+  std::vector<uint8_t> Preamble(uint32_t file_index);
+  std::vector<uint8_t> Footer(bool ended);
+  void AccountRetired();
+  void Fail(const Error& e);
+
+  RecordingWriterOptions options_;
+  pb::RecordingHeader header_;
+  RecordSizeTable sizes_;
+  RollingFileSink sink_;
+  RawBufferEncoder encoder_;
+  pb::Stats stats_;
+  pb::StringTable strings_;  // every string so far, restated in each file's preamble
+  uint64_t sequence_ = 0;
+  uint64_t chunks_in_file_ = 0;
+  bool closed_ = false;
+  std::string last_error_;
+  std::vector<uint8_t> encoded_;
+  std::vector<uint8_t> framed_;
+  std::string serialized_;
+};
+
+}  // namespace cupmon

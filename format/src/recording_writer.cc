@@ -1,0 +1,225 @@
+// RecordingWriter: framing, encodings, per-file preamble and footer, counters.
+#include "cupmon/format/recording_writer.h"
+
+#include <time.h>
+
+#include "cupmon/format/crc32c.h"
+
+namespace cupmon {
+namespace {
+
+int64_t MonotonicNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+int64_t RealtimeNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
+constexpr size_t kCompressMessagesAbove = 4096;
+
+bool IsGpuActivity(uint32_t kind) {
+  return kind == 1 || kind == 2 || kind == 3 || kind == 10 || kind == 22;
+}
+
+}  // namespace
+
+RecordingWriter::RecordingWriter(RecordingWriterOptions options, pb::RecordingHeader header,
+                                 FileSystem& fs, RollingFileSink::Clock clock)
+    : options_(std::move(options)),
+      header_(std::move(header)),
+      sink_(options_.files, fs, clock ? std::move(clock) : RollingFileSink::Clock(MonotonicNs),
+            [this](uint32_t index) { return Preamble(index); }),
+      encoder_(options_.zstd_level) {
+  header_.set_format_major(kFormatMajor);
+  header_.set_format_minor(kFormatMinor);
+  for (const auto& rs : header_.record_sizes()) sizes_.Set(rs.kind(), rs.size());
+}
+
+RecordingWriter::~RecordingWriter() {
+  if (!closed_) Close(RealtimeNs());
+}
+
+Expected<void> RecordingWriter::Open() {
+  auto r = sink_.Open();
+  if (!r) Fail(r.error());
+  return r;
+}
+
+void RecordingWriter::Fail(const Error& e) {
+  stats_.set_write_errors(stats_.write_errors() + 1);
+  last_error_ = e.message;
+}
+
+void RecordingWriter::Frame(ChunkType type, Encoding encoding, std::span<const uint8_t> payload,
+                            uint32_t uncompressed_length, std::vector<uint8_t>* out) {
+  ChunkHeader h;
+  h.type = static_cast<uint8_t>(type);
+  h.encoding = static_cast<uint8_t>(encoding);
+  h.sequence = sequence_++;
+  h.payload_length = static_cast<uint32_t>(payload.size());
+  h.uncompressed_length = uncompressed_length;
+  h.payload_crc = Crc32c(payload.data(), payload.size());
+  const size_t at = out->size();
+  out->resize(at + kChunkHeaderSize + payload.size());
+  EncodeChunkHeader(h, out->data() + at);
+  std::copy(payload.begin(), payload.end(), out->begin() + static_cast<ptrdiff_t>(at + kChunkHeaderSize));
+}
+
+void RecordingWriter::FrameMessage(ChunkType type, const google::protobuf::MessageLite& msg,
+                                   std::vector<uint8_t>* out) {
+  serialized_.clear();
+  msg.SerializeToString(&serialized_);
+  std::span<const uint8_t> bytes(reinterpret_cast<const uint8_t*>(serialized_.data()),
+                                 serialized_.size());
+  if (bytes.size() > kCompressMessagesAbove && encoder_.Compress(bytes, &encoded_)) {
+    Frame(type, Encoding::kZstd, encoded_, static_cast<uint32_t>(bytes.size()), out);
+  } else {
+    Frame(type, Encoding::kStored, bytes, static_cast<uint32_t>(bytes.size()), out);
+  }
+}
+
+std::vector<uint8_t> RecordingWriter::Preamble(uint32_t file_index) {
+  // Retention has just run for this new file: its first stats chunk accounts for the deletions.
+  AccountRetired();
+  header_.set_file_index(file_index);
+  header_.set_file_created_unix_ns(RealtimeNs());
+  std::vector<uint8_t> out;
+  FrameMessage(ChunkType::kMetadata, header_, &out);
+  chunks_in_file_ = 2;
+  if (strings_.entries_size() > 0) {
+    FrameMessage(ChunkType::kStringTable, strings_, &out);
+    ++chunks_in_file_;
+  }
+  FrameMessage(ChunkType::kStats, stats_, &out);
+  return out;
+}
+
+std::vector<uint8_t> RecordingWriter::Footer(bool ended) {
+  pb::Footer footer;
+  footer.set_chunks(chunks_in_file_);
+  footer.set_records(sink_.current_records());
+  footer.set_recording_ended(ended);
+  *footer.mutable_stats() = stats_;
+  std::vector<uint8_t> out;
+  FrameMessage(ChunkType::kFooter, footer, &out);
+  return out;
+}
+
+void RecordingWriter::Emit(std::span<const uint8_t> bytes, uint64_t records,
+                           uint64_t kernel_records) {
+  if (closed_) return;
+  if (sink_.ShouldRotate(bytes.size())) Rotate();
+  auto r = sink_.Append(bytes, records, kernel_records);
+  if (!r) {
+    Fail(r.error());
+    stats_.set_chunks_lost(stats_.chunks_lost() + 1);
+    return;
+  }
+  ++chunks_in_file_;
+  stats_.set_compressed_bytes(stats_.compressed_bytes() + bytes.size());
+}
+
+void RecordingWriter::AccountRetired() {
+  for (const RetiredFile& f : sink_.TakeRetired()) {
+    stats_.set_files_deleted(stats_.files_deleted() + 1);
+    stats_.set_bytes_deleted(stats_.bytes_deleted() + f.bytes);
+    stats_.set_records_deleted(stats_.records_deleted() + f.records);
+    stats_.set_kernel_records_deleted(stats_.kernel_records_deleted() + f.kernel_records);
+  }
+}
+
+void RecordingWriter::WriteRawBuffer(std::span<const uint8_t> valid, uint32_t context_id,
+                                     uint32_t stream_id, uint32_t flags) {
+  if (closed_) return;
+  uint64_t kernels = 0, memcpys = 0, memsets = 0, zero_ts = 0;
+  const WalkResult walk = WalkRecords(valid, sizes_, [&](uint32_t kind, std::span<const uint8_t> rec) {
+    if (kind == 10 || kind == 3) ++kernels;
+    else if (kind == 1 || kind == 22) ++memcpys;
+    else if (kind == 2) ++memsets;
+    // CUPTI 13 GPU activity records keep start at offset 16 and end at 24.
+    if (IsGpuActivity(kind) && rec.size() >= 32 && GetLe64(rec.data() + 16) == 0 &&
+        GetLe64(rec.data() + 24) == 0)
+      ++zero_ts;
+  });
+  RawBufferPrefix prefix{context_id, stream_id,
+                         walk.complete ? static_cast<uint32_t>(walk.records)
+                                       : RawBufferPrefix::kUnknownCount,
+                         flags};
+  if (!walk.complete) stats_.set_truncated_buffers(stats_.truncated_buffers() + 1);
+
+  encoded_.resize(kRawBufferPrefixSize);
+  EncodeRawBufferPrefix(prefix, encoded_.data());
+  std::vector<uint8_t> body;
+  body.swap(framed_);  // reuse capacity
+  auto used = encoder_.Encode(valid, sizes_, options_.encoding, &body);
+  if (!used) {
+    Fail(used.error());
+    stats_.set_chunks_lost(stats_.chunks_lost() + 1);
+    body.swap(framed_);
+    return;
+  }
+  encoded_.insert(encoded_.end(), body.begin(), body.end());
+  body.clear();
+  Frame(ChunkType::kRawBuffer, *used, encoded_, static_cast<uint32_t>(valid.size()), &body);
+  stats_.set_buffers_completed(stats_.buffers_completed() + 1);
+  stats_.set_records(stats_.records() + walk.records);
+  stats_.set_raw_bytes(stats_.raw_bytes() + valid.size());
+  stats_.set_kernel_records(stats_.kernel_records() + kernels);
+  stats_.set_memcpy_records(stats_.memcpy_records() + memcpys);
+  stats_.set_memset_records(stats_.memset_records() + memsets);
+  stats_.set_zero_timestamp_records(stats_.zero_timestamp_records() + zero_ts);
+  Emit(body, walk.records, kernels);
+  body.clear();
+  framed_.swap(body);
+}
+
+void RecordingWriter::AddStrings(std::span<const pb::StringEntry> entries) {
+  if (entries.empty() || closed_) return;
+  pb::StringTable delta;
+  for (const auto& e : entries) {
+    *delta.add_entries() = e;
+    *strings_.add_entries() = e;
+  }
+  std::vector<uint8_t> out;
+  FrameMessage(ChunkType::kStringTable, delta, &out);
+  Emit(out, 0, 0);
+}
+
+void RecordingWriter::WriteWindowMarker(const pb::WindowMarker& marker) {
+  std::vector<uint8_t> out;
+  FrameMessage(ChunkType::kWindowMarker, marker, &out);
+  Emit(out, 0, 0);
+}
+
+void RecordingWriter::WriteCalibration(const pb::Calibration& calibration) {
+  std::vector<uint8_t> out;
+  FrameMessage(ChunkType::kCalibration, calibration, &out);
+  Emit(out, 0, 0);
+}
+
+void RecordingWriter::WriteStats(int64_t realtime_ns) {
+  stats_.set_realtime_ns(realtime_ns);
+  std::vector<uint8_t> out;
+  FrameMessage(ChunkType::kStats, stats_, &out);
+  Emit(out, 0, 0);
+}
+
+void RecordingWriter::Rotate() {
+  if (closed_) return;
+  const std::vector<uint8_t> footer = Footer(false);
+  if (auto r = sink_.Rotate(footer); !r) Fail(r.error());
+}
+
+void RecordingWriter::Close(int64_t realtime_ns) {
+  if (closed_) return;
+  stats_.set_realtime_ns(realtime_ns);
+  const std::vector<uint8_t> footer = Footer(true);
+  if (auto r = sink_.Close(footer); !r) Fail(r.error());
+  closed_ = true;
+}
+
+}  // namespace cupmon
