@@ -1,0 +1,1 @@
+# cupmon::monitor targets (need CUPTI headers). Owned by the monitor work.
