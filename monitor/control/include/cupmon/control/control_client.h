@@ -1,0 +1,46 @@
+// Client side of the control socket, used by cupmonctl and the tests: find a monitored process by
+// pid, send one request with a deadline, list the processes registered on this host.
+#pragma once
+
+#include <chrono>
+#include <expected>
+#include <string>
+#include <vector>
+
+#include "cupmon.pb.h"
+
+namespace cupmon::control {
+
+struct ClientError {
+  enum class Code {
+    kNotMonitored,  // no registry entry / socket for that pid
+    kConnect,       // the socket exists but connect() failed (monitor gone, permissions)
+    kTimeout,       // no complete reply before the deadline
+    kProtocol,      // connection closed early, bad length or unparsable reply
+  };
+  Code code;
+  std::string message;
+};
+
+template <typename T>
+using ClientExpected = std::expected<T, ClientError>;
+
+// Resolves the socket of `pid` through `<registry_dir>/<pid>.sock`.
+ClientExpected<std::string> FindSocket(int pid, const std::string& registry_dir);
+
+// Connects to `socket_path`, sends `request` and waits for the reply, all within `timeout`. Blocking;
+// opens one connection per call (close-on-exec).
+ClientExpected<pb::ControlReply> Call(const std::string& socket_path, const pb::ControlRequest& request,
+                                      std::chrono::milliseconds timeout);
+
+struct MonitoredProcess {
+  int pid = 0;
+  std::string socket_path;
+  std::string command;  // /proc/<pid>/cmdline, spaces between arguments; empty if unreadable
+};
+
+// Lists `<registry_dir>/<pid>.sock` entries whose process is alive and whose socket exists. With
+// `remove_stale`, entries of dead processes or vanished sockets are deleted (best effort).
+std::vector<MonitoredProcess> ListMonitored(const std::string& registry_dir, bool remove_stale);
+
+}  // namespace cupmon::control

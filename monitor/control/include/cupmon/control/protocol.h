@@ -1,0 +1,65 @@
+// Control-socket wire format and request validation shared by the server (ControlPlane) and the client
+// (cupmonctl): u32 little-endian length prefix + one protobuf message, plus the checks on requests.
+#pragma once
+
+#include <sys/types.h>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cupmon/format/error.h"
+
+namespace google::protobuf {
+class MessageLite;
+}  // namespace google::protobuf
+
+namespace cupmon::control {
+
+inline constexpr size_t kLengthPrefixBytes = 4;
+
+// Window lengths and scheduling horizon accepted by the monitor.
+inline constexpr int64_t kMaxWindowMs = 24LL * 60 * 60 * 1000;
+inline constexpr int64_t kMaxScheduleAheadMs = 24LL * 60 * 60 * 1000;
+// A window requested for an instant up to this far in the past opens at once (clock skew between
+// hosts, transfer time); further in the past is an error.
+inline constexpr int64_t kMaxScheduleLateMs = 1000;
+
+// The activity kinds a trace window may add, by their CUPTI names without the prefix.
+inline constexpr std::array<std::string_view, 6> kWindowKindNames = {
+    "RUNTIME", "DRIVER", "OVERHEAD", "SYNCHRONIZATION", "CUDA_EVENT", "EXTERNAL_CORRELATION"};
+
+// Returns `message` serialised behind its 4-byte little-endian length.
+std::string EncodeFrame(const google::protobuf::MessageLite& message);
+uint32_t DecodeLengthPrefix(const unsigned char (&prefix)[kLengthPrefixBytes]);
+
+// SO_PEERCRED policy: a peer may talk to the monitor when it runs as the monitor's effective uid or as
+// root. Everyone else is refused.
+bool PeerAllowed(uid_t peer_uid, uid_t own_uid);
+
+// Upper-cases, checks against kWindowKindNames and de-duplicates (first occurrence wins). An empty
+// list stays empty: it means "the monitor's configured window kinds".
+Expected<std::vector<std::string>> NormalizeWindowKinds(const std::vector<std::string>& kinds);
+
+// 0, negative and > kMaxWindowMs are errors.
+Expected<void> ValidateWindowDurationMs(int64_t duration_ms);
+
+// Decides when a window requested for `at_unix_ms` (0: now) opens, given the current wall-clock time.
+// Returns the delay in ms (0: open now) or an error for an instant too far in the past or future.
+Expected<int64_t> ScheduleDelayMs(int64_t at_unix_ms, int64_t now_unix_ms);
+
+// Parses "250ms", "5s", "2m" (also "1.5s") into milliseconds. Rejects a bare number (ambiguous unit),
+// negative values and anything else with a message naming the input.
+Expected<int64_t> ParseDurationMs(std::string_view text);
+
+// The next wall-clock instant strictly after `now_unix_ms` that is a multiple of `period_ms`, so that
+// `--align 10s` on several hosts picks the same instant.
+int64_t NextAlignedUnixMs(int64_t now_unix_ms, int64_t period_ms);
+
+// Milliseconds since the Unix epoch (CLOCK_REALTIME).
+int64_t NowUnixMs();
+
+}  // namespace cupmon::control

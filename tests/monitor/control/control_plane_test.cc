@@ -1,0 +1,440 @@
+// Tests for ControlPlane over a real Unix socket: round trips, bad clients, stop, permissions,
+// close-on-exec, peer credentials (with a real second uid when running as root) and scheduled windows.
+#include "cupmon/control/control_plane.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <set>
+
+#include "control_test_util.h"
+#include "cupmon/control/private_dir.h"
+
+namespace cupmon::control {
+namespace {
+
+using testing::ControlPlaneFixture;
+
+class ControlPlaneTest : public ControlPlaneFixture {};
+
+std::set<int> OpenFds() {
+  std::set<int> fds;
+  DIR* dir = ::opendir("/proc/self/fd");
+  while (const dirent* e = ::readdir(dir)) {
+    if (e->d_name[0] != '.') fds.insert(std::atoi(e->d_name));
+  }
+  const int own = ::dirfd(dir);
+  ::closedir(dir);
+  fds.erase(own);
+  return fds;
+}
+
+TEST_F(ControlPlaneTest, StatusRoundTrip) {
+  ASSERT_TRUE(StartPlane().has_value());
+  auto reply = Send(StatusRequest());
+  ASSERT_TRUE(reply.has_value()) << reply.error().message;
+  EXPECT_TRUE(reply->ok());
+  EXPECT_EQ(reply->status().output_dir(), "/fake/output");
+  EXPECT_EQ(reply->status().pid(), static_cast<uint32_t>(::getpid()));
+  EXPECT_FALSE(reply->status().version().empty());
+  EXPECT_EQ(Counters().requests, 1u);
+}
+
+TEST_F(ControlPlaneTest, OpenCloseFlushRotateReachTheTarget) {
+  ASSERT_TRUE(StartPlane().has_value());
+  pb::ControlRequest open;
+  open.mutable_open_window()->set_duration_ms(1500);
+  open.mutable_open_window()->add_kinds("runtime");
+  open.mutable_open_window()->add_kinds("Synchronization");
+  auto opened = Send(open);
+  ASSERT_TRUE(opened.has_value()) << opened.error().message;
+  ASSERT_TRUE(opened->ok()) << opened->error();
+  EXPECT_EQ(opened->window_id(), 1u);
+  {
+    std::lock_guard lock(target_.mu);
+    ASSERT_EQ(target_.opened.size(), 1u);
+    EXPECT_EQ(target_.opened[0].duration_ms, 1500u);
+    EXPECT_EQ(target_.opened[0].kinds, (std::vector<std::string>{"RUNTIME", "SYNCHRONIZATION"}));
+    EXPECT_EQ(target_.opened[0].source, pb::TRIGGER_SOCKET);
+    EXPECT_EQ(target_.opened[0].at_unix_ms, 0);
+  }
+  auto status = Send(StatusRequest());
+  ASSERT_TRUE(status.has_value());
+  EXPECT_TRUE(status->status().window_open());
+
+  pb::ControlRequest close;
+  close.mutable_close_window();
+  auto closed = Send(close);
+  ASSERT_TRUE(closed.has_value());
+  EXPECT_TRUE(closed->ok()) << closed->error();
+  // A second close has nothing to close: the target's error reaches the client.
+  auto closed_again = Send(close);
+  ASSERT_TRUE(closed_again.has_value());
+  EXPECT_FALSE(closed_again->ok());
+  EXPECT_EQ(closed_again->error(), "no window is open");
+
+  pb::ControlRequest flush;
+  flush.mutable_flush();
+  pb::ControlRequest rotate;
+  rotate.mutable_rotate();
+  EXPECT_TRUE(Send(flush)->ok());
+  EXPECT_TRUE(Send(rotate)->ok());
+  {
+    std::lock_guard lock(target_.mu);
+    EXPECT_EQ(target_.closes, 2);
+    EXPECT_EQ(target_.flushes, 1);
+    EXPECT_EQ(target_.rotates, 1);
+  }
+  const ControlCounters c = Counters();
+  EXPECT_EQ(c.requests, 6u);
+  EXPECT_EQ(c.error_replies, 1u);
+}
+
+TEST_F(ControlPlaneTest, TargetRefusalBecomesErrorReply) {
+  target_.open_error = "a window is already open (id 3); close it first";
+  ASSERT_TRUE(StartPlane().has_value());
+  pb::ControlRequest open;
+  open.mutable_open_window()->set_duration_ms(100);
+  auto reply = Send(open);
+  ASSERT_TRUE(reply.has_value());
+  EXPECT_FALSE(reply->ok());
+  EXPECT_EQ(reply->error(), "a window is already open (id 3); close it first");
+}
+
+TEST_F(ControlPlaneTest, ExceptionFromTargetIsCaughtAndServingContinues) {
+  target_.throw_on_flush = true;
+  ASSERT_TRUE(StartPlane().has_value());
+  pb::ControlRequest flush;
+  flush.mutable_flush();
+  auto reply = Send(flush);
+  ASSERT_TRUE(reply.has_value());
+  EXPECT_FALSE(reply->ok());
+  EXPECT_EQ(reply->error(), "internal error: boom");
+  EXPECT_EQ(Counters().handler_exceptions, 1u);
+  auto status = Send(StatusRequest());
+  ASSERT_TRUE(status.has_value());
+  EXPECT_TRUE(status->ok());
+}
+
+TEST_F(ControlPlaneTest, BadWindowRequestsNeverReachTheTarget) {
+  ASSERT_TRUE(StartPlane().has_value());
+  const int64_t now = NowUnixMs();
+  struct Case {
+    uint32_t duration_ms;
+    std::vector<std::string> kinds;
+    int64_t at;
+    const char* expect;
+  };
+  const std::vector<Case> cases = {
+      {0, {}, 0, "must be positive"},
+      {static_cast<uint32_t>(kMaxWindowMs + 1), {}, 0, "exceeds the limit"},
+      {100, {"runtime", "KERNEL"}, 0, "unknown activity kind 'KERNEL'"},
+      {100, {}, now - 60'000, "in the past"},
+      {100, {}, now + 25LL * 3600 * 1000, "ahead"},
+  };
+  for (const Case& c : cases) {
+    pb::ControlRequest request;
+    request.mutable_open_window()->set_duration_ms(c.duration_ms);
+    for (const auto& k : c.kinds) request.mutable_open_window()->add_kinds(k);
+    request.mutable_open_window()->set_at_unix_ms(c.at);
+    auto reply = Send(request);
+    ASSERT_TRUE(reply.has_value());
+    EXPECT_FALSE(reply->ok());
+    EXPECT_NE(reply->error().find(c.expect), std::string::npos) << reply->error();
+  }
+  EXPECT_EQ(target_.open_count(), 0u);
+  EXPECT_EQ(Counters().error_replies, cases.size());
+}
+
+TEST_F(ControlPlaneTest, SeveralRequestsOnOneConnection) {
+  ASSERT_TRUE(StartPlane().has_value());
+  const int fd = ConnectRaw();
+  ASSERT_GE(fd, 0);
+  const std::string frame = EncodeFrame(StatusRequest());
+  ASSERT_TRUE(WriteAll(fd, frame + frame));  // pipelined
+  for (int i = 0; i < 2; ++i) {
+    auto reply = ReadReply(fd);
+    ASSERT_TRUE(reply.has_value()) << i;
+    EXPECT_TRUE(reply->ok());
+  }
+  ::close(fd);
+}
+
+TEST_F(ControlPlaneTest, MalformedRequestGetsErrorReplyThenClose) {
+  ASSERT_TRUE(StartPlane().has_value());
+  const int fd = ConnectRaw();
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(WriteAll(fd, Prefix(5) + std::string("\xff\xff\xff\xff\xff", 5)));
+  auto reply = ReadReply(fd);
+  ASSERT_TRUE(reply.has_value());
+  EXPECT_FALSE(reply->ok());
+  EXPECT_NE(reply->error().find("malformed"), std::string::npos) << reply->error();
+  EXPECT_TRUE(ServerClosed(fd));
+  ::close(fd);
+
+  const int empty = ConnectRaw();  // a zero-length message is a request with nothing set
+  ASSERT_TRUE(WriteAll(empty, Prefix(0)));
+  auto empty_reply = ReadReply(empty);
+  ASSERT_TRUE(empty_reply.has_value());
+  EXPECT_FALSE(empty_reply->ok());
+  ::close(empty);
+  EXPECT_EQ(Counters().malformed, 2u);
+  EXPECT_EQ(target_.open_count(), 0u);
+}
+
+TEST_F(ControlPlaneTest, OversizedLengthPrefixGetsErrorReplyThenClose) {
+  options_.max_request_bytes = 1024;
+  ASSERT_TRUE(StartPlane().has_value());
+  const int fd = ConnectRaw();
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(WriteAll(fd, Prefix(0xFFFFFFFFu) + "xyz"));
+  auto reply = ReadReply(fd);
+  ASSERT_TRUE(reply.has_value());
+  EXPECT_FALSE(reply->ok());
+  EXPECT_NE(reply->error().find("exceeds the limit of 1024 bytes"), std::string::npos) << reply->error();
+  EXPECT_TRUE(ServerClosed(fd));
+  ::close(fd);
+  EXPECT_EQ(Counters().oversized, 1u);
+}
+
+TEST_F(ControlPlaneTest, SlowClientIsClosedAndOthersAreStillServed) {
+  options_.read_timeout_ms = 100;
+  ASSERT_TRUE(StartPlane().has_value());
+  const int slow = ConnectRaw();
+  ASSERT_GE(slow, 0);
+  ASSERT_TRUE(WriteAll(slow, Prefix(10) + "abc"));  // half a message, then silence
+  // While the slow client hangs, another client is served: the io thread does not block on it.
+  auto status = Send(StatusRequest());
+  ASSERT_TRUE(status.has_value());
+  EXPECT_TRUE(status->ok());
+  EXPECT_TRUE(ServerClosed(slow));
+  ::close(slow);
+  EXPECT_EQ(Counters().timeouts, 1u);
+}
+
+TEST_F(ControlPlaneTest, ConnectionsOverTheLimitAreClosed) {
+  options_.max_connections = 2;
+  ASSERT_TRUE(StartPlane().has_value());
+  const std::string frame = EncodeFrame(StatusRequest());
+  int held[2];
+  for (int& fd : held) {  // a round trip each, so both are accepted sessions
+    fd = ConnectRaw();
+    ASSERT_TRUE(WriteAll(fd, frame));
+    ASSERT_TRUE(ReadReply(fd).has_value());
+  }
+  const int extra = ConnectRaw();
+  ASSERT_GE(extra, 0);
+  EXPECT_TRUE(ServerClosed(extra));
+  ::close(extra);
+  EXPECT_EQ(Counters().rejected_connections, 1u);
+  for (int fd : held) ::close(fd);
+}
+
+TEST_F(ControlPlaneTest, RequestDuringAndAfterStop) {
+  ASSERT_TRUE(StartPlane().has_value());
+  const int fd = ConnectRaw();
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(WriteAll(fd, EncodeFrame(StatusRequest())));
+  ASSERT_TRUE(ReadReply(fd).has_value());  // the session is live and waits for its next request
+  const std::string socket = plane_->socket_path();
+  const std::string link = SocketFileName(options_.registry_dir, ::getpid());
+
+  RunOnIo([&] { plane_->Stop(); });
+  // The open connection was closed by Stop: the next request gets no reply.
+  pb::ControlRequest open;
+  open.mutable_open_window()->set_duration_ms(100);
+  WriteAll(fd, EncodeFrame(open));
+  EXPECT_FALSE(ReadReply(fd).has_value());
+  ::close(fd);
+  // New connections find nothing: the socket and the registry entry are gone.
+  auto reply = Call(socket, StatusRequest(), std::chrono::seconds(5));
+  ASSERT_FALSE(reply.has_value());
+  EXPECT_EQ(reply.error().code, ClientError::Code::kConnect);
+  EXPECT_NE(::access(socket.c_str(), F_OK), 0);
+  EXPECT_NE(::access(link.c_str(), F_OK), 0);
+  struct stat st {};
+  EXPECT_NE(::lstat(link.c_str(), &st), 0);
+  auto found = FindSocket(::getpid(), options_.registry_dir);
+  ASSERT_FALSE(found.has_value());
+  EXPECT_EQ(found.error().code, ClientError::Code::kNotMonitored);
+  EXPECT_EQ(target_.open_count(), 0u);
+  RunOnIo([&] { plane_->Stop(); });  // idempotent
+}
+
+TEST_F(ControlPlaneTest, PermissionsRegistryAndDiscovery) {
+  ASSERT_TRUE(StartPlane().has_value());
+  const std::string socket = plane_->socket_path();
+  EXPECT_EQ(socket, SocketFileName(options_.control_dir, ::getpid()));
+  struct stat st {};
+  ASSERT_EQ(::stat(socket.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISSOCK(st.st_mode));
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  ASSERT_EQ(::stat(options_.control_dir.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  EXPECT_EQ(st.st_uid, ::geteuid());
+  ASSERT_EQ(::stat(options_.registry_dir.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+
+  auto found = FindSocket(::getpid(), options_.registry_dir);
+  ASSERT_TRUE(found.has_value()) << found.error().message;
+  EXPECT_EQ(*found, socket);
+  const auto listed = ListMonitored(options_.registry_dir, /*remove_stale=*/false);
+  ASSERT_EQ(listed.size(), 1u);
+  EXPECT_EQ(listed[0].pid, ::getpid());
+  EXPECT_EQ(listed[0].socket_path, socket);
+  EXPECT_FALSE(listed[0].command.empty());
+}
+
+TEST_F(ControlPlaneTest, ListRemovesStaleEntries) {
+  ASSERT_TRUE(StartPlane().has_value());
+  // A pid that surely is dead: a child we forked and reaped.
+  const pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  ASSERT_GT(child, 0);
+  ASSERT_EQ(::waitpid(child, nullptr, 0), child);
+  const std::string stale = SocketFileName(options_.registry_dir, child);
+  ASSERT_EQ(::symlink(plane_->socket_path().c_str(), stale.c_str()), 0);
+  const std::string vanished = options_.registry_dir + "/1.sock";  // pid 1 lives, its socket does not
+  ASSERT_EQ(::symlink((root_ + "/nowhere.sock").c_str(), vanished.c_str()), 0);
+
+  const auto listed = ListMonitored(options_.registry_dir, /*remove_stale=*/true);
+  ASSERT_EQ(listed.size(), 1u);
+  EXPECT_EQ(listed[0].pid, ::getpid());
+  struct stat st {};
+  EXPECT_NE(::lstat(stale.c_str(), &st), 0);
+  EXPECT_NE(::lstat(vanished.c_str(), &st), 0);
+}
+
+TEST_F(ControlPlaneTest, RefusesControlDirOpenToOthers) {
+  ASSERT_EQ(::mkdir(options_.control_dir.c_str(), 0755), 0);
+  ASSERT_EQ(::chmod(options_.control_dir.c_str(), 0755), 0);
+  auto started = StartPlane();
+  ASSERT_FALSE(started.has_value());
+  EXPECT_NE(started.error().message.find("chmod 700"), std::string::npos) << started.error().message;
+  EXPECT_NE(::access(SocketFileName(options_.control_dir, ::getpid()).c_str(), F_OK), 0);
+}
+
+TEST_F(ControlPlaneTest, EveryDescriptorItOpensIsCloseOnExec) {
+  options_.signal_number = SIGUSR2;
+  ::signal(SIGUSR2, SIG_DFL);
+  const std::set<int> before = OpenFds();
+  ASSERT_TRUE(StartPlane().has_value());
+  const int fd = ConnectRaw();  // keep an accepted connection open on the server side
+  ASSERT_TRUE(WriteAll(fd, EncodeFrame(StatusRequest())));
+  ASSERT_TRUE(ReadReply(fd).has_value());
+  size_t checked = 0;
+  for (int open_fd : OpenFds()) {
+    if (before.contains(open_fd)) continue;
+    const int flags = ::fcntl(open_fd, F_GETFD);
+    if (flags < 0) continue;  // closed meanwhile
+    EXPECT_TRUE(flags & FD_CLOEXEC) << "fd " << open_fd << " lacks FD_CLOEXEC";
+    ++checked;
+  }
+  EXPECT_GE(checked, 3u);  // listener, accepted connection, our client
+  ::close(fd);
+}
+
+// With the filesystem opened up on purpose, a process of another uid reaches the socket: SO_PEERCRED
+// must still refuse it.
+TEST_F(ControlPlaneTest, PeerOfAnotherUidIsRefused) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to run a child as another uid";
+  ASSERT_TRUE(StartPlane().has_value());
+  const std::string socket = plane_->socket_path();
+  const std::string frame = EncodeFrame(StatusRequest());
+
+  // Returns {child exit code, bytes the child read}. The child only makes system calls.
+  const auto run_as_nobody = [&](bool open_up) -> std::pair<int, std::string> {
+    if (open_up) {
+      ::chmod(root_.c_str(), 0711);
+      ::chmod(options_.control_dir.c_str(), 0711);
+      ::chmod(socket.c_str(), 0666);
+    }
+    int pipe_fds[2];
+    if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return {-1, ""};
+    const pid_t child = ::fork();
+    if (child == 0) {
+      if (::setresgid(65534, 65534, 65534) != 0 || ::setresuid(65534, 65534, 65534) != 0) ::_exit(90);
+      const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      sockaddr_un addr{};
+      addr.sun_family = AF_UNIX;
+      std::memcpy(addr.sun_path, socket.c_str(), socket.size() + 1);
+      if (::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) != 0) {
+        ::_exit(errno == EACCES ? 13 : 91);
+      }
+      timeval tv{20, 0};
+      ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+      ::send(fd, frame.data(), frame.size(), MSG_NOSIGNAL);
+      char buf[4096];
+      ssize_t n;
+      while ((n = ::recv(fd, buf, sizeof(buf), 0)) > 0) {
+        if (::write(pipe_fds[1], buf, static_cast<size_t>(n)) != n) ::_exit(92);
+      }
+      ::_exit(0);
+    }
+    ::close(pipe_fds[1]);
+    std::string got;
+    char buf[4096];
+    ssize_t n;
+    while ((n = ::read(pipe_fds[0], buf, sizeof(buf))) > 0) got.append(buf, static_cast<size_t>(n));
+    ::close(pipe_fds[0]);
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, got};
+  };
+
+  // As configured (0700 directory, 0600 socket) the other uid cannot even connect.
+  EXPECT_EQ(run_as_nobody(false).first, 13);
+
+  const auto [code, bytes] = run_as_nobody(true);
+  ASSERT_EQ(code, 0);
+  ASSERT_GE(bytes.size(), kLengthPrefixBytes);
+  pb::ControlReply reply;
+  ASSERT_TRUE(reply.ParseFromString(bytes.substr(kLengthPrefixBytes)));
+  EXPECT_FALSE(reply.ok());
+  EXPECT_NE(reply.error().find("peer uid 65534"), std::string::npos) << reply.error();
+  EXPECT_FALSE(reply.has_status());
+  const ControlCounters c = Counters();
+  EXPECT_EQ(c.refused_peers, 1u);
+  EXPECT_EQ(c.requests, 0u);
+}
+
+TEST_F(ControlPlaneTest, ScheduledWindowOpensAtTheRequestedInstant) {
+  ASSERT_TRUE(StartPlane().has_value());
+  const int64_t at = NowUnixMs() + 150;
+  pb::ControlRequest open;
+  open.mutable_open_window()->set_duration_ms(200);
+  open.mutable_open_window()->set_at_unix_ms(at);
+  auto reply = Send(open);
+  ASSERT_TRUE(reply.has_value());
+  ASSERT_TRUE(reply->ok()) << reply->error();
+  EXPECT_NE(reply->message().find("scheduled for"), std::string::npos) << reply->message();
+  EXPECT_EQ(reply->window_id(), 0u);  // not known until it opens
+  ASSERT_TRUE(target_.WaitForOpens(1));
+  std::lock_guard lock(target_.mu);
+  EXPECT_EQ(target_.opened[0].source, pb::TRIGGER_SOCKET);
+  EXPECT_EQ(target_.opened[0].at_unix_ms, at);
+  EXPECT_EQ(target_.opened[0].duration_ms, 200u);
+  EXPECT_GE(target_.opened_at_unix_ms[0], at);  // never early
+}
+
+TEST_F(ControlPlaneTest, CloseCancelsScheduledWindows) {
+  ASSERT_TRUE(StartPlane().has_value());
+  pb::ControlRequest open;
+  open.mutable_open_window()->set_duration_ms(200);
+  open.mutable_open_window()->set_at_unix_ms(NowUnixMs() + 3'600'000);
+  ASSERT_TRUE(Send(open)->ok());
+  EXPECT_EQ(Counters().windows_scheduled, 1u);
+  pb::ControlRequest close;
+  close.mutable_close_window();
+  auto closed = Send(close);
+  ASSERT_TRUE(closed.has_value());
+  EXPECT_TRUE(closed->ok()) << closed->error();  // nothing was open, but a scheduled one was cancelled
+  EXPECT_NE(closed->message().find("cancelled 1 scheduled"), std::string::npos) << closed->message();
+  auto again = Send(close);
+  EXPECT_FALSE(again->ok());  // nothing left to cancel or close
+}
+
+}  // namespace
+}  // namespace cupmon::control
