@@ -1,0 +1,210 @@
+// Field-offset tables for CUPTI activity records, keyed by kind and CUPTI API version, and a decoder
+// that reads records from raw buffer bytes with no libcupti (the layouts are checked in a test).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "cupmon/format/record_sizes.h"
+
+namespace cupmon::decoder {
+
+// CUpti_ActivityKind values the decoder knows.
+enum ActivityKind : uint32_t {
+  kKindMemcpy = 1,
+  kKindMemset = 2,
+  kKindKernel = 3,
+  kKindDriver = 4,
+  kKindRuntime = 5,
+  kKindConcurrentKernel = 10,
+  kKindName = 11,
+  kKindMarker = 12,
+  kKindOverhead = 17,
+  kKindMemcpy2 = 22,
+  kKindCudaEvent = 36,
+  kKindSynchronization = 38,
+  kKindExternalCorrelation = 39,
+};
+
+enum class RecordClass : uint8_t {
+  kKernel,
+  kMemcpy,
+  kMemset,
+  kApi,
+  kOverhead,
+  kSynchronization,
+  kCudaEvent,
+  kExternalCorrelation,
+  kMarker,
+  kName,
+};
+
+// The fields the decoder reads. Not every record class has every field.
+enum class Field : uint8_t {
+  kStart,
+  kEnd,
+  kDeviceId,
+  kContextId,
+  kStreamId,
+  kCorrelationId,
+  kGridX,
+  kGridY,
+  kGridZ,
+  kBlockX,
+  kBlockY,
+  kBlockZ,
+  kRegisters,
+  kStaticSharedMemory,
+  kDynamicSharedMemory,
+  kNamePointer,  // kernel name, marker name, name record's name: a pointer value
+  kGraphId,
+  kBytes,
+  kCopyKind,
+  kSrcKind,
+  kDstKind,
+  kSrcDeviceId,
+  kDstDeviceId,
+  kMemsetValue,
+  kCbid,
+  kProcessId,
+  kThreadId,
+  kReturnValue,
+  kOverheadKind,
+  kObjectKind,
+  kObjectId0,  // CUpti_ActivityObjectKindId: pt.processId or dcs.deviceId
+  kObjectId1,  // pt.threadId or dcs.contextId
+  kSyncType,
+  kEventId,
+  kEventSyncId,
+  kExternalKind,
+  kExternalId,
+  kMarkerFlags,
+  kMarkerId,
+  kTimestamp,
+  kDomainPointer,
+  kCount,
+};
+inline constexpr size_t kFieldCount = static_cast<size_t>(Field::kCount);
+const char* FieldName(Field f);
+
+struct FieldOffset {
+  Field field;
+  uint16_t offset;
+  uint8_t width;  // 1, 2, 4 or 8 bytes, little-endian, unsigned
+};
+
+// The layout of one activity kind in a range of CUPTI API versions. A layout applies only when the
+// writer's version is in [min_api, max_api] and its record size for the kind equals `size`.
+struct RecordLayout {
+  uint32_t kind;
+  RecordClass record_class;
+  const char* struct_name;
+  uint32_t min_api;
+  uint32_t max_api;
+  uint32_t size;
+  std::span<const FieldOffset> fields;
+};
+
+// Every layout the decoder knows (exposed for the offsetof test and docs).
+std::span<const RecordLayout> AllLayouts();
+// The layout for `kind` at `api_version`, or nullptr.
+const RecordLayout* FindLayout(uint32_t kind, uint32_t api_version);
+
+// One decoded record. Fields the layout lacks read as 0 (check Has()).
+struct DecodedRecord {
+  uint32_t kind = 0;
+  RecordClass record_class = RecordClass::kKernel;
+  uint64_t present = 0;  // bit per Field
+  std::array<uint64_t, kFieldCount> values{};
+
+  uint64_t Get(Field f) const { return values[static_cast<size_t>(f)]; }
+  uint32_t Get32(Field f) const { return static_cast<uint32_t>(Get(f)); }
+  bool Has(Field f) const { return (present >> static_cast<unsigned>(f)) & 1; }
+};
+static_assert(kFieldCount <= 64);
+
+// Decodes every field of `layout` from `record` (which holds at least layout.size bytes).
+void DecodeRecordFields(const RecordLayout& layout, const uint8_t* record, DecodedRecord* out);
+
+// Why a buffer walk stopped early.
+struct BufferStop {
+  uint32_t kind = 0;
+  uint64_t offset = 0;  // within the buffer
+  std::string why;
+};
+
+// Decodes raw CUPTI buffers with the writer's size table (from the file) and the layouts above.
+// Kinds the file's table sizes but the decoder has no layout for at all (e.g. MEMORY2) are skipped
+// by size and counted. A kind missing from the size table, or one whose layout does not apply to
+// the writer's version or size, stops the buffer: its remaining records cannot be read safely.
+class RecordDecoder {
+ public:
+  RecordDecoder(const RecordSizeTable& sizes, uint32_t cupti_api_version);
+
+  struct Result {
+    uint64_t records = 0;       // decoded and handed to the callback
+    uint64_t skipped = 0;       // sized but not decoded (no layout for the kind)
+    bool complete = true;       // false: the buffer stopped early (see stop)
+    BufferStop stop;
+  };
+
+  // Calls fn(const DecodedRecord&) for each decodable record, in buffer order.
+  template <typename Fn>
+  Result Decode(std::span<const uint8_t> buffer, Fn&& fn) const {
+    Result r;
+    DecodedRecord rec;
+    size_t off = 0;
+    while (off < buffer.size()) {
+      if (buffer.size() - off < 4) {
+        Stop(&r, 0, off, "a record header is cut short");
+        return r;
+      }
+      const uint32_t kind = RecordKindAt(buffer.data() + off);
+      const uint32_t size = sizes_.Size(kind);
+      if (size == 0) {
+        Stop(&r, kind, off, "activity kind " + std::to_string(kind) + " is not in the file's size table");
+        return r;
+      }
+      if (size > buffer.size() - off) {
+        Stop(&r, kind, off, "record of kind " + std::to_string(kind) + " runs past the buffer end");
+        return r;
+      }
+      const Entry& e = entries_[kind];
+      if (e.state == State::kUnsupported) {
+        Stop(&r, kind, off, e.why);
+        return r;
+      }
+      if (e.state == State::kNoLayout) {
+        ++r.skipped;
+      } else {
+        DecodeRecordFields(*e.layout, buffer.data() + off, &rec);
+        fn(static_cast<const DecodedRecord&>(rec));
+        ++r.records;
+      }
+      off += size;
+    }
+    return r;
+  }
+
+  uint32_t api_version() const { return api_version_; }
+
+ private:
+  enum class State : uint8_t { kNoLayout, kSupported, kUnsupported };
+  struct Entry {
+    State state = State::kNoLayout;
+    const RecordLayout* layout = nullptr;
+    std::string why;
+  };
+  static void Stop(Result* r, uint32_t kind, uint64_t off, std::string why) {
+    r->complete = false;
+    r->stop = BufferStop{kind, off, std::move(why)};
+  }
+
+  RecordSizeTable sizes_;
+  uint32_t api_version_;
+  std::array<Entry, RecordSizeTable::kMaxKind> entries_;
+};
+
+}  // namespace cupmon::decoder

@@ -1,0 +1,135 @@
+// Reads a directory of cupmon files: groups files by recording, orders them, and streams their
+// chunks (one memory-mapped file at a time) to a visitor, reporting damage with file and offset.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cupmon.pb.h"
+#include "cupmon/format/chunk.h"
+#include "cupmon/format/error.h"
+
+namespace cupmon::decoder {
+
+struct RecordingFile {
+  std::string path;
+  uint64_t bytes = 0;
+  uint32_t file_index = 0;
+};
+
+// All files of one monitored process, in file_index order.
+struct Recording {
+  uint64_t id = 0;
+  pb::RecordingHeader header;  // from the lowest-indexed file
+  std::vector<RecordingFile> files;
+};
+
+struct DirectoryListing {
+  std::vector<Recording> recordings;  // ordered by process start, then id
+  std::vector<std::string> ignored;   // files not named *.cupmon (not an error)
+  std::vector<std::string> refused;   // "path: why" for *.cupmon files that cannot be read at all
+};
+
+// Lists `path`, a directory or a single .cupmon file. Each file is opened and its first metadata
+// chunk read. Files that are not cupmon's (no magic at offset 0), are empty, come from a future
+// major format version or carry no readable header are refused with a message.
+Expected<DirectoryListing> ListRecordings(const std::string& path);
+
+// A read-only mapping of a whole file. Empty files map to an empty span.
+class MappedFile {
+ public:
+  static Expected<MappedFile> Open(const std::string& path);
+  MappedFile() = default;
+  MappedFile(MappedFile&& o) noexcept;
+  MappedFile& operator=(MappedFile&& o) noexcept;
+  ~MappedFile();
+  std::span<const uint8_t> bytes() const { return {data_, size_}; }
+
+ private:
+  const uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+// Where a chunk came from, for messages.
+struct ChunkOrigin {
+  const std::string* path = nullptr;
+  uint64_t offset = 0;
+  uint64_t sequence = 0;
+};
+
+// Receives a recording's chunks in stream order. Payloads are already decompressed and parsed; the
+// spans are valid only during the call.
+class ChunkVisitor {
+ public:
+  virtual ~ChunkVisitor() = default;
+  virtual void OnFile(const RecordingFile& /*file*/) {}
+  virtual void OnHeader(const pb::RecordingHeader& /*header*/, const ChunkOrigin& /*at*/) {}
+  virtual void OnRawBuffer(const RawBufferPrefix& /*prefix*/, std::span<const uint8_t> /*records*/,
+                           const ChunkOrigin& /*at*/) {}
+  virtual void OnStrings(const pb::StringTable& /*table*/) {}
+  virtual void OnWindowMarker(const pb::WindowMarker& /*marker*/) {}
+  virtual void OnCalibration(const pb::Calibration& /*calibration*/) {}
+  virtual void OnStats(const pb::Stats& /*stats*/) {}
+  virtual void OnFooter(const pb::Footer& /*footer*/) {}
+};
+
+// What went wrong while reading, counted; `messages` keeps the first kMaxMessages descriptions.
+struct ReadIntegrity {
+  static constexpr size_t kMaxMessages = 50;
+  uint64_t files = 0;
+  uint64_t chunks = 0;
+  uint64_t damaged_ranges = 0;    // corrupt or truncated byte ranges (skipped)
+  uint64_t damaged_bytes = 0;
+  uint64_t undecodable_chunks = 0;  // valid checksum, but decompression or parsing failed
+  uint64_t unknown_chunk_types = 0;
+  uint64_t sequence_gaps = 0;     // places where chunk sequence numbers jump
+  uint64_t missing_chunks = 0;    // sum of the jumps
+  uint64_t missing_files = 0;     // file indexes absent between present ones
+  uint64_t earlier_files_gone = 0;  // first present index > 0 (usually retention)
+  uint64_t unreadable_files = 0;
+  uint64_t files_without_footer = 0;  // cut files (crash, or the file still being written)
+  std::vector<std::string> messages;
+
+  // Damage a user should be warned about (exit code 1).
+  bool HasWarnings() const {
+    return damaged_ranges || undecodable_chunks || unknown_chunk_types || sequence_gaps ||
+           missing_files || unreadable_files;
+  }
+  void Note(std::string message);
+};
+
+// Streams every chunk of `recording` to `visitor`, file by file, in order. Memory use is one file
+// mapping plus one decompressed chunk. Never fails as a whole: problems go to `integrity`.
+void ReadRecording(const Recording& recording, ChunkVisitor& visitor, ReadIntegrity* integrity);
+
+// Tracks chunk sequence numbers across a recording's files. The writer may put a chunk after the
+// next file's preamble with a lower number (the chunk that triggered rotation), so a number is only
+// missing if it never shows up; numbers seen out of order fill the holes they left.
+class SequenceTracker {
+ public:
+  // Returns false when `seq` was already seen or lies below everything tracked (a duplicate).
+  bool Add(uint64_t seq);
+  // Holes never filled, in chunks, and how many separate holes. Call once at the end.
+  uint64_t missing_chunks() const;
+  uint64_t holes() const { return holes_.size() + dropped_holes_; }
+  // Forgets continuity (after a missing file, which is reported on its own).
+  void Reset() { last_ = UINT64_MAX; }
+
+ private:
+  static constexpr size_t kMaxHoles = 4096;
+  uint64_t last_ = UINT64_MAX;
+  std::vector<std::pair<uint64_t, uint64_t>> holes_;  // [first, last] missing, ascending
+  uint64_t dropped_holes_ = 0;
+  uint64_t dropped_missing_ = 0;
+};
+
+// Streams the chunks of one file's bytes (used by ReadRecording and the fuzzer).
+void ReadFileBytes(std::span<const uint8_t> bytes, const RecordingFile& file, ChunkVisitor& visitor,
+                   ReadIntegrity* integrity, SequenceTracker* sequences);
+// Adds the sequence holes left at the end of a recording to `integrity`.
+void FinishSequences(const SequenceTracker& sequences, ReadIntegrity* integrity);
+
+}  // namespace cupmon::decoder

@@ -1,0 +1,46 @@
+// cupmon-decode's reports: summary, gpu-trace, api-trace, kern-exec, export and info, each streaming
+// one recording at a time through a TraceBuilder. The command-line tool is a thin shell over these.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <ostream>
+#include <string>
+
+#include "cupmon/decoder/trace_builder.h"
+
+namespace cupmon::decoder {
+
+enum class ReportKind { kSummary, kGpuTrace, kApiTrace, kKernExec, kExport, kInfo };
+enum class ExportFormat { kChromeJson, kCsv, kJsonl };
+
+struct ReportOptions {
+  TraceFilter filter;
+  std::optional<uint32_t> pid;
+  std::optional<uint64_t> limit;  // rows per trace/export (after filters)
+  ExportFormat format = ExportFormat::kChromeJson;
+  bool progress = false;          // progress lines on `err` (the tool sets it when stderr is a tty)
+  size_t horizon = 1 << 16;       // join horizon in records (see TraceBuilder)
+};
+
+// Exit codes of cupmon-decode.
+inline constexpr int kExitClean = 0;
+inline constexpr int kExitWarnings = 1;  // damage, drops, skips, unknown timestamps...
+inline constexpr int kExitUnusable = 2;  // nothing decodable, or a usage error
+
+// Runs one report over `path` (a directory or a .cupmon file). Output goes to `out`, warnings and
+// problems to `err`. Returns one of the exit codes above.
+int RunReport(ReportKind kind, const std::string& path, const ReportOptions& options,
+              std::ostream& out, std::ostream& err);
+
+// nvprof-style duration: 5 significant digits with the unit scaled (e.g. "15.840us", "1.0090ms").
+std::string FormatDuration(double ns);
+// Parses a --from/--to value: "<number><ns|us|ms|s|m|h>" relative to the recording's first
+// timestamp, or "@<unix ns>" / an ISO-8601 UTC time ("2026-03-01T12:00:00Z") for wall-clock time.
+// Sets exactly one of *rel / *wall.
+bool ParseTimeArg(const std::string& text, std::optional<int64_t>* rel,
+                  std::optional<int64_t>* wall);
+// Escapes `s` for a JSON string body.
+std::string JsonEscape(std::string_view s);
+
+}  // namespace cupmon::decoder

@@ -1,0 +1,182 @@
+// Turns a recording's chunk stream into joined rows: one row per GPU activity (kernel, memcpy,
+// memset) and one per API call, joined by correlation id, with names, wall-clock times and filters.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <regex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "cupmon/decoder/clock_map.h"
+#include "cupmon/decoder/record_layout.h"
+#include "cupmon/decoder/recording_reader.h"
+
+namespace cupmon::decoder {
+
+enum class RowType : uint8_t { kKernel, kMemcpy, kMemset, kApi };
+
+// One output row. Views point into the builder's caches and stay valid until the builder dies.
+struct Row {
+  RowType type = RowType::kKernel;
+  uint32_t kind = 0;
+  bool valid_time = false;  // false: zero or reversed timestamps; times below are then 0
+  uint64_t start = 0, end = 0;  // CUPTI ns
+  int64_t wall_start = 0, wall_end = 0;
+  uint64_t duration = 0;
+  uint32_t device = 0, context = 0, stream = 0, correlation = 0;
+  uint32_t grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};
+  uint32_t registers = 0, static_smem = 0, dynamic_smem = 0, graph_id = 0;
+  uint64_t bytes = 0;
+  uint32_t copy_kind = 0, src_device = 0, dst_device = 0;
+  std::string_view name;  // kernel (demangled unless --mangled), "[CUDA memcpy HtoD]", API name
+  // GPU rows: the API call that launched it, when one was found.
+  bool has_api = false;
+  bool api_valid_time = false;
+  uint32_t api_kind = 0, api_cbid = 0, api_pid = 0, api_tid = 0, api_return = 0;
+  uint64_t api_start = 0, api_end = 0;
+  int64_t api_wall_start = 0, api_wall_end = 0;
+  std::string_view api_name;
+  // API rows: pid/tid/return value, and the GPU activities joined to it so far.
+  uint32_t pid = 0, tid = 0, return_value = 0, launched = 0;
+  std::string_view launched_name;
+  // User annotation from external correlation ("" when none).
+  std::string_view annotation;
+  uint64_t external_id = 0;
+};
+
+struct WindowSpan {
+  uint32_t id = 0;
+  uint64_t begin = 0, end = 0;  // CUPTI ns; end 0 while open or when the END marker is missing
+  std::string source, note;
+};
+
+// Counters for the reports' headers and the exit code.
+struct TraceCounts {
+  uint64_t raw_buffers = 0;
+  uint64_t records = 0;
+  std::map<uint32_t, uint64_t> records_by_kind;
+  uint64_t gpu_rows = 0, api_rows = 0;  // emitted (after filters)
+  uint64_t filtered_out = 0;
+  uint64_t unknown_timestamps = 0;      // GPU/API records with zero or reversed times
+  uint64_t unresolved_names = 0;        // kernel name pointers with no string entry
+  uint64_t gpu_without_api = 0;         // no API record with its correlation id
+  uint64_t api_without_gpu = 0;         // launch-like... every API row with no GPU activity
+  uint64_t duplicate_api_correlation = 0;  // a second API record with a correlation id already held
+  uint64_t buffers_stopped = 0;         // buffers cut short (unknown kind/layout)
+  uint64_t records_not_decoded = 0;     // sized, but kinds the decoder has no layout for
+  std::map<uint32_t, uint64_t> stopped_by_kind;
+  uint64_t overhead_ns = 0;
+  uint64_t overhead_records = 0;
+  uint64_t external_correlations = 0;
+  uint64_t calibration_non_monotonic = 0;
+  uint64_t calibration_samples = 0;
+  bool have_stats = false;
+  pb::Stats stats;  // latest Stats (or Footer stats) chunk
+  std::vector<std::string> messages;    // first few descriptions of the above
+  void Note(std::string m) {
+    if (messages.size() < 50) messages.push_back(std::move(m));
+  }
+  // Problems that make the exit code 1.
+  bool HasWarnings() const {
+    return unknown_timestamps || unresolved_names || buffers_stopped || duplicate_api_correlation ||
+           calibration_non_monotonic || stats.dropped_records() || stats.pool_exhausted();
+  }
+};
+
+struct TraceFilter {
+  std::optional<uint32_t> window;
+  std::optional<int64_t> from_wall, to_wall;   // absolute wall-clock ns
+  std::optional<int64_t> from_rel, to_rel;     // ns relative to the recording's first timestamp
+  std::optional<uint32_t> device, stream;
+  std::optional<std::regex> kernel;            // matched against the displayed GPU row name
+  bool mangled = false;
+};
+
+class RowSink {
+ public:
+  virtual ~RowSink() = default;
+  virtual void OnRow(const Row& row) = 0;
+};
+
+// Consumes one recording (as a ChunkVisitor) and emits rows in stream order. Joins are bounded:
+// a row waits at most `horizon` later records for its partner, so memory does not grow with the
+// recording. Exactly one row is emitted per GPU activity record: a GPU row looks up one API
+// record (the first runtime record with its correlation id, else the first driver record), and a
+// second API record with the same id is counted, never joined.
+class TraceBuilder : public ChunkVisitor {
+ public:
+  TraceBuilder(TraceFilter filter, RowSink* sink, size_t horizon = 1 << 16);
+  ~TraceBuilder() override;
+
+  void OnHeader(const pb::RecordingHeader& header, const ChunkOrigin& at) override;
+  void OnRawBuffer(const RawBufferPrefix& prefix, std::span<const uint8_t> records,
+                   const ChunkOrigin& at) override;
+  void OnStrings(const pb::StringTable& table) override;
+  void OnWindowMarker(const pb::WindowMarker& marker) override;
+  void OnCalibration(const pb::Calibration& calibration) override;
+  void OnStats(const pb::Stats& stats) override;
+  void OnFooter(const pb::Footer& footer) override;
+
+  // Emits every row still waiting for a partner. Call once after ReadRecording.
+  void Finish();
+
+  const TraceCounts& counts() const { return counts_; }
+  const std::map<uint32_t, WindowSpan>& windows() const { return windows_; }
+  const pb::RecordingHeader& header() const { return header_; }
+  const ClockMap& clock() const { return clock_; }
+  // Earliest start and latest end of valid GPU/API records (CUPTI ns; 0 when none).
+  uint64_t first_ts() const { return first_ts_; }
+  uint64_t last_ts() const { return last_ts_; }
+  // Relative times count from the first valid start in stream order (fixed once seen, so rows
+  // streamed early and late share one origin).
+  int64_t origin_wall() const { return origin_ts_ ? clock_.ToWall(origin_ts_) : 0; }
+
+ private:
+  struct Pending;
+  struct ApiEntry;
+  void AddRecord(const DecodedRecord& rec);
+  void Emit(const Pending& p);
+  bool Passes(const Row& row) const;
+  std::string_view KernelName(int64_t string_index, uint64_t pointer);
+  std::string_view ApiName(uint32_t kind, uint32_t cbid);
+  std::string_view Annotation(uint32_t correlation, uint64_t* external_id);
+  void Retire();
+
+  TraceFilter filter_;
+  RowSink* sink_;
+  size_t horizon_;
+  pb::RecordingHeader header_;
+  bool have_header_ = false;
+  std::unique_ptr<RecordDecoder> decoder_;
+  ClockMap clock_;
+  TraceCounts counts_;
+  std::map<uint32_t, WindowSpan> windows_;
+  uint64_t first_ts_ = 0, last_ts_ = 0, origin_ts_ = 0;
+
+  // Strings: every entry kept (records name them by index); latest entry per pointer wins.
+  std::deque<std::string> strings_;
+  std::unordered_map<uint64_t, uint32_t> string_by_pointer_;
+  std::unordered_map<int64_t, std::string> kernel_names_;   // string index -> display name
+  std::unordered_map<uint64_t, std::string> unresolved_;    // pointer -> placeholder
+  std::unordered_map<uint32_t, std::string> api_names_;     // (driver<<31 | cbid) -> name
+  std::unordered_map<uint64_t, std::string> annotations_;   // external id -> label
+
+  std::deque<Pending> pending_;
+  std::unordered_map<uint32_t, ApiEntry> api_by_corr_;
+  std::unordered_map<uint32_t, std::pair<uint32_t, int64_t>> gpu_by_corr_;  // count, first name
+  std::unordered_map<uint32_t, uint64_t> external_by_corr_;
+  std::deque<uint32_t> corr_order_;  // arrival order of correlation ids, for eviction
+};
+
+// Display names for memcpy kinds as nvprof prints them ("[CUDA memcpy HtoD]").
+const char* MemcpyKindName(uint32_t copy_kind);
+// Demangles an Itanium C++ name; returns `name` unchanged when it is not a mangled name.
+std::string Demangle(const std::string& name);
+
+}  // namespace cupmon::decoder

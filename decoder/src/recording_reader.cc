@@ -1,0 +1,356 @@
+// Directory listing, file mapping and chunk streaming for cupmon recordings.
+#include "cupmon/decoder/recording_reader.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <map>
+
+#include "cupmon/format/chunk_scanner.h"
+#include "cupmon/format/raw_codec.h"
+
+namespace cupmon::decoder {
+namespace {
+
+std::string Hex(uint64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+// Decompresses a message chunk's payload into `scratch` and parses it into `msg`.
+bool ParsePayload(RawBufferDecoder& codec, const ScannedChunk& c, std::vector<uint8_t>* scratch,
+                  google::protobuf::MessageLite* msg, std::string* why) {
+  auto r = codec.Decode(c.header.encoding, c.payload, c.header.uncompressed_length, scratch);
+  if (!r) {
+    *why = r.error().message;
+    return false;
+  }
+  if (!msg->ParseFromArray(scratch->data(), static_cast<int>(scratch->size()))) {
+    *why = "protobuf payload does not parse";
+    return false;
+  }
+  return true;
+}
+
+bool IsCupmonName(const std::filesystem::path& p) { return p.extension() == ".cupmon"; }
+
+// Reads the first metadata chunk of a file, or says why the file is refused.
+Expected<pb::RecordingHeader> ReadFirstHeader(const std::string& path) {
+  auto mapped = MappedFile::Open(path);
+  if (!mapped) return std::unexpected(mapped.error());
+  const auto bytes = mapped->bytes();
+  if (bytes.empty()) return MakeError(path + ": empty file (0 bytes)");
+  if (bytes.size() < 4 || GetLe32(bytes.data()) != kChunkMagic)
+    return MakeError(path + ": not a cupmon file (no chunk magic at offset 0)");
+  ChunkScanner scanner(bytes);
+  std::vector<Damage> damage;
+  RawBufferDecoder codec;
+  std::vector<uint8_t> scratch;
+  while (auto c = scanner.Next(&damage)) {
+    if (c->header.type != static_cast<uint8_t>(ChunkType::kMetadata)) continue;
+    pb::RecordingHeader header;
+    std::string why;
+    if (ParsePayload(codec, *c, &scratch, &header, &why)) return header;
+  }
+  if (scanner.future_major())
+    return MakeError(path + ": written in cupmon format major version " +
+                     std::to_string(scanner.future_major()) + " at offset " +
+                     std::to_string(scanner.position()) + "; this decoder reads major version " +
+                     std::to_string(kFormatMajor) + " (use a newer cupmon-decode)");
+  return MakeError(path + ": no readable recording header (metadata chunk)");
+}
+
+}  // namespace
+
+void ReadIntegrity::Note(std::string message) {
+  if (messages.size() < kMaxMessages) messages.push_back(std::move(message));
+}
+
+Expected<MappedFile> MappedFile::Open(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return MakeError(path + ": cannot open: " + std::strerror(errno), errno);
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    const int e = errno;
+    ::close(fd);
+    return MakeError(path + ": cannot stat: " + std::strerror(e), e);
+  }
+  MappedFile m;
+  if (st.st_size > 0) {
+    void* p = ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
+    if (p == MAP_FAILED) {
+      const int e = errno;
+      ::close(fd);
+      return MakeError(path + ": cannot map: " + std::strerror(e), e);
+    }
+    m.data_ = static_cast<const uint8_t*>(p);
+    m.size_ = static_cast<size_t>(st.st_size);
+    ::madvise(p, m.size_, MADV_SEQUENTIAL);
+  }
+  ::close(fd);  // the mapping stays valid
+  return m;
+}
+
+MappedFile::MappedFile(MappedFile&& o) noexcept : data_(o.data_), size_(o.size_) {
+  o.data_ = nullptr;
+  o.size_ = 0;
+}
+
+MappedFile& MappedFile::operator=(MappedFile&& o) noexcept {
+  if (this != &o) {
+    if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
+    data_ = o.data_;
+    size_ = o.size_;
+    o.data_ = nullptr;
+    o.size_ = 0;
+  }
+  return *this;
+}
+
+MappedFile::~MappedFile() {
+  if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
+}
+
+Expected<DirectoryListing> ListRecordings(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  std::vector<std::string> candidates;
+  DirectoryListing out;
+  if (fs::is_regular_file(path, ec)) {
+    candidates.push_back(path);
+  } else if (fs::is_directory(path, ec)) {
+    for (auto it = fs::directory_iterator(path, ec); !ec && it != fs::directory_iterator();
+         it.increment(ec)) {
+      if (!it->is_regular_file(ec)) continue;
+      if (IsCupmonName(it->path()))
+        candidates.push_back(it->path().string());
+      else
+        out.ignored.push_back(it->path().string());
+    }
+    if (ec) return MakeError(path + ": cannot list directory: " + ec.message());
+  } else {
+    return MakeError(path + ": no such file or directory");
+  }
+  std::sort(candidates.begin(), candidates.end());
+  std::sort(out.ignored.begin(), out.ignored.end());
+
+  std::map<uint64_t, Recording> by_id;
+  for (const std::string& file : candidates) {
+    auto header = ReadFirstHeader(file);
+    if (!header) {
+      out.refused.push_back(header.error().message);
+      continue;
+    }
+    Recording& r = by_id[header->recording_id()];
+    r.id = header->recording_id();
+    std::error_code size_ec;
+    const uint64_t bytes = fs::file_size(file, size_ec);
+    r.files.push_back(RecordingFile{file, size_ec ? 0 : bytes, header->file_index()});
+    if (r.files.size() == 1 || header->file_index() < r.header.file_index()) r.header = *header;
+  }
+  for (auto& [id, r] : by_id) {
+    std::stable_sort(r.files.begin(), r.files.end(),
+                     [](const RecordingFile& a, const RecordingFile& b) {
+                       return a.file_index < b.file_index;
+                     });
+    out.recordings.push_back(std::move(r));
+  }
+  std::stable_sort(out.recordings.begin(), out.recordings.end(),
+                   [](const Recording& a, const Recording& b) {
+                     return a.header.process_start_unix_ns() < b.header.process_start_unix_ns();
+                   });
+  return out;
+}
+
+void ReadFileBytes(std::span<const uint8_t> bytes, const RecordingFile& file, ChunkVisitor& visitor,
+                   ReadIntegrity* integrity, SequenceTracker* sequences) {
+  ChunkScanner scanner(bytes);
+  std::vector<Damage> damage;
+  RawBufferDecoder codec;
+  std::vector<uint8_t> scratch;
+  bool footer = false;
+  pb::RecordingHeader header;
+  pb::StringTable strings;
+  pb::WindowMarker marker;
+  pb::Calibration calibration;
+  pb::Stats stats;
+  pb::Footer foot;
+  auto report_damage = [&] {
+    for (const Damage& d : damage) {
+      ++integrity->damaged_ranges;
+      integrity->damaged_bytes += d.skipped_bytes;
+      integrity->Note(file.path + " at offset " + std::to_string(d.offset) + ": " + d.what +
+                      " (" + std::to_string(d.skipped_bytes) + " bytes skipped" +
+                      (d.kind == Damage::Kind::kTruncatedTail ? ", truncated tail)" : ")"));
+    }
+    damage.clear();
+  };
+  while (auto c = scanner.Next(&damage)) {
+    report_damage();
+    ++integrity->chunks;
+    const ChunkOrigin at{&file.path, c->offset, c->header.sequence};
+    if (!sequences->Add(c->header.sequence)) {
+      integrity->Note(file.path + " at offset " + std::to_string(c->offset) +
+                      ": chunk sequence " + std::to_string(c->header.sequence) + " seen twice");
+    }
+    std::string why;
+    auto undecodable = [&] {
+      ++integrity->undecodable_chunks;
+      integrity->Note(file.path + " at offset " + std::to_string(c->offset) + ": " +
+                      ChunkTypeName(c->header.type) + " chunk cannot be decoded: " + why);
+    };
+    switch (static_cast<ChunkType>(c->header.type)) {
+      case ChunkType::kMetadata:
+        if (ParsePayload(codec, *c, &scratch, &header, &why)) visitor.OnHeader(header, at);
+        else undecodable();
+        break;
+      case ChunkType::kRawBuffer: {
+        if (c->payload.size() < kRawBufferPrefixSize) {
+          why = "payload shorter than the raw-buffer prefix";
+          undecodable();
+          break;
+        }
+        const RawBufferPrefix prefix = DecodeRawBufferPrefix(c->payload.data());
+        auto r = codec.Decode(c->header.encoding, c->payload.subspan(kRawBufferPrefixSize),
+                              c->header.uncompressed_length, &scratch);
+        if (!r) {
+          why = r.error().message;
+          undecodable();
+          break;
+        }
+        visitor.OnRawBuffer(prefix, scratch, at);
+        break;
+      }
+      case ChunkType::kStringTable:
+        if (ParsePayload(codec, *c, &scratch, &strings, &why)) visitor.OnStrings(strings);
+        else undecodable();
+        break;
+      case ChunkType::kWindowMarker:
+        if (ParsePayload(codec, *c, &scratch, &marker, &why)) visitor.OnWindowMarker(marker);
+        else undecodable();
+        break;
+      case ChunkType::kStats:
+        if (ParsePayload(codec, *c, &scratch, &stats, &why)) visitor.OnStats(stats);
+        else undecodable();
+        break;
+      case ChunkType::kCalibration:
+        if (ParsePayload(codec, *c, &scratch, &calibration, &why)) visitor.OnCalibration(calibration);
+        else undecodable();
+        break;
+      case ChunkType::kFooter:
+        if (ParsePayload(codec, *c, &scratch, &foot, &why)) {
+          footer = true;
+          visitor.OnFooter(foot);
+        } else {
+          undecodable();
+        }
+        break;
+      default:
+        // FORMAT.md: a reader skips chunk types it does not know, and counts them.
+        ++integrity->unknown_chunk_types;
+        integrity->Note(file.path + " at offset " + std::to_string(c->offset) +
+                        ": unknown chunk type " + std::to_string(c->header.type) + " skipped");
+        break;
+    }
+  }
+  report_damage();
+  if (scanner.future_major()) {
+    ++integrity->unreadable_files;
+    integrity->Note(file.path + " at offset " + std::to_string(scanner.position()) +
+                    ": format major version " + std::to_string(scanner.future_major()) +
+                    " is newer than this decoder; rest of file not read");
+  }
+  if (!footer) ++integrity->files_without_footer;
+}
+
+void ReadRecording(const Recording& recording, ChunkVisitor& visitor, ReadIntegrity* integrity) {
+  SequenceTracker sequences;
+  bool first = true;
+  uint32_t expected_index = 0;
+  for (const RecordingFile& file : recording.files) {
+    if (first && file.file_index > 0) {
+      integrity->earlier_files_gone += file.file_index;
+      integrity->Note("recording " + Hex(recording.id) + ": starts at file index " +
+                      std::to_string(file.file_index) +
+                      " (earlier files are gone, usually removed by retention)");
+    } else if (!first && file.file_index > expected_index) {
+      sequences.Reset();
+      integrity->missing_files += file.file_index - expected_index;
+      integrity->Note("recording " + Hex(recording.id) + ": file index(es) " +
+                      std::to_string(expected_index) + ".." + std::to_string(file.file_index - 1) +
+                      " missing before " + file.path);
+    }
+    first = false;
+    expected_index = file.file_index + 1;
+    ++integrity->files;
+    visitor.OnFile(file);
+    auto mapped = MappedFile::Open(file.path);
+    if (!mapped) {
+      ++integrity->unreadable_files;
+      integrity->Note(mapped.error().message);
+      continue;
+    }
+    ReadFileBytes(mapped->bytes(), file, visitor, integrity, &sequences);
+  }
+  FinishSequences(sequences, integrity);
+}
+
+bool SequenceTracker::Add(uint64_t seq) {
+  if (last_ == UINT64_MAX) {
+    last_ = seq;
+    return true;
+  }
+  if (seq > last_) {
+    if (seq > last_ + 1) {
+      if (holes_.size() < kMaxHoles) {
+        holes_.emplace_back(last_ + 1, seq - 1);
+      } else {
+        ++dropped_holes_;
+        dropped_missing_ += seq - last_ - 1;
+      }
+    }
+    last_ = seq;
+    return true;
+  }
+  // Out of order: fill the hole that holds it, if any.
+  auto it = std::upper_bound(holes_.begin(), holes_.end(), seq,
+                             [](uint64_t s, const auto& h) { return s < h.first; });
+  if (it == holes_.begin()) return false;
+  --it;
+  if (seq > it->second) return false;
+  if (it->first == it->second) {
+    holes_.erase(it);
+  } else if (seq == it->first) {
+    ++it->first;
+  } else if (seq == it->second) {
+    --it->second;
+  } else {
+    const auto tail = std::make_pair(seq + 1, it->second);
+    it->second = seq - 1;
+    holes_.insert(it + 1, tail);
+  }
+  return true;
+}
+
+uint64_t SequenceTracker::missing_chunks() const {
+  uint64_t n = dropped_missing_;
+  for (const auto& h : holes_) n += h.second - h.first + 1;
+  return n;
+}
+
+void FinishSequences(const SequenceTracker& sequences, ReadIntegrity* integrity) {
+  if (sequences.holes() == 0) return;
+  integrity->sequence_gaps += sequences.holes();
+  integrity->missing_chunks += sequences.missing_chunks();
+  integrity->Note(std::to_string(sequences.missing_chunks()) + " chunk(s) missing in " +
+                  std::to_string(sequences.holes()) + " sequence gap(s)");
+}
+
+}  // namespace cupmon::decoder

@@ -1,0 +1,190 @@
+// TEST DOUBLE: synthetic CUPTI-13-layout records and recordings (never GPU data).
+#include "recording_builder.h"
+
+#include "cupmon/format/check.h"
+#include "cupmon/format/chunk.h"
+#include "cupmon/format/record_sizes.h"
+
+namespace cupmon::testing {
+
+using decoder::FindLayout;
+
+BufferBuilder& BufferBuilder::Add(uint32_t kind,
+                                  std::initializer_list<std::pair<Field, uint64_t>> fields) {
+  const uint32_t size = RecordSizeTable::Cupti13().Size(kind);
+  CUPMON_CHECK(size >= 8);
+  const size_t at = bytes_.size();
+  bytes_.resize(at + size, 0);
+  uint8_t* rec = bytes_.data() + at;
+  PutLe32(rec, kind);
+  const decoder::RecordLayout* layout = FindLayout(kind, 130001);
+  for (const auto& [field, value] : fields) {
+    CUPMON_CHECK(layout != nullptr);
+    bool found = false;
+    for (const decoder::FieldOffset& f : layout->fields) {
+      if (f.field != field) continue;
+      for (unsigned i = 0; i < f.width; ++i) rec[f.offset + i] = static_cast<uint8_t>(value >> (8 * i));
+      found = true;
+    }
+    CUPMON_CHECK(found);
+  }
+  ++records_;
+  return *this;
+}
+
+BufferBuilder& BufferBuilder::AddRaw(const std::vector<uint8_t>& bytes) {
+  bytes_.insert(bytes_.end(), bytes.begin(), bytes.end());
+  return *this;
+}
+
+BufferBuilder& BufferBuilder::Kernel(uint64_t start, uint64_t end, uint32_t corr,
+                                     uint64_t name_ptr, uint32_t stream, uint32_t device) {
+  return Add(decoder::kKindConcurrentKernel,
+             {{Field::kStart, start}, {Field::kEnd, end}, {Field::kCorrelationId, corr},
+              {Field::kNamePointer, name_ptr}, {Field::kStreamId, stream},
+              {Field::kDeviceId, device}, {Field::kContextId, 1}, {Field::kGridX, 128},
+              {Field::kGridY, 1}, {Field::kGridZ, 1}, {Field::kBlockX, 256}, {Field::kBlockY, 1},
+              {Field::kBlockZ, 1}, {Field::kRegisters, 32}, {Field::kStaticSharedMemory, 1024},
+              {Field::kDynamicSharedMemory, 0}});
+}
+
+BufferBuilder& BufferBuilder::Memcpy(uint64_t start, uint64_t end, uint32_t corr,
+                                     uint32_t copy_kind, uint64_t bytes, uint32_t stream) {
+  return Add(decoder::kKindMemcpy,
+             {{Field::kStart, start}, {Field::kEnd, end}, {Field::kCorrelationId, corr},
+              {Field::kCopyKind, copy_kind}, {Field::kBytes, bytes}, {Field::kStreamId, stream},
+              {Field::kContextId, 1}});
+}
+
+BufferBuilder& BufferBuilder::Memset(uint64_t start, uint64_t end, uint32_t corr, uint64_t bytes,
+                                     uint32_t stream) {
+  return Add(decoder::kKindMemset,
+             {{Field::kStart, start}, {Field::kEnd, end}, {Field::kCorrelationId, corr},
+              {Field::kBytes, bytes}, {Field::kStreamId, stream}, {Field::kContextId, 1}});
+}
+
+BufferBuilder& BufferBuilder::Runtime(uint64_t start, uint64_t end, uint32_t corr, uint32_t cbid,
+                                      uint32_t tid) {
+  return Add(decoder::kKindRuntime,
+             {{Field::kStart, start}, {Field::kEnd, end}, {Field::kCorrelationId, corr},
+              {Field::kCbid, cbid}, {Field::kProcessId, kTestPid}, {Field::kThreadId, tid}});
+}
+
+BufferBuilder& BufferBuilder::Driver(uint64_t start, uint64_t end, uint32_t corr, uint32_t cbid,
+                                     uint32_t tid) {
+  return Add(decoder::kKindDriver,
+             {{Field::kStart, start}, {Field::kEnd, end}, {Field::kCorrelationId, corr},
+              {Field::kCbid, cbid}, {Field::kProcessId, kTestPid}, {Field::kThreadId, tid}});
+}
+
+BufferBuilder& BufferBuilder::External(uint32_t corr, uint64_t external_id) {
+  return Add(decoder::kKindExternalCorrelation,
+             {{Field::kExternalKind, 2 /* CUSTOM0 */}, {Field::kExternalId, external_id},
+              {Field::kCorrelationId, corr}});
+}
+
+pb::RecordingHeader SyntheticHeader(uint64_t recording_id, uint32_t pid) {
+  pb::RecordingHeader h;
+  h.set_recording_id(recording_id);
+  h.set_host("synthetic-host");
+  h.set_pid(pid);
+  h.add_command_line("python");
+  h.add_command_line("train.py");
+  h.set_process_start_unix_ns(static_cast<int64_t>(kT0) - 1'000'000'000);
+  h.set_cupti_api_version(130001);
+  h.set_cuda_driver_version(13000);
+  h.set_cuda_runtime_version(13000);
+  auto* d = h.add_devices();
+  d->set_id(0);
+  d->set_name("Synthetic GPU (test double)");
+  d->set_cc_major(9);
+  d->set_cc_minor(0);
+  const RecordSizeTable sizes = RecordSizeTable::Cupti13();
+  for (uint32_t k = 0; k < RecordSizeTable::kMaxKind; ++k) {
+    if (!sizes.Size(k)) continue;
+    auto* rs = h.add_record_sizes();
+    rs->set_kind(k);
+    rs->set_size(sizes.Size(k));
+  }
+  for (uint32_t k : {1u, 2u, 10u, 22u}) h.add_enabled_kinds(k);
+  h.mutable_config()->set_entry_point("test-double");
+  h.set_cupmon_version("test");
+  h.set_synthetic(true);
+  return h;
+}
+
+RecordingWriterOptions WriterOptions(const std::string& dir, const std::string& prefix) {
+  RecordingWriterOptions o;
+  o.files.directory = dir;
+  o.files.prefix = prefix;
+  o.files.fsync_interval_ms = 0;
+  return o;
+}
+
+size_t WriteSampleRecording(const std::string& dir) {
+  RecordingWriter w(WriterOptions(dir, "cupmon-sample-4242"), SyntheticHeader());
+  CUPMON_CHECK(w.Open().has_value());
+  constexpr uint64_t kVecAdd = 0x7f0000001000, kGemm = 0x7f0000002000, kSoftmax = 0x7f0000003000;
+  std::vector<pb::StringEntry> strings(4);
+  strings[0].set_id(1), strings[0].set_pointer(kVecAdd), strings[0].set_text("_Z6vecAddPKfS0_Pfi");
+  strings[1].set_id(2), strings[1].set_pointer(kGemm), strings[1].set_text("_Z10gemm_tiledILi16EEvPKfS1_Pfi");
+  strings[2].set_id(3), strings[2].set_pointer(kSoftmax), strings[2].set_text("_ZN5flash14softmax_kernelIfEEvPT_i");
+  strings[3].set_id(4), strings[3].set_pointer(7), strings[3].set_text("train_step");  // annotation
+  w.AddStrings(strings);
+
+  pb::Calibration cal;
+  auto* s0 = cal.add_samples();
+  s0->set_cupti_ns(kT0);
+  s0->set_realtime_ns(static_cast<int64_t>(kT0) + 2000);  // CUPTI clock 2 us behind wall clock
+  s0->set_monotonic_ns(1000);
+  w.WriteCalibration(cal);
+
+  pb::WindowMarker begin;
+  begin.set_window_id(1);
+  begin.set_edge(pb::WindowMarker::BEGIN);
+  begin.set_source(pb::TRIGGER_SOCKET);
+  begin.set_cupti_ns(kT0 + 1'000);
+  begin.set_requested_ms(20);
+  w.WriteWindowMarker(begin);
+
+  const uint64_t t = kT0;
+  auto us = [](uint64_t n) { return n * 1000; };
+  BufferBuilder api;
+  api.Runtime(t + us(10), t + us(60), 1, 31)                // cudaMemcpy HtoD
+      .External(2, 7).External(3, 7)
+      .Runtime(t + us(70), t + us(75), 2, 211)              // cudaLaunchKernel vecAdd
+      .Runtime(t + us(80), t + us(84), 3, 211)              // cudaLaunchKernel gemm
+      .Runtime(t + us(90), t + us(93), 4, 51)               // cudaMemsetAsync
+      .Runtime(t + us(100), t + us(110), 5, 311)            // cudaGraphLaunch: three kernels
+      .Driver(t + us(120), t + us(124), 6, 307, 102)        // cuLaunchKernel softmax, other thread
+      .Runtime(t + us(130), t + us(400), 7, 165)            // cudaDeviceSynchronize
+      .Runtime(t + us(410), t + us(470), 8, 31);            // cudaMemcpy DtoH
+  BufferBuilder gpu;
+  gpu.Memcpy(t + us(20), t + us(55), 1, 1, 4 << 20)
+      .Kernel(t + us(76), t + us(96), 2, kVecAdd)
+      .Kernel(t + us(96), t + us(196), 3, kGemm)
+      .Memset(t + us(196), t + us(198), 4, 1 << 20)
+      .Kernel(t + us(200), t + us(240), 5, kGemm, 8)
+      .Kernel(t + us(240), t + us(250), 5, kSoftmax, 8)
+      .Kernel(t + us(250), t + us(290), 5, kGemm, 8)
+      .Kernel(t + us(300), t + us(330), 6, kSoftmax)
+      .Memcpy(t + us(420), t + us(465), 8, 2, 4 << 20);
+  w.WriteRawBuffer(gpu.bytes(), 1, 7);
+  w.WriteRawBuffer(api.bytes(), 0, 0);
+
+  pb::WindowMarker end = begin;
+  end.set_edge(pb::WindowMarker::END);
+  end.set_cupti_ns(kT0 + 20'001'000);
+  end.set_note("duration");
+  w.WriteWindowMarker(end);
+  auto* s1 = cal.mutable_samples(0);
+  s1->set_cupti_ns(kT0 + 30'000'000);
+  s1->set_realtime_ns(static_cast<int64_t>(kT0) + 30'002'000);
+  s1->set_monotonic_ns(30'001'000);
+  w.WriteCalibration(cal);
+  w.WriteStats(static_cast<int64_t>(kT0) + 30'000'000);
+  w.Close(static_cast<int64_t>(kT0) + 30'000'000);
+  return api.records() + gpu.records();
+}
+
+}  // namespace cupmon::testing

@@ -1,0 +1,66 @@
+// TEST DOUBLE: builds synthetic CUPTI-13-layout activity records by hand and writes them through
+// cupmon::RecordingWriter with RecordingHeader.synthetic = true. Nothing here comes from a GPU.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cupmon.pb.h"
+#include "cupmon/decoder/record_layout.h"
+#include "cupmon/format/recording_writer.h"
+
+namespace cupmon::testing {
+
+using decoder::Field;
+
+// Packs records into one raw CUPTI buffer, using the decoder's CUPTI 13.0 field tables (the
+// layout test checks those against the real structs, and builder_test checks the bytes).
+class BufferBuilder {
+ public:
+  // Appends one record of `kind` (size from RecordSizeTable::Cupti13()) with the given fields set
+  // and every other byte zero. Kinds without a decoder layout get only their kind field.
+  BufferBuilder& Add(uint32_t kind, std::initializer_list<std::pair<Field, uint64_t>> fields);
+  // Appends raw bytes (for records of unknown kinds or deliberately bad data).
+  BufferBuilder& AddRaw(const std::vector<uint8_t>& bytes);
+
+  BufferBuilder& Kernel(uint64_t start, uint64_t end, uint32_t corr, uint64_t name_ptr,
+                        uint32_t stream = 7, uint32_t device = 0);
+  BufferBuilder& Memcpy(uint64_t start, uint64_t end, uint32_t corr, uint32_t copy_kind,
+                        uint64_t bytes, uint32_t stream = 7);
+  BufferBuilder& Memset(uint64_t start, uint64_t end, uint32_t corr, uint64_t bytes,
+                        uint32_t stream = 7);
+  BufferBuilder& Runtime(uint64_t start, uint64_t end, uint32_t corr, uint32_t cbid,
+                         uint32_t tid = 101);
+  BufferBuilder& Driver(uint64_t start, uint64_t end, uint32_t corr, uint32_t cbid,
+                        uint32_t tid = 101);
+  BufferBuilder& External(uint32_t corr, uint64_t external_id);
+
+  const std::vector<uint8_t>& bytes() const { return bytes_; }
+  size_t records() const { return records_; }
+
+ private:
+  std::vector<uint8_t> bytes_;
+  size_t records_ = 0;
+};
+
+inline constexpr uint32_t kTestPid = 4242;
+inline constexpr uint64_t kTestRecordingId = 0x5eed0000c0ffee01ull;
+// A fixed CUPTI time origin (2026-01-01T00:00:00Z in ns) so outputs are deterministic.
+inline constexpr uint64_t kT0 = 1767225600000000000ull;
+
+// A header for a synthetic recording: CUPTI API 130001, the 13.0 size table, one device,
+// synthetic = true (the CUPTI test double wrote it).
+pb::RecordingHeader SyntheticHeader(uint64_t recording_id = kTestRecordingId,
+                                    uint32_t pid = kTestPid);
+
+RecordingWriterOptions WriterOptions(const std::string& dir, const std::string& prefix = "cupmon-test");
+
+// Writes the small, clean sample recording used by golden tests and tests/data/sample/ into `dir`:
+// a window with memcpys, kernels, a memset, a CUDA graph launch (one API call, three kernels), an
+// annotation and calibration. Returns the number of raw CUPTI records written.
+size_t WriteSampleRecording(const std::string& dir);
+
+}  // namespace cupmon::testing

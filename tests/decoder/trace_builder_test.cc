@@ -1,0 +1,242 @@
+// Joins and edge cases: nsys's duplicate-correlation case, graph launches, annotations, unknown
+// timestamps, unresolved names, partnerless correlation ids, bad calibration, unknown kinds.
+#include "cupmon/decoder/trace_builder.h"
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "cupmon/decoder/reports.h"
+#include "recording_builder.h"
+#include "test_util.h"
+
+namespace cupmon::decoder {
+namespace {
+
+using testing::BufferBuilder;
+using testing::kT0;
+using testing::TempDir;
+
+struct OwnedRow {
+  Row row;
+  std::string name, api_name, annotation;
+};
+
+class CollectingSink : public RowSink {
+ public:
+  void OnRow(const Row& r) override {
+    rows.push_back({r, std::string(r.name), std::string(r.api_name), std::string(r.annotation)});
+  }
+  std::vector<OwnedRow> rows;
+  size_t Count(RowType t) const {
+    size_t n = 0;
+    for (const auto& r : rows) n += r.row.type == t;
+    return n;
+  }
+};
+
+void WriteRecording(const std::string& dir, const std::vector<std::vector<uint8_t>>& buffers,
+                    const std::vector<std::pair<uint64_t, std::string>>& strings = {},
+                    const std::vector<std::pair<uint64_t, int64_t>>& calibration = {}) {
+  RecordingWriter w(testing::WriterOptions(dir), testing::SyntheticHeader());
+  ASSERT_TRUE(w.Open().has_value());
+  std::vector<pb::StringEntry> entries;
+  for (const auto& [ptr, text] : strings) {
+    entries.emplace_back();
+    entries.back().set_pointer(ptr);
+    entries.back().set_text(text);
+  }
+  w.AddStrings(entries);
+  if (!calibration.empty()) {
+    pb::Calibration c;
+    for (const auto& [cupti, wall] : calibration) {
+      auto* s = c.add_samples();
+      s->set_cupti_ns(cupti);
+      s->set_realtime_ns(wall);
+    }
+    w.WriteCalibration(c);
+  }
+  for (const auto& b : buffers) w.WriteRawBuffer(b, 0, 0);
+  w.Close(0);
+}
+
+struct Built {
+  CollectingSink sink;
+  TraceCounts counts;
+};
+
+std::unique_ptr<Built> Build(const std::string& dir, size_t horizon = 1 << 16) {
+  auto out = std::make_unique<Built>();
+  auto listing = ListRecordings(dir);
+  EXPECT_TRUE(listing.has_value());
+  TraceBuilder b(TraceFilter{}, &out->sink, horizon);
+  ReadIntegrity integrity;
+  ReadRecording(listing->recordings.at(0), b, &integrity);
+  b.Finish();
+  out->counts = b.counts();
+  return out;
+}
+
+std::string Report(ReportKind kind, const std::string& dir, int* rc = nullptr) {
+  std::ostringstream out, err;
+  const int r = RunReport(kind, dir, ReportOptions{}, out, err);
+  if (rc) *rc = r;
+  return out.str();
+}
+
+TEST(TraceBuilderTest, SharedCorrelationIdNeverDuplicatesAKernelRow) {
+  // nsys seed 003: a second runtime record carried the launch's correlation id and the kernel
+  // came out twice in the kernel exec trace.
+  TempDir dir;
+  BufferBuilder api, gpu;
+  api.Runtime(kT0 + 100, kT0 + 200, 5, 211).Runtime(kT0 + 210, kT0 + 215, 5, 10 /* cudaGetLastError */);
+  gpu.Kernel(kT0 + 300, kT0 + 900, 5, 0x10);
+  WriteRecording(dir.path(), {api.bytes(), gpu.bytes()}, {{0x10, "_Z1kv"}});
+  auto b = Build(dir.path());
+  ASSERT_EQ(b->sink.Count(RowType::kKernel), 1u);
+  EXPECT_EQ(b->sink.Count(RowType::kApi), 2u);
+  EXPECT_EQ(b->counts.duplicate_api_correlation, 1u);
+  for (const auto& r : b->sink.rows)
+    if (r.row.type == RowType::kKernel) {
+      EXPECT_EQ(r.api_name, "cudaLaunchKernel");
+      EXPECT_EQ(r.name, "k()");
+    }
+  int rc = 0;
+  const std::string kern = Report(ReportKind::kKernExec, dir.path(), &rc);
+  size_t lines = 0;
+  for (size_t p = kern.find("k()"); p != std::string::npos; p = kern.find("k()", p + 1)) ++lines;
+  EXPECT_EQ(lines, 1u) << kern;
+  EXPECT_EQ(rc, kExitWarnings);  // the shared id is reported
+}
+
+TEST(TraceBuilderTest, GraphLaunchIsOneApiCallWithManyKernels) {
+  TempDir dir;
+  BufferBuilder gpu, api;
+  gpu.Kernel(kT0 + 1000, kT0 + 2000, 9, 0x10).Kernel(kT0 + 2000, kT0 + 3000, 9, 0x10).Kernel(kT0 + 3000, kT0 + 4000, 9, 0x20);
+  api.Runtime(kT0 + 100, kT0 + 500, 9, 311);
+  // GPU buffer first: the API record arrives later and is still joined.
+  WriteRecording(dir.path(), {gpu.bytes(), api.bytes()}, {{0x10, "_Z1av"}, {0x20, "_Z1bv"}});
+  auto b = Build(dir.path());
+  ASSERT_EQ(b->sink.Count(RowType::kKernel), 3u);
+  for (const auto& r : b->sink.rows) {
+    if (r.row.type == RowType::kKernel) {
+      EXPECT_TRUE(r.row.has_api);
+      EXPECT_EQ(r.api_name, "cudaGraphLaunch");
+    } else {
+      EXPECT_EQ(r.row.launched, 3u);
+    }
+  }
+  EXPECT_EQ(b->counts.gpu_without_api, 0u);
+}
+
+TEST(TraceBuilderTest, ZeroAndReversedTimestampsAreUnknownNotHuge) {
+  TempDir dir;
+  BufferBuilder gpu;
+  gpu.Kernel(0, 0, 1, 0x10).Kernel(kT0 + 500, kT0 + 100, 2, 0x10).Kernel(kT0, kT0 + 50, 3, 0x10);
+  WriteRecording(dir.path(), {gpu.bytes()}, {{0x10, "_Z1kv"}});
+  auto b = Build(dir.path());
+  ASSERT_EQ(b->sink.rows.size(), 3u);
+  EXPECT_FALSE(b->sink.rows[0].row.valid_time);
+  EXPECT_FALSE(b->sink.rows[1].row.valid_time);
+  EXPECT_EQ(b->sink.rows[1].row.duration, 0u);
+  EXPECT_TRUE(b->sink.rows[2].row.valid_time);
+  EXPECT_EQ(b->counts.unknown_timestamps, 2u);
+  int rc = 0;
+  const std::string summary = Report(ReportKind::kSummary, dir.path(), &rc);
+  EXPECT_EQ(rc, kExitWarnings);
+  // Three calls; min = max = the one valid 50ns duration.
+  EXPECT_NE(summary.find("3       50ns       50ns       50ns  k()"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("2 records with unknown timestamps"), std::string::npos);
+}
+
+TEST(TraceBuilderTest, NamesAndPartnersThatAreMissingAreCounted) {
+  TempDir dir;
+  BufferBuilder gpu, api;
+  gpu.Kernel(kT0, kT0 + 10, 1, 0xdead);  // no string entry, no API record
+  api.Runtime(kT0, kT0 + 5, 2, 20);      // cudaMalloc: no GPU activity
+  api.Runtime(kT0, kT0 + 5, 3, 9999);    // past the cbid table
+  WriteRecording(dir.path(), {gpu.bytes(), api.bytes()});
+  auto b = Build(dir.path());
+  ASSERT_EQ(b->sink.rows.size(), 3u);
+  EXPECT_EQ(b->sink.rows[0].name, "<unresolved kernel name 0xdead>");
+  EXPECT_EQ(b->counts.unresolved_names, 1u);
+  EXPECT_EQ(b->counts.gpu_without_api, 1u);
+  EXPECT_EQ(b->counts.api_without_gpu, 2u);
+  EXPECT_EQ(b->sink.rows[2].name, "cbid#9999");
+}
+
+TEST(TraceBuilderTest, LatestStringEntryForAPointerWins) {
+  TempDir dir;
+  RecordingWriter w(testing::WriterOptions(dir.path()), testing::SyntheticHeader());
+  ASSERT_TRUE(w.Open().has_value());
+  pb::StringEntry e;
+  e.set_pointer(0x10);
+  e.set_text("_Z3oldv");
+  w.AddStrings({&e, 1});
+  BufferBuilder first, second;
+  first.Kernel(kT0, kT0 + 1, 1, 0x10);
+  w.WriteRawBuffer(first.bytes(), 0, 0);
+  e.set_text("_Z3newv");  // module reloaded: the same address now names another kernel
+  w.AddStrings({&e, 1});
+  second.Kernel(kT0 + 2, kT0 + 3, 2, 0x10);
+  w.WriteRawBuffer(second.bytes(), 0, 0);
+  w.Close(0);
+  auto b = Build(dir.path());
+  ASSERT_EQ(b->sink.rows.size(), 2u);
+  EXPECT_EQ(b->sink.rows[0].name, "old()");
+  EXPECT_EQ(b->sink.rows[1].name, "new()");
+}
+
+TEST(TraceBuilderTest, NonMonotonicCalibrationIsCountedAndMissingOneIsFine) {
+  TempDir dir;
+  BufferBuilder gpu;
+  gpu.Kernel(kT0 + 1000, kT0 + 2000, 1, 0);
+  WriteRecording(dir.path(), {gpu.bytes()}, {}, {{kT0, 5}, {kT0 - 10, 7}});
+  auto b = Build(dir.path());
+  EXPECT_EQ(b->counts.calibration_non_monotonic, 1u);
+  EXPECT_EQ(b->sink.rows.at(0).row.wall_start, 5 + 1000);
+  EXPECT_TRUE(b->counts.HasWarnings());
+
+  TempDir plain;
+  WriteRecording(plain.path(), {gpu.bytes()});
+  auto p = Build(plain.path());
+  EXPECT_EQ(p->sink.rows.at(0).row.wall_start, static_cast<int64_t>(kT0 + 1000));
+}
+
+TEST(TraceBuilderTest, UnknownKindStopsOnlyThatBuffer) {
+  TempDir dir;
+  BufferBuilder bad, good;
+  std::vector<uint8_t> unknown(24, 0);
+  unknown[0] = 120;
+  bad.Kernel(kT0, kT0 + 1, 1, 0).AddRaw(unknown).Kernel(kT0, kT0 + 1, 2, 0);
+  good.Kernel(kT0, kT0 + 1, 3, 0);
+  WriteRecording(dir.path(), {bad.bytes(), good.bytes()});
+  auto b = Build(dir.path());
+  EXPECT_EQ(b->sink.rows.size(), 2u);
+  EXPECT_EQ(b->counts.buffers_stopped, 1u);
+  EXPECT_EQ(b->counts.stopped_by_kind.at(120), 1u);
+}
+
+TEST(TraceBuilderTest, SampleCarriesAnnotationsAndJoinsEveryActivity) {
+  TempDir dir;
+  testing::WriteSampleRecording(dir.path());
+  auto b = Build(dir.path());
+  EXPECT_EQ(b->counts.gpu_without_api, 0u);
+  size_t annotated = 0;
+  for (const auto& r : b->sink.rows) annotated += r.annotation == "train_step";
+  EXPECT_EQ(annotated, 4u);  // two launches and their two kernels
+}
+
+TEST(TraceBuilderTest, SmallHorizonBoundsTheJoinWindow) {
+  TempDir dir;
+  BufferBuilder gpu, filler, api;
+  gpu.Kernel(kT0, kT0 + 10, 1, 0);
+  for (uint32_t i = 0; i < 10; ++i) filler.Memset(kT0, kT0 + 1, 100 + i, 8);
+  api.Runtime(kT0, kT0 + 5, 1, 211);
+  WriteRecording(dir.path(), {gpu.bytes(), filler.bytes(), api.bytes()});
+  EXPECT_EQ(Build(dir.path(), 4)->counts.gpu_without_api, 11u);  // the API came too late
+  EXPECT_EQ(Build(dir.path(), 64)->counts.gpu_without_api, 10u);
+}
+
+}  // namespace
+}  // namespace cupmon::decoder

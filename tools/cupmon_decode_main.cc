@@ -1,0 +1,130 @@
+// cupmon-decode: offline decoder for cupmon recordings (no GPU, CUDA or libcupti needed).
+#include <unistd.h>
+
+#include <fstream>
+#include <iostream>
+#include <regex>
+
+#include <CLI/CLI.hpp>
+
+#include "cupmon/decoder/reports.h"
+
+namespace {
+
+using cupmon::decoder::ExportFormat;
+using cupmon::decoder::ReportKind;
+using cupmon::decoder::ReportOptions;
+
+struct CommonArgs {
+  std::string dir;
+  std::optional<uint32_t> window, device, stream, pid;
+  std::optional<uint64_t> limit;
+  std::string from, to, kernel, output;
+  bool mangled = false;
+};
+
+void AddCommon(CLI::App* app, CommonArgs* a) {
+  app->add_option("DIR", a->dir, "Directory of *.cupmon files, or one .cupmon file")->required();
+  app->add_option("--window", a->window, "Only records that start inside trace window N");
+  app->add_option("--from", a->from,
+                  "Start of the time range: relative to the first record (1.5s, 200ms, 30us) or "
+                  "wall clock (2026-03-01T12:00:00Z, @<unix ns>)");
+  app->add_option("--to", a->to, "End of the time range (same forms as --from)");
+  app->add_option("--device", a->device, "Only GPU activity on this device id");
+  app->add_option("--stream", a->stream, "Only GPU activity on this stream id");
+  app->add_option("--kernel", a->kernel, "Only GPU activity whose name matches this ECMAScript regex");
+  app->add_option("--pid", a->pid, "Only the recording of this process id");
+  app->add_option("--limit", a->limit, "At most N rows (traces and exports)");
+  app->add_option("-o,--output", a->output, "Write to FILE instead of standard output");
+  app->add_flag("--mangled", a->mangled, "Show kernel names as recorded, not demangled");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "cupmon-decode: reads cupmon recordings on any machine (no GPU, CUDA or libcupti).\n\n"
+      "Examples:\n"
+      "  cupmon-decode summary /var/log/cupmon\n"
+      "  cupmon-decode gpu-trace rec/ --kernel 'gemm' --limit 20\n"
+      "  cupmon-decode kern-exec rec/ --window 3\n"
+      "  cupmon-decode export rec/ --format chrome-json -o trace.json   # open in ui.perfetto.dev\n"
+      "  cupmon-decode info rec/\n\n"
+      "Exit codes: 0 clean, 1 warnings (damage, drops, skipped records), 2 unusable input or usage "
+      "error."};
+  app.require_subcommand(1);
+  CommonArgs args;
+  std::string format = "chrome-json";
+  struct Cmd {
+    const char* name;
+    const char* help;
+    ReportKind kind;
+  };
+  const Cmd cmds[] = {
+      {"summary", "nvprof-style summary: GPU activities and API calls by total time", ReportKind::kSummary},
+      {"gpu-trace", "One line per GPU activity (kernel, memcpy, memset)", ReportKind::kGpuTrace},
+      {"api-trace", "One line per CUDA runtime/driver API call, with what it launched", ReportKind::kApiTrace},
+      {"kern-exec", "Per kernel: API start and duration, queue time, kernel start/duration, total",
+       ReportKind::kKernExec},
+      {"export", "Machine-readable export: chrome-json (Perfetto), csv or jsonl", ReportKind::kExport},
+      {"info", "Recordings, files, chunks, windows, drops and an integrity report", ReportKind::kInfo},
+  };
+  std::map<CLI::App*, ReportKind> kinds;
+  for (const Cmd& c : cmds) {
+    CLI::App* sub = app.add_subcommand(c.name, c.help);
+    AddCommon(sub, &args);
+    if (c.kind == ReportKind::kExport)
+      sub->add_option("--format", format, "chrome-json, csv or jsonl")
+          ->check(CLI::IsMember({"chrome-json", "csv", "jsonl"}));
+    kinds[sub] = c.kind;
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? 0 : cupmon::decoder::kExitUnusable;
+  }
+  ReportKind kind = ReportKind::kSummary;
+  for (const auto& [sub, k] : kinds)
+    if (sub->parsed()) kind = k;
+
+  ReportOptions opt;
+  opt.filter.window = args.window;
+  opt.filter.device = args.device;
+  opt.filter.stream = args.stream;
+  opt.filter.mangled = args.mangled;
+  opt.pid = args.pid;
+  opt.limit = args.limit;
+  opt.format = format == "csv" ? ExportFormat::kCsv : format == "jsonl" ? ExportFormat::kJsonl
+                                                                        : ExportFormat::kChromeJson;
+  opt.progress = isatty(STDERR_FILENO);
+  if (!args.from.empty() &&
+      !cupmon::decoder::ParseTimeArg(args.from, &opt.filter.from_rel, &opt.filter.from_wall)) {
+    std::cerr << "cupmon-decode: cannot parse --from " << args.from << "\n";
+    return cupmon::decoder::kExitUnusable;
+  }
+  if (!args.to.empty() &&
+      !cupmon::decoder::ParseTimeArg(args.to, &opt.filter.to_rel, &opt.filter.to_wall)) {
+    std::cerr << "cupmon-decode: cannot parse --to " << args.to << "\n";
+    return cupmon::decoder::kExitUnusable;
+  }
+  if (!args.kernel.empty()) {
+    try {
+      opt.filter.kernel.emplace(args.kernel);
+    } catch (const std::regex_error& e) {
+      std::cerr << "cupmon-decode: bad --kernel regex: " << e.what() << "\n";
+      return cupmon::decoder::kExitUnusable;
+    }
+  }
+  std::ofstream file;
+  if (!args.output.empty()) {
+    file.open(args.output, std::ios::out | std::ios::trunc);
+    if (!file) {
+      std::cerr << "cupmon-decode: cannot write " << args.output << "\n";
+      return cupmon::decoder::kExitUnusable;
+    }
+  }
+  std::ostream& out = args.output.empty() ? std::cout : file;
+  std::ios::sync_with_stdio(false);
+  return cupmon::decoder::RunReport(kind, args.dir, opt, out, std::cerr);
+}
