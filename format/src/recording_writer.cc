@@ -59,7 +59,7 @@ void RecordingWriter::Frame(ChunkType type, Encoding encoding, std::span<const u
   ChunkHeader h;
   h.type = static_cast<uint8_t>(type);
   h.encoding = static_cast<uint8_t>(encoding);
-  h.sequence = sequence_++;
+  h.sequence = 0;  // stamped by Stamp() when the chunk's place in the stream is final
   h.payload_length = static_cast<uint32_t>(payload.size());
   h.uncompressed_length = uncompressed_length;
   h.payload_crc = Crc32c(payload.data(), payload.size());
@@ -67,6 +67,13 @@ void RecordingWriter::Frame(ChunkType type, Encoding encoding, std::span<const u
   out->resize(at + kChunkHeaderSize + payload.size());
   EncodeChunkHeader(h, out->data() + at);
   std::copy(payload.begin(), payload.end(), out->begin() + static_cast<ptrdiff_t>(at + kChunkHeaderSize));
+}
+
+void RecordingWriter::Stamp(uint8_t* header) {
+  // Sequence numbers follow the order of bytes on disk: a rotation between framing and writing
+  // puts the next file's preamble first, so the number is assigned only now.
+  PutLe64(header + 8, sequence_++);
+  PutLe32(header + 28, Crc32c(header, 28));
 }
 
 void RecordingWriter::FrameMessage(ChunkType type, const google::protobuf::MessageLite& msg,
@@ -95,7 +102,16 @@ std::vector<uint8_t> RecordingWriter::Preamble(uint32_t file_index) {
     ++chunks_in_file_;
   }
   FrameMessage(ChunkType::kStats, stats_, &out);
+  StampAll(&out);
   return out;
+}
+
+void RecordingWriter::StampAll(std::vector<uint8_t>* chunks) {
+  size_t at = 0;
+  while (at + kChunkHeaderSize <= chunks->size()) {
+    Stamp(chunks->data() + at);
+    at += kChunkHeaderSize + GetLe32(chunks->data() + at + 16);
+  }
 }
 
 std::vector<uint8_t> RecordingWriter::Footer(bool ended) {
@@ -106,13 +122,14 @@ std::vector<uint8_t> RecordingWriter::Footer(bool ended) {
   *footer.mutable_stats() = stats_;
   std::vector<uint8_t> out;
   FrameMessage(ChunkType::kFooter, footer, &out);
+  StampAll(&out);
   return out;
 }
 
-void RecordingWriter::Emit(std::span<const uint8_t> bytes, uint64_t records,
-                           uint64_t kernel_records) {
+void RecordingWriter::Emit(std::span<uint8_t> bytes, uint64_t records, uint64_t kernel_records) {
   if (closed_) return;
   if (sink_.ShouldRotate(bytes.size())) Rotate();
+  Stamp(bytes.data());
   auto r = sink_.Append(bytes, records, kernel_records);
   if (!r) {
     Fail(r.error());

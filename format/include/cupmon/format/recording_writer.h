@@ -60,7 +60,10 @@ class RecordingWriter {
              uint32_t uncompressed_length, std::vector<uint8_t>* out);
   void FrameMessage(ChunkType type, const google::protobuf::MessageLite& msg,
                     std::vector<uint8_t>* out);
-  void Emit(std::span<const uint8_t> bytes, uint64_t records, uint64_t kernel_records);
+  // Writes one framed chunk, rotating first if needed; assigns its sequence number.
+  void Emit(std::span<uint8_t> chunk, uint64_t records, uint64_t kernel_records);
+  void Stamp(uint8_t* header);
+  void StampAll(std::vector<uint8_t>* chunks);
   std::vector<uint8_t> Preamble(uint32_t file_index);
   std::vector<uint8_t> Footer(bool ended);
   void AccountRetired();
