@@ -1,0 +1,139 @@
+// The monitor's Prometheus endpoint: an HTTP/1.1 server for the text exposition format 0.0.4 on a
+// loopback TCP address, running on the monitor's control io_context (no thread of its own, no CUDA).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+
+#include "cupmon/format/error.h"
+
+namespace cupmon::metrics {
+
+// GPU busy time of one device: the length of the union of its kernel, memcpy and memset intervals,
+// as the monitor's writer thread computes it. The server only renders it.
+struct DeviceBusy {
+  uint32_t device = 0;
+  uint64_t busy_ns = 0;
+};
+
+struct StreamBusy {
+  uint32_t device = 0;
+  uint32_t stream = 0;
+  uint64_t busy_ns = 0;
+};
+
+// What one scrape shows. Counters are cumulative since the monitor started. Busy entries should be
+// unique per device (per device and stream); duplicates are summed so the exposition stays valid.
+struct MetricsSnapshot {
+  std::string version;     // label of cupmon_info
+  std::string output_dir;  // label of cupmon_info; any bytes, escaped when rendered
+  uint64_t kernel_records = 0;
+  uint64_t memcpy_records = 0;
+  uint64_t memset_records = 0;
+  std::vector<DeviceBusy> device_busy;
+  std::vector<StreamBusy> stream_busy;
+  uint64_t raw_bytes = 0;         // activity records before encoding
+  uint64_t compressed_bytes = 0;  // after encoding and compression, as written
+  uint64_t dropped_records = 0;   // CUPTI's dropped-record count, accumulated
+  uint64_t pool_exhausted = 0;    // buffer requests refused because the pool was empty
+  uint64_t windows_opened = 0;
+  uint64_t write_errors = 0;
+  bool last_write_failed = false;  // true while the most recent write attempt failed
+  uint64_t files = 0;              // recording files currently on disk (after retention)
+  uint64_t disk_bytes = 0;         // their total size
+};
+
+// Implemented by the monitor. Snapshot() is called on the io_context thread, once per scrape, and
+// must return quickly (read atomics or a copy the writer published): it runs on the thread that also
+// serves the control socket. It may throw; the server answers 500 and counts it.
+class MetricsSource {
+ public:
+  virtual ~MetricsSource() = default;
+  virtual MetricsSnapshot Snapshot() = 0;
+};
+
+// Renders the text exposition format 0.0.4: a HELP and a TYPE line per family, metric names
+// prefixed `cupmon_`, label values escaped (backslash, double quote, newline), series sorted,
+// busy times in seconds printed exactly from nanoseconds. Pure function; any thread.
+std::string RenderExposition(const MetricsSnapshot& snapshot);
+
+// Escapes a label value for the exposition format: `\` -> `\\`, `"` -> `\"`, newline -> `\n`.
+std::string EscapeLabelValue(std::string_view value);
+
+// `1234567890` ns -> "1.234567890": exact decimal seconds, no floating point.
+std::string FormatNanosecondsAsSeconds(uint64_t ns);
+
+struct MetricsOptions {
+  // Numeric IPv4 or IPv6 address (no host names: nothing is resolved). `localhost` is accepted as
+  // 127.0.0.1. Port 0 picks a free port (see MetricsServer::port()).
+  std::string address = "127.0.0.1";
+  uint16_t port = 9464;
+  // A non-loopback address (0.0.0.0, a NIC address) exposes the counters and the output directory
+  // to the network: refused unless this is set. See docs/DEPLOY.md.
+  bool allow_non_loopback = false;
+  // Request line plus headers; larger requests get 431 and are closed.
+  size_t max_request_bytes = 8 * 1024;
+  // The whole request must arrive within this time of accepting (a client dripping bytes cannot
+  // extend it); otherwise the connection is closed without a reply and counted in `timeouts`.
+  uint32_t read_timeout_ms = 2000;
+  // The response must be taken by the client within this time, or the connection is closed.
+  uint32_t write_timeout_ms = 5000;
+  size_t max_connections = 16;
+};
+
+// Parses "ADDRESS:PORT", "[V6]:PORT" or ":PORT" (loopback) into options.address/port, as the monitor
+// reads it from its configuration (CUPMON_METRICS_ADDRESS). Does not check loopback: Start() does.
+Expected<MetricsOptions> ParseListenAddress(std::string_view text, MetricsOptions base = {});
+
+// Cumulative since Start(). Readable from any thread.
+struct MetricsCounters {
+  uint64_t connections = 0;           // accepted and served or refused with a status
+  uint64_t scrapes = 0;               // 200 responses
+  uint64_t not_found = 0;             // 404
+  uint64_t method_not_allowed = 0;    // 405
+  uint64_t bad_requests = 0;          // 400 (unparsable request line)
+  uint64_t oversized = 0;             // 431
+  uint64_t timeouts = 0;              // read or write deadline passed
+  uint64_t rejected_connections = 0;  // over max_connections, closed at once
+  uint64_t source_errors = 0;         // Snapshot() threw: 500
+  uint64_t handler_exceptions = 0;    // anything else caught at an asio handler boundary
+};
+
+// Threading: construct anywhere; Start(), Stop(), port() and local_endpoint() are called on the
+// io_context thread or before io.run() starts. counters() may be called from any thread. The
+// io_context must outlive the server; the MetricsSource must outlive Stop(). Handlers still queued
+// after Stop() (or after destruction) do nothing.
+//
+// Every connection carries one request and is closed after the response ("Connection: close").
+// Descriptors are close-on-exec from their first instant (socket/accept4 with SOCK_CLOEXEC), as in
+// the control plane, because the monitor lives inside someone else's process.
+class MetricsServer {
+ public:
+  MetricsServer(boost::asio::io_context& io, MetricsOptions options, MetricsSource& source);
+  ~MetricsServer();  // calls Stop()
+  MetricsServer(const MetricsServer&) = delete;
+  MetricsServer& operator=(const MetricsServer&) = delete;
+
+  // Validates the address (loopback unless allowed), binds and starts accepting. On error nothing
+  // is left open and the message says what to change (address in use, not loopback, ...). The
+  // monitor keeps running without an endpoint. Call once.
+  Expected<void> Start();
+  // Closes the listener and every connection. Idempotent.
+  void Stop();
+
+  uint16_t port() const;  // the bound port (useful with port 0); 0 before Start()
+  MetricsCounters counters() const;
+
+  class Core;
+
+ private:
+  std::shared_ptr<Core> core_;
+};
+
+}  // namespace cupmon::metrics

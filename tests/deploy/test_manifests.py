@@ -1,0 +1,342 @@
+"""Checks of deploy/kubernetes, deploy/systemd and deploy/docker without a cluster, systemd or docker:
+the Job manifest parses (a small YAML-subset parser, cross-checked with PyYAML when present) and holds
+the fields the recipe relies on; cupmon-k8s-window runs against a TEST STUB kubectl; the systemd
+drop-in and the Dockerfile agree with the files and layout they reference.
+"""
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+DEPLOY = os.path.join(REPO, "deploy")
+STUBS = os.path.join(HERE, "stubs")
+JOB_YAML = os.path.join(DEPLOY, "kubernetes", "cupmon-job.yaml")
+K8S_WINDOW = os.path.join(DEPLOY, "kubernetes", "cupmon-k8s-window")
+DROPIN = os.path.join(DEPLOY, "systemd", "cupmon.conf")
+DOCKERFILE = os.path.join(DEPLOY, "docker", "Dockerfile")
+BUILD_DIR = os.environ.get("CUPMON_BUILD_DIR", "")
+
+# Environment variables the monitor reads (monitor/src/config.cc) and the ones this component adds.
+KNOWN_CUPMON_VARS = {
+    "CUPMON_OUTPUT_DIR", "CUPMON_KINDS", "CUPMON_BUFFER_SIZE", "CUPMON_POOL_SIZE", "CUPMON_FLUSH_MS",
+    "CUPMON_FILE_SIZE", "CUPMON_RETENTION_BYTES", "CUPMON_RETENTION_FILES", "CUPMON_ZSTD_LEVEL",
+    "CUPMON_ENCODING", "CUPMON_STATS_MS", "CUPMON_ZERO_BUFFERS",
+    "CUPMON_METRICS_ADDRESS", "CUPMON_METRICS_ALLOW_REMOTE",
+}
+
+
+# ---- a YAML subset: block mappings and sequences, plain/quoted scalars, [flow, lists], {} ----------
+
+def _scalar(text):
+    text = text.strip()
+    if text == "{}":
+        return {}
+    if text == "[]":
+        return []
+    if text.startswith("[") and text.endswith("]"):
+        return [_scalar(p) for p in re.findall(r'"(?:[^"\\]|\\.)*"|[^,\s][^,]*', text[1:-1])]
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'":
+        return text[1:-1]
+    if text in ("true", "false"):
+        return text == "true"
+    if re.fullmatch(r"-?[0-9]+", text):
+        return int(text)
+    return text
+
+
+def parse_yaml(text):
+    lines = []
+    for raw in text.splitlines():
+        stripped = re.sub(r"\s+#.*$", "", raw) if not raw.lstrip().startswith("#") else ""
+        if stripped.strip():
+            if "\t" in raw[: len(raw) - len(raw.lstrip())]:
+                raise ValueError(f"tab indentation: {raw!r}")
+            lines.append((len(stripped) - len(stripped.lstrip()), stripped.strip()))
+    pos = 0
+
+    def block(indent):
+        nonlocal pos
+        if pos >= len(lines):
+            return None
+        if lines[pos][1].startswith("- "):
+            out = []
+            while pos < len(lines) and lines[pos][0] == indent and lines[pos][1].startswith("- "):
+                ind, content = lines[pos]
+                # "- key: value" starts a mapping whose keys sit at indent + 2.
+                lines[pos] = (ind + 2, content[2:])
+                if re.match(r"^[A-Za-z0-9_.\-/]+:( |$)", content[2:]):
+                    out.append(block(ind + 2))
+                else:
+                    pos += 1
+                    out.append(_scalar(content[2:]))
+            return out
+        out = {}
+        while pos < len(lines) and lines[pos][0] == indent:
+            content = lines[pos][1]
+            m = re.match(r"^([A-Za-z0-9_.\-/]+):(?: (.*))?$", content)
+            if not m:
+                raise ValueError(f"not a mapping entry at line {pos}: {content!r}")
+            key, value = m.group(1), m.group(2)
+            if key in out:
+                raise ValueError(f"duplicate key {key}")
+            pos += 1
+            if value is None or value == "":
+                if pos < len(lines) and (lines[pos][0] > indent or
+                                         (lines[pos][0] == indent and lines[pos][1].startswith("- "))):
+                    out[key] = block(lines[pos][0])
+                else:
+                    out[key] = None
+            else:
+                out[key] = _scalar(value)
+        if pos < len(lines) and lines[pos][0] > indent:
+            raise ValueError(f"bad indentation at {lines[pos]!r}")
+        return out
+
+    result = block(0)
+    if pos != len(lines):
+        raise ValueError(f"unparsed input from {lines[pos]!r}")
+    return result
+
+
+def env_map(container):
+    return {e["name"]: e for e in container.get("env", [])}
+
+
+class KubernetesManifestTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        with open(JOB_YAML) as f:
+            cls.text = f.read()
+        cls.doc = parse_yaml(cls.text)
+        cls.pod = cls.doc["spec"]["template"]["spec"]
+        cls.init = cls.pod["initContainers"][0]
+        cls.main = cls.pod["containers"][0]
+        cls.volumes = {v["name"]: v for v in cls.pod["volumes"]}
+
+    def test_parser_agrees_with_pyyaml_when_available(self):
+        try:
+            import yaml
+        except ImportError:
+            self.skipTest("PyYAML is not installed; the subset parser alone is used")
+        self.assertEqual(self.doc, yaml.safe_load(self.text))
+
+    def test_parser_rejects_broken_yaml(self):
+        for bad in ("a: 1\n  b: 2\n", "a: 1\na: 2\n", "a:\n\t- b\n", "just text\n"):
+            with self.subTest(bad=bad), self.assertRaises(ValueError):
+                parse_yaml(bad)
+
+    def test_is_a_job_with_an_init_container_copying_into_an_empty_dir(self):
+        self.assertEqual(self.doc["apiVersion"], "batch/v1")
+        self.assertEqual(self.doc["kind"], "Job")
+        self.assertEqual(self.pod["restartPolicy"], "Never")
+        mount = {m["name"]: m for m in self.init["volumeMounts"]}
+        self.assertIn("cupmon-bin", mount)
+        self.assertEqual(self.volumes["cupmon-bin"]["emptyDir"], {})
+        self.assertEqual(self.init["command"][-1], f"cp -a /opt/cupmon/. {mount['cupmon-bin']['mountPath']}/")
+
+    def test_main_container_loads_cupmon_from_the_shared_volume(self):
+        env = env_map(self.main)
+        mounts = {m["name"]: m for m in self.main["volumeMounts"]}
+        bin_path = mounts["cupmon-bin"]["mountPath"]
+        self.assertTrue(mounts["cupmon-bin"]["readOnly"])
+        # /opt/cupmon/lib/libcupmon.so in the image (Dockerfile) lands at <mount>/lib/libcupmon.so.
+        self.assertEqual(env["CUDA_INJECTION64_PATH"]["value"], f"{bin_path}/lib/libcupmon.so")
+        for name, e in env.items():
+            if name.startswith("CUPMON_"):
+                self.assertIn(name, KNOWN_CUPMON_VARS)
+                self.assertIsInstance(e["value"], str, f"{name} must be a quoted string")
+
+    def test_output_goes_to_a_persistent_volume_per_pod(self):
+        env = env_map(self.main)
+        names = list(env)
+        out = env["CUPMON_OUTPUT_DIR"]["value"]
+        mounts = {m["name"]: m["mountPath"] for m in self.main["volumeMounts"]}
+        self.assertTrue(out.startswith(mounts["cupmon-out"] + "/"), out)
+        self.assertIn("persistentVolumeClaim", self.volumes["cupmon-out"])
+        # $(POD_NAME) only expands when POD_NAME is defined earlier in the list.
+        self.assertIn("$(POD_NAME)", out)
+        self.assertLess(names.index("POD_NAME"), names.index("CUPMON_OUTPUT_DIR"))
+        self.assertEqual(env["POD_NAME"]["valueFrom"]["fieldRef"]["fieldPath"], "metadata.name")
+
+    def test_metrics_port_is_exposed_and_consistent(self):
+        env = env_map(self.main)
+        address = env["CUPMON_METRICS_ADDRESS"]["value"]
+        host, port = address.rsplit(":", 1)
+        ports = {p["name"]: p for p in self.main["ports"]}
+        self.assertEqual(ports["cupmon-metrics"]["containerPort"], int(port))
+        annotations = self.doc["spec"]["template"]["metadata"]["annotations"]
+        self.assertEqual(annotations["prometheus.io/port"], port)
+        self.assertEqual(annotations["prometheus.io/path"], "/metrics")
+        if host not in ("127.0.0.1", "::1", "[::1]", "localhost"):
+            self.assertEqual(env["CUPMON_METRICS_ALLOW_REMOTE"]["value"], "1")
+
+    def test_window_recipe_matches_the_manifest(self):
+        with open(K8S_WINDOW) as f:
+            script = f.read()
+        mounts = {m["name"]: m["mountPath"] for m in self.main["volumeMounts"]}
+        self.assertIn(f"ctl={mounts['cupmon-bin']}/bin/cupmonctl", script)
+        self.assertIn(f"container={self.main['name']}", script)
+        self.assertIn("job-name=$job", script)  # the label the Job controller puts on its pods
+
+
+class KubernetesWindowStubTest(unittest.TestCase):
+    """cupmon-k8s-window against the TEST STUB kubectl in tests/deploy/stubs."""
+
+    def run_script(self, *args, **env):
+        self.tmp = tempfile.mkdtemp(prefix="cupmon-k8s-test-")
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        self.log = os.path.join(self.tmp, "stub.log")
+        full_env = {"PATH": STUBS + os.pathsep + os.environ["PATH"], "STUB_LOG": self.log}
+        full_env.update(env)
+        return subprocess.run([K8S_WINDOW, *args], env=full_env, capture_output=True, text=True, timeout=60)
+
+    def calls(self):
+        with open(self.log) as f:
+            return [line.rstrip("\n").split("\t")[1:] for line in f]
+
+    def test_opens_a_window_on_every_monitored_process_of_every_pod(self):
+        r = self.run_script("-n", "ml", "--duration", "2s", "--kinds", "runtime", "train-cupmon",
+                            STUB_PODS="pod-a pod-b")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        calls = self.calls()
+        self.assertEqual(calls[0], ["get", "pods", "--namespace", "ml", "--selector=job-name=train-cupmon",
+                                    "--field-selector=status.phase=Running", "-o",
+                                    "jsonpath={.items[*].metadata.name}"])
+        windows = [c for c in calls if "window" in c]
+        self.assertEqual(len(windows), 2)  # pid 42 in each pod; unreachable pid 43 skipped
+        for pod, c in zip(("pod-a", "pod-b"), windows):
+            self.assertEqual(c, ["exec", "--namespace", "ml", pod, "-c", "train", "--",
+                                 "/cupmon/bin/cupmonctl", "window", "42", "--duration", "2s",
+                                 "--align", "10s", "--kinds", "runtime"])
+        self.assertIn("pod-b pid 42: window scheduled", r.stdout)
+
+    def test_errors(self):
+        r = self.run_script("train-cupmon", STUB_PODS="")
+        self.assertEqual(r.returncode, 3)
+        self.assertIn("no running pod", r.stderr)
+        r = self.run_script("train-cupmon", STUB_PODS="pod-a pod-b", STUB_FAIL_PODS="pod-b")
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("pod-b pid 42: FAILED", r.stdout)
+        r = self.run_script()
+        self.assertEqual(r.returncode, 2)
+        r = self.run_script("--help")
+        self.assertEqual(r.returncode, 0)
+        self.assertIn("kubectl exec", r.stdout)
+
+
+def read_dropin():
+    sections, current = {}, None
+    with open(DROPIN) as f:
+        for line in f:
+            line = line.strip()
+            if not line or line.startswith("#"):
+                continue
+            if line.startswith("[") and line.endswith("]"):
+                current = sections.setdefault(line[1:-1], [])
+                continue
+            key, _, value = line.partition("=")
+            if current is None or not key or not _:
+                raise ValueError(f"bad drop-in line {line!r}")
+            current.append((key, value))
+    return sections
+
+
+class SystemdDropInTest(unittest.TestCase):
+    def test_injects_cupmon_with_known_variables_and_retention(self):
+        sections = read_dropin()
+        self.assertEqual(list(sections), ["Service"])
+        env = dict(v.split("=", 1) for k, v in sections["Service"] if k == "Environment")
+        keys = dict(sections["Service"])
+        self.assertEqual(env["CUDA_INJECTION64_PATH"], "/opt/cupmon/lib/libcupmon.so")
+        for name in env:
+            if name.startswith("CUPMON_"):
+                self.assertIn(name, KNOWN_CUPMON_VARS)
+        self.assertRegex(env["CUPMON_RETENTION_BYTES"], r"^[0-9]+[KMGT]?$")
+        # The output directory is the one StateDirectory= creates (under /var/lib), private.
+        self.assertEqual(env["CUPMON_OUTPUT_DIR"], "/var/lib/" + keys["StateDirectory"])
+        self.assertEqual(keys["StateDirectoryMode"], "0700")
+        host = env["CUPMON_METRICS_ADDRESS"].rsplit(":", 1)[0]
+        self.assertEqual(host, "127.0.0.1")
+
+    @unittest.skipUnless(shutil.which("systemd-analyze"), "systemd-analyze is not installed")
+    def test_systemd_accepts_it(self):
+        tmp = tempfile.mkdtemp(prefix="cupmon-systemd-test-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        unit = os.path.join(tmp, "gpu-infer.service")
+        with open(unit, "w") as f:
+            f.write("[Service]\nExecStart=/bin/true\n")
+        os.makedirs(unit + ".d")
+        shutil.copy(DROPIN, os.path.join(unit + ".d", "cupmon.conf"))
+        r = subprocess.run(["systemd-analyze", "verify", unit], capture_output=True, text=True)
+        self.assertNotIn("cupmon.conf", r.stderr, r.stderr)
+
+
+class DockerfileTest(unittest.TestCase):
+    """docker cannot run here: check what can be checked without building the image."""
+
+    @classmethod
+    def setUpClass(cls):
+        with open(DOCKERFILE) as f:
+            text = f.read()
+        cls.text = text
+        # Join continuation lines into instructions.
+        cls.instructions = []
+        for line in re.sub(r"\\\n", " ", text).splitlines():
+            line = line.strip()
+            if line and not line.startswith("#"):
+                cls.instructions.append(line)
+
+    def test_bases(self):
+        froms = [i.split()[1:] for i in self.instructions if i.startswith("FROM ")]
+        self.assertEqual(froms[0], ["nvidia/cuda:13.0.0-devel-ubuntu24.04", "AS", "build"])
+        self.assertEqual(len(froms), 2)
+        self.assertNotIn("devel", froms[-1][0])  # the runtime layer is not the devel image
+
+    def test_context_copies_exist_in_the_repository(self):
+        copies = [i.split()[1:] for i in self.instructions if i.startswith("COPY ") and "--from" not in i]
+        self.assertTrue(copies)
+        for args in copies:
+            for src in args[:-1]:
+                with self.subTest(src=src):
+                    self.assertTrue(os.path.exists(os.path.join(REPO, src)), src)
+        # Everything the top-level CMakeLists.txt adds is copied into the build stage.
+        with open(os.path.join(REPO, "CMakeLists.txt")) as f:
+            subdirs = re.findall(r"add_subdirectory\((\w+)\)", f.read())
+        copied = {s.rstrip("/") for args in copies for s in args[:-1]}
+        for d in subdirs:
+            self.assertIn(d, copied, f"add_subdirectory({d}) is not copied into the image")
+
+    def test_source_paths_used_in_the_build_stage_exist(self):
+        for path in sorted(set(re.findall(r"/src/((?!build/)[\w./-]+)", self.text))):
+            with self.subTest(path=path):
+                self.assertTrue(os.path.exists(os.path.join(REPO, path)), path)
+
+    def test_build_outputs_match_the_cmake_build_tree(self):
+        outputs = sorted(set(re.findall(r"/src/build/([\w./-]+)", self.text)))
+        self.assertIn("monitor/libcupmon.so", outputs)
+        if not BUILD_DIR or not os.path.exists(os.path.join(BUILD_DIR, "monitor", "libcupmon.so")):
+            self.skipTest("CUPMON_BUILD_DIR with a built libcupmon.so is not given")
+        for out in outputs:
+            with self.subTest(out=out):
+                self.assertTrue(os.path.exists(os.path.join(BUILD_DIR, out)), out)
+
+    def test_runtime_layer_holds_only_opt_cupmon(self):
+        final = self.text[self.text.rindex("\nFROM "):]
+        copies = re.findall(r"^COPY .*$", final, re.M)
+        self.assertEqual(copies, ["COPY --from=build /opt/cupmon /opt/cupmon"])
+        self.assertNotIn("apt-get", final)
+
+    def test_layout_matches_the_recipes(self):
+        # The Kubernetes manifest and the systemd drop-in expect lib/libcupmon.so and bin/cupmonctl.
+        self.assertIn("/opt/cupmon/lib/", self.text)
+        self.assertRegex(self.text, r"cp /src/build/monitor/libcupmon.so /opt/cupmon/lib/")
+        self.assertRegex(self.text, r"/src/build/tools/cupmonctl/cupmonctl[^&]*/opt/cupmon/bin/")
+
+
+if __name__ == "__main__":
+    unittest.main()
