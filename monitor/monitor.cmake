@@ -1,1 +1,62 @@
-# cupmon::monitor targets (need CUPTI headers). Owned by the monitor work.
+# cupmon::monitor (static, for tests and tools) and libcupmon.so (the injectable library). Both need
+# the CUPTI headers; libcupti itself is loaded with dlopen at run time, never linked.
+set(CUPMON_MONITOR_SOURCES
+  ${CMAKE_CURRENT_SOURCE_DIR}/src/buffer_pool.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/src/config.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/src/cupti_loader.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/src/driver_probe.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/src/monitor.cc
+)
+
+add_library(cupmon_monitor STATIC ${CUPMON_MONITOR_SOURCES})
+add_library(cupmon::monitor ALIAS cupmon_monitor)
+target_include_directories(cupmon_monitor PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/include
+                           ${CUDAToolkit_INCLUDE_DIRS})
+target_link_libraries(cupmon_monitor PUBLIC cupmon::format Boost::headers Threads::Threads
+                      ${CMAKE_DL_LIBS} PRIVATE cupmon_warnings)
+target_compile_definitions(cupmon_monitor PRIVATE CUPMON_VERSION_STRING="${PROJECT_VERSION}")
+
+# TEST DOUBLE for CPU tests: a fake CUPTI (never part of libcupmon.so).
+add_library(cupmon_monitor_testing STATIC ${CMAKE_CURRENT_SOURCE_DIR}/testing/fake_cupti.cc)
+target_include_directories(cupmon_monitor_testing PUBLIC ${PROJECT_SOURCE_DIR})
+target_link_libraries(cupmon_monitor_testing PUBLIC cupmon::monitor PRIVATE cupmon_warnings)
+
+# libcupmon.so: the monitor plus format and proto objects, with zstd linked statically (protobuf:
+# see below) and every symbol hidden except InitializeInjection and cupmon_* (libcupmon.map), so that the copies
+# of zstd/protobuf inside torch or the application cannot clash with ours.
+# protobuf is linked dynamically: the distribution's libprotobuf.a (3.21, Ubuntu 24.04 / Debian 12)
+# uses local-exec TLS (R_X86_64_TPOFF32 in arena.o) and cannot go into a shared object. Our generated
+# code binds to libprotobuf.so.32 by soname; the copy inside torch is linked statically and hidden.
+add_library(cupmon_shared SHARED
+  ${CUPMON_MONITOR_SOURCES}
+  ${CMAKE_CURRENT_SOURCE_DIR}/src/entry_points.cc
+  $<TARGET_OBJECTS:cupmon_format>
+  $<TARGET_OBJECTS:cupmon_proto>
+)
+add_dependencies(cupmon_shared cupmon_format cupmon_proto)
+set_target_properties(cupmon_shared PROPERTIES
+  OUTPUT_NAME cupmon
+  CXX_VISIBILITY_PRESET hidden
+  VISIBILITY_INLINES_HIDDEN ON
+  LINK_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/src/libcupmon.map)
+target_include_directories(cupmon_shared PRIVATE
+  ${CMAKE_CURRENT_SOURCE_DIR}/include
+  $<TARGET_PROPERTY:cupmon_format,INTERFACE_INCLUDE_DIRECTORIES>
+  $<TARGET_PROPERTY:cupmon_proto,INTERFACE_INCLUDE_DIRECTORIES>
+  ${Protobuf_INCLUDE_DIRS}
+  ${CUDAToolkit_INCLUDE_DIRS})
+target_compile_definitions(cupmon_shared PRIVATE CUPMON_VERSION_STRING="${PROJECT_VERSION}")
+target_link_libraries(cupmon_shared PRIVATE cupmon_warnings Boost::headers Threads::Threads
+                      ${CMAKE_DL_LIBS})
+if(CUPMON_ZSTD_STATIC)
+  target_link_libraries(cupmon_shared PRIVATE ${CUPMON_ZSTD_STATIC})
+else()
+  message(WARNING "cupmon: libzstd.a not found; libcupmon.so links the shared libzstd")
+  target_link_libraries(cupmon_shared PRIVATE PkgConfig::ZSTD)
+endif()
+target_link_libraries(cupmon_shared PRIVATE protobuf::libprotobuf)
+target_link_options(cupmon_shared PRIVATE
+  -Wl,--version-script=${CMAKE_CURRENT_SOURCE_DIR}/src/libcupmon.map
+  -Wl,--exclude-libs,ALL -Wl,--gc-sections -Wl,-z,nodelete -Wl,--no-undefined)
+install(TARGETS cupmon_shared LIBRARY DESTINATION lib)
+install(FILES ${CMAKE_CURRENT_SOURCE_DIR}/include/cupmon/cupmon.h DESTINATION include/cupmon)

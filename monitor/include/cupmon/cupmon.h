@@ -1,0 +1,68 @@
+/* cupmon C API: start, stop, flush and read the counters of the in-process CUDA activity monitor.
+ * Plain C with fixed-width types, usable from C, C++ and Python ctypes (examples/python). */
+#ifndef CUPMON_CUPMON_H_
+#define CUPMON_CUPMON_H_
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CUPMON_API __attribute__((visibility("default")))
+
+/* Configuration. Always fill it with cupmon_config_init() first: it sets the defaults documented
+ * in monitor/README.md (the CUPMON_* environment variables are not read by the C API). A NULL
+ * string or a zero number keeps the default. Strings are copied by cupmon_start(). */
+typedef struct cupmon_config {
+  uint32_t struct_size;     /* set by cupmon_config_init; lets later versions add fields */
+  uint32_t flush_ms;        /* periodic non-forced flush (default 1000) */
+  const char* output_dir;   /* default ${TMPDIR:-/tmp}/cupmon-<uid> */
+  const char* kinds;        /* comma-separated, default "concurrent_kernel,memcpy,memset" */
+  const char* encoding;     /* "columns-delta" (default), "columns", "zstd", "stored" */
+  uint64_t buffer_bytes;    /* default 4 MiB */
+  uint64_t pool_bytes;      /* default 64 MiB */
+  uint64_t file_bytes;      /* default 64 MiB */
+  uint64_t retention_bytes; /* default 2 GiB */
+  uint32_t retention_files; /* default 0 (no count limit) */
+  int32_t zstd_level;       /* default 1 */
+  uint32_t stats_ms;        /* stats + calibration chunks (default 10000) */
+  uint32_t zero_buffers;    /* 1: writer pre-zeroes buffers (default 0) */
+} cupmon_config;
+
+/* Counters since start (cumulative). */
+typedef struct cupmon_stats {
+  uint64_t buffers_completed;
+  uint64_t records;
+  uint64_t raw_bytes;
+  uint64_t compressed_bytes;
+  uint64_t dropped_records;
+  uint64_t pool_exhausted;
+  uint64_t zero_timestamp_records;
+  uint64_t write_errors;
+  uint64_t chunks_lost;
+  uint64_t buffers_free;
+  uint64_t buffers_in_flight;
+  uint64_t strings;
+  uint32_t running; /* 1 while a monitor is running */
+  uint32_t reserved;
+} cupmon_stats;
+
+CUPMON_API void cupmon_config_init(cupmon_config* config);
+/* Starts monitoring. 0 on success, -1 on error (see cupmon_last_error). A second start while one is
+ * running (including one started by CUDA_INJECTION64_PATH) is an error. */
+CUPMON_API int cupmon_start(const cupmon_config* config);
+/* Forced flush, final stats and footer; the files are complete when it returns. 0, or -1. */
+CUPMON_API int cupmon_stop(void);
+/* Non-forced flush; returns once the delivered buffers are written. 0, or -1. */
+CUPMON_API int cupmon_flush(void);
+/* Fills *stats. 0, or -1 when no monitor was ever started. */
+CUPMON_API int cupmon_get_stats(cupmon_stats* stats);
+/* The calling thread's last error message ("" if none). Valid until the thread's next call. */
+CUPMON_API const char* cupmon_last_error(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CUPMON_CUPMON_H_ */

@@ -1,0 +1,54 @@
+// The monitor's configuration: defaults, parsing of the CUPMON_* environment variables and of
+// the kind list. Shared by the injection entry point, the C API and cupmon-run.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cupmon/format/chunk.h"
+#include "cupmon/format/error.h"
+
+namespace cupmon {
+
+struct MonitorConfig {
+  std::string output_dir;  // empty: DefaultOutputDir()
+  // CUpti_ActivityKind values enabled for the whole run.
+  std::vector<uint32_t> kinds = {10 /*CONCURRENT_KERNEL*/, 1 /*MEMCPY*/, 2 /*MEMSET*/};
+  uint64_t buffer_bytes = 4ull << 20;  // 4 MiB, as Kineto; CUPTI recommends 1-10 MB
+  uint64_t pool_bytes = 64ull << 20;   // 16 buffers of 4 MiB
+  uint32_t flush_ms = 1000;            // periodic non-forced flush; 0: none
+  uint32_t stats_ms = 10000;           // periodic stats + calibration chunks; 0: only at stop
+  uint64_t file_bytes = 64ull << 20;
+  uint64_t retention_bytes = 2ull << 30;
+  uint32_t retention_files = 0;
+  int32_t zstd_level = 1;
+  Encoding encoding = Encoding::kColumnsDeltaZstd;
+  // Hand CUPTI buffers that the writer zeroed (CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER=1)
+  // instead of letting CUPTI zero them on the launching thread. Off until measured on a GPU.
+  bool zero_buffers = false;
+};
+
+// ${TMPDIR:-/tmp}/cupmon-<uid>: per user, so that users on one host do not collide.
+std::string DefaultOutputDir();
+
+// Parses "4M", "512K", "1G", "123" (binary suffixes, optional trailing "iB"/"B").
+Expected<uint64_t> ParseSize(std::string_view text);
+// Parses a comma-separated list of kind names ("concurrent_kernel,memcpy") or numbers.
+// Unknown names are reported in `warnings` and skipped.
+std::vector<uint32_t> ParseKinds(std::string_view text, std::vector<std::string>* warnings);
+const char* KindName(uint32_t kind);
+const char* EncodingConfigName(Encoding e);
+Expected<Encoding> ParseEncoding(std::string_view text);
+
+// Applies CUPMON_* variables found through `getenv` on top of `config`. A bad value leaves the
+// default in place and adds one line to `warnings` naming the variable.
+using GetEnvFn = const char* (*)(const char*);
+void ApplyEnvironment(MonitorConfig* config, std::vector<std::string>* warnings,
+                      GetEnvFn getenv_fn = nullptr);
+
+// Checks ranges and derived values (at least two buffers, 8-byte multiple sizes). Adjusts and warns.
+void NormalizeConfig(MonitorConfig* config, std::vector<std::string>* warnings);
+
+}  // namespace cupmon

@@ -1,0 +1,45 @@
+// The handful of CUPTI calls the monitor makes, behind an interface so that tests can drive the
+// whole monitor with a test double (monitor/testing/fake_cupti.h) on machines without a GPU.
+#pragma once
+
+#include <cupti.h>
+
+#include <cstdint>
+#include <memory>
+
+#include "cupmon/format/error.h"
+
+namespace cupmon {
+
+// Thread-safety: implementations are called from the control thread, the writer thread (never) and
+// from whichever thread calls cupmon_stop/cupmon_flush. The real one forwards to libcupti, which is
+// thread-safe. Calls that may invoke the buffer callbacks (flush, enable, disable, dropped-record
+// queries) are never made while the monitor holds a lock that its callbacks take.
+class CuptiApi {
+ public:
+  virtual ~CuptiApi() = default;
+
+  virtual CUptiResult GetVersion(uint32_t* version) = 0;
+  virtual CUptiResult ActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc request,
+                                                CUpti_BuffersCallbackCompleteFunc complete) = 0;
+  virtual CUptiResult ActivityEnable(CUpti_ActivityKind kind) = 0;
+  virtual CUptiResult ActivityDisable(CUpti_ActivityKind kind) = 0;
+  virtual CUptiResult ActivityFlushAll(uint32_t flag) = 0;
+  virtual CUptiResult ActivityFlushPeriod(uint32_t period_ms) = 0;
+  virtual CUptiResult ActivityGetNumDroppedRecords(CUcontext context, uint32_t stream_id,
+                                                   size_t* dropped) = 0;
+  virtual CUptiResult ActivitySetAttribute(CUpti_ActivityAttribute attr, size_t* value_size,
+                                           void* value) = 0;
+  virtual CUptiResult ActivityGetNextRecord(uint8_t* buffer, size_t valid_size,
+                                            CUpti_Activity** record) = 0;
+  virtual CUptiResult GetTimestamp(uint64_t* timestamp) = 0;
+  // Never returns null.
+  virtual const char* ResultString(CUptiResult result) = 0;
+};
+
+// Loads libcupti with dlopen (RTLD_NOW | RTLD_LOCAL) so that libcupmon.so does not need it at link
+// time: "libcupti.so.13", "libcupti.so", then $CUDA_HOME and /usr/local/cuda library folders.
+// The library is never unloaded (dlclose without cuptiFinalize has crashed CUPTI 13.0-13.1).
+Expected<std::unique_ptr<CuptiApi>> LoadCupti();
+
+}  // namespace cupmon

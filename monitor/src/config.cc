@@ -1,0 +1,207 @@
+// Monitor configuration: defaults, CUPMON_* environment variables, kind names.
+#include "cupmon/monitor/config.h"
+
+#include <unistd.h>
+
+#include <charconv>
+#include <cstdlib>
+#include <utility>
+
+namespace cupmon {
+namespace {
+
+struct KindEntry {
+  const char* name;
+  uint32_t kind;
+};
+// CUpti_ActivityKind values (cupti_activity.h, CUDA 13.0).
+constexpr KindEntry kKinds[] = {
+    {"memcpy", 1},           {"memset", 2},
+    {"kernel", 3},           {"driver", 4},
+    {"runtime", 5},          {"concurrent_kernel", 10},
+    {"name", 11},            {"marker", 12},
+    {"overhead", 17},        {"memcpy2", 22},
+    {"cuda_event", 36},      {"synchronization", 38},
+    {"external_correlation", 39}, {"memory2", 49},
+    {"memory_pool", 50},     {"graph_trace", 51},
+};
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+template <typename T>
+Expected<T> ParseInt(std::string_view text) {
+  text = Trim(text);
+  T v{};
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || ptr != text.data() + text.size() || text.empty())
+    return MakeError("not an integer");
+  return v;
+}
+
+}  // namespace
+
+std::string DefaultOutputDir() {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string base = (tmp && *tmp) ? tmp : "/tmp";
+  return base + "/cupmon-" + std::to_string(getuid());
+}
+
+Expected<uint64_t> ParseSize(std::string_view text) {
+  text = Trim(text);
+  if (text.empty()) return MakeError("empty size");
+  uint64_t v = 0;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || ptr == text.data()) return MakeError("not a size");
+  std::string_view suffix(ptr, static_cast<size_t>(text.data() + text.size() - ptr));
+  if (suffix.ends_with("iB")) suffix.remove_suffix(2);
+  else if (suffix.ends_with("B") && suffix.size() == 2) suffix.remove_suffix(1);
+  int shift = 0;
+  if (suffix.empty()) shift = 0;
+  else if (suffix == "K" || suffix == "k") shift = 10;
+  else if (suffix == "M" || suffix == "m") shift = 20;
+  else if (suffix == "G" || suffix == "g") shift = 30;
+  else return MakeError("unknown size suffix '" + std::string(suffix) + "' (use K, M or G)");
+  if (shift && v > (~uint64_t{0} >> shift)) return MakeError("size too large");
+  return v << shift;
+}
+
+const char* KindName(uint32_t kind) {
+  for (const auto& k : kKinds)
+    if (k.kind == kind) return k.name;
+  return "unknown";
+}
+
+std::vector<uint32_t> ParseKinds(std::string_view text, std::vector<std::string>* warnings) {
+  std::vector<uint32_t> out;
+  while (!text.empty()) {
+    const size_t comma = text.find(',');
+    std::string_view item = Trim(text.substr(0, comma));
+    text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
+    if (item.empty()) continue;
+    uint32_t kind = 0;
+    for (const auto& k : kKinds)
+      if (item == k.name) kind = k.kind;
+    if (kind == 0) {
+      if (auto n = ParseInt<uint32_t>(item); n && *n > 0 && *n < 128) kind = *n;
+    }
+    if (kind == 0) {
+      warnings->push_back("unknown activity kind '" + std::string(item) + "', ignored");
+      continue;
+    }
+    bool seen = false;
+    for (uint32_t k : out) seen |= k == kind;
+    if (!seen) out.push_back(kind);
+  }
+  return out;
+}
+
+const char* EncodingConfigName(Encoding e) {
+  switch (e) {
+    case Encoding::kStored: return "stored";
+    case Encoding::kZstd: return "zstd";
+    case Encoding::kColumnsZstd: return "columns";
+    case Encoding::kColumnsDeltaZstd: return "columns-delta";
+  }
+  return "unknown";
+}
+
+Expected<Encoding> ParseEncoding(std::string_view text) {
+  text = Trim(text);
+  for (Encoding e : {Encoding::kStored, Encoding::kZstd, Encoding::kColumnsZstd,
+                     Encoding::kColumnsDeltaZstd})
+    if (text == EncodingConfigName(e)) return e;
+  return MakeError("unknown encoding (use stored, zstd, columns or columns-delta)");
+}
+
+void ApplyEnvironment(MonitorConfig* c, std::vector<std::string>* warnings, GetEnvFn getenv_fn) {
+  if (!getenv_fn) getenv_fn = [](const char* n) -> const char* { return std::getenv(n); };
+  auto bad = [&](const char* var, const char* value, const std::string& why, const std::string& dflt) {
+    warnings->push_back(std::string(var) + "='" + value + "' is invalid (" + why +
+                        "); using the default " + dflt);
+  };
+  auto size_var = [&](const char* var, uint64_t* field) {
+    const char* v = getenv_fn(var);
+    if (!v) return;
+    auto r = ParseSize(v);
+    if (!r) return bad(var, v, r.error().message, std::to_string(*field));
+    *field = *r;
+  };
+  auto u32_var = [&](const char* var, uint32_t* field) {
+    const char* v = getenv_fn(var);
+    if (!v) return;
+    auto r = ParseInt<uint32_t>(v);
+    if (!r) return bad(var, v, "expected a non-negative integer", std::to_string(*field));
+    *field = *r;
+  };
+  if (const char* v = getenv_fn("CUPMON_OUTPUT_DIR"); v && *v) c->output_dir = v;
+  if (const char* v = getenv_fn("CUPMON_KINDS")) {
+    std::vector<std::string> kind_warnings;
+    std::vector<uint32_t> kinds = ParseKinds(v, &kind_warnings);
+    for (auto& w : kind_warnings) warnings->push_back("CUPMON_KINDS: " + w);
+    if (kinds.empty()) {
+      warnings->push_back(std::string("CUPMON_KINDS='") + v +
+                          "' names no known kind; using the default concurrent_kernel,memcpy,memset");
+    } else {
+      c->kinds = std::move(kinds);
+    }
+  }
+  size_var("CUPMON_BUFFER_SIZE", &c->buffer_bytes);
+  size_var("CUPMON_POOL_SIZE", &c->pool_bytes);
+  u32_var("CUPMON_FLUSH_MS", &c->flush_ms);
+  u32_var("CUPMON_STATS_MS", &c->stats_ms);
+  size_var("CUPMON_FILE_SIZE", &c->file_bytes);
+  size_var("CUPMON_RETENTION_BYTES", &c->retention_bytes);
+  u32_var("CUPMON_RETENTION_FILES", &c->retention_files);
+  if (const char* v = getenv_fn("CUPMON_ZSTD_LEVEL")) {
+    auto r = ParseInt<int32_t>(v);
+    if (!r || *r < -7 || *r > 19)
+      bad("CUPMON_ZSTD_LEVEL", v, "expected an integer from -7 to 19", std::to_string(c->zstd_level));
+    else
+      c->zstd_level = *r;
+  }
+  if (const char* v = getenv_fn("CUPMON_ENCODING")) {
+    auto r = ParseEncoding(v);
+    if (!r) bad("CUPMON_ENCODING", v, r.error().message, EncodingConfigName(c->encoding));
+    else c->encoding = *r;
+  }
+  if (const char* v = getenv_fn("CUPMON_ZERO_BUFFERS")) {
+    std::string_view s = Trim(v);
+    if (s == "1" || s == "on" || s == "true") c->zero_buffers = true;
+    else if (s == "0" || s == "off" || s == "false") c->zero_buffers = false;
+    else bad("CUPMON_ZERO_BUFFERS", v, "expected 0 or 1", c->zero_buffers ? "1" : "0");
+  }
+}
+
+void NormalizeConfig(MonitorConfig* c, std::vector<std::string>* warnings) {
+  const MonitorConfig defaults;
+  if (c->output_dir.empty()) c->output_dir = DefaultOutputDir();
+  if (c->buffer_bytes < (64u << 10) || c->buffer_bytes > (128u << 20)) {
+    warnings->push_back("buffer size " + std::to_string(c->buffer_bytes) +
+                        " is outside 64K..128M; using the default " +
+                        std::to_string(defaults.buffer_bytes));
+    c->buffer_bytes = defaults.buffer_bytes;
+  }
+  c->buffer_bytes &= ~uint64_t{7};
+  if (c->pool_bytes < 2 * c->buffer_bytes) {
+    warnings->push_back("pool size " + std::to_string(c->pool_bytes) +
+                        " holds fewer than 2 buffers; using 2 buffers");
+    c->pool_bytes = 2 * c->buffer_bytes;
+  }
+  if (c->pool_bytes / c->buffer_bytes > 4096) {
+    warnings->push_back("pool size " + std::to_string(c->pool_bytes) +
+                        " holds more than 4096 buffers; capped at 4096");
+    c->pool_bytes = 4096 * c->buffer_bytes;
+  }
+  if (c->file_bytes < (1u << 20)) {
+    warnings->push_back("file size " + std::to_string(c->file_bytes) +
+                        " is below 1M; using 1M");
+    c->file_bytes = 1u << 20;
+  }
+  if (c->kinds.empty()) c->kinds = defaults.kinds;
+}
+
+}  // namespace cupmon

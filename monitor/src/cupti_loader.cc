@@ -1,0 +1,106 @@
+// The real CuptiApi: libcupti loaded at run time with dlopen, so a missing libcupti is a clear
+// message instead of a failed program start.
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "cupmon/monitor/cupti_api.h"
+
+namespace cupmon {
+namespace {
+
+struct CuptiSymbols {
+  decltype(&cuptiGetVersion) get_version = nullptr;
+  decltype(&cuptiActivityRegisterCallbacks) register_callbacks = nullptr;
+  decltype(&cuptiActivityEnable) enable = nullptr;
+  decltype(&cuptiActivityDisable) disable = nullptr;
+  decltype(&cuptiActivityFlushAll) flush_all = nullptr;
+  decltype(&cuptiActivityFlushPeriod) flush_period = nullptr;
+  decltype(&cuptiActivityGetNumDroppedRecords) dropped = nullptr;
+  decltype(&cuptiActivitySetAttribute) set_attribute = nullptr;
+  decltype(&cuptiActivityGetNextRecord) next_record = nullptr;
+  decltype(&cuptiGetTimestamp) timestamp = nullptr;
+  decltype(&cuptiGetResultString) result_string = nullptr;
+};
+
+class DlCupti final : public CuptiApi {
+ public:
+  explicit DlCupti(const CuptiSymbols& s) : s_(s) {}
+  CUptiResult GetVersion(uint32_t* v) override { return s_.get_version(v); }
+  CUptiResult ActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc r,
+                                        CUpti_BuffersCallbackCompleteFunc c) override {
+    return s_.register_callbacks(r, c);
+  }
+  CUptiResult ActivityEnable(CUpti_ActivityKind k) override { return s_.enable(k); }
+  CUptiResult ActivityDisable(CUpti_ActivityKind k) override { return s_.disable(k); }
+  CUptiResult ActivityFlushAll(uint32_t flag) override { return s_.flush_all(flag); }
+  CUptiResult ActivityFlushPeriod(uint32_t ms) override { return s_.flush_period(ms); }
+  CUptiResult ActivityGetNumDroppedRecords(CUcontext ctx, uint32_t stream, size_t* d) override {
+    return s_.dropped(ctx, stream, d);
+  }
+  CUptiResult ActivitySetAttribute(CUpti_ActivityAttribute a, size_t* size, void* v) override {
+    return s_.set_attribute(a, size, v);
+  }
+  CUptiResult ActivityGetNextRecord(uint8_t* b, size_t valid, CUpti_Activity** r) override {
+    return s_.next_record(b, valid, r);
+  }
+  CUptiResult GetTimestamp(uint64_t* t) override { return s_.timestamp(t); }
+  const char* ResultString(CUptiResult r) override {
+    const char* str = nullptr;
+    if (s_.result_string(r, &str) != CUPTI_SUCCESS || !str) return "unknown CUPTI error";
+    return str;
+  }
+
+ private:
+  CuptiSymbols s_;
+};
+
+template <typename T>
+bool Bind(void* lib, const char* name, T* out, std::string* missing) {
+  *out = reinterpret_cast<T>(dlsym(lib, name));
+  if (!*out) *missing += std::string(missing->empty() ? "" : ", ") + name;
+  return *out != nullptr;
+}
+
+}  // namespace
+
+Expected<std::unique_ptr<CuptiApi>> LoadCupti() {
+  std::vector<std::string> candidates = {"libcupti.so.13", "libcupti.so"};
+  const char* roots[] = {std::getenv("CUDA_HOME"), std::getenv("CUDA_PATH"), "/usr/local/cuda"};
+  for (const char* root : roots) {
+    if (!root || !*root) continue;
+    for (const char* sub : {"/lib64/libcupti.so", "/extras/CUPTI/lib64/libcupti.so",
+                            "/targets/x86_64-linux/lib/libcupti.so"})
+      candidates.push_back(std::string(root) + sub);
+  }
+  void* lib = nullptr;
+  std::string tried;
+  for (const auto& c : candidates) {
+    lib = dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (lib) break;
+    tried += (tried.empty() ? "" : ", ") + c;
+  }
+  if (!lib)
+    return MakeError("libcupti not found (tried " + tried +
+                     "); set LD_LIBRARY_PATH or CUDA_HOME to the CUDA toolkit");
+  CuptiSymbols s;
+  std::string missing;
+  Bind(lib, "cuptiGetVersion", &s.get_version, &missing);
+  Bind(lib, "cuptiActivityRegisterCallbacks", &s.register_callbacks, &missing);
+  Bind(lib, "cuptiActivityEnable", &s.enable, &missing);
+  Bind(lib, "cuptiActivityDisable", &s.disable, &missing);
+  Bind(lib, "cuptiActivityFlushAll", &s.flush_all, &missing);
+  Bind(lib, "cuptiActivityFlushPeriod", &s.flush_period, &missing);
+  Bind(lib, "cuptiActivityGetNumDroppedRecords", &s.dropped, &missing);
+  Bind(lib, "cuptiActivitySetAttribute", &s.set_attribute, &missing);
+  Bind(lib, "cuptiActivityGetNextRecord", &s.next_record, &missing);
+  Bind(lib, "cuptiGetTimestamp", &s.timestamp, &missing);
+  Bind(lib, "cuptiGetResultString", &s.result_string, &missing);
+  if (!missing.empty()) return MakeError("libcupti lacks " + missing);
+  // Never dlclose'd: see the header.
+  return std::unique_ptr<CuptiApi>(new DlCupti(s));
+}
+
+}  // namespace cupmon

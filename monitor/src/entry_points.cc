@@ -1,0 +1,213 @@
+// The library's entry points: InitializeInjection (CUDA_INJECTION64_PATH) and the C API in
+// cupmon/cupmon.h. Both end in one process-wide Monitor that is never destroyed.
+#include <pthread.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+
+#include "cupmon/cupmon.h"
+#include "cupmon/monitor/monitor.h"
+
+namespace cupmon {
+namespace {
+
+// g_mu serialises start/stop/flush from the entry points; CUPTI callbacks never take it, and the
+// monitor's Stop()/Flush() only call CUPTI without holding the monitor's own callback locks.
+std::mutex g_mu;
+Monitor* g_monitor = nullptr;      // leaked on purpose: CUPTI may call back until exit
+CuptiApi* g_cupti = nullptr;       // leaked on purpose: libcupti is never unloaded
+thread_local std::string t_last_error;
+
+void Say(const std::string& line) { std::fprintf(stderr, "cupmon: %s\n", line.c_str()); }
+
+std::string KindList(const std::vector<uint32_t>& kinds) {
+  std::string s;
+  for (uint32_t k : kinds) s += std::string(s.empty() ? "" : ",") + KindName(k);
+  return s;
+}
+
+// The forced flush at exit (registered once, for either entry point).
+void StopAtExit() {
+  std::lock_guard<std::mutex> g(g_mu);
+  if (g_monitor && !Monitor::InForkedChild()) g_monitor->Stop();
+}
+
+// Starts the process-wide monitor. Caller holds g_mu.
+Expected<void> StartLocked(MonitorConfig config, const char* entry_point) {
+  if (Monitor::InForkedChild())
+    return MakeError("monitoring is off in a forked child of a monitored process");
+  if (g_monitor) {
+    if (!g_monitor->stopped())
+      return MakeError(std::string("cupmon is already running in this process (started by ") +
+                       g_monitor->entry_point() + "); a second start is refused");
+    if (g_monitor->GetStats().buffers_in_flight > 0)
+      return MakeError("the previous monitor still has buffers inside CUPTI; cannot restart");
+    delete g_monitor;
+    g_monitor = nullptr;
+  }
+  if (!g_cupti) {
+    auto loaded = LoadCupti();
+    if (!loaded) return std::unexpected(loaded.error());
+    g_cupti = loaded->release();
+  }
+  MonitorOptions o;
+  o.config = std::move(config);
+  o.cupti = g_cupti;
+  o.entry_point = entry_point;
+  auto m = Monitor::Start(std::move(o));
+  if (!m) return std::unexpected(m.error());
+  g_monitor = m->release();
+  static std::once_flag atexit_once;
+  std::call_once(atexit_once, [] { std::atexit(StopAtExit); });
+  Say(std::string("monitoring pid ") + std::to_string(getpid()) + " (" +
+      KindList(g_monitor->enabled_kinds()) + ") into " + g_monitor->config().output_dir);
+  return {};
+}
+
+int Fail(const std::string& message) {
+  t_last_error = message;
+  return -1;
+}
+
+}  // namespace
+}  // namespace cupmon
+
+using cupmon::g_monitor;
+using cupmon::g_mu;
+
+extern "C" {
+
+// Called by the CUDA driver inside cuInit when CUDA_INJECTION64_PATH names this library, before
+// any module loads: the right moment to enable CONCURRENT_KERNEL.
+CUPMON_API int InitializeInjection(void) {
+  try {
+    cupmon::MonitorConfig config;
+    std::vector<std::string> warnings;
+    cupmon::ApplyEnvironment(&config, &warnings);
+    for (const auto& w : warnings) cupmon::Say(w);
+    std::lock_guard<std::mutex> g(g_mu);
+    if (auto r = cupmon::StartLocked(std::move(config), "injection"); !r) {
+      cupmon::Say(r.error().message + "; the application runs unmonitored");
+      return 1;
+    }
+  } catch (...) {
+    cupmon::Say("internal error during InitializeInjection; the application runs unmonitored");
+  }
+  return 1;  // never make cuInit fail because of the monitor
+}
+
+CUPMON_API void cupmon_config_init(cupmon_config* c) {
+  if (!c) return;
+  const cupmon::MonitorConfig d;
+  *c = cupmon_config{};
+  c->struct_size = sizeof(cupmon_config);
+  c->flush_ms = d.flush_ms;
+  c->buffer_bytes = d.buffer_bytes;
+  c->pool_bytes = d.pool_bytes;
+  c->file_bytes = d.file_bytes;
+  c->retention_bytes = d.retention_bytes;
+  c->retention_files = d.retention_files;
+  c->zstd_level = d.zstd_level;
+  c->stats_ms = d.stats_ms;
+  c->zero_buffers = d.zero_buffers ? 1 : 0;
+}
+
+CUPMON_API int cupmon_start(const cupmon_config* c) {
+  try {
+    cupmon::MonitorConfig config;
+    cupmon_config defaults;
+    if (!c) {
+      cupmon_config_init(&defaults);
+      c = &defaults;
+    }
+    if (c->struct_size != sizeof(cupmon_config))
+      return cupmon::Fail("cupmon_config was not initialised with cupmon_config_init");
+    std::vector<std::string> warnings;
+    if (c->output_dir && *c->output_dir) config.output_dir = c->output_dir;
+    if (c->kinds && *c->kinds) {
+      auto kinds = cupmon::ParseKinds(c->kinds, &warnings);
+      if (!kinds.empty()) config.kinds = std::move(kinds);
+    }
+    if (c->encoding && *c->encoding) {
+      auto e = cupmon::ParseEncoding(c->encoding);
+      if (e) config.encoding = *e;
+      else warnings.push_back(std::string("encoding '") + c->encoding + "': " + e.error().message);
+    }
+    if (c->buffer_bytes) config.buffer_bytes = c->buffer_bytes;
+    if (c->pool_bytes) config.pool_bytes = c->pool_bytes;
+    if (c->file_bytes) config.file_bytes = c->file_bytes;
+    if (c->retention_bytes) config.retention_bytes = c->retention_bytes;
+    config.retention_files = c->retention_files;
+    config.flush_ms = c->flush_ms;
+    config.stats_ms = c->stats_ms;
+    if (c->zstd_level) config.zstd_level = c->zstd_level;
+    config.zero_buffers = c->zero_buffers != 0;
+    for (const auto& w : warnings) cupmon::Say(w);
+    std::lock_guard<std::mutex> g(g_mu);
+    if (auto r = cupmon::StartLocked(std::move(config), "api"); !r)
+      return cupmon::Fail(r.error().message);
+    cupmon::t_last_error.clear();
+    return 0;
+  } catch (const std::exception& e) {
+    return cupmon::Fail(std::string("internal error: ") + e.what());
+  } catch (...) {
+    return cupmon::Fail("internal error");
+  }
+}
+
+CUPMON_API int cupmon_stop(void) {
+  try {
+    std::lock_guard<std::mutex> g(g_mu);
+    if (!g_monitor || g_monitor->stopped()) return cupmon::Fail("cupmon is not running");
+    if (cupmon::Monitor::InForkedChild()) return cupmon::Fail("monitoring is off in a forked child");
+    g_monitor->Stop();
+    return 0;
+  } catch (...) {
+    return cupmon::Fail("internal error");
+  }
+}
+
+CUPMON_API int cupmon_flush(void) {
+  try {
+    std::lock_guard<std::mutex> g(g_mu);
+    if (!g_monitor || g_monitor->stopped()) return cupmon::Fail("cupmon is not running");
+    if (cupmon::Monitor::InForkedChild()) return cupmon::Fail("monitoring is off in a forked child");
+    g_monitor->Flush();
+    return 0;
+  } catch (...) {
+    return cupmon::Fail("internal error");
+  }
+}
+
+CUPMON_API int cupmon_get_stats(cupmon_stats* out) {
+  try {
+    if (!out) return cupmon::Fail("null stats pointer");
+    *out = cupmon_stats{};
+    std::lock_guard<std::mutex> g(g_mu);
+    if (!g_monitor) return cupmon::Fail("cupmon was never started in this process");
+    const cupmon::MonitorStats s = g_monitor->GetStats();
+    out->buffers_completed = s.buffers_completed;
+    out->records = s.records;
+    out->raw_bytes = s.raw_bytes;
+    out->compressed_bytes = s.compressed_bytes;
+    out->dropped_records = s.dropped_records;
+    out->pool_exhausted = s.pool_exhausted;
+    out->zero_timestamp_records = s.zero_timestamp_records;
+    out->write_errors = s.write_errors;
+    out->chunks_lost = s.chunks_lost;
+    out->buffers_free = s.buffers_free;
+    out->buffers_in_flight = s.buffers_in_flight;
+    out->strings = s.strings;
+    out->running = g_monitor->stopped() || cupmon::Monitor::InForkedChild() ? 0 : 1;
+    return 0;
+  } catch (...) {
+    return cupmon::Fail("internal error");
+  }
+}
+
+CUPMON_API const char* cupmon_last_error(void) { return cupmon::t_last_error.c_str(); }
+
+}  // extern "C"

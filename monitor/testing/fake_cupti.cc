@@ -1,0 +1,243 @@
+// TEST DOUBLE: fake CUPTI producing byte-exact, synthetic records (see fake_cupti.h).
+#include "monitor/testing/fake_cupti.h"
+
+#include <time.h>
+
+#include <cstring>
+
+#include "cupmon/format/check.h"
+
+namespace cupmon::testing {
+
+FakeCupti::FakeCupti() : worker_([this] { WorkerLoop(); }) {}
+
+FakeCupti::~FakeCupti() {
+  {
+    std::lock_guard<std::mutex> lk(worker_mu_);
+    worker_exit_ = true;
+  }
+  worker_cv_.notify_all();
+  worker_.join();
+}
+
+FakeCupti::Producer* FakeCupti::NewProducer() {
+  std::lock_guard<std::mutex> lk(producers_mu_);
+  producers_.push_back(std::unique_ptr<Producer>(new Producer(this)));
+  return producers_.back().get();
+}
+
+uint32_t FakeCupti::AddKernelName(const std::string& name) {
+  std::lock_guard<std::mutex> lk(producers_mu_);
+  names_.push_back(name);
+  return static_cast<uint32_t>(names_.size() - 1);
+}
+
+const char* FakeCupti::KernelNamePointer(uint32_t index) const {
+  return names_.at(index).c_str();
+}
+
+uint32_t FakeCupti::RecordSize(uint32_t kind) {
+  switch (kind) {
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+    case CUPTI_ACTIVITY_KIND_KERNEL: return sizeof(CUpti_ActivityKernel10);
+    case CUPTI_ACTIVITY_KIND_MEMCPY: return sizeof(CUpti_ActivityMemcpy6);
+    case CUPTI_ACTIVITY_KIND_MEMSET: return sizeof(CUpti_ActivityMemset4);
+    default: return 0;
+  }
+}
+
+bool FakeCupti::kind_enabled(uint32_t kind) const {
+  if (kind >= 128) return false;
+  const auto& mask = kind < 64 ? enabled_mask_lo_ : enabled_mask_hi_;
+  return (mask.load() >> (kind % 64)) & 1;
+}
+
+uint64_t FakeCupti::produced_of_kind(uint32_t kind) const {
+  return kind < 64 ? produced_by_kind_[kind].load() : 0;
+}
+
+bool FakeCupti::Producer::Append(uint32_t kind, const void* record, size_t size) {
+  if (!fake_->kind_enabled(kind)) return false;
+  std::lock_guard<std::mutex> lk(mu_);
+  if (buffer_ && used_ + size > size_) {
+    fake_->Complete(buffer_, size_, used_);
+    buffer_ = nullptr;
+  }
+  if (!buffer_) {
+    uint8_t* b = nullptr;
+    size_t s = 0, max_records = 0;
+    if (auto request = fake_->request_.load()) request(&b, &s, &max_records);
+    if (!b || s < size) {
+      fake_->dropped_total_.fetch_add(1);
+      fake_->dropped_unread_.fetch_add(1);
+      return false;
+    }
+    buffer_ = b;
+    size_ = s;
+    used_ = 0;
+  }
+  std::memcpy(buffer_ + used_, record, size);
+  used_ += size;
+  fake_->produced_.fetch_add(1);
+  fake_->produced_by_kind_[kind].fetch_add(1);
+  return true;
+}
+
+bool FakeCupti::Producer::Kernel(uint32_t name_index, uint64_t start_ns, uint64_t end_ns) {
+  CUpti_ActivityKernel10 k{};
+  k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  k.start = start_ns;
+  k.end = end_ns;
+  k.gridX = 1;
+  k.blockX = 32;
+  k.correlationId = static_cast<uint32_t>(start_ns);
+  k.name = fake_->KernelNamePointer(name_index);
+  return Append(k.kind, &k, sizeof(k));
+}
+
+bool FakeCupti::Producer::Memcpy(uint64_t bytes, uint8_t copy_kind, uint64_t start_ns,
+                                 uint64_t end_ns) {
+  CUpti_ActivityMemcpy6 m{};
+  m.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+  m.copyKind = copy_kind;
+  m.bytes = bytes;
+  m.start = start_ns;
+  m.end = end_ns;
+  return Append(m.kind, &m, sizeof(m));
+}
+
+bool FakeCupti::Producer::Memset(uint64_t bytes, uint32_t value, uint64_t start_ns,
+                                 uint64_t end_ns) {
+  CUpti_ActivityMemset4 m{};
+  m.kind = CUPTI_ACTIVITY_KIND_MEMSET;
+  m.value = value;
+  m.bytes = bytes;
+  m.start = start_ns;
+  m.end = end_ns;
+  return Append(m.kind, &m, sizeof(m));
+}
+
+void FakeCupti::Complete(uint8_t* buffer, size_t size, size_t valid) {
+  {
+    std::lock_guard<std::mutex> lk(worker_mu_);
+    pending_.push_back({buffer, size, valid});
+    ++queued_;
+  }
+  worker_cv_.notify_all();
+}
+
+void FakeCupti::WorkerLoop() {
+  std::unique_lock<std::mutex> lk(worker_mu_);
+  for (;;) {
+    worker_cv_.wait(lk, [&] { return !pending_.empty() || worker_exit_; });
+    if (pending_.empty()) return;
+    const Completed c = pending_.front();
+    pending_.pop_front();
+    lk.unlock();
+    if (auto complete = complete_.load()) complete(nullptr, 0, c.buffer, c.size, c.valid);
+    lk.lock();
+    ++delivered_;
+    worker_cv_.notify_all();
+  }
+}
+
+CUptiResult FakeCupti::GetVersion(uint32_t* version) {
+  *version = CUPTI_API_VERSION;
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult FakeCupti::ActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc request,
+                                                 CUpti_BuffersCallbackCompleteFunc complete) {
+  if (fail_register_ != CUPTI_SUCCESS) return fail_register_;
+  if (!request || !complete) return CUPTI_ERROR_INVALID_PARAMETER;
+  request_ = request;
+  complete_ = complete;
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult FakeCupti::ActivityEnable(CUpti_ActivityKind kind) {
+  if (fail_enable_ != CUPTI_SUCCESS) return fail_enable_;
+  const uint32_t k = static_cast<uint32_t>(kind);
+  if (k >= 128) return CUPTI_ERROR_INVALID_KIND;
+  (k < 64 ? enabled_mask_lo_ : enabled_mask_hi_).fetch_or(uint64_t{1} << (k % 64));
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult FakeCupti::ActivityDisable(CUpti_ActivityKind kind) {
+  const uint32_t k = static_cast<uint32_t>(kind);
+  if (k >= 128) return CUPTI_ERROR_INVALID_KIND;
+  (k < 64 ? enabled_mask_lo_ : enabled_mask_hi_).fetch_and(~(uint64_t{1} << (k % 64)));
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult FakeCupti::ActivityFlushAll(uint32_t flag) {
+  const bool forced = flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED;
+  if (forced) forced_flushes_.fetch_add(1);
+  std::vector<Producer*> producers;
+  {
+    std::lock_guard<std::mutex> lk(producers_mu_);
+    for (auto& p : producers_) producers.push_back(p.get());
+  }
+  for (Producer* p : producers) {
+    std::lock_guard<std::mutex> lk(p->mu_);
+    if (p->buffer_ && (forced || p->used_ > 0)) {
+      Complete(p->buffer_, p->size_, p->used_);
+      p->buffer_ = nullptr;
+    }
+  }
+  // Blocking, like cuptiActivityFlushAll: returns once everything queued so far was delivered.
+  std::unique_lock<std::mutex> lk(worker_mu_);
+  const uint64_t target = queued_;
+  worker_cv_.wait(lk, [&] { return delivered_ >= target; });
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult FakeCupti::ActivityFlushPeriod(uint32_t) { return CUPTI_SUCCESS; }
+
+CUptiResult FakeCupti::ActivityGetNumDroppedRecords(CUcontext, uint32_t, size_t* dropped) {
+  *dropped = dropped_unread_.exchange(0);
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult FakeCupti::ActivitySetAttribute(CUpti_ActivityAttribute, size_t*, void*) {
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult FakeCupti::ActivityGetNextRecord(uint8_t* buffer, size_t valid_size,
+                                             CUpti_Activity** record) {
+  // Same contract as the real one: null *record means "first record".
+  size_t off = 0;
+  if (*record) {
+    const uint8_t* cur = reinterpret_cast<const uint8_t*>(*record);
+    uint32_t kind;
+    std::memcpy(&kind, cur, 4);
+    off = static_cast<size_t>(cur - buffer) + RecordSize(kind);
+  }
+  if (off + 4 > valid_size) return CUPTI_ERROR_MAX_LIMIT_REACHED;
+  uint32_t kind;
+  std::memcpy(&kind, buffer + off, 4);
+  const uint32_t size = RecordSize(kind);
+  if (size == 0) return CUPTI_ERROR_INVALID_KIND;
+  if (off + size > valid_size) return CUPTI_ERROR_MAX_LIMIT_REACHED;
+  *record = reinterpret_cast<CUpti_Activity*>(buffer + off);
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult FakeCupti::GetTimestamp(uint64_t* timestamp) {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  *timestamp = static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
+  return CUPTI_SUCCESS;
+}
+
+const char* FakeCupti::ResultString(CUptiResult result) {
+  switch (result) {
+    case CUPTI_SUCCESS: return "CUPTI_SUCCESS";
+    case CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED:
+      return "CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED";
+    case CUPTI_ERROR_UNKNOWN: return "CUPTI_ERROR_UNKNOWN";
+    default: return "fake CUPTI error";
+  }
+}
+
+}  // namespace cupmon::testing

@@ -1,0 +1,119 @@
+// TEST DOUBLE: a fake CUPTI for CPU-only tests. It produces byte-exact activity records from the real
+// structs in the toolkit's cupti_activity.h, but no GPU is involved and every value is synthetic.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cupmon/monitor/cupti_api.h"
+
+namespace cupmon::testing {
+
+// Behaves like CUPTI 13 as the monitor sees it:
+//  - each Producer is one application thread with its own activity buffer (CUDA 13 uses per-thread
+//    buffers); it calls the buffer-request callback on its own thread when it needs a buffer;
+//  - full buffers are completed on the fake's own worker thread (like CUPTI's), concurrently with
+//    requests on the producer threads;
+//  - when the request callback gives no buffer, the record is dropped and counted, and
+//    ActivityGetNumDroppedRecords returns (and resets) that count;
+//  - ActivityFlushAll blocks until the completion callbacks ran; a forced flush also hands back
+//    empty buffers, a non-forced one only buffers holding records;
+//  - kernel records point to name strings that the fake owns;
+//  - a kind must be enabled for its records to be produced.
+// The fake calls callbacks while holding its own producer lock, as real CUPTI holds its lock.
+class FakeCupti final : public CuptiApi {
+ public:
+  FakeCupti();
+  ~FakeCupti() override;
+
+  class Producer {
+   public:
+    // Each returns true when the record went into a buffer, false when it was dropped (no buffer)
+    // or its kind is disabled.
+    bool Kernel(uint32_t name_index, uint64_t start_ns, uint64_t end_ns);
+    bool Memcpy(uint64_t bytes, uint8_t copy_kind, uint64_t start_ns, uint64_t end_ns);
+    bool Memset(uint64_t bytes, uint32_t value, uint64_t start_ns, uint64_t end_ns);
+
+   private:
+    friend class FakeCupti;
+    explicit Producer(FakeCupti* fake) : fake_(fake) {}
+    bool Append(uint32_t kind, const void* record, size_t size);
+    FakeCupti* fake_;
+    std::mutex mu_;
+    uint8_t* buffer_ = nullptr;
+    size_t size_ = 0;
+    size_t used_ = 0;
+  };
+
+  // The returned producer lives as long as the fake. Thread-compatible: one thread per producer.
+  Producer* NewProducer();
+  // Interns a kernel name the fake owns; records point at its characters.
+  uint32_t AddKernelName(const std::string& name);
+  const char* KernelNamePointer(uint32_t index) const;
+
+  // Counters for tests (exact).
+  uint64_t produced() const { return produced_.load(); }
+  uint64_t dropped_total() const { return dropped_total_.load(); }
+  uint64_t produced_of_kind(uint32_t kind) const;
+  // Fails the next RegisterCallbacks/Enable with this error (e.g. MULTIPLE_SUBSCRIBERS).
+  void FailRegisterWith(CUptiResult r) { fail_register_ = r; }
+  void FailEnableWith(CUptiResult r) { fail_enable_ = r; }
+  bool kind_enabled(uint32_t kind) const;
+  uint64_t forced_flushes() const { return forced_flushes_.load(); }
+
+  // CuptiApi
+  CUptiResult GetVersion(uint32_t* version) override;
+  CUptiResult ActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc request,
+                                        CUpti_BuffersCallbackCompleteFunc complete) override;
+  CUptiResult ActivityEnable(CUpti_ActivityKind kind) override;
+  CUptiResult ActivityDisable(CUpti_ActivityKind kind) override;
+  CUptiResult ActivityFlushAll(uint32_t flag) override;
+  CUptiResult ActivityFlushPeriod(uint32_t period_ms) override;
+  CUptiResult ActivityGetNumDroppedRecords(CUcontext context, uint32_t stream_id,
+                                           size_t* dropped) override;
+  CUptiResult ActivitySetAttribute(CUpti_ActivityAttribute attr, size_t* value_size,
+                                   void* value) override;
+  CUptiResult ActivityGetNextRecord(uint8_t* buffer, size_t valid_size,
+                                    CUpti_Activity** record) override;
+  CUptiResult GetTimestamp(uint64_t* timestamp) override;
+  const char* ResultString(CUptiResult result) override;
+
+ private:
+  struct Completed {
+    uint8_t* buffer;
+    size_t size;
+    size_t valid;
+  };
+  void Complete(uint8_t* buffer, size_t size, size_t valid);  // queue to the worker
+  void WorkerLoop();
+  static uint32_t RecordSize(uint32_t kind);
+
+  std::atomic<CUpti_BuffersCallbackRequestFunc> request_{nullptr};
+  std::atomic<CUpti_BuffersCallbackCompleteFunc> complete_{nullptr};
+  std::atomic<uint64_t> enabled_mask_lo_{0}, enabled_mask_hi_{0};
+  std::atomic<uint64_t> produced_{0}, dropped_total_{0}, dropped_unread_{0};
+  std::atomic<uint64_t> produced_by_kind_[64] = {};
+  std::atomic<uint64_t> forced_flushes_{0};
+  CUptiResult fail_register_ = CUPTI_SUCCESS;
+  CUptiResult fail_enable_ = CUPTI_SUCCESS;
+
+  std::mutex producers_mu_;
+  std::vector<std::unique_ptr<Producer>> producers_;
+  std::deque<std::string> names_;  // stable addresses
+
+  std::mutex worker_mu_;
+  std::condition_variable worker_cv_;
+  std::deque<Completed> pending_;
+  uint64_t queued_ = 0, delivered_ = 0;
+  bool worker_exit_ = false;
+  std::thread worker_;
+};
+
+}  // namespace cupmon::testing

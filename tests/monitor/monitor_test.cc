@@ -1,0 +1,315 @@
+// Whole-path tests: fake CUPTI (test double) -> Monitor -> rolling files -> read back.
+#include "cupmon/monitor/monitor.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "monitor/testing/fake_cupti.h"
+#include "recording_reader.h"
+
+namespace cupmon {
+namespace {
+
+using testing::FakeCupti;
+using testing::ReadRecording;
+
+std::string TempDir(const std::string& name) {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string base = std::string(tmp && *tmp ? tmp : "/tmp") + "/cupmon-monitor-test-" +
+                     std::to_string(getpid()) + "-" + name;
+  std::filesystem::remove_all(base);
+  return base;
+}
+
+MonitorOptions FakeOptions(FakeCupti* fake, const std::string& dir) {
+  MonitorOptions o;
+  o.cupti = fake;
+  o.entry_point = "test-double";
+  o.synthetic = true;
+  o.config.output_dir = dir;
+  o.config.flush_ms = 0;  // tests flush explicitly; no timing in tests
+  o.config.stats_ms = 0;
+  o.driver_probe = [] {
+    DriverInfo info;  // synthetic: the test double has no devices
+    info.driver_version = 13000;
+    return info;
+  };
+  return o;
+}
+
+TEST(MonitorTest, RecordsAndKernelNamesReachTheFiles) {
+  FakeCupti fake;
+  const std::string dir = TempDir("names");
+  const uint32_t a = fake.AddKernelName("void ns::axpy<float>(int, float, float const*, float*)");
+  const uint32_t b = fake.AddKernelName(std::string(3000, 'k'));  // a long template name
+  auto m = Monitor::Start(FakeOptions(&fake, dir));
+  ASSERT_TRUE(m) << m.error().message;
+  FakeCupti::Producer* p = fake.NewProducer();
+  for (int i = 0; i < 1000; ++i) ASSERT_TRUE(p->Kernel(i % 3 ? a : b, 100 + i, 200 + i));
+  ASSERT_TRUE(p->Memcpy(4096, CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, 1, 2));
+  ASSERT_TRUE(p->Memset(512, 0, 3, 4));
+  (*m)->Stop();
+  const auto rb = ReadRecording(dir);
+  EXPECT_EQ(rb.damage, 0u);
+  EXPECT_EQ(rb.decode_errors, 0u);
+  EXPECT_TRUE(rb.have_footer_ended);
+  EXPECT_TRUE(rb.header.synthetic());
+  EXPECT_EQ(rb.header.pid(), static_cast<uint32_t>(getpid()));
+  EXPECT_EQ(rb.header.config().entry_point(), "test-double");
+  EXPECT_GE(rb.calibration_chunks, 2u);  // at start and at stop
+  EXPECT_EQ(rb.records, 1002u);
+  EXPECT_EQ(rb.kernels_without_name, 0u);
+  EXPECT_EQ(rb.kernels_by_name.at("void ns::axpy<float>(int, float, float const*, float*)"), 666u);
+  EXPECT_EQ(rb.kernels_by_name.at(std::string(3000, 'k')), 334u);
+  EXPECT_EQ(rb.memcpy_bytes, 4096u);
+  EXPECT_EQ(rb.memset_bytes, 512u);
+  EXPECT_EQ(rb.last_stats.records(), 1002u);
+  EXPECT_EQ((*m)->GetStats().strings, 2u);
+}
+
+TEST(MonitorTest, RecordSizesAreProbedThroughGetNextRecord) {
+  FakeCupti fake;
+  auto m = Monitor::Start(FakeOptions(&fake, TempDir("probe")));
+  ASSERT_TRUE(m) << m.error().message;
+  EXPECT_EQ((*m)->record_sizes().Size(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), 216u);
+  EXPECT_EQ((*m)->record_sizes().Size(CUPTI_ACTIVITY_KIND_MEMCPY), 96u);
+  EXPECT_EQ((*m)->record_sizes().Size(CUPTI_ACTIVITY_KIND_MEMSET), 88u);
+  EXPECT_EQ((*m)->record_sizes().Size(CUPTI_ACTIVITY_KIND_RUNTIME), 0u);  // the fake lacks it
+}
+
+// Many producer threads against a tiny pool: every record is either decoded or counted dropped.
+TEST(MonitorTest, StressAccountsForEveryRecordExactly) {
+  FakeCupti fake;
+  const std::string dir = TempDir("stress");
+  MonitorOptions o = FakeOptions(&fake, dir);
+  o.config.buffer_bytes = 64 << 10;
+  o.config.pool_bytes = 4 * (64 << 10);  // 4 buffers for 8 producer threads
+  o.config.file_bytes = 1 << 20;          // force rotation too
+  o.config.retention_bytes = 1ull << 40;
+  const uint32_t names[] = {fake.AddKernelName("k0"), fake.AddKernelName("k1<int>"),
+                            fake.AddKernelName("k2")};
+  auto m = Monitor::Start(std::move(o));
+  ASSERT_TRUE(m) << m.error().message;
+
+  // Deterministic pressure first: five producers, four buffers -> the fifth record drops.
+  std::vector<FakeCupti::Producer*> producers;
+  for (int i = 0; i < 8; ++i) producers.push_back(fake.NewProducer());
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(producers[i]->Kernel(names[0], 1, 2));
+  ASSERT_FALSE(producers[4]->Kernel(names[0], 1, 2));
+
+  constexpr int kPerThread = 250'000;
+  std::atomic<uint64_t> attempts{5};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      FakeCupti::Producer* p = producers[t];
+      // Each thread lands exactly kPerThread records; every failed attempt is a dropped record.
+      uint64_t misses = 0;
+      for (int i = 0, kept = 0; kept < kPerThread; ++i) {
+        const uint64_t ts = 1'000'000ull * t + i + 1;
+        bool ok;
+        if (i % 50 == 0) ok = p->Memcpy(i, CUPTI_ACTIVITY_MEMCPY_KIND_DTOH, ts, ts + 1);
+        else if (i % 77 == 0) ok = p->Memset(i, 0, ts, ts + 1);
+        else ok = p->Kernel(names[i % 3], ts, ts + 5);
+        attempts.fetch_add(1, std::memory_order_relaxed);
+        kept += ok;
+        // The writer is behind, or finished threads sit on part-filled buffers (no timer here):
+        // yield, and now and then flush from this application thread as the timer would.
+        if (!ok) std::this_thread::yield();
+        if (!ok && ++misses % 256 == 0) (*m)->Flush();
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  (*m)->Stop();
+
+  auto rb = ReadRecording(dir);
+  const MonitorStats stats = (*m)->GetStats();
+  EXPECT_EQ(rb.damage, 0u);
+  EXPECT_EQ(rb.decode_errors, 0u);
+  std::printf("produced %lu dropped %lu files %zu compressed %lu\n", (unsigned long)fake.produced(),
+              (unsigned long)fake.dropped_total(), rb.files,
+              (unsigned long)rb.last_stats.compressed_bytes());
+  EXPECT_EQ(fake.produced(), 8u * kPerThread + 4);
+  EXPECT_GT(rb.files, 1u);
+  EXPECT_EQ(fake.produced() + fake.dropped_total(), attempts.load());
+  EXPECT_EQ(rb.records, fake.produced());
+  EXPECT_EQ(rb.last_stats.records(), fake.produced());
+  EXPECT_EQ(rb.last_stats.dropped_records(), fake.dropped_total());
+  EXPECT_EQ(stats.dropped_records, fake.dropped_total());
+  // Each drop in the fake is one request the pool answered with no buffer.
+  EXPECT_EQ(rb.last_stats.pool_exhausted(), fake.dropped_total());
+  EXPECT_GT(fake.dropped_total(), 0u);
+  EXPECT_EQ(rb.kernels_without_name, 0u);
+  EXPECT_EQ(rb.records_by_kind[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL],
+            fake.produced_of_kind(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+  EXPECT_EQ(rb.records_by_kind[CUPTI_ACTIVITY_KIND_MEMCPY],
+            fake.produced_of_kind(CUPTI_ACTIVITY_KIND_MEMCPY));
+  EXPECT_EQ(stats.buffers_in_flight, 0u);
+  EXPECT_EQ(fake.forced_flushes(), 1u);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(MonitorTest, SecondStartIsRefused) {
+  FakeCupti fake;
+  auto m1 = Monitor::Start(FakeOptions(&fake, TempDir("second1")));
+  ASSERT_TRUE(m1);
+  auto m2 = Monitor::Start(FakeOptions(&fake, TempDir("second2")));
+  ASSERT_FALSE(m2);
+  EXPECT_NE(m2.error().message.find("already running"), std::string::npos);
+  (*m1)->Stop();
+  auto m3 = Monitor::Start(FakeOptions(&fake, TempDir("second3")));  // after a stop: allowed
+  EXPECT_TRUE(m3);
+}
+
+TEST(MonitorTest, AnotherCuptiClientLeavesTheProcessUnmonitored) {
+  FakeCupti fake;
+  fake.FailRegisterWith(CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED);
+  const std::string dir = TempDir("other");
+  auto m = Monitor::Start(FakeOptions(&fake, dir));
+  ASSERT_FALSE(m);
+  EXPECT_NE(m.error().message.find("another CUPTI client"), std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(dir));  // no files for an unmonitored process
+  FakeCupti ok;  // and a later start works: the failed one left nothing behind
+  EXPECT_TRUE(Monitor::Start(FakeOptions(&ok, TempDir("other2"))));
+}
+
+TEST(MonitorTest, NoKindCanBeEnabledIsAClearError) {
+  FakeCupti fake;
+  fake.FailEnableWith(CUPTI_ERROR_UNKNOWN);
+  auto m = Monitor::Start(FakeOptions(&fake, TempDir("nogpu")));
+  ASSERT_FALSE(m);
+  EXPECT_NE(m.error().message.find("no activity kind could be enabled"), std::string::npos);
+}
+
+TEST(MonitorTest, UnwritableDirectoryCountsLossesAndKeepsRunning) {
+  FakeCupti fake;
+  const std::string base = TempDir("unwritable");
+  std::filesystem::create_directories(base);
+  std::ofstream(base + "/file") << "x";
+  auto m = Monitor::Start(FakeOptions(&fake, base + "/file/sub"));  // ENOTDIR, even for root
+  ASSERT_TRUE(m) << m.error().message;
+  FakeCupti::Producer* p = fake.NewProducer();
+  const uint32_t n = fake.AddKernelName("k");
+  for (int i = 0; i < 100; ++i) ASSERT_TRUE(p->Kernel(n, 1, 2));
+  (*m)->Flush();
+  const MonitorStats s = (*m)->GetStats();
+  EXPECT_GT(s.write_errors, 0u);
+  EXPECT_GT(s.chunks_lost, 0u);
+  EXPECT_FALSE(s.last_write_error.empty());
+  EXPECT_EQ(s.buffers_in_flight, 0u);  // buffers were recycled although nothing was written
+  (*m)->Stop();
+  std::filesystem::remove_all(base);
+}
+
+std::set<int> OpenFds() {
+  std::set<int> fds;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd"))
+    fds.insert(std::stoi(e.path().filename().string()));
+  return fds;
+}
+
+TEST(MonitorTest, EveryDescriptorTheMonitorOpensIsCloseOnExec) {
+  FakeCupti fake;
+  const std::set<int> before = OpenFds();
+  auto m = Monitor::Start(FakeOptions(&fake, TempDir("cloexec")));
+  ASSERT_TRUE(m);
+  FakeCupti::Producer* p = fake.NewProducer();
+  const uint32_t n = fake.AddKernelName("k");
+  for (int i = 0; i < 10; ++i) p->Kernel(n, 1, 2);
+  (*m)->Flush();
+  size_t checked = 0;
+  for (int fd : OpenFds()) {
+    if (before.contains(fd)) continue;
+    const int flags = fcntl(fd, F_GETFD);
+    if (flags < 0) continue;  // the directory iterator's own fd, already closed
+    EXPECT_TRUE(flags & FD_CLOEXEC) << "fd " << fd << " -> "
+                                    << std::filesystem::read_symlink("/proc/self/fd/" +
+                                                                     std::to_string(fd));
+    ++checked;
+  }
+  EXPECT_GE(checked, 2u);  // at least the output file and the io_context's descriptors
+  (*m)->Stop();
+}
+
+TEST(MonitorTest, ForkedChildNeverWritesNorFlushes) {
+  FakeCupti fake;
+  const std::string dir = TempDir("fork");
+  auto m = Monitor::Start(FakeOptions(&fake, dir));
+  ASSERT_TRUE(m);
+  FakeCupti::Producer* p = fake.NewProducer();
+  const uint32_t n = fake.AddKernelName("parent");
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(p->Kernel(n, 1, 2));
+  (*m)->Flush();
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    alarm(20);  // a hang in the child fails the test instead of blocking it
+    int code = 0;
+    if (!Monitor::InForkedChild()) code |= 1;
+    FakeCupti::Producer* cp = fake.NewProducer();
+    if (cp->Kernel(n, 1, 2)) code |= 2;  // the request callback must hand out no buffer
+    (*m)->Flush();                       // must return at once
+    (*m)->Stop();                        // must not flush nor write
+    if (Monitor::Start(FakeOptions(&fake, dir + "-child"))) code |= 4;
+    _exit(code);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_FALSE(Monitor::InForkedChild());
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(p->Kernel(n, 1, 2));
+  (*m)->Stop();
+  const auto rb = ReadRecording(dir);
+  EXPECT_EQ(rb.damage, 0u);
+  EXPECT_EQ(rb.records, 20u);
+  EXPECT_EQ(rb.files, 1u);
+  EXPECT_FALSE(std::filesystem::exists(dir + "-child"));
+}
+
+// The child process runs the monitor with the fake, flushes, reports what it flushed, keeps
+// writing, and is killed with SIGKILL. Everything flushed before the kill must decode.
+TEST(MonitorTest, SigkillMidWriteLosesNothingFlushed) {
+  const std::string dir = TempDir("sigkill");
+  int pipe_fds[2];
+  ASSERT_EQ(pipe2(pipe_fds, O_CLOEXEC), 0);
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    dup2(pipe_fds[1], 3);
+    execl(CUPMON_SIGKILL_CHILD, CUPMON_SIGKILL_CHILD, dir.c_str(), "3", nullptr);
+    _exit(127);
+  }
+  close(pipe_fds[1]);
+  FILE* in = fdopen(pipe_fds[0], "r");
+  unsigned long long flushed = 0;
+  ASSERT_EQ(std::fscanf(in, "flushed %llu", &flushed), 1);
+  fclose(in);
+  kill(pid, SIGKILL);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFSIGNALED(status));
+  const auto rb = ReadRecording(dir);
+  EXPECT_EQ(rb.damage, 0u);
+  EXPECT_EQ(rb.decode_errors, 0u);
+  EXPECT_LE(rb.truncated_tails, 1u);  // at most the chunk being written at the kill
+  EXPECT_GE(rb.records, flushed);
+  EXPECT_GT(flushed, 0u);
+  EXPECT_EQ(rb.kernels_without_name, 0u);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace cupmon

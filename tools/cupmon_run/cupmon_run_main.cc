@@ -1,0 +1,95 @@
+// cupmon-run: runs a program with libcupmon.so injected through CUDA_INJECTION64_PATH, configured
+// by CUPMON_* variables built from its options. It execs the program, so the exit status is the
+// program's own.
+#include <limits.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+namespace {
+
+std::string SelfDir() {
+  char buf[PATH_MAX];
+  const ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0) return ".";
+  return std::filesystem::path(std::string(buf, static_cast<size_t>(n))).parent_path().string();
+}
+
+// --lib, then next to this binary, then the install layout (../lib), then the build tree.
+std::string FindLibrary(const std::string& explicit_path) {
+  if (!explicit_path.empty()) return explicit_path;
+  const std::string dir = SelfDir();
+  for (const std::string& c : {dir + "/libcupmon.so", dir + "/../lib/libcupmon.so",
+                               std::string(CUPMON_BUILD_LIBRARY)}) {
+    if (access(c.c_str(), R_OK) == 0) return std::filesystem::absolute(c).lexically_normal();
+  }
+  return "";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Run a program under the cupmon always-on CUDA activity monitor."};
+  app.footer(
+      "Examples:\n"
+      "  cupmon-run -- python3 train.py --epochs 3\n"
+      "  cupmon-run -o /data/cupmon --file-size 128M --retention-bytes 20G -- ./my_cuda_app\n"
+      "  cupmon-run --kinds concurrent_kernel,memcpy,memset,memcpy2 -- ./app\n"
+      "Options left out keep the library's defaults (see monitor/README.md); CUPMON_* variables\n"
+      "already set in the environment are kept unless an option overrides them.\n"
+      "The exit status is the program's.");
+  std::string lib, output_dir, kinds, buffer_size, pool_size, file_size, retention_bytes, encoding;
+  int flush_ms = -1, retention_files = -1, zstd_level = INT_MIN, zero_buffers = -1;
+  std::vector<std::string> command;
+  app.add_option("--lib", lib, "libcupmon.so to inject (default: found next to cupmon-run)");
+  app.add_option("-o,--output-dir", output_dir, "CUPMON_OUTPUT_DIR: where the files go");
+  app.add_option("--kinds", kinds, "CUPMON_KINDS: comma-separated activity kinds");
+  app.add_option("--buffer-size", buffer_size, "CUPMON_BUFFER_SIZE: CUPTI buffer size (4M)");
+  app.add_option("--pool-size", pool_size, "CUPMON_POOL_SIZE: total buffer memory cap (64M)");
+  app.add_option("--flush-ms", flush_ms, "CUPMON_FLUSH_MS: periodic flush period (1000)");
+  app.add_option("--file-size", file_size, "CUPMON_FILE_SIZE: rotate files at this size (64M)");
+  app.add_option("--retention-bytes", retention_bytes, "CUPMON_RETENTION_BYTES: keep at most (2G)");
+  app.add_option("--retention-files", retention_files, "CUPMON_RETENTION_FILES: keep at most N files");
+  app.add_option("--zstd-level", zstd_level, "CUPMON_ZSTD_LEVEL (1)");
+  app.add_option("--encoding", encoding, "CUPMON_ENCODING: columns-delta, columns, zstd, stored");
+  app.add_option("--zero-buffers", zero_buffers, "CUPMON_ZERO_BUFFERS: 1 = writer pre-zeroes (0)");
+  app.add_option("command", command, "the program and its arguments (after --)")->required();
+  CLI11_PARSE(app, argc, argv);
+
+  const std::string library = FindLibrary(lib);
+  if (library.empty() || access(library.c_str(), R_OK) != 0) {
+    std::fprintf(stderr, "cupmon: libcupmon.so not found%s%s; pass --lib PATH\n",
+                 lib.empty() ? "" : " at ", lib.c_str());
+    return 127;
+  }
+  setenv("CUDA_INJECTION64_PATH", library.c_str(), 1);
+  auto set = [](const char* var, const std::string& v) {
+    if (!v.empty()) setenv(var, v.c_str(), 1);
+  };
+  set("CUPMON_OUTPUT_DIR", output_dir);
+  set("CUPMON_KINDS", kinds);
+  set("CUPMON_BUFFER_SIZE", buffer_size);
+  set("CUPMON_POOL_SIZE", pool_size);
+  set("CUPMON_FILE_SIZE", file_size);
+  set("CUPMON_RETENTION_BYTES", retention_bytes);
+  set("CUPMON_ENCODING", encoding);
+  if (flush_ms >= 0) set("CUPMON_FLUSH_MS", std::to_string(flush_ms));
+  if (retention_files >= 0) set("CUPMON_RETENTION_FILES", std::to_string(retention_files));
+  if (zstd_level != INT_MIN) set("CUPMON_ZSTD_LEVEL", std::to_string(zstd_level));
+  if (zero_buffers >= 0) set("CUPMON_ZERO_BUFFERS", std::to_string(zero_buffers));
+
+  std::vector<char*> args;
+  for (auto& a : command) args.push_back(a.data());
+  args.push_back(nullptr);
+  execvp(args[0], args.data());
+  std::fprintf(stderr, "cupmon: cannot run %s: %s\n", args[0], std::strerror(errno));
+  return errno == ENOENT ? 127 : 126;
+}
