@@ -77,4 +77,8 @@ uint32_t Crc32c(const void* data, size_t size, uint32_t crc) noexcept {
   return ~SoftwareCrc(p, size, crc);
 }
 
+uint32_t Crc32cSoftware(const void* data, size_t size, uint32_t crc) noexcept {
+  return ~SoftwareCrc(static_cast<const unsigned char*>(data), size, ~crc);
+}
+
 }  // namespace cupmon

@@ -19,7 +19,7 @@ RecordSizeTable RecordSizeTable::Cupti13() {
   t.Set(38, 56);   // SYNCHRONIZATION (Synchronization2)
   t.Set(39, 24);   // EXTERNAL_CORRELATION
   t.Set(49, 128);  // MEMORY2 (Memory4)
-  t.Set(50, 80);   // MEMORY_POOL (MemoryPool2)
+  t.Set(50, 80);   // MEMORY_POOL (MemoryPool3)
   t.Set(51, 56);   // GRAPH_TRACE (GraphTrace2)
   return t;
 }

@@ -4,6 +4,15 @@
 #include <cstdio>
 
 namespace cupmon {
+namespace {
+
+// FileSystem::Append only sees a descriptor; the user needs to know which file failed.
+Expected<void> NameFile(Expected<void> r, const std::string& path) {
+  if (r) return r;
+  return MakeError(path + ": " + r.error().message, r.error().sys_errno);
+}
+
+}  // namespace
 
 RollingFileSink::RollingFileSink(RollingFileOptions options, FileSystem& fs, Clock clock,
                                  Preamble preamble)
@@ -41,7 +50,7 @@ Expected<void> RollingFileSink::OpenNext() {
   current_ = RetiredFile{path, 0, 0, 0};
   opened_ns_ = last_sync_ns_ = clock_();
   const std::vector<uint8_t> pre = preamble_(index);
-  if (auto r = fs_.Append(fd_, pre, 0); !r) {
+  if (auto r = NameFile(fs_.Append(fd_, pre, 0), path); !r) {
     // Leave no headerless file behind.
     fs_.Close(fd_);
     fd_ = -1;
@@ -60,7 +69,7 @@ Expected<void> RollingFileSink::Append(std::span<const uint8_t> chunk, uint64_t 
     if (auto r = OpenNext(); !r) return r;
   }
   const int64_t now = clock_();
-  if (auto r = fs_.Append(fd_, chunk, current_.bytes); !r) return r;
+  if (auto r = NameFile(fs_.Append(fd_, chunk, current_.bytes), current_.path); !r) return r;
   current_.bytes += chunk.size();
   current_.records += records;
   current_.kernel_records += kernel_records;
@@ -83,7 +92,7 @@ Expected<void> RollingFileSink::CloseCurrent(std::span<const uint8_t> trailer) {
   if (fd_ < 0) return {};
   Expected<void> result;
   if (!trailer.empty()) {
-    result = fs_.Append(fd_, trailer, current_.bytes);
+    result = NameFile(fs_.Append(fd_, trailer, current_.bytes), current_.path);
     if (result) current_.bytes += trailer.size();
   }
   (void)fs_.Sync(fd_);

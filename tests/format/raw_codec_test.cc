@@ -1,0 +1,287 @@
+// Tests the raw-buffer encodings (format/src/raw_codec.cc) on the real H200 CUPTI 13.0 records.
+#include "cupmon/format/raw_codec.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "test_data.h"
+
+namespace cupmon {
+namespace {
+
+constexpr Encoding kAllEncodings[] = {Encoding::kStored, Encoding::kZstd, Encoding::kColumnsZstd,
+                                      Encoding::kColumnsDeltaZstd};
+
+class RealDataTest : public ::testing::TestWithParam<const char*> {};
+
+// Every encoding gives back exactly the bytes CUPTI wrote, buffer by buffer.
+TEST_P(RealDataTest, EveryEncodingRoundTripsByteExact) {
+  const std::vector<uint8_t> all = testing::LoadRealRecords(GetParam());
+  ASSERT_FALSE(all.empty()) << "cannot load " << GetParam();
+  const RecordSizeTable sizes = RecordSizeTable::Cupti13();
+  const auto buffers = testing::SplitIntoBuffers(all, sizes);
+  size_t covered = 0;
+  for (auto b : buffers) covered += b.size();
+  ASSERT_EQ(covered, all.size()) << "the 13.0 size table must walk the whole file";
+
+  RawBufferEncoder encoder(1);
+  RawBufferDecoder decoder;
+  for (Encoding e : kAllEncodings) {
+    size_t encoded_total = 0;
+    for (auto raw : buffers) {
+      std::vector<uint8_t> encoded, decoded;
+      auto used = encoder.Encode(raw, sizes, e, &encoded);
+      ASSERT_TRUE(used.has_value()) << used.error().message;
+      ASSERT_EQ(*used, e);
+      auto r = decoder.Decode(static_cast<uint8_t>(*used), encoded,
+                              static_cast<uint32_t>(raw.size()), &decoded);
+      ASSERT_TRUE(r.has_value()) << EncodingName(static_cast<uint8_t>(e)) << ": "
+                                 << r.error().message;
+      ASSERT_EQ(decoded.size(), raw.size());
+      ASSERT_EQ(std::memcmp(decoded.data(), raw.data(), raw.size()), 0)
+          << EncodingName(static_cast<uint8_t>(e));
+      encoded_total += encoded.size();
+    }
+    std::printf("%s %s: %zu -> %zu bytes (%.1fx)\n", GetParam(),
+                EncodingName(static_cast<uint8_t>(e)), all.size(), encoded_total,
+                static_cast<double>(all.size()) / static_cast<double>(encoded_total));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(H200, RealDataTest,
+                         ::testing::Values(testing::kAlwaysOnFile, testing::kWindowFile));
+
+// The compression target: >= 40x on the real always-on records with the default encoding.
+TEST(RawCodecTest, ColumnsDeltaCompressesAlwaysOnAtLeast40x) {
+  const std::vector<uint8_t> all = testing::LoadRealRecords(testing::kAlwaysOnFile);
+  ASSERT_FALSE(all.empty());
+  const RecordSizeTable sizes = RecordSizeTable::Cupti13();
+  RawBufferEncoder encoder(1);
+  size_t encoded_total = 0;
+  for (auto raw : testing::SplitIntoBuffers(all, sizes)) {
+    std::vector<uint8_t> encoded;
+    ASSERT_EQ(encoder.Encode(raw, sizes, Encoding::kColumnsDeltaZstd, &encoded).value(),
+              Encoding::kColumnsDeltaZstd);
+    encoded_total += encoded.size();
+  }
+  EXPECT_GE(static_cast<double>(all.size()) / static_cast<double>(encoded_total), 40.0);
+}
+
+// Records of many kinds, interleaved, of sizes that are and are not multiples of 8 words.
+std::vector<uint8_t> SyntheticMixed(const RecordSizeTable& sizes, size_t n, uint32_t seed) {
+  static constexpr uint32_t kKinds[] = {10, 1, 2, 4, 5, 17, 38, 39, 11, 12, 49, 50, 51};
+  std::mt19937 rng(seed);
+  std::vector<uint8_t> out;
+  uint64_t t = 1'700'000'000'000'000'000ull;
+  for (size_t i = 0; i < n; ++i) {
+    const uint32_t kind = kKinds[rng() % std::size(kKinds)];
+    const size_t at = out.size();
+    out.resize(at + sizes.Size(kind));
+    for (size_t b = 4; b < sizes.Size(kind); ++b) out[at + b] = static_cast<uint8_t>(rng() & 0x0F);
+    PutLe32(out.data() + at, kind);
+    t += rng() % 5000;
+    PutLe64(out.data() + at + 16, t);
+  }
+  return out;
+}
+
+TEST(RawCodecTest, ColumnarTransformInverseOnSyntheticMix) {
+  const RecordSizeTable sizes = RecordSizeTable::Cupti13();
+  for (uint32_t seed = 1; seed <= 20; ++seed) {
+    const std::vector<uint8_t> raw = SyntheticMixed(sizes, seed * 37, seed);
+    for (bool delta : {false, true}) {
+      std::vector<uint8_t> cols, back;
+      ASSERT_TRUE(ColumnarTransform(raw, sizes, delta, &cols));
+      ASSERT_EQ(cols.size() >= raw.size(), true);
+      ASSERT_TRUE(ColumnarInverse(cols, delta, &back).has_value());
+      ASSERT_EQ(back, raw) << "seed " << seed << " delta " << delta;
+    }
+  }
+}
+
+// Pins the column layout: group table, run table, then one column per byte position of a group.
+TEST(RawCodecTest, ColumnLayoutIsAsDocumented) {
+  RecordSizeTable sizes;
+  sizes.Set(7, 16);
+  sizes.Set(9, 8);
+  std::vector<uint8_t> raw(16 + 8 + 16);
+  PutLe32(raw.data(), 7);
+  PutLe64(raw.data() + 8, 100);
+  PutLe32(raw.data() + 16, 9);
+  PutLe32(raw.data() + 20, 0xAABBCCDD);
+  PutLe32(raw.data() + 24, 7);
+  PutLe64(raw.data() + 32, 350);
+  std::vector<uint8_t> cols;
+  ASSERT_TRUE(ColumnarTransform(raw, sizes, /*delta=*/true, &cols));
+  // Group table: 2 groups, (kind 7, size 16, count 2), (kind 9, size 8, count 1).
+  ASSERT_EQ(cols.size(), 4 + 24 + 4 + 24 + raw.size());
+  EXPECT_EQ(GetLe32(cols.data()), 2u);
+  EXPECT_EQ(GetLe32(cols.data() + 4), 7u);
+  EXPECT_EQ(GetLe32(cols.data() + 8), 16u);
+  EXPECT_EQ(GetLe32(cols.data() + 12), 2u);
+  EXPECT_EQ(GetLe32(cols.data() + 16), 9u);
+  EXPECT_EQ(GetLe32(cols.data() + 20), 8u);
+  EXPECT_EQ(GetLe32(cols.data() + 24), 1u);
+  // Run table: 3 runs (group 0 x1, group 1 x1, group 0 x1).
+  EXPECT_EQ(GetLe32(cols.data() + 28), 3u);
+  EXPECT_EQ(GetLe32(cols.data() + 32), 0u);
+  EXPECT_EQ(GetLe32(cols.data() + 36), 1u);
+  EXPECT_EQ(GetLe32(cols.data() + 40), 1u);
+  EXPECT_EQ(GetLe32(cols.data() + 48), 0u);
+  const uint8_t* c = cols.data() + 56;
+  // Group 0's 16 columns of 2 bytes: byte 0 column = kind (7, then delta 0).
+  EXPECT_EQ(c[0], 7);
+  EXPECT_EQ(c[1], 0);
+  // Byte 8 column: 100, then delta 250.
+  EXPECT_EQ(c[16], 100);
+  EXPECT_EQ(c[17], 250);
+  // Group 1 follows group 0's 32 bytes: kind 9 then 0xDD.. in byte order.
+  EXPECT_EQ(c[32], 9);
+  EXPECT_EQ(c[36], 0xDD);
+}
+
+TEST(RawCodecTest, UnknownKindFallsBackToZstd) {
+  const RecordSizeTable sizes = RecordSizeTable::Cupti13();
+  std::vector<uint8_t> raw = SyntheticMixed(sizes, 50, 3);
+  const size_t at = raw.size();
+  raw.resize(at + 64);
+  PutLe32(raw.data() + at, 99);  // not in the table
+  RawBufferEncoder encoder(1);
+  RawBufferDecoder decoder;
+  for (Encoding e : {Encoding::kColumnsZstd, Encoding::kColumnsDeltaZstd}) {
+    std::vector<uint8_t> encoded, decoded;
+    auto used = encoder.Encode(raw, sizes, e, &encoded);
+    ASSERT_TRUE(used.has_value());
+    EXPECT_EQ(*used, Encoding::kZstd);
+    ASSERT_TRUE(decoder.Decode(static_cast<uint8_t>(*used), encoded,
+                               static_cast<uint32_t>(raw.size()), &decoded));
+    EXPECT_EQ(decoded, raw);
+  }
+  std::vector<uint8_t> cols;
+  EXPECT_FALSE(ColumnarTransform(raw, sizes, false, &cols));
+  // A record that runs past the end also cannot be walked.
+  raw.resize(at + 8);
+  PutLe32(raw.data() + at, 10);
+  EXPECT_FALSE(ColumnarTransform(raw, sizes, true, &cols));
+}
+
+TEST(RawCodecTest, EmptyBufferRoundTrips) {
+  const RecordSizeTable sizes = RecordSizeTable::Cupti13();
+  RawBufferEncoder encoder(1);
+  RawBufferDecoder decoder;
+  for (Encoding e : kAllEncodings) {
+    std::vector<uint8_t> encoded, decoded{1, 2, 3};
+    auto used = encoder.Encode({}, sizes, e, &encoded);
+    ASSERT_TRUE(used.has_value());
+    ASSERT_TRUE(decoder.Decode(static_cast<uint8_t>(*used), encoded, 0, &decoded));
+    EXPECT_TRUE(decoded.empty());
+  }
+}
+
+// Corrupted column headers are refused with an error, never a crash or a partial result.
+TEST(RawCodecTest, ColumnarInverseRejectsCorruptHeaders) {
+  const RecordSizeTable sizes = RecordSizeTable::Cupti13();
+  const std::vector<uint8_t> raw = SyntheticMixed(sizes, 200, 9);
+  std::vector<uint8_t> cols, out;
+  ASSERT_TRUE(ColumnarTransform(raw, sizes, true, &cols));
+  const uint32_t n_groups = GetLe32(cols.data());
+  const size_t header = 4 + 12 * n_groups + 4 + 8 * GetLe32(cols.data() + 4 + 12 * n_groups);
+
+  auto expect_bad = [&](std::vector<uint8_t> bad, const char* what) {
+    auto r = ColumnarInverse(bad, true, &out);
+    EXPECT_FALSE(r.has_value()) << what;
+    if (!r) {
+      EXPECT_NE(r.error().message.find("bad column header"), std::string::npos);
+    }
+  };
+  expect_bad({}, "empty");
+  expect_bad({1, 0}, "short");
+  {
+    auto b = cols;
+    PutLe32(b.data(), 65);
+    expect_bad(b, "too many groups");
+  }
+  {
+    auto b = cols;
+    PutLe32(b.data() + 8, 0);
+    expect_bad(b, "zero record size");
+  }
+  {
+    auto b = cols;
+    PutLe32(b.data() + 8, 0xFFFFFFFF);
+    expect_bad(b, "huge record size");
+  }
+  {
+    auto b = cols;
+    PutLe32(b.data() + 12, 0xFFFFFFFF);
+    expect_bad(b, "huge record count");
+  }
+  {
+    auto b = cols;
+    PutLe32(b.data() + 4 + 12 * n_groups, 0xFFFFFFFF);
+    expect_bad(b, "huge run count");
+  }
+  {
+    auto b = cols;
+    PutLe32(b.data() + 4 + 12 * n_groups + 4, n_groups);
+    expect_bad(b, "run names a missing group");
+  }
+  {
+    auto b = cols;
+    PutLe32(b.data() + 4 + 12 * n_groups + 8, 0xFFFFFFF0);
+    expect_bad(b, "run longer than its group");
+  }
+  {
+    auto b = cols;
+    b.pop_back();
+    expect_bad(b, "column bytes short");
+  }
+  {
+    auto b = std::vector<uint8_t>(cols.begin(), cols.begin() + static_cast<ptrdiff_t>(header - 3));
+    expect_bad(b, "cut inside the run table");
+  }
+  // Random damage anywhere in the header: either an error or some output, never a crash.
+  std::mt19937 rng(5);
+  for (int i = 0; i < 2000; ++i) {
+    auto b = cols;
+    b[rng() % header] = static_cast<uint8_t>(rng());
+    (void)ColumnarInverse(b, (i & 1) != 0, &out);
+  }
+}
+
+TEST(RawCodecTest, DecoderRejectsWrongLengthsAndGarbage) {
+  const RecordSizeTable sizes = RecordSizeTable::Cupti13();
+  const std::vector<uint8_t> raw = SyntheticMixed(sizes, 300, 11);
+  const auto n = static_cast<uint32_t>(raw.size());
+  RawBufferEncoder encoder(1);
+  RawBufferDecoder decoder;
+  std::vector<uint8_t> out;
+  for (Encoding e : kAllEncodings) {
+    std::vector<uint8_t> encoded;
+    ASSERT_TRUE(encoder.Encode(raw, sizes, e, &encoded).has_value());
+    const auto id = static_cast<uint8_t>(e);
+    EXPECT_FALSE(decoder.Decode(id, encoded, n + 1, &out).has_value()) << EncodingName(id);
+    EXPECT_FALSE(decoder.Decode(id, encoded, n - 8, &out).has_value()) << EncodingName(id);
+    if (e != Encoding::kStored) {
+      std::vector<uint8_t> cut(encoded.begin(), encoded.end() - 5);
+      EXPECT_FALSE(decoder.Decode(id, cut, n, &out).has_value()) << EncodingName(id);
+      std::vector<uint8_t> garbage(encoded.size(), 0xA5);
+      EXPECT_FALSE(decoder.Decode(id, garbage, n, &out).has_value()) << EncodingName(id);
+    }
+    EXPECT_FALSE(decoder.Decode(id, {}, n, &out).has_value()) << EncodingName(id);
+  }
+  std::vector<uint8_t> encoded;
+  ASSERT_TRUE(encoder.Encode(raw, sizes, Encoding::kZstd, &encoded).has_value());
+  auto r = decoder.Decode(77, encoded, n, &out);
+  ASSERT_FALSE(r.has_value());
+  EXPECT_NE(r.error().message.find("unknown encoding"), std::string::npos);
+  // A valid zstd frame of non-columnar bytes under a columnar encoding id.
+  r = decoder.Decode(static_cast<uint8_t>(Encoding::kColumnsDeltaZstd), encoded, n, &out);
+  EXPECT_FALSE(r.has_value());
+}
+
+}  // namespace
+}  // namespace cupmon
