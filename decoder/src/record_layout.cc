@@ -135,6 +135,11 @@ void DecodeRecordFields(const RecordLayout& layout, const uint8_t* record, Decod
   }
 }
 
+FieldReader::FieldReader(const RecordLayout& layout) {
+  for (const FieldOffset& f : layout.fields)
+    slots_[static_cast<size_t>(f.field)] = Slot{f.offset, f.width};
+}
+
 RecordDecoder::RecordDecoder(const RecordSizeTable& sizes, uint32_t cupti_api_version)
     : sizes_(sizes), api_version_(cupti_api_version) {
   for (uint32_t kind = 0; kind < RecordSizeTable::kMaxKind; ++kind) {
@@ -155,6 +160,7 @@ RecordDecoder::RecordDecoder(const RecordSizeTable& sizes, uint32_t cupti_api_ve
     } else {
       e.state = State::kSupported;
       e.layout = l;
+      e.reader = FieldReader(*l);
     }
   }
 }

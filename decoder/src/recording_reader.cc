@@ -44,7 +44,7 @@ bool IsCupmonName(const std::filesystem::path& p) { return p.extension() == ".cu
 // Reads the first metadata chunk of a file, or says why the file is refused.
 Expected<pb::RecordingHeader> ReadFirstHeader(const std::string& path) {
   auto mapped = MappedFile::Open(path);
-  if (!mapped) return std::unexpected(mapped.error());
+  if (!mapped) return cupmon::unexpected(mapped.error());
   const auto bytes = mapped->bytes();
   if (bytes.empty()) return MakeError(path + ": empty file (0 bytes)");
   if (bytes.size() < 4 || GetLe32(bytes.data()) != kChunkMagic)

@@ -3,12 +3,14 @@
 
 #include <algorithm>
 #include <cinttypes>
+#include <charconv>
 #include <cmath>
 #include <cstdarg>
 #include <cstdio>
 #include <ctime>
 #include <map>
 #include <set>
+#include <type_traits>
 #include <unordered_map>
 
 namespace cupmon::decoder {
@@ -71,15 +73,68 @@ const char* RowTypeName(RowType t) {
   return "?";
 }
 
-std::string CsvQuote(std::string_view s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"') out += '"';
-    out += c;
+// The streaming sinks' output: rows are formatted into one large buffer (integers with
+// std::to_chars, no per-row stream calls or temporary strings) that goes to the stream in ~1 MiB
+// writes. Everything a sink writes passes through here, so its order is kept.
+class OutBuf {
+ public:
+  explicit OutBuf(std::ostream& out) : out_(out) { buf_.reserve(kFlushAt + 64 * 1024); }
+  ~OutBuf() { Flush(); }
+  OutBuf(const OutBuf&) = delete;
+  OutBuf& operator=(const OutBuf&) = delete;
+
+  OutBuf& operator<<(std::string_view s) {
+    buf_.append(s);
+    return *this;
   }
-  out += '"';
-  return out;
-}
+  OutBuf& operator<<(const char* s) { return *this << std::string_view(s); }
+  OutBuf& operator<<(const std::string& s) { return *this << std::string_view(s); }
+  OutBuf& operator<<(char c) {
+    buf_.push_back(c);
+    return *this;
+  }
+  template <typename T>
+    requires(std::is_integral_v<T> && !std::is_same_v<T, char> && !std::is_same_v<T, bool>)
+  OutBuf& operator<<(T v) {
+    char tmp[24];
+    const auto r = std::to_chars(tmp, tmp + sizeof tmp, v);
+    buf_.append(tmp, static_cast<size_t>(r.ptr - tmp));
+    return *this;
+  }
+  // Appends `s` escaped for a JSON string body.
+  OutBuf& Json(std::string_view s) {
+    size_t plain = 0;
+    while (plain < s.size() && NeedsNoEscape(static_cast<unsigned char>(s[plain]))) ++plain;
+    if (plain == s.size()) return *this << s;
+    buf_.append(JsonEscape(s));
+    return *this;
+  }
+  // Appends `s` as a CSV field in double quotes (quotes doubled).
+  OutBuf& Csv(std::string_view s) {
+    buf_.push_back('"');
+    for (char c : s) {
+      if (c == '"') buf_.push_back('"');
+      buf_.push_back(c);
+    }
+    buf_.push_back('"');
+    return *this;
+  }
+  // Call after each row: writes the buffer out once it is large.
+  void EndRow() {
+    if (buf_.size() >= kFlushAt) Flush();
+  }
+  void Flush() {
+    if (buf_.empty()) return;
+    out_.write(buf_.data(), static_cast<std::streamsize>(buf_.size()));
+    buf_.clear();
+  }
+
+ private:
+  static bool NeedsNoEscape(unsigned char c) { return c >= 0x20 && c != '"' && c != '\\'; }
+  static constexpr size_t kFlushAt = 1 << 20;
+  std::ostream& out_;
+  std::string buf_;
+};
 
 // Keeps rows and the limit for the trace-like sinks.
 class LimitedSink : public RowSink {
@@ -90,15 +145,16 @@ class LimitedSink : public RowSink {
     if (limit_ && written_ >= *limit_) return;
     ++written_;
     Write(row);
+    out_.EndRow();
   }
   virtual void Begin(const TraceBuilder& /*b*/, const Recording& /*r*/, size_t /*index*/) {}
   virtual void End(const TraceBuilder& /*b*/, const Recording& /*r*/, const ReadIntegrity& /*i*/) {}
-  virtual void Close() {}
+  virtual void Close() { out_.Flush(); }
 
  protected:
   virtual bool Wants(const Row& /*row*/) const { return true; }
   virtual void Write(const Row& row) = 0;
-  std::ostream& out_;
+  OutBuf out_;
   std::optional<uint64_t> limit_;
   uint64_t written_ = 0;
   const TraceBuilder* builder_ = nullptr;
@@ -120,8 +176,11 @@ struct Stat {
 
 class SummarySink : public RowSink {
  public:
+  // Aggregates by the builder's name id (a vector index): no string key per row.
   void OnRow(const Row& row) override {
-    (row.type == RowType::kApi ? api_ : gpu_)[std::string(row.name)].Add(row);
+    auto& table = row.type == RowType::kApi ? api_ : gpu_;
+    if (row.name_id >= table.size()) table.resize(row.name_id + 1);
+    table[row.name_id].Add(row);
   }
   void Print(std::ostream& out, const TraceBuilder& b, const Recording& rec,
              const ReadIntegrity& integrity) {
@@ -164,14 +223,20 @@ class SummarySink : public RowSink {
     out << "==cupmon== Profiling result:\n";
     out << Printf("%16s  %7s  %9s  %8s  %9s  %9s  %9s  %s\n", "Type", "Time(%)", "Time", "Calls",
                   "Avg", "Min", "Max", "Name");
-    PrintTable(out, "GPU activities:", gpu_);
-    PrintTable(out, "API calls:", api_);
+    PrintTable(out, "GPU activities:", Named(b, gpu_));
+    PrintTable(out, "API calls:", Named(b, api_));
   }
 
  private:
+  static std::vector<std::pair<std::string, Stat>> Named(const TraceBuilder& b,
+                                                         const std::vector<Stat>& table) {
+    std::vector<std::pair<std::string, Stat>> rows;
+    for (size_t id = 0; id < table.size(); ++id)
+      if (table[id].calls) rows.emplace_back(std::string(b.NameOf(static_cast<uint32_t>(id))), table[id]);
+    return rows;
+  }
   static void PrintTable(std::ostream& out, const char* title,
-                         const std::unordered_map<std::string, Stat>& table) {
-    std::vector<std::pair<std::string, Stat>> rows(table.begin(), table.end());
+                         std::vector<std::pair<std::string, Stat>> rows) {
     std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) {
       return a.second.total != b.second.total ? a.second.total > b.second.total : a.first < b.first;
     });
@@ -191,7 +256,7 @@ class SummarySink : public RowSink {
     if (rows.empty()) out << Printf("%16s  (none)\n", title);
   }
 
-  std::unordered_map<std::string, Stat> gpu_, api_;
+  std::vector<Stat> gpu_, api_;
 };
 
 // ---- gpu-trace, api-trace, kern-exec ----
@@ -303,8 +368,6 @@ class KernExecSink : public LimitedSink {
 
 // ---- exports ----
 
-std::string OptNs(bool valid, int64_t v) { return valid ? std::to_string(v) : ""; }
-
 class CsvSink : public LimitedSink {
  public:
   using LimitedSink::LimitedSink;
@@ -322,21 +385,29 @@ class CsvSink : public LimitedSink {
  protected:
   void Write(const Row& r) override {
     const bool api = r.type == RowType::kApi;
-    out_ << recording_ << ',' << RowTypeName(r.type) << ',' << r.kind << ','
-         << OptNs(r.valid_time, r.wall_start) << ',' << OptNs(r.valid_time, r.wall_end) << ','
-         << (r.valid_time ? std::to_string(r.duration) : "") << ','
-         << (api ? "" : std::to_string(r.device)) << ',' << (api ? "" : std::to_string(r.context))
-         << ',' << (api ? "" : std::to_string(r.stream)) << ',' << r.correlation << ','
-         << CsvQuote(r.name) << ',' << CsvQuote(r.api_name) << ','
-         << OptNs(r.has_api && r.api_valid_time, r.api_wall_start) << ','
-         << OptNs(r.has_api && r.api_valid_time, r.api_wall_end) << ','
-         << (api ? r.pid : r.api_pid) << ',' << (api ? r.tid : r.api_tid) << ','
-         << (api ? r.return_value : r.api_return) << ',' << r.bytes << ','
-         << (r.type == RowType::kKernel ? Printf("%ux%ux%u", r.grid[0], r.grid[1], r.grid[2]) : "")
-         << ','
-         << (r.type == RowType::kKernel ? Printf("%ux%ux%u", r.block[0], r.block[1], r.block[2]) : "")
-         << ',' << (r.type == RowType::kKernel ? std::to_string(r.registers) : "") << ','
-         << CsvQuote(r.annotation) << '\n';
+    const bool kernel = r.type == RowType::kKernel;
+    const bool api_time = r.has_api && r.api_valid_time;
+    out_ << recording_ << ',' << RowTypeName(r.type) << ',' << r.kind << ',';
+    if (r.valid_time) out_ << r.wall_start << ',' << r.wall_end << ',' << r.duration;
+    else out_ << ",,";
+    out_ << ',';
+    if (!api) out_ << r.device << ',' << r.context << ',' << r.stream;
+    else out_ << ",,";
+    out_ << ',' << r.correlation << ',';
+    out_.Csv(r.name) << ',';
+    out_.Csv(r.api_name) << ',';
+    if (api_time) out_ << r.api_wall_start << ',' << r.api_wall_end;
+    else out_ << ',';
+    out_ << ',' << (api ? r.pid : r.api_pid) << ',' << (api ? r.tid : r.api_tid) << ','
+         << (api ? r.return_value : r.api_return) << ',' << r.bytes << ',';
+    if (kernel) {
+      out_ << r.grid[0] << 'x' << r.grid[1] << 'x' << r.grid[2] << ',' << r.block[0] << 'x'
+           << r.block[1] << 'x' << r.block[2] << ',' << r.registers;
+    } else {
+      out_ << ",,";
+    }
+    out_ << ',';
+    out_.Csv(r.annotation) << '\n';
   }
   std::string recording_;
   bool header_done_ = false;
@@ -352,40 +423,42 @@ class JsonlSink : public LimitedSink {
 
  protected:
   void Write(const Row& r) override {
-    std::string s = "{\"recording\":\"" + recording_ + "\",\"type\":\"" + RowTypeName(r.type) +
-                    "\",\"kind\":" + std::to_string(r.kind);
+    out_ << "{\"recording\":\"" << recording_ << "\",\"type\":\"" << RowTypeName(r.type)
+         << "\",\"kind\":" << r.kind;
     if (r.valid_time) {
-      s += ",\"start_ns\":" + std::to_string(r.wall_start) + ",\"end_ns\":" +
-           std::to_string(r.wall_end) + ",\"duration_ns\":" + std::to_string(r.duration);
+      out_ << ",\"start_ns\":" << r.wall_start << ",\"end_ns\":" << r.wall_end
+           << ",\"duration_ns\":" << r.duration;
     } else {
-      s += ",\"start_ns\":null,\"end_ns\":null,\"duration_ns\":null";
+      out_ << ",\"start_ns\":null,\"end_ns\":null,\"duration_ns\":null";
     }
-    s += ",\"correlation_id\":" + std::to_string(r.correlation) + ",\"name\":\"" +
-         JsonEscape(r.name) + "\"";
+    out_ << ",\"correlation_id\":" << r.correlation << ",\"name\":\"";
+    out_.Json(r.name) << '"';
     if (r.type == RowType::kApi) {
-      s += Printf(",\"pid\":%u,\"tid\":%u,\"return_value\":%u,\"launched\":%u", r.pid, r.tid,
-                  r.return_value, r.launched);
+      out_ << ",\"pid\":" << r.pid << ",\"tid\":" << r.tid << ",\"return_value\":" << r.return_value
+           << ",\"launched\":" << r.launched;
     } else {
-      s += Printf(",\"device\":%u,\"context\":%u,\"stream\":%u", r.device, r.context, r.stream);
+      out_ << ",\"device\":" << r.device << ",\"context\":" << r.context << ",\"stream\":"
+           << r.stream;
       if (r.type == RowType::kKernel)
-        s += Printf(",\"grid\":[%u,%u,%u],\"block\":[%u,%u,%u],\"registers\":%u,"
-                    "\"static_shared_memory\":%u,\"dynamic_shared_memory\":%u",
-                    r.grid[0], r.grid[1], r.grid[2], r.block[0], r.block[1], r.block[2],
-                    r.registers, r.static_smem, r.dynamic_smem);
+        out_ << ",\"grid\":[" << r.grid[0] << ',' << r.grid[1] << ',' << r.grid[2] << "],\"block\":["
+             << r.block[0] << ',' << r.block[1] << ',' << r.block[2] << "],\"registers\":"
+             << r.registers << ",\"static_shared_memory\":" << r.static_smem
+             << ",\"dynamic_shared_memory\":" << r.dynamic_smem;
       else
-        s += ",\"bytes\":" + std::to_string(r.bytes);
+        out_ << ",\"bytes\":" << r.bytes;
       if (r.has_api) {
-        s += ",\"api\":{\"name\":\"" + JsonEscape(r.api_name) + "\",\"tid\":" +
-             std::to_string(r.api_tid);
+        out_ << ",\"api\":{\"name\":\"";
+        out_.Json(r.api_name) << "\",\"tid\":" << r.api_tid;
         if (r.api_valid_time)
-          s += ",\"start_ns\":" + std::to_string(r.api_wall_start) + ",\"end_ns\":" +
-               std::to_string(r.api_wall_end);
-        s += "}";
+          out_ << ",\"start_ns\":" << r.api_wall_start << ",\"end_ns\":" << r.api_wall_end;
+        out_ << '}';
       }
     }
-    if (!r.annotation.empty()) s += ",\"annotation\":\"" + JsonEscape(r.annotation) + "\"";
-    s += "}\n";
-    out_ << s;
+    if (!r.annotation.empty()) {
+      out_ << ",\"annotation\":\"";
+      out_.Json(r.annotation) << '"';
+    }
+    out_ << "}\n";
   }
   std::string recording_;
 };
@@ -434,45 +507,63 @@ class ChromeSink : public LimitedSink {
       Slice("window " + std::to_string(id), "window", pid, 0, b.clock().ToWall(w.begin),
             b.clock().ToWall(end) - b.clock().ToWall(w.begin),
             "\"source\":\"" + JsonEscape(w.source) + "\",\"note\":\"" + JsonEscape(w.note) + "\"");
+    out_.EndRow();
     }
     for (const auto& [label, span] : annotations_)
       Slice(label, "annotation", pid, 1, span.first, span.second - span.first, "");
   }
-  void Close() override { out_ << "\n]}\n"; }
+  void Close() override {
+    out_ << "\n]}\n";
+    out_.Flush();
+  }
 
  protected:
   void Write(const Row& r) override {
     if (!r.valid_time) return;  // cannot be placed on a timeline; counted in the summary
     if (!base_) base_ = builder_->origin_wall();
     if (r.type == RowType::kApi) {
-      cpu_threads_.insert(r.tid);
-      Slice(std::string(r.name), r.kind == 4 ? "cuda_driver" : "cuda_runtime", r.pid, r.tid,
-            r.wall_start, static_cast<int64_t>(r.duration),
-            Printf("\"correlation\":%u,\"return\":%u", r.correlation, r.return_value));
+      if (r.tid != last_tid_ || cpu_threads_.empty()) {
+        cpu_threads_.insert(r.tid);
+        last_tid_ = r.tid;
+      }
+      SliceHead(r.name, r.kind == 4 ? "cuda_driver" : "cuda_runtime", r.pid, r.tid, r.wall_start,
+                static_cast<int64_t>(r.duration));
+      out_ << "\"correlation\":" << r.correlation << ",\"return\":" << r.return_value << "}}";
       if (!r.annotation.empty()) Annotate(r);
       return;
     }
     const uint32_t gpid = GpuPid(r.device);
-    gpu_tracks_.emplace(r.device, r.stream);
-    std::string args = Printf("\"correlation\":%u,\"context\":%u", r.correlation, r.context);
+    if (r.device != last_track_.first || r.stream != last_track_.second || gpu_tracks_.empty()) {
+      gpu_tracks_.emplace(r.device, r.stream);
+      last_track_ = {r.device, r.stream};
+    }
+    SliceHead(r.name, RowTypeName(r.type), gpid, r.stream, r.wall_start,
+              static_cast<int64_t>(r.duration));
+    out_ << "\"correlation\":" << r.correlation << ",\"context\":" << r.context;
     if (r.type == RowType::kKernel)
-      args += Printf(",\"grid\":\"%u,%u,%u\",\"block\":\"%u,%u,%u\",\"registers\":%u", r.grid[0],
-                     r.grid[1], r.grid[2], r.block[0], r.block[1], r.block[2], r.registers);
+      out_ << ",\"grid\":\"" << r.grid[0] << ',' << r.grid[1] << ',' << r.grid[2]
+           << "\",\"block\":\"" << r.block[0] << ',' << r.block[1] << ',' << r.block[2]
+           << "\",\"registers\":" << r.registers;
     else
-      args += ",\"bytes\":" + std::to_string(r.bytes);
-    if (!r.annotation.empty()) args += ",\"annotation\":\"" + JsonEscape(r.annotation) + "\"";
-    Slice(std::string(r.name), RowTypeName(r.type), gpid, r.stream, r.wall_start,
-          static_cast<int64_t>(r.duration), args);
+      out_ << ",\"bytes\":" << r.bytes;
+    if (!r.annotation.empty()) {
+      out_ << ",\"annotation\":\"";
+      out_.Json(r.annotation) << '"';
+    }
+    out_ << "}}";
     if (r.has_api && r.api_valid_time) {
       // A flow arrow from the launch call to this activity (one per activity: graphs fan out).
       const uint64_t id = ++flow_id_;
       Comma();
       out_ << "{\"name\":\"launch\",\"cat\":\"flow\",\"ph\":\"s\",\"id\":" << id
-           << ",\"pid\":" << r.api_pid << ",\"tid\":" << r.api_tid << ",\"ts\":" << Us(r.api_wall_start)
-           << "}";
+           << ",\"pid\":" << r.api_pid << ",\"tid\":" << r.api_tid << ",\"ts\":";
+      Us(r.api_wall_start);
+      out_ << '}';
       Comma();
       out_ << "{\"name\":\"launch\",\"cat\":\"flow\",\"ph\":\"f\",\"bp\":\"e\",\"id\":" << id
-           << ",\"pid\":" << gpid << ",\"tid\":" << r.stream << ",\"ts\":" << Us(r.wall_start) << "}";
+           << ",\"pid\":" << gpid << ",\"tid\":" << r.stream << ",\"ts\":";
+      Us(r.wall_start);
+      out_ << '}';
     }
   }
 
@@ -480,26 +571,41 @@ class ChromeSink : public LimitedSink {
   uint32_t GpuPid(uint32_t device) const {
     return 1'000'000u + static_cast<uint32_t>(index_) * 1000u + device;
   }
-  std::string Us(int64_t wall) const {
+  // Microseconds since base_ with three decimals (exact ns).
+  void Us(int64_t wall) {
     const int64_t rel = wall - base_;
-    const int64_t a = rel < 0 ? -rel : rel;
-    return Printf("%s%" PRId64 ".%03" PRId64, rel < 0 ? "-" : "", a / 1000, a % 1000);
+    const uint64_t a = rel < 0 ? 0 - static_cast<uint64_t>(rel) : static_cast<uint64_t>(rel);
+    if (rel < 0) out_ << '-';
+    const uint64_t frac = a % 1000;
+    out_ << a / 1000 << '.' << static_cast<char>('0' + frac / 100)
+         << static_cast<char>('0' + frac / 10 % 10) << static_cast<char>('0' + frac % 10);
   }
   void Comma() {
     if (!first_) out_ << ",\n";
     first_ = false;
   }
+  // Writes an "X" event up to and including `"args":{`; the caller writes the args and "}}".
+  void SliceHead(std::string_view name, const char* cat, uint32_t pid, uint32_t tid, int64_t wall,
+                 int64_t dur) {
+    Comma();
+    out_ << "{\"name\":\"";
+    out_.Json(name) << "\",\"cat\":\"" << cat << "\",\"ph\":\"X\",\"pid\":" << pid
+                    << ",\"tid\":" << tid << ",\"ts\":";
+    Us(wall);
+    out_ << ",\"dur\":";
+    Us(base_ + dur);
+    out_ << ",\"args\":{";
+  }
   void Slice(const std::string& name, const char* cat, uint32_t pid, uint32_t tid, int64_t wall,
              int64_t dur, const std::string& args) {
-    Comma();
-    out_ << "{\"name\":\"" << JsonEscape(name) << "\",\"cat\":\"" << cat
-         << "\",\"ph\":\"X\",\"pid\":" << pid << ",\"tid\":" << tid << ",\"ts\":" << Us(wall)
-         << ",\"dur\":" << Us(base_ + dur) << ",\"args\":{" << args << "}}";
+    SliceHead(name, cat, pid, tid, wall, dur);
+    out_ << args << "}}";
   }
   void Meta(const char* what, uint32_t pid, uint32_t tid, const std::string& name) {
     Comma();
     out_ << "{\"name\":\"" << what << "\",\"ph\":\"M\",\"pid\":" << pid << ",\"tid\":" << tid
-         << ",\"ts\":0,\"args\":{\"name\":\"" << JsonEscape(name) << "\"}}";
+         << ",\"ts\":0,\"args\":{\"name\":\"";
+    out_.Json(name) << "\"}}";
   }
   void Annotate(const Row& r) {
     auto [it, inserted] = annotations_.try_emplace(std::string(r.annotation), r.wall_start, r.wall_end);
@@ -515,7 +621,9 @@ class ChromeSink : public LimitedSink {
   bool first_ = true;
   uint64_t flow_id_ = 0;
   std::set<std::pair<uint32_t, uint32_t>> gpu_tracks_;
+  std::pair<uint32_t, uint32_t> last_track_{0, 0};
   std::set<uint32_t> cpu_threads_;
+  uint32_t last_tid_ = 0;
   std::map<std::string, std::pair<int64_t, int64_t>> annotations_;
 };
 
@@ -689,7 +797,9 @@ int RunReport(ReportKind kind, const std::string& path, const ReportOptions& opt
     RowSink* sink = trace ? static_cast<RowSink*>(trace.get())
                     : kind == ReportKind::kSummary ? static_cast<RowSink*>(&summary)
                                                    : &null;
-    TraceBuilder builder(options.filter, sink, options.horizon);
+    ReorderOptions reorder;
+    if (trace) reorder = ReorderOptions{options.reorder_rows, options.reorder_ns};
+    TraceBuilder builder(options.filter, sink, options.horizon, reorder);
     if (trace) trace->Begin(builder, rec, i);
     ReadIntegrity integrity;
     if (options.progress) err << "cupmon-decode: reading recording " << Hex(rec.id) << " ("
@@ -713,6 +823,9 @@ int RunReport(ReportKind kind, const std::string& path, const ReportOptions& opt
     if (c.unresolved_names)
       err << "cupmon-decode: warning: " << c.unresolved_names
           << " kernel record(s) whose name pointer has no string entry\n";
+    if (c.out_of_order)
+      err << "cupmon-decode: note: " << c.out_of_order
+          << " row(s) arrived later than the reorder bound allows and are out of start-time order\n";
     if (c.stats.dropped_records())
       err << "cupmon-decode: warning: CUPTI dropped " << c.stats.dropped_records() << " record(s)\n";
     warnings |= integrity.HasWarnings() || c.HasWarnings();

@@ -3,6 +3,7 @@
 
 #include <cxxabi.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "cupmon/decoder/api_names.h"
@@ -18,14 +19,92 @@ std::string Hex(uint64_t v) {
 
 }  // namespace
 
+namespace {
+constexpr uint32_t kMaxDenseCbid = 4096;  // API name ids for smaller cbids sit in a vector
+}  // namespace
+
+// One GPU or API record, decoded straight from the raw bytes with only the fields rows use
+// (about 120 bytes, against 336 for a DecodedRecord): it waits in the join ring.
 struct TraceBuilder::Pending {
-  DecodedRecord rec;
-  int64_t string_index = -1;  // kernels: the name's entry at arrival time, -1 if unresolved
+  uint64_t start = 0, end = 0;
+  uint64_t bytes = 0;     // memcpy, memset
+  uint64_t name_ptr = 0;  // kernel
+  uint32_t kind = 0;
+  RecordClass record_class = RecordClass::kKernel;
+  int32_t string_index = -1;  // kernels: the name's entry at arrival time, -1 if unresolved
+  uint32_t corr = 0, device = 0, context = 0, stream = 0, graph_id = 0;
+  uint32_t grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};
+  uint32_t registers = 0, static_smem = 0, dynamic_smem = 0;
+  uint32_t copy_kind = 0, src_device = 0, dst_device = 0;
+  uint32_t cbid = 0, pid = 0, tid = 0, ret = 0;
 };
 
-struct TraceBuilder::ApiEntry {
-  uint32_t kind = 0, cbid = 0, pid = 0, tid = 0, ret = 0;
-  uint64_t start = 0, end = 0;
+// Everything joined on one correlation id.
+struct TraceBuilder::CorrEntry {
+  bool has_api = false, has_external = false;
+  uint8_t api_kind = 0;  // kKindRuntime or kKindDriver
+  uint32_t cbid = 0, pid = 0, tid = 0, ret = 0;
+  uint64_t api_start = 0, api_end = 0;
+  uint32_t gpu_count = 0;
+  int32_t gpu_first = 0;  // first activity's name: a string index, -2 memset, -10-copyKind memcpy
+  uint64_t external_id = 0;
+};
+
+// Map from correlation id to CorrEntry. CUPTI hands out correlation ids from one process-wide
+// counter, so the live ids (bounded by eviction) form a dense, mostly increasing run: slot
+// `id mod capacity` holds an id directly, and walking the stream walks the table in order (cache
+// friendly, no hashing, no allocation). An id whose slot holds another live id goes to a small
+// overflow map, so arbitrary ids stay correct; they only cost a hash lookup.
+class TraceBuilder::CorrTable {
+ public:
+  explicit CorrTable(size_t live_bound) {
+    size_t n = 1024;
+    while (n < 2 * live_bound) n *= 2;
+    slots_.assign(n, Slot{});
+    mask_ = n - 1;
+  }
+  CorrEntry* Find(uint32_t key) {
+    Slot& s = slots_[key & mask_];
+    if (s.used && s.key == key) return &s.entry;
+    if (overflow_.empty()) return nullptr;
+    auto it = overflow_.find(key);
+    return it == overflow_.end() ? nullptr : &it->second;
+  }
+  // Returns the entry for `key` and whether it was created now.
+  std::pair<CorrEntry*, bool> Insert(uint32_t key) {
+    Slot& s = slots_[key & mask_];
+    if (!s.used) {
+      if (!overflow_.empty()) {
+        auto it = overflow_.find(key);
+        if (it != overflow_.end()) return {&it->second, false};
+      }
+      s.used = true;
+      s.key = key;
+      s.entry = CorrEntry{};
+      return {&s.entry, true};
+    }
+    if (s.key == key) return {&s.entry, false};
+    auto [it, created] = overflow_.try_emplace(key);
+    return {&it->second, created};
+  }
+  void Erase(uint32_t key) {
+    Slot& s = slots_[key & mask_];
+    if (s.used && s.key == key) {
+      s.used = false;
+      return;
+    }
+    if (!overflow_.empty()) overflow_.erase(key);
+  }
+
+ private:
+  struct Slot {
+    bool used = false;
+    uint32_t key = 0;
+    CorrEntry entry;
+  };
+  std::vector<Slot> slots_;
+  size_t mask_ = 0;
+  std::unordered_map<uint32_t, CorrEntry> overflow_;
 };
 
 const char* MemcpyKindName(uint32_t copy_kind) {
@@ -46,8 +125,19 @@ std::string Demangle(const std::string& name) {
   return result;
 }
 
-TraceBuilder::TraceBuilder(TraceFilter filter, RowSink* sink, size_t horizon)
-    : filter_(std::move(filter)), sink_(sink), horizon_(horizon ? horizon : 1) {}
+TraceBuilder::TraceBuilder(TraceFilter filter, RowSink* sink, size_t horizon,
+                           ReorderOptions reorder)
+    : filter_(std::move(filter)),
+      sink_(sink),
+      horizon_(horizon ? horizon : 1),
+      reorder_(reorder),
+      corr_(std::make_unique<CorrTable>(4 * horizon_ + 1)) {
+  timed_filter_ = filter_.window || filter_.from_wall || filter_.to_wall || filter_.from_rel ||
+                  filter_.to_rel;
+  memcpy_name_ids_.fill(-1);
+  for (auto& v : api_name_ids_) v.assign(kMaxDenseCbid, -1);
+  corr_order_.resize(4 * horizon_ + 1);
+}
 
 TraceBuilder::~TraceBuilder() = default;
 
@@ -111,7 +201,8 @@ void TraceBuilder::OnRawBuffer(const RawBufferPrefix& /*prefix*/, std::span<cons
                  ": raw buffer before any recording header; not decoded");
     return;
   }
-  const auto r = decoder_->Decode(records, [this](const DecodedRecord& rec) { AddRecord(rec); });
+  const auto r = decoder_->Walk(records, [this](const RecordLayout& layout, const FieldReader& f,
+                                                const uint8_t* rec) { AddRecord(layout, f, rec); });
   counts_.records_not_decoded += r.skipped;
   if (!r.complete) {
     ++counts_.buffers_stopped;
@@ -120,134 +211,211 @@ void TraceBuilder::OnRawBuffer(const RawBufferPrefix& /*prefix*/, std::span<cons
                  std::to_string(r.stop.offset) + " of " + std::to_string(records.size()) + ": " +
                  r.stop.why);
   }
-  while (pending_.size() > horizon_) {
-    Emit(pending_.front());
-    pending_.pop_front();
+  // records_by_kind is a map for readers; the hot path counts into an array.
+  if (r.records) {
+    for (uint32_t k = 0; k < by_kind_.size(); ++k) {
+      if (!by_kind_[k]) continue;
+      counts_.records_by_kind[k] += by_kind_[k];
+      by_kind_[k] = 0;
+    }
+  }
+  while (pending_size_ > horizon_) {
+    Emit(pending_[pending_head_]);
+    pending_head_ = (pending_head_ + 1) & (pending_.size() - 1);
+    --pending_size_;
   }
   Retire();
 }
 
-void TraceBuilder::AddRecord(const DecodedRecord& rec) {
+void TraceBuilder::AddRecord(const RecordLayout& layout, const FieldReader& f, const uint8_t* rec) {
   ++counts_.records;
-  ++counts_.records_by_kind[rec.kind];
-  const uint32_t corr = rec.Get32(Field::kCorrelationId);
-  switch (rec.record_class) {
-    case RecordClass::kKernel:
-    case RecordClass::kMemcpy:
-    case RecordClass::kMemset:
-    case RecordClass::kApi: {
-      const uint64_t start = rec.Get(Field::kStart), end = rec.Get(Field::kEnd);
-      if (ValidSpan(start, end)) {
-        if (!origin_ts_) origin_ts_ = start;
-        if (!first_ts_ || start < first_ts_) first_ts_ = start;
-        if (end > last_ts_) last_ts_ = end;
-      } else {
-        ++counts_.unknown_timestamps;
-      }
-      Pending p{rec, -1};
-      if (rec.record_class == RecordClass::kKernel) {
-        auto it = string_by_pointer_.find(rec.Get(Field::kNamePointer));
-        if (it != string_by_pointer_.end()) p.string_index = it->second;
-      }
-      if (rec.record_class == RecordClass::kApi) {
-        ApiEntry e{rec.kind, rec.Get32(Field::kCbid), rec.Get32(Field::kProcessId),
-                   rec.Get32(Field::kThreadId), rec.Get32(Field::kReturnValue), start, end};
-        auto [it, inserted] = api_by_corr_.try_emplace(corr, e);
-        if (inserted) {
-          corr_order_.push_back(corr);
-        } else if (it->second.kind == kKindDriver && rec.kind == kKindRuntime) {
-          it->second = e;  // the runtime call is the launch the user wrote
-        } else if (it->second.kind == rec.kind) {
-          ++counts_.duplicate_api_correlation;
-          counts_.Note("correlation id " + std::to_string(corr) +
-                       " is shared by two API records; only the first is joined");
-        }
-      } else {
-        // First activity's name: a string index, or a negative code for memcpy/memset/unknown.
-        const int64_t first = rec.record_class == RecordClass::kKernel ? p.string_index
-                              : rec.record_class == RecordClass::kMemset
-                                  ? -2
-                                  : -10 - static_cast<int64_t>(rec.Get32(Field::kCopyKind));
-        auto [it, inserted] = gpu_by_corr_.try_emplace(corr, 0, first);
-        if (inserted) corr_order_.push_back(corr);
-        ++it->second.first;
-      }
-      pending_.push_back(std::move(p));
-      break;
+  ++by_kind_[layout.kind];  // layouts only exist for kinds < kMaxKind
+  const RecordClass cls = layout.record_class;
+  if (cls == RecordClass::kExternalCorrelation) {
+    ++counts_.external_correlations;
+    CorrEntry* e = Track(f.Get32(rec, Field::kCorrelationId));
+    if (!e->has_external) {
+      e->has_external = true;
+      e->external_id = f.Get(rec, Field::kExternalId);
     }
-    case RecordClass::kExternalCorrelation:
-      ++counts_.external_correlations;
-      if (external_by_corr_.emplace(corr, rec.Get(Field::kExternalId)).second)
-        corr_order_.push_back(corr);
-      break;
-    case RecordClass::kOverhead:
-      ++counts_.overhead_records;
-      if (ValidSpan(rec.Get(Field::kStart), rec.Get(Field::kEnd)))
-        counts_.overhead_ns += rec.Get(Field::kEnd) - rec.Get(Field::kStart);
-      break;
-    default:
-      break;  // synchronization, CUDA events, markers, names: counted only
+    return;
   }
+  if (cls == RecordClass::kOverhead) {
+    ++counts_.overhead_records;
+    const uint64_t s = f.Get(rec, Field::kStart), e = f.Get(rec, Field::kEnd);
+    if (ValidSpan(s, e)) counts_.overhead_ns += e - s;
+    return;
+  }
+  if (cls != RecordClass::kKernel && cls != RecordClass::kMemcpy && cls != RecordClass::kMemset &&
+      cls != RecordClass::kApi)
+    return;  // synchronization, CUDA events, markers, names: counted only
+
+  // Append to the join ring (power-of-two capacity, doubled when full).
+  if (pending_size_ == pending_.size()) {
+    std::vector<Pending> grown(pending_.empty() ? 1024 : 2 * pending_.size());
+    for (size_t i = 0; i < pending_size_; ++i)
+      grown[i] = pending_[(pending_head_ + i) & (pending_.size() - 1)];
+    pending_ = std::move(grown);
+    pending_head_ = 0;
+  }
+  Pending& p = pending_[(pending_head_ + pending_size_++) & (pending_.size() - 1)];
+  p = Pending{};
+  p.kind = layout.kind;
+  p.record_class = cls;
+  p.start = f.Get(rec, Field::kStart);
+  p.end = f.Get(rec, Field::kEnd);
+  p.corr = f.Get32(rec, Field::kCorrelationId);
+  if (ValidSpan(p.start, p.end)) {
+    if (!origin_ts_) origin_ts_ = p.start;
+    if (!first_ts_ || p.start < first_ts_) first_ts_ = p.start;
+    if (p.end > last_ts_) last_ts_ = p.end;
+  } else {
+    ++counts_.unknown_timestamps;
+  }
+  CorrEntry* e = Track(p.corr);
+  if (cls == RecordClass::kApi) {
+    p.cbid = f.Get32(rec, Field::kCbid);
+    p.pid = f.Get32(rec, Field::kProcessId);
+    p.tid = f.Get32(rec, Field::kThreadId);
+    p.ret = f.Get32(rec, Field::kReturnValue);
+    const bool replace = e->has_api && e->api_kind == kKindDriver && p.kind == kKindRuntime;
+    if (!e->has_api || replace) {
+      // A runtime call replaces a driver call held for the same id: it is the launch the user wrote.
+      e->has_api = true;
+      e->api_kind = static_cast<uint8_t>(p.kind);
+      e->cbid = p.cbid;
+      e->pid = p.pid;
+      e->tid = p.tid;
+      e->ret = p.ret;
+      e->api_start = p.start;
+      e->api_end = p.end;
+    } else if (e->api_kind == p.kind) {
+      ++counts_.duplicate_api_correlation;
+      counts_.Note("correlation id " + std::to_string(p.corr) +
+                   " is shared by two API records; only the first is joined");
+    }
+    return;
+  }
+  p.device = f.Get32(rec, Field::kDeviceId);
+  p.context = f.Get32(rec, Field::kContextId);
+  p.stream = f.Get32(rec, Field::kStreamId);
+  p.graph_id = f.Get32(rec, Field::kGraphId);
+  int32_t first = 0;
+  if (cls == RecordClass::kKernel) {
+    p.grid[0] = f.Get32(rec, Field::kGridX);
+    p.grid[1] = f.Get32(rec, Field::kGridY);
+    p.grid[2] = f.Get32(rec, Field::kGridZ);
+    p.block[0] = f.Get32(rec, Field::kBlockX);
+    p.block[1] = f.Get32(rec, Field::kBlockY);
+    p.block[2] = f.Get32(rec, Field::kBlockZ);
+    p.registers = f.Get32(rec, Field::kRegisters);
+    p.static_smem = f.Get32(rec, Field::kStaticSharedMemory);
+    p.dynamic_smem = f.Get32(rec, Field::kDynamicSharedMemory);
+    p.name_ptr = f.Get(rec, Field::kNamePointer);
+    auto it = string_by_pointer_.find(p.name_ptr);
+    if (it != string_by_pointer_.end()) p.string_index = static_cast<int32_t>(it->second);
+    first = p.string_index;
+  } else if (cls == RecordClass::kMemcpy) {
+    p.bytes = f.Get(rec, Field::kBytes);
+    p.copy_kind = f.Get32(rec, Field::kCopyKind);
+    p.src_device = f.Get32(rec, Field::kSrcDeviceId);
+    p.dst_device = f.Get32(rec, Field::kDstDeviceId);
+    first = -10 - static_cast<int32_t>(p.copy_kind & 0xff);  // copyKind is one byte
+  } else {
+    p.bytes = f.Get(rec, Field::kBytes);
+    first = -2;
+  }
+  if (e->gpu_count++ == 0) e->gpu_first = first;
+}
+
+TraceBuilder::CorrEntry* TraceBuilder::Track(uint32_t corr) {
+  auto [e, created] = corr_->Insert(corr);
+  if (!created) return e;
+  if (corr_size_ == corr_order_.size()) {
+    // One buffer brought more new ids than the eviction ring holds: forget the oldest now.
+    corr_->Erase(corr_order_[corr_head_]);
+    corr_head_ = (corr_head_ + 1) % corr_order_.size();
+    --corr_size_;
+    e = corr_->Insert(corr).first;  // the erase may have moved entries
+  }
+  corr_order_[(corr_head_ + corr_size_++) % corr_order_.size()] = corr;
+  return e;
 }
 
 void TraceBuilder::Retire() {
   // Correlation entries live for a few horizons after they arrive, so memory stays bounded.
-  while (corr_order_.size() > 4 * horizon_) {
-    const uint32_t corr = corr_order_.front();
-    corr_order_.pop_front();
-    api_by_corr_.erase(corr);
-    gpu_by_corr_.erase(corr);
-    external_by_corr_.erase(corr);
+  while (corr_size_ > 4 * horizon_) {
+    corr_->Erase(corr_order_[corr_head_]);
+    corr_head_ = (corr_head_ + 1) % corr_order_.size();
+    --corr_size_;
   }
 }
 
-std::string_view TraceBuilder::KernelName(int64_t index, uint64_t pointer) {
+uint32_t TraceBuilder::InternName(std::string name) {
+  auto it = name_ids_.find(name);
+  if (it != name_ids_.end()) return it->second;
+  names_.push_back(std::move(name));
+  const auto id = static_cast<uint32_t>(names_.size() - 1);
+  name_ids_.emplace(names_.back(), id);
+  return id;
+}
+
+uint32_t TraceBuilder::KernelNameId(int64_t index, uint64_t pointer) {
   if (index < 0) {
-    auto [it, inserted] = unresolved_.try_emplace(pointer);
-    if (inserted) it->second = "<unresolved kernel name " + Hex(pointer) + ">";
-    return it->second;
+    auto it = unresolved_ids_.find(pointer);
+    if (it != unresolved_ids_.end()) return it->second;
+    const uint32_t id = InternName("<unresolved kernel name " + Hex(pointer) + ">");
+    unresolved_ids_.emplace(pointer, id);
+    return id;
   }
-  auto [it, inserted] = kernel_names_.try_emplace(index);
-  if (inserted) {
-    const std::string& raw = strings_[static_cast<size_t>(index)];
-    it->second = filter_.mangled ? raw : Demangle(raw);
+  const auto i = static_cast<size_t>(index);
+  if (i >= kernel_name_ids_.size()) kernel_name_ids_.resize(strings_.size(), -1);
+  if (kernel_name_ids_[i] < 0) {
+    const std::string& raw = strings_[i];
+    kernel_name_ids_[i] = static_cast<int32_t>(InternName(filter_.mangled ? raw : Demangle(raw)));
   }
-  return it->second;
+  return static_cast<uint32_t>(kernel_name_ids_[i]);
 }
 
-std::string_view TraceBuilder::ApiName(uint32_t kind, uint32_t cbid) {
+uint32_t TraceBuilder::ApiNameId(uint32_t kind, uint32_t cbid) {
   const bool driver = kind == kKindDriver;
-  auto [it, inserted] = api_names_.try_emplace((driver ? 1u << 31 : 0u) | cbid);
-  if (inserted) it->second = ApiDisplayName(driver, cbid);
+  if (cbid < kMaxDenseCbid) {
+    int32_t& id = api_name_ids_[driver][cbid];
+    if (id < 0) id = static_cast<int32_t>(InternName(ApiDisplayName(driver, cbid)));
+    return static_cast<uint32_t>(id);
+  }
+  auto [it, inserted] = api_name_ids_far_.try_emplace((driver ? 1u << 31 : 0u) | cbid, 0);
+  if (inserted) it->second = InternName(ApiDisplayName(driver, cbid));
   return it->second;
 }
 
-std::string_view TraceBuilder::Annotation(uint32_t corr, uint64_t* external_id) {
-  auto it = external_by_corr_.find(corr);
-  if (it == external_by_corr_.end()) return {};
-  *external_id = it->second;
-  auto [a, inserted] = annotations_.try_emplace(it->second);
+uint32_t TraceBuilder::MemcpyNameId(uint32_t copy_kind) {
+  int32_t& id = memcpy_name_ids_[copy_kind < memcpy_name_ids_.size() ? copy_kind : 0];
+  if (id < 0) id = static_cast<int32_t>(InternName(MemcpyKindName(copy_kind)));
+  return static_cast<uint32_t>(id);
+}
+
+std::string_view TraceBuilder::Annotation(uint64_t external_id) {
+  auto [a, inserted] = annotations_.try_emplace(external_id);
   if (inserted) {
     // Labels are string entries whose `pointer` is the external id (written by the monitor's
     // annotation API); without one the id itself is the label.
-    auto s = string_by_pointer_.find(it->second);
+    auto s = string_by_pointer_.find(external_id);
     a->second = s != string_by_pointer_.end() ? strings_[s->second]
-                                              : "external#" + std::to_string(it->second);
+                                              : "external#" + std::to_string(external_id);
   }
   return a->second;
 }
 
 bool TraceBuilder::Passes(const Row& row) const {
   const bool gpu = row.type != RowType::kApi;
-  if (gpu) {
+  if (gpu && (filter_.device || filter_.stream || filter_.kernel)) {
     if (filter_.device && row.device != *filter_.device) return false;
     if (filter_.stream && row.stream != *filter_.stream) return false;
     if (filter_.kernel && !std::regex_search(row.name.begin(), row.name.end(), *filter_.kernel))
       return false;
   }
-  const bool timed = filter_.window || filter_.from_wall || filter_.to_wall || filter_.from_rel ||
-                     filter_.to_rel;
-  if (!timed) return true;
+  if (!timed_filter_) return true;
   if (!row.valid_time) return false;  // unknown time cannot be placed inside a range
   if (filter_.window) {
     auto w = windows_.find(*filter_.window);
@@ -263,11 +431,10 @@ bool TraceBuilder::Passes(const Row& row) const {
 }
 
 void TraceBuilder::Emit(const Pending& p) {
-  const DecodedRecord& rec = p.rec;
   Row row;
-  row.kind = rec.kind;
-  row.start = rec.Get(Field::kStart);
-  row.end = rec.Get(Field::kEnd);
+  row.kind = p.kind;
+  row.start = p.start;
+  row.end = p.end;
   row.valid_time = ValidSpan(row.start, row.end);
   if (row.valid_time) {
     row.wall_start = clock_.ToWall(row.start);
@@ -276,79 +443,79 @@ void TraceBuilder::Emit(const Pending& p) {
   } else {
     row.start = row.end = 0;
   }
-  row.correlation = rec.Get32(Field::kCorrelationId);
-  row.annotation = Annotation(row.correlation, &row.external_id);
-  if (rec.record_class == RecordClass::kApi) {
+  row.correlation = p.corr;
+  const CorrEntry* e = corr_->Find(p.corr);
+  if (e && e->has_external) {
+    row.external_id = e->external_id;
+    row.annotation = Annotation(e->external_id);
+  }
+  if (p.record_class == RecordClass::kApi) {
     row.type = RowType::kApi;
-    row.name = ApiName(rec.kind, rec.Get32(Field::kCbid));
-    row.pid = rec.Get32(Field::kProcessId);
-    row.tid = rec.Get32(Field::kThreadId);
-    row.return_value = rec.Get32(Field::kReturnValue);
-    auto g = gpu_by_corr_.find(row.correlation);
+    row.name_id = ApiNameId(p.kind, p.cbid);
+    row.pid = p.pid;
+    row.tid = p.tid;
+    row.return_value = p.ret;
     // Only the joined API record claims the launched activities, so counts are never doubled.
-    auto a = api_by_corr_.find(row.correlation);
-    const bool owner = a != api_by_corr_.end() && a->second.kind == rec.kind &&
-                       a->second.tid == row.tid && a->second.start == rec.Get(Field::kStart);
-    if (g != gpu_by_corr_.end() && owner) {
-      row.launched = g->second.first;
-      const int64_t first = g->second.second;
-      if (first >= 0) row.launched_name = KernelName(first, 0);
+    const bool owner = e && e->has_api && e->api_kind == p.kind && e->tid == row.tid &&
+                       e->api_start == p.start;
+    if (e && e->gpu_count && owner) {
+      row.launched = e->gpu_count;
+      const int64_t first = e->gpu_first;
+      if (first >= 0) row.launched_name = NameOf(KernelNameId(first, 0));
       else if (first == -2) row.launched_name = "[CUDA memset]";
       else if (first <= -10) row.launched_name = MemcpyKindName(static_cast<uint32_t>(-10 - first));
     } else {
       ++counts_.api_without_gpu;
     }
   } else {
-    row.type = rec.record_class == RecordClass::kKernel   ? RowType::kKernel
-               : rec.record_class == RecordClass::kMemcpy ? RowType::kMemcpy
-                                                          : RowType::kMemset;
-    row.device = rec.Get32(Field::kDeviceId);
-    row.context = rec.Get32(Field::kContextId);
-    row.stream = rec.Get32(Field::kStreamId);
-    row.graph_id = rec.Get32(Field::kGraphId);
+    row.type = p.record_class == RecordClass::kKernel   ? RowType::kKernel
+               : p.record_class == RecordClass::kMemcpy ? RowType::kMemcpy
+                                                        : RowType::kMemset;
+    row.device = p.device;
+    row.context = p.context;
+    row.stream = p.stream;
+    row.graph_id = p.graph_id;
     if (row.type == RowType::kKernel) {
-      row.grid[0] = rec.Get32(Field::kGridX);
-      row.grid[1] = rec.Get32(Field::kGridY);
-      row.grid[2] = rec.Get32(Field::kGridZ);
-      row.block[0] = rec.Get32(Field::kBlockX);
-      row.block[1] = rec.Get32(Field::kBlockY);
-      row.block[2] = rec.Get32(Field::kBlockZ);
-      row.registers = rec.Get32(Field::kRegisters);
-      row.static_smem = rec.Get32(Field::kStaticSharedMemory);
-      row.dynamic_smem = rec.Get32(Field::kDynamicSharedMemory);
-      if (p.string_index < 0) ++counts_.unresolved_names;
-      row.name = KernelName(p.string_index, rec.Get(Field::kNamePointer));
-    } else if (row.type == RowType::kMemcpy) {
-      row.bytes = rec.Get(Field::kBytes);
-      row.copy_kind = rec.Get32(Field::kCopyKind);
-      row.src_device = rec.Get32(Field::kSrcDeviceId);
-      row.dst_device = rec.Get32(Field::kDstDeviceId);
-      row.name = MemcpyKindName(row.copy_kind);
-    } else {
-      row.bytes = rec.Get(Field::kBytes);
-      row.name = "[CUDA memset]";
-    }
-    auto a = api_by_corr_.find(row.correlation);
-    if (a != api_by_corr_.end()) {
-      const ApiEntry& e = a->second;
-      row.has_api = true;
-      row.api_kind = e.kind;
-      row.api_cbid = e.cbid;
-      row.api_pid = e.pid;
-      row.api_tid = e.tid;
-      row.api_return = e.ret;
-      row.api_valid_time = ValidSpan(e.start, e.end);
-      if (row.api_valid_time) {
-        row.api_start = e.start;
-        row.api_end = e.end;
-        row.api_wall_start = clock_.ToWall(e.start);
-        row.api_wall_end = clock_.ToWall(e.end);
+      for (int i = 0; i < 3; ++i) {
+        row.grid[i] = p.grid[i];
+        row.block[i] = p.block[i];
       }
-      row.api_name = ApiName(e.kind, e.cbid);
+      row.registers = p.registers;
+      row.static_smem = p.static_smem;
+      row.dynamic_smem = p.dynamic_smem;
+      if (p.string_index < 0) ++counts_.unresolved_names;
+      row.name_id = KernelNameId(p.string_index, p.name_ptr);
+    } else if (row.type == RowType::kMemcpy) {
+      row.bytes = p.bytes;
+      row.copy_kind = p.copy_kind;
+      row.src_device = p.src_device;
+      row.dst_device = p.dst_device;
+      row.name_id = MemcpyNameId(row.copy_kind);
+    } else {
+      row.bytes = p.bytes;
+      if (memset_name_id_ < 0) memset_name_id_ = static_cast<int32_t>(InternName("[CUDA memset]"));
+      row.name_id = static_cast<uint32_t>(memset_name_id_);
+    }
+    if (e && e->has_api) {
+      row.has_api = true;
+      row.api_kind = e->api_kind;
+      row.api_cbid = e->cbid;
+      row.api_pid = e->pid;
+      row.api_tid = e->tid;
+      row.api_return = e->ret;
+      row.api_valid_time = ValidSpan(e->api_start, e->api_end);
+      if (row.api_valid_time) {
+        row.api_start = e->api_start;
+        row.api_end = e->api_end;
+        row.api_wall_start = clock_.ToWall(e->api_start);
+        row.api_wall_end = clock_.ToWall(e->api_end);
+      }
+      row.api_name = NameOf(ApiNameId(e->api_kind, e->cbid));
     } else {
       ++counts_.gpu_without_api;
     }
   }
+  row.name = NameOf(row.name_id);
   if (!Passes(row)) {
     ++counts_.filtered_out;
     return;
@@ -358,12 +525,97 @@ void TraceBuilder::Emit(const Pending& p) {
   } else {
     ++counts_.gpu_rows;
   }
-  sink_->OnRow(row);
+  Deliver(row);
+}
+
+namespace {
+bool Later(uint64_t a_start, uint64_t a_seq, uint64_t b_start, uint64_t b_seq) {
+  return a_start != b_start ? a_start > b_start : a_seq > b_seq;
+}
+}  // namespace
+
+void TraceBuilder::Deliver(const Row& row) {
+  if (reorder_.rows == 0 || !row.valid_time) {
+    sink_->OnRow(row);
+    return;
+  }
+  if (released_any_ && row.start < last_released_) {
+    // Later than the reorder bound allows: emitted anyway, out of place, and counted.
+    if (counts_.out_of_order++ == 0)
+      counts_.Note("a row starting at CUPTI time " + std::to_string(row.start) +
+                   " arrived after rows starting later were written; such rows are emitted out "
+                   "of order (raise --reorder-rows)");
+    sink_->OnRow(row);
+    return;
+  }
+  uint32_t slot;
+  if (!free_slots_.empty()) {
+    slot = free_slots_.back();
+    free_slots_.pop_back();
+    slots_[slot] = row;
+  } else {
+    slot = static_cast<uint32_t>(slots_.size());
+    slots_.push_back(row);
+  }
+  const HeapKey key{row.start, seq_++, slot};
+  // Rows that extend the sorted run go to a FIFO (O(1)); only rows that arrive out of order pay
+  // for the heap. Release takes the smaller head of the two.
+  if (run_size_ == 0 || row.start >= run_[(run_head_ + run_size_ - 1) & (run_.size() - 1)].start) {
+    if (run_size_ == run_.size()) {
+      std::vector<HeapKey> grown(run_.empty() ? 1024 : 2 * run_.size());
+      for (size_t i = 0; i < run_size_; ++i) grown[i] = run_[(run_head_ + i) & (run_.size() - 1)];
+      run_ = std::move(grown);
+      run_head_ = 0;
+    }
+    run_[(run_head_ + run_size_++) & (run_.size() - 1)] = key;
+  } else {
+    heap_.push_back(key);
+    std::push_heap(heap_.begin(), heap_.end(), [](const HeapKey& a, const HeapKey& b) {
+      return Later(a.start, a.seq, b.start, b.seq);
+    });
+  }
+  if (row.start > max_start_) max_start_ = row.start;
+  while (heap_.size() + run_size_ > reorder_.rows) ReleaseOne();
+  if (reorder_.ns) {
+    while (heap_.size() + run_size_ > 0) {
+      const HeapKey* first = run_size_ ? &run_[run_head_] : nullptr;
+      if (!heap_.empty() && (!first || Later(first->start, first->seq, heap_.front().start,
+                                             heap_.front().seq)))
+        first = &heap_.front();
+      if (max_start_ - first->start <= reorder_.ns) break;
+      ReleaseOne();
+    }
+  }
+}
+
+void TraceBuilder::ReleaseOne() {
+  HeapKey k;
+  const bool from_run =
+      run_size_ && (heap_.empty() || !Later(run_[run_head_].start, run_[run_head_].seq,
+                                            heap_.front().start, heap_.front().seq));
+  if (from_run) {
+    k = run_[run_head_];
+    run_head_ = (run_head_ + 1) & (run_.size() - 1);
+    --run_size_;
+  } else {
+    std::pop_heap(heap_.begin(), heap_.end(), [](const HeapKey& a, const HeapKey& b) {
+      return Later(a.start, a.seq, b.start, b.seq);
+    });
+    k = heap_.back();
+    heap_.pop_back();
+  }
+  released_any_ = true;
+  last_released_ = k.start;
+  free_slots_.push_back(k.slot);
+  sink_->OnRow(slots_[k.slot]);
 }
 
 void TraceBuilder::Finish() {
-  for (const Pending& p : pending_) Emit(p);
-  pending_.clear();
+  for (; pending_size_; --pending_size_) {
+    Emit(pending_[pending_head_]);
+    pending_head_ = (pending_head_ + 1) & (pending_.size() - 1);
+  }
+  while (!heap_.empty() || run_size_) ReleaseOne();
 }
 
 }  // namespace cupmon::decoder

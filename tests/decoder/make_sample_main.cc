@@ -26,8 +26,9 @@ size_t WriteLarge(const std::string& dir, uint64_t records) {
   w.AddStrings(strings);
   uint64_t t = kT0, written = 0;
   uint32_t corr = 1;
+  BufferBuilder b;  // reused: one allocation for the whole run
   while (written < records) {
-    BufferBuilder b;
+    b.Clear();
     for (int i = 0; i < 19000 && written < records; ++i, ++written) {
       if (i % 20 == 0) {
         b.Runtime(t, t + 3000, corr, 211);

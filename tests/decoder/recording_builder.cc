@@ -1,6 +1,8 @@
 // TEST DOUBLE: synthetic CUPTI-13-layout records and recordings (never GPU data).
 #include "recording_builder.h"
 
+#include <array>
+
 #include "cupmon/format/check.h"
 #include "cupmon/format/chunk.h"
 #include "cupmon/format/record_sizes.h"
@@ -9,24 +11,50 @@ namespace cupmon::testing {
 
 using decoder::FindLayout;
 
+namespace {
+
+// Per kind: the CUPTI 13 size and each field's (offset, width), computed once so that building
+// millions of records costs a few stores each (no layout search per record).
+struct KindFields {
+  uint32_t size = 0;
+  bool has_layout = false;
+  std::array<std::pair<uint16_t, uint8_t>, decoder::kFieldCount> at{};  // width 0: absent
+};
+
+const KindFields& FieldsOf(uint32_t kind) {
+  static const auto* table = [] {
+    auto* t = new std::array<KindFields, RecordSizeTable::kMaxKind>();
+    const RecordSizeTable sizes = RecordSizeTable::Cupti13();
+    for (uint32_t k = 0; k < RecordSizeTable::kMaxKind; ++k) {
+      KindFields& kf = (*t)[k];
+      kf.size = sizes.Size(k);
+      const decoder::RecordLayout* layout = FindLayout(k, 130001);
+      if (!layout) continue;
+      kf.has_layout = true;
+      for (const decoder::FieldOffset& f : layout->fields)
+        kf.at[static_cast<size_t>(f.field)] = {f.offset, f.width};
+    }
+    return t;
+  }();
+  CUPMON_CHECK(kind < RecordSizeTable::kMaxKind);
+  return (*table)[kind];
+}
+
+}  // namespace
+
 BufferBuilder& BufferBuilder::Add(uint32_t kind,
                                   std::initializer_list<std::pair<Field, uint64_t>> fields) {
-  const uint32_t size = RecordSizeTable::Cupti13().Size(kind);
-  CUPMON_CHECK(size >= 8);
+  const KindFields& kf = FieldsOf(kind);
+  CUPMON_CHECK(kf.size >= 8);
   const size_t at = bytes_.size();
-  bytes_.resize(at + size, 0);
+  bytes_.resize(at + kf.size, 0);
   uint8_t* rec = bytes_.data() + at;
   PutLe32(rec, kind);
-  const decoder::RecordLayout* layout = FindLayout(kind, 130001);
   for (const auto& [field, value] : fields) {
-    CUPMON_CHECK(layout != nullptr);
-    bool found = false;
-    for (const decoder::FieldOffset& f : layout->fields) {
-      if (f.field != field) continue;
-      for (unsigned i = 0; i < f.width; ++i) rec[f.offset + i] = static_cast<uint8_t>(value >> (8 * i));
-      found = true;
-    }
-    CUPMON_CHECK(found);
+    CUPMON_CHECK(kf.has_layout);
+    const auto [offset, width] = kf.at[static_cast<size_t>(field)];
+    CUPMON_CHECK(width != 0);
+    for (unsigned i = 0; i < width; ++i) rec[offset + i] = static_cast<uint8_t>(value >> (8 * i));
   }
   ++records_;
   return *this;

@@ -39,6 +39,11 @@ class BufferBuilder {
   BufferBuilder& External(uint32_t corr, uint64_t external_id);
 
   const std::vector<uint8_t>& bytes() const { return bytes_; }
+  // Empties the buffer, keeping its capacity.
+  void Clear() {
+    bytes_.clear();
+    records_ = 0;
+  }
   size_t records() const { return records_; }
 
  private:

@@ -65,11 +65,12 @@ struct Built {
   TraceCounts counts;
 };
 
-std::unique_ptr<Built> Build(const std::string& dir, size_t horizon = 1 << 16) {
+std::unique_ptr<Built> Build(const std::string& dir, size_t horizon = 1 << 16,
+                             ReorderOptions reorder = {}) {
   auto out = std::make_unique<Built>();
   auto listing = ListRecordings(dir);
   EXPECT_TRUE(listing.has_value());
-  TraceBuilder b(TraceFilter{}, &out->sink, horizon);
+  TraceBuilder b(TraceFilter{}, &out->sink, horizon, reorder);
   ReadIntegrity integrity;
   ReadRecording(listing->recordings.at(0), b, &integrity);
   b.Finish();
@@ -236,6 +237,86 @@ TEST(TraceBuilderTest, SmallHorizonBoundsTheJoinWindow) {
   WriteRecording(dir.path(), {gpu.bytes(), filler.bytes(), api.bytes()});
   EXPECT_EQ(Build(dir.path(), 4)->counts.gpu_without_api, 11u);  // the API came too late
   EXPECT_EQ(Build(dir.path(), 64)->counts.gpu_without_api, 10u);
+}
+
+// CUPTI delivers buffers per stream as they fill, so a later buffer can hold earlier work.
+void WriteDisordered(const std::string& dir) {
+  BufferBuilder late, early, api;
+  for (uint32_t i = 0; i < 5; ++i) late.Kernel(kT0 + 10'000 + i * 100, kT0 + 10'050 + i * 100, 100 + i, 0x10, 8);
+  for (uint32_t i = 0; i < 5; ++i) early.Kernel(kT0 + 1'000 + i * 100, kT0 + 1'050 + i * 100, 200 + i, 0x10, 7);
+  api.Runtime(kT0 + 500, kT0 + 600, 200, 211).Runtime(kT0 + 9'000, kT0 + 9'100, 100, 211);
+  WriteRecording(dir, {late.bytes(), early.bytes(), api.bytes()}, {{0x10, "_Z1kv"}});
+}
+
+TEST(TraceBuilderTest, ReorderSortsRowsByStartTime) {
+  TempDir dir;
+  WriteDisordered(dir.path());
+  auto delivery = Build(dir.path());
+  ASSERT_EQ(delivery->sink.rows.size(), 12u);
+  EXPECT_EQ(delivery->sink.rows.front().row.start, kT0 + 10'000);  // delivery order by default
+
+  auto sorted = Build(dir.path(), 1 << 16, ReorderOptions{64, 0});
+  ASSERT_EQ(sorted->sink.rows.size(), 12u);
+  for (size_t i = 1; i < sorted->sink.rows.size(); ++i)
+    EXPECT_LE(sorted->sink.rows[i - 1].row.start, sorted->sink.rows[i].row.start) << i;
+  EXPECT_EQ(sorted->sink.rows.front().row.type, RowType::kApi);
+  EXPECT_EQ(sorted->counts.out_of_order, 0u);
+  // Joins are unchanged by the reordering: the two kernels with a launch record (correlation ids
+  // 100 and 200) keep it, the eight without one stay unjoined.
+  for (const auto& r : sorted->sink.rows)
+    if (r.row.type == RowType::kKernel)
+      EXPECT_EQ(r.row.has_api, r.row.correlation % 100 == 0) << r.row.correlation;
+  EXPECT_EQ(sorted->counts.gpu_without_api, 8u);
+  EXPECT_EQ(delivery->counts.gpu_without_api, 8u);
+}
+
+TEST(TraceBuilderTest, RowsLaterThanTheReorderBoundAreEmittedAndCounted) {
+  TempDir dir;
+  WriteDisordered(dir.path());
+  // Two rows held: the five late-delivered-early kernels and the early API call arrive after
+  // later rows were written. Nothing is lost; each such row is counted.
+  auto b = Build(dir.path(), 1 << 16, ReorderOptions{2, 0});
+  ASSERT_EQ(b->sink.rows.size(), 12u);
+  EXPECT_GT(b->counts.out_of_order, 0u);
+  size_t inversions = 0;
+  for (size_t i = 1; i < b->sink.rows.size(); ++i)
+    inversions += b->sink.rows[i].row.start < b->sink.rows[i - 1].row.start;
+  EXPECT_GT(inversions, 0u);
+  EXPECT_LE(inversions, b->counts.out_of_order);
+}
+
+TEST(TraceBuilderTest, ReorderTimeHorizonReleasesRowsEarly) {
+  TempDir dir;
+  WriteDisordered(dir.path());
+  // A 1 us horizon releases the first buffer's kernels once the stream has moved 1 us past them,
+  // so the earlier buffers that follow come out of order; a 1 s horizon holds everything.
+  auto tight = Build(dir.path(), 1 << 16, ReorderOptions{1000, 100});
+  EXPECT_GT(tight->counts.out_of_order, 0u);
+  auto loose = Build(dir.path(), 1 << 16, ReorderOptions{1000, 1'000'000'000});
+  EXPECT_EQ(loose->counts.out_of_order, 0u);
+  EXPECT_EQ(tight->sink.rows.size(), loose->sink.rows.size());
+}
+
+TEST(TraceBuilderTest, ReportsSortTracesButSummaryIgnoresOrder) {
+  TempDir dir;
+  WriteDisordered(dir.path());
+  std::ostringstream out, err;
+  ReportOptions opt;
+  opt.format = ExportFormat::kJsonl;
+  ASSERT_EQ(RunReport(ReportKind::kExport, dir.path(), opt, out, err), kExitClean) << err.str();
+  std::istringstream lines(out.str());
+  std::string line;
+  int64_t prev = 0;
+  size_t n = 0;
+  while (std::getline(lines, line)) {
+    const size_t at = line.find("\"start_ns\":");
+    ASSERT_NE(at, std::string::npos) << line;
+    const int64_t start = std::stoll(line.substr(at + 11));
+    EXPECT_GE(start, prev) << line;
+    prev = start;
+    ++n;
+  }
+  EXPECT_EQ(n, 12u);
 }
 
 }  // namespace

@@ -128,6 +128,39 @@ static_assert(kFieldCount <= 64);
 // Decodes every field of `layout` from `record` (which holds at least layout.size bytes).
 void DecodeRecordFields(const RecordLayout& layout, const uint8_t* record, DecodedRecord* out);
 
+// One layout's offsets indexed by Field, so a single field is read straight from the record bytes
+// (no DecodedRecord in between: the hot path reads only the fields it needs).
+class FieldReader {
+ public:
+  FieldReader() = default;
+  explicit FieldReader(const RecordLayout& layout);
+  // The field's value from `record` (layout.size bytes), or 0 when the layout lacks it.
+  uint64_t Get(const uint8_t* record, Field f) const {
+    const Slot s = slots_[static_cast<size_t>(f)];
+    const uint8_t* p = record + s.offset;
+    switch (s.width) {
+      case 0: return 0;
+      case 1: return p[0];
+      case 2: return static_cast<uint64_t>(p[0]) | static_cast<uint64_t>(p[1]) << 8;
+      case 4: return GetLe32Bytes(p);
+      default: return GetLe32Bytes(p) | static_cast<uint64_t>(GetLe32Bytes(p + 4)) << 32;
+    }
+  }
+  uint32_t Get32(const uint8_t* record, Field f) const { return static_cast<uint32_t>(Get(record, f)); }
+  bool Has(Field f) const { return slots_[static_cast<size_t>(f)].width != 0; }
+
+ private:
+  static uint32_t GetLe32Bytes(const uint8_t* p) {
+    return static_cast<uint32_t>(p[0]) | static_cast<uint32_t>(p[1]) << 8 |
+           static_cast<uint32_t>(p[2]) << 16 | static_cast<uint32_t>(p[3]) << 24;
+  }
+  struct Slot {
+    uint16_t offset = 0;
+    uint8_t width = 0;
+  };
+  std::array<Slot, kFieldCount> slots_{};
+};
+
 // Why a buffer walk stopped early.
 struct BufferStop {
   uint32_t kind = 0;
@@ -150,42 +183,52 @@ class RecordDecoder {
     BufferStop stop;
   };
 
-  // Calls fn(const DecodedRecord&) for each decodable record, in buffer order.
+  // Calls fn(const RecordLayout&, const FieldReader&, const uint8_t* record) for each decodable
+  // record, in buffer order; the record pointer holds layout.size bytes.
   template <typename Fn>
-  Result Decode(std::span<const uint8_t> buffer, Fn&& fn) const {
+  Result Walk(std::span<const uint8_t> buffer, Fn&& fn) const {
     Result r;
-    DecodedRecord rec;
     size_t off = 0;
-    while (off < buffer.size()) {
-      if (buffer.size() - off < 4) {
+    const uint8_t* data = buffer.data();
+    const size_t n = buffer.size();
+    while (off < n) {
+      if (n - off < 4) {
         Stop(&r, 0, off, "a record header is cut short");
         return r;
       }
-      const uint32_t kind = RecordKindAt(buffer.data() + off);
+      const uint32_t kind = RecordKindAt(data + off);
       const uint32_t size = sizes_.Size(kind);
       if (size == 0) {
         Stop(&r, kind, off, "activity kind " + std::to_string(kind) + " is not in the file's size table");
         return r;
       }
-      if (size > buffer.size() - off) {
+      if (size > n - off) {
         Stop(&r, kind, off, "record of kind " + std::to_string(kind) + " runs past the buffer end");
         return r;
       }
       const Entry& e = entries_[kind];
-      if (e.state == State::kUnsupported) {
-        Stop(&r, kind, off, e.why);
-        return r;
-      }
-      if (e.state == State::kNoLayout) {
+      if (e.state == State::kSupported) {
+        fn(*e.layout, e.reader, data + off);
+        ++r.records;
+      } else if (e.state == State::kNoLayout) {
         ++r.skipped;
       } else {
-        DecodeRecordFields(*e.layout, buffer.data() + off, &rec);
-        fn(static_cast<const DecodedRecord&>(rec));
-        ++r.records;
+        Stop(&r, kind, off, e.why);
+        return r;
       }
       off += size;
     }
     return r;
+  }
+
+  // Calls fn(const DecodedRecord&) for each decodable record, in buffer order.
+  template <typename Fn>
+  Result Decode(std::span<const uint8_t> buffer, Fn&& fn) const {
+    DecodedRecord rec;
+    return Walk(buffer, [&](const RecordLayout& layout, const FieldReader&, const uint8_t* p) {
+      DecodeRecordFields(layout, p, &rec);
+      fn(static_cast<const DecodedRecord&>(rec));
+    });
   }
 
   uint32_t api_version() const { return api_version_; }
@@ -195,6 +238,7 @@ class RecordDecoder {
   struct Entry {
     State state = State::kNoLayout;
     const RecordLayout* layout = nullptr;
+    FieldReader reader;
     std::string why;
   };
   static void Stop(Result* r, uint32_t kind, uint64_t off, std::string why) {

@@ -21,6 +21,11 @@ struct ReportOptions {
   ExportFormat format = ExportFormat::kChromeJson;
   bool progress = false;          // progress lines on `err` (the tool sets it when stderr is a tty)
   size_t horizon = 1 << 16;       // join horizon in records (see TraceBuilder)
+  // Traces and exports list rows by start time through a bounded reorder stage (see
+  // ReorderOptions): at most reorder_rows rows held (0: delivery order), released early once the
+  // stream is reorder_ns past them (0: count bound only). Summary and info do not reorder.
+  size_t reorder_rows = 1 << 16;
+  uint64_t reorder_ns = 0;
 };
 
 // Exit codes of cupmon-decode.

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <array>
 #include <map>
 #include <memory>
 #include <optional>
@@ -35,6 +36,7 @@ struct Row {
   uint64_t bytes = 0;
   uint32_t copy_kind = 0, src_device = 0, dst_device = 0;
   std::string_view name;  // kernel (demangled unless --mangled), "[CUDA memcpy HtoD]", API name
+  uint32_t name_id = 0;   // the builder's id for `name`: equal names, equal ids (see NameOf)
   // GPU rows: the API call that launched it, when one was found.
   bool has_api = false;
   bool api_valid_time = false;
@@ -68,6 +70,7 @@ struct TraceCounts {
   uint64_t gpu_without_api = 0;         // no API record with its correlation id
   uint64_t api_without_gpu = 0;         // launch-like... every API row with no GPU activity
   uint64_t duplicate_api_correlation = 0;  // a second API record with a correlation id already held
+  uint64_t out_of_order = 0;            // rows that arrived after later-starting rows were emitted
   uint64_t buffers_stopped = 0;         // buffers cut short (unknown kind/layout)
   uint64_t records_not_decoded = 0;     // sized, but kinds the decoder has no layout for
   std::map<uint32_t, uint64_t> stopped_by_kind;
@@ -104,15 +107,29 @@ class RowSink {
   virtual void OnRow(const Row& row) = 0;
 };
 
-// Consumes one recording (as a ChunkVisitor) and emits rows in stream order. Joins are bounded:
-// a row waits at most `horizon` later records for its partner, so memory does not grow with the
-// recording. Exactly one row is emitted per GPU activity record: a GPU row looks up one API
-// record (the first runtime record with its correlation id, else the first driver record), and a
-// second API record with the same id is counted, never joined.
+// How rows are put in start-time order before they reach the sink. A row is held in a min-heap
+// keyed by (start, arrival) and released once more than `rows` rows are held, or once the latest
+// start seen is more than `ns` past its start (when ns > 0). A row that arrives after a row
+// starting later than it was released is emitted at once and counted in TraceCounts::out_of_order.
+// Rows with unknown times pass straight through. rows == 0: no reordering (delivery order).
+struct ReorderOptions {
+  size_t rows = 0;
+  uint64_t ns = 0;
+};
+
+// Consumes one recording (as a ChunkVisitor) and emits rows, in start-time order when `reorder`
+// asks for it, else in stream order. Joins are bounded: a row waits at most `horizon` later
+// records for its partner, so memory does not grow with the recording. Exactly one row is emitted
+// per GPU activity record: a GPU row looks up one API record (the first runtime record with its
+// correlation id, else the first driver record), and a second API record with the same id is
+// counted, never joined. Single-threaded.
 class TraceBuilder : public ChunkVisitor {
  public:
-  TraceBuilder(TraceFilter filter, RowSink* sink, size_t horizon = 1 << 16);
+  TraceBuilder(TraceFilter filter, RowSink* sink, size_t horizon = 1 << 16,
+               ReorderOptions reorder = {});
   ~TraceBuilder() override;
+  TraceBuilder(const TraceBuilder&) = delete;
+  TraceBuilder& operator=(const TraceBuilder&) = delete;
 
   void OnHeader(const pb::RecordingHeader& header, const ChunkOrigin& at) override;
   void OnRawBuffer(const RawBufferPrefix& prefix, std::span<const uint8_t> records,
@@ -139,39 +156,76 @@ class TraceBuilder : public ChunkVisitor {
 
  private:
   struct Pending;
-  struct ApiEntry;
-  void AddRecord(const DecodedRecord& rec);
+  struct CorrEntry;
+  class CorrTable;
+  struct HeapKey {
+    uint64_t start;
+    uint64_t seq;
+    uint32_t slot;
+  };
+  void AddRecord(const RecordLayout& layout, const FieldReader& f, const uint8_t* rec);
   void Emit(const Pending& p);
+  void Deliver(const Row& row);
+  void ReleaseOne();
   bool Passes(const Row& row) const;
-  std::string_view KernelName(int64_t string_index, uint64_t pointer);
-  std::string_view ApiName(uint32_t kind, uint32_t cbid);
-  std::string_view Annotation(uint32_t correlation, uint64_t* external_id);
+  uint32_t InternName(std::string name);
+  uint32_t KernelNameId(int64_t string_index, uint64_t pointer);
+  uint32_t ApiNameId(uint32_t kind, uint32_t cbid);
+  uint32_t MemcpyNameId(uint32_t copy_kind);
+  std::string_view Annotation(uint64_t external_id);
+  CorrEntry* Track(uint32_t corr);  // the entry for `corr`, created and queued for eviction
   void Retire();
 
+ public:
+  // The display name with id `id` (ids come from Row::name_id; valid for the builder's life).
+  std::string_view NameOf(uint32_t id) const { return names_[id]; }
+  size_t name_count() const { return names_.size(); }
+
+ private:
   TraceFilter filter_;
+  bool timed_filter_ = false;
   RowSink* sink_;
   size_t horizon_;
+  ReorderOptions reorder_;
   pb::RecordingHeader header_;
   bool have_header_ = false;
   std::unique_ptr<RecordDecoder> decoder_;
   ClockMap clock_;
   TraceCounts counts_;
+  std::array<uint64_t, RecordSizeTable::kMaxKind> by_kind_{};
   std::map<uint32_t, WindowSpan> windows_;
   uint64_t first_ts_ = 0, last_ts_ = 0, origin_ts_ = 0;
 
   // Strings: every entry kept (records name them by index); latest entry per pointer wins.
   std::deque<std::string> strings_;
   std::unordered_map<uint64_t, uint32_t> string_by_pointer_;
-  std::unordered_map<int64_t, std::string> kernel_names_;   // string index -> display name
-  std::unordered_map<uint64_t, std::string> unresolved_;    // pointer -> placeholder
-  std::unordered_map<uint32_t, std::string> api_names_;     // (driver<<31 | cbid) -> name
-  std::unordered_map<uint64_t, std::string> annotations_;   // external id -> label
+  // Display names, interned once: rows carry an id and a view (deque: views stay valid).
+  std::deque<std::string> names_;
+  std::unordered_map<std::string_view, uint32_t> name_ids_;
+  std::vector<int32_t> kernel_name_ids_;                  // string index -> name id (-1: not yet)
+  std::unordered_map<uint64_t, uint32_t> unresolved_ids_;  // pointer -> placeholder name id
+  std::vector<int32_t> api_name_ids_[2];                  // [driver][cbid] -> name id (-1: not yet)
+  std::unordered_map<uint32_t, uint32_t> api_name_ids_far_;  // cbids past kMaxDenseCbid
+  std::array<int32_t, 11> memcpy_name_ids_;
+  int32_t memset_name_id_ = -1;
+  std::unordered_map<uint64_t, std::string> annotations_;  // external id -> label
 
-  std::deque<Pending> pending_;
-  std::unordered_map<uint32_t, ApiEntry> api_by_corr_;
-  std::unordered_map<uint32_t, std::pair<uint32_t, int64_t>> gpu_by_corr_;  // count, first name
-  std::unordered_map<uint32_t, uint64_t> external_by_corr_;
-  std::deque<uint32_t> corr_order_;  // arrival order of correlation ids, for eviction
+  // Join stage: records in arrival order (a ring), and join state by correlation id.
+  std::vector<Pending> pending_;
+  size_t pending_head_ = 0, pending_size_ = 0;
+  std::unique_ptr<CorrTable> corr_;
+  std::vector<uint32_t> corr_order_;  // ring: arrival order of correlation ids, for eviction
+  size_t corr_head_ = 0, corr_size_ = 0;
+
+  // Reorder stage: rows in slots; keys of rows that extend the sorted run in a FIFO ring, keys of
+  // the others in a min-heap.
+  std::vector<Row> slots_;
+  std::vector<uint32_t> free_slots_;
+  std::vector<HeapKey> heap_;
+  std::vector<HeapKey> run_;
+  size_t run_head_ = 0, run_size_ = 0;
+  uint64_t seq_ = 0, max_start_ = 0, last_released_ = 0;
+  bool released_any_ = false;
 };
 
 // Display names for memcpy kinds as nvprof prints them ("[CUDA memcpy HtoD]").

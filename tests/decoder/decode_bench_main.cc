@@ -1,0 +1,123 @@
+// Times cupmon-decode's stages on a recording (make one with cupmon-make-sample DIR N):
+//   cupmon-decode-bench DIR
+// 1. reader: chunk scan, CRC, zstd and the columnar inverse (format/, the floor under the decoder);
+// 2. reader + record walk (kinds and sizes only);
+// 3. summary and 4. chrome-json/csv/jsonl exports through RunReport into a discarding stream.
+// Prints records (or events) per second of wall and of process CPU time: CPU time is the figure to
+// compare on a machine shared with other work.
+#include <time.h>
+
+#include <cstdio>
+#include <ostream>
+#include <streambuf>
+
+#include "cupmon/decoder/record_layout.h"
+#include "cupmon/decoder/recording_reader.h"
+#include "cupmon/decoder/reports.h"
+
+namespace {
+
+using namespace cupmon::decoder;
+
+double Now(clockid_t clock) {
+  timespec ts{};
+  clock_gettime(clock, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+// A stream that counts and drops what it is given (the figures leave out disk writes).
+class CountingBuf : public std::streambuf {
+ public:
+  uint64_t bytes = 0;
+
+ protected:
+  std::streamsize xsputn(const char*, std::streamsize n) override {
+    bytes += static_cast<uint64_t>(n);
+    return n;
+  }
+  int_type overflow(int_type c) override {
+    ++bytes;
+    return c;
+  }
+};
+
+class WalkVisitor : public ChunkVisitor {
+ public:
+  explicit WalkVisitor(bool walk) : walk_(walk) {}
+  void OnHeader(const cupmon::pb::RecordingHeader& h, const ChunkOrigin&) override {
+    cupmon::RecordSizeTable sizes;
+    for (const auto& rs : h.record_sizes()) sizes.Set(rs.kind(), rs.size());
+    if (!decoder_) decoder_ = std::make_unique<RecordDecoder>(sizes, h.cupti_api_version());
+  }
+  void OnRawBuffer(const cupmon::RawBufferPrefix&, std::span<const uint8_t> buffer,
+                   const ChunkOrigin&) override {
+    bytes += buffer.size();
+    if (!walk_ || !decoder_) return;
+    const auto r = decoder_->Walk(buffer, [&](const RecordLayout&, const FieldReader& f,
+                                               const uint8_t* rec) {
+      checksum += f.Get(rec, Field::kStart);
+    });
+    this->records += r.records;
+  }
+  uint64_t bytes = 0, records = 0, checksum = 0;
+
+ private:
+  bool walk_;
+  std::unique_ptr<RecordDecoder> decoder_;
+};
+
+void Report(const char* what, uint64_t n, const char* unit, double wall, double cpu) {
+  std::printf("%-28s %10llu %-7s wall %7.3f s  cpu %7.3f s  %8.2f M%s/s (cpu)  %8.2f M%s/s (wall)\n",
+              what, static_cast<unsigned long long>(n), unit, wall, cpu,
+              static_cast<double>(n) / cpu / 1e6, unit, static_cast<double>(n) / wall / 1e6, unit);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: %s DIR\n", argv[0]);
+    return 2;
+  }
+  const std::string dir = argv[1];
+  auto listing = ListRecordings(dir);
+  if (!listing || listing->recordings.empty()) {
+    std::fprintf(stderr, "no recording in %s\n", dir.c_str());
+    return 2;
+  }
+  uint64_t records = 0;
+  for (bool walk : {false, true}) {
+    WalkVisitor v(walk);
+    ReadIntegrity integrity;
+    const double w0 = Now(CLOCK_MONOTONIC), c0 = Now(CLOCK_PROCESS_CPUTIME_ID);
+    for (const auto& r : listing->recordings) ReadRecording(r, v, &integrity);
+    const double w = Now(CLOCK_MONOTONIC) - w0, c = Now(CLOCK_PROCESS_CPUTIME_ID) - c0;
+    if (walk) {
+      records = v.records;
+      Report("reader + record walk", v.records, "records", w, c);
+    } else {
+      std::printf("reader: %llu raw bytes decompressed\n", static_cast<unsigned long long>(v.bytes));
+      Report("reader only (format floor)", v.bytes / 100, "x100B", w, c);
+    }
+  }
+  struct Run {
+    const char* name;
+    ReportKind kind;
+    ExportFormat format;
+  };
+  for (const Run& run : {Run{"summary", ReportKind::kSummary, ExportFormat::kChromeJson},
+                         Run{"export chrome-json", ReportKind::kExport, ExportFormat::kChromeJson},
+                         Run{"export csv", ReportKind::kExport, ExportFormat::kCsv},
+                         Run{"gpu-trace", ReportKind::kGpuTrace, ExportFormat::kChromeJson}}) {
+    CountingBuf buf;
+    std::ostream out(&buf), err(&buf);
+    ReportOptions opt;
+    opt.format = run.format;
+    const double w0 = Now(CLOCK_MONOTONIC), c0 = Now(CLOCK_PROCESS_CPUTIME_ID);
+    RunReport(run.kind, dir, opt, out, err);
+    const double w = Now(CLOCK_MONOTONIC) - w0, c = Now(CLOCK_PROCESS_CPUTIME_ID) - c0;
+    Report(run.name, records, "records", w, c);
+    std::printf("  (%llu output bytes)\n", static_cast<unsigned long long>(buf.bytes));
+  }
+  return 0;
+}
