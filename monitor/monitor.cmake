@@ -6,13 +6,15 @@ set(CUPMON_MONITOR_SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/src/cupti_loader.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/src/driver_probe.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/src/monitor.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/src/trace_window.cc
 )
 
 add_library(cupmon_monitor STATIC ${CUPMON_MONITOR_SOURCES})
 add_library(cupmon::monitor ALIAS cupmon_monitor)
 target_include_directories(cupmon_monitor PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/include
                            ${CUDAToolkit_INCLUDE_DIRS})
-target_link_libraries(cupmon_monitor PUBLIC cupmon::format Boost::headers Threads::Threads
+target_link_libraries(cupmon_monitor PUBLIC cupmon::format cupmon::control cupmon::metrics
+                      Boost::headers Threads::Threads
                       ${CMAKE_DL_LIBS} PRIVATE cupmon_warnings)
 target_compile_definitions(cupmon_monitor PRIVATE CUPMON_VERSION_STRING="${PROJECT_VERSION}")
 
@@ -32,8 +34,10 @@ add_library(cupmon_shared SHARED
   ${CMAKE_CURRENT_SOURCE_DIR}/src/entry_points.cc
   $<TARGET_OBJECTS:cupmon_format>
   $<TARGET_OBJECTS:cupmon_proto>
+  $<TARGET_OBJECTS:cupmon_control>
+  $<TARGET_OBJECTS:cupmon_metrics>
 )
-add_dependencies(cupmon_shared cupmon_format cupmon_proto)
+add_dependencies(cupmon_shared cupmon_format cupmon_proto cupmon_control cupmon_metrics)
 set_target_properties(cupmon_shared PROPERTIES
   OUTPUT_NAME cupmon
   CXX_VISIBILITY_PRESET hidden
@@ -43,6 +47,8 @@ target_include_directories(cupmon_shared PRIVATE
   ${CMAKE_CURRENT_SOURCE_DIR}/include
   $<TARGET_PROPERTY:cupmon_format,INTERFACE_INCLUDE_DIRECTORIES>
   $<TARGET_PROPERTY:cupmon_proto,INTERFACE_INCLUDE_DIRECTORIES>
+  $<TARGET_PROPERTY:cupmon_control,INTERFACE_INCLUDE_DIRECTORIES>
+  $<TARGET_PROPERTY:cupmon_metrics,INTERFACE_INCLUDE_DIRECTORIES>
   ${Protobuf_INCLUDE_DIRS}
   ${CUDAToolkit_INCLUDE_DIRS})
 target_compile_definitions(cupmon_shared PRIVATE CUPMON_VERSION_STRING="${PROJECT_VERSION}")

@@ -3,7 +3,10 @@
 
 #include <unistd.h>
 
+#include <cctype>
 #include <charconv>
+#include <csignal>
+#include <cstring>
 #include <cstdlib>
 #include <utility>
 
@@ -168,11 +171,86 @@ void ApplyEnvironment(MonitorConfig* c, std::vector<std::string>* warnings, GetE
     if (!r) bad("CUPMON_ENCODING", v, r.error().message, EncodingConfigName(c->encoding));
     else c->encoding = *r;
   }
+  ApplyControlEnvironment(c, warnings, getenv_fn);
   if (const char* v = getenv_fn("CUPMON_ZERO_BUFFERS")) {
     std::string_view s = Trim(v);
     if (s == "1" || s == "on" || s == "true") c->zero_buffers = true;
     else if (s == "0" || s == "off" || s == "false") c->zero_buffers = false;
     else bad("CUPMON_ZERO_BUFFERS", v, "expected 0 or 1", c->zero_buffers ? "1" : "0");
+  }
+}
+
+Expected<int> ParseSignal(std::string_view text) {
+  text = Trim(text);
+  if (text == "off" || text == "0" || text == "none") return 0;
+  if (auto n = ParseInt<int>(text); n) {
+    if (*n > 0 && *n < NSIG) return *n;
+    return MakeError("signal number out of range");
+  }
+  std::string name(text);
+  for (char& ch : name) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  if (name.starts_with("SIG")) name.erase(0, 3);
+  struct Named {
+    const char* name;
+    int number;
+  };
+  static constexpr Named kSignals[] = {{"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"HUP", SIGHUP},
+                                       {"URG", SIGURG},   {"WINCH", SIGWINCH}, {"PWR", SIGPWR}};
+  for (const auto& s : kSignals)
+    if (name == s.name) return s.number;
+  if (name.starts_with("RTMIN+")) {
+    if (auto n = ParseInt<int>(std::string_view(name).substr(6)); n && SIGRTMIN + *n <= SIGRTMAX)
+      return SIGRTMIN + *n;
+  }
+  return MakeError("unknown signal (use USR1, USR2, HUP, URG, WINCH, PWR, RTMIN+N, a number or off)");
+}
+
+void ApplyControlEnvironment(MonitorConfig* c, std::vector<std::string>* warnings,
+                             GetEnvFn getenv_fn) {
+  if (!getenv_fn) getenv_fn = [](const char* n) -> const char* { return std::getenv(n); };
+  if (const char* v = getenv_fn("CUPMON_CONTROL_DIR"); v && *v) {
+    if (Trim(v) == "off") c->control = false;
+    else c->control_dir = v;
+  }
+  if (const char* v = getenv_fn("CUPMON_REGISTRY_DIR"); v && *v) c->registry_dir = v;
+  if (const char* v = getenv_fn("CUPMON_SIGNAL")) {
+    if (auto sig = ParseSignal(v); sig) c->signal_number = *sig;
+    else
+      warnings->push_back(std::string("CUPMON_SIGNAL='") + v + "' is invalid (" +
+                          sig.error().message + "); using the default USR2");
+  }
+  if (const char* v = getenv_fn("CUPMON_WINDOW_MS")) {
+    auto r = ParseInt<uint32_t>(v);
+    if (!r || *r == 0 || *r > 24u * 3600 * 1000)
+      warnings->push_back(std::string("CUPMON_WINDOW_MS='") + v +
+                          "' is invalid (expected 1 to 86400000 ms); using the default " +
+                          std::to_string(c->window_ms));
+    else
+      c->window_ms = *r;
+  }
+  if (const char* v = getenv_fn("CUPMON_WINDOW_KINDS")) {
+    std::vector<std::string> kind_warnings;
+    std::vector<uint32_t> kinds = ParseKinds(v, &kind_warnings);
+    for (auto& w : kind_warnings) warnings->push_back("CUPMON_WINDOW_KINDS: " + w);
+    if (kinds.empty())
+      warnings->push_back(std::string("CUPMON_WINDOW_KINDS='") + v +
+                          "' names no known kind; using the default window kinds");
+    else
+      c->window_kinds = std::move(kinds);
+  }
+  if (const char* v = getenv_fn("CUPMON_API_FILTER")) {
+    c->api_filter.clear();
+    std::string_view text = v;
+    while (!text.empty()) {
+      const size_t comma = text.find(',');
+      std::string_view item = Trim(text.substr(0, comma));
+      text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
+      if (!item.empty() && item != "none") c->api_filter.emplace_back(item);
+    }
+  }
+  if (const char* v = getenv_fn("CUPMON_METRICS_ADDRESS")) {
+    if (Trim(v) == "off") c->metrics_address.clear();
+    else c->metrics_address = std::string(Trim(v));
   }
 }
 
@@ -202,6 +280,12 @@ void NormalizeConfig(MonitorConfig* c, std::vector<std::string>* warnings) {
     c->file_bytes = 1u << 20;
   }
   if (c->kinds.empty()) c->kinds = defaults.kinds;
+  if (c->control && c->control_dir.empty()) c->control_dir = c->output_dir + "/control";
+  if (c->window_ms == 0 || c->window_ms > 24u * 3600 * 1000) {
+    warnings->push_back("window duration " + std::to_string(c->window_ms) +
+                        " ms is outside 1 ms..24 h; using " + std::to_string(defaults.window_ms));
+    c->window_ms = defaults.window_ms;
+  }
 }
 
 }  // namespace cupmon

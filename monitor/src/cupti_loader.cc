@@ -23,6 +23,11 @@ struct CuptiSymbols {
   decltype(&cuptiActivityGetNextRecord) next_record = nullptr;
   decltype(&cuptiGetTimestamp) timestamp = nullptr;
   decltype(&cuptiGetResultString) result_string = nullptr;
+  decltype(&cuptiActivityEnableRuntimeApi) enable_runtime_api = nullptr;
+  decltype(&cuptiActivityEnableDriverApi) enable_driver_api = nullptr;
+  decltype(&cuptiActivityPushExternalCorrelationId) push_external = nullptr;
+  decltype(&cuptiActivityPopExternalCorrelationId) pop_external = nullptr;
+  decltype(&cuptiGetCallbackName) callback_name = nullptr;
 };
 
 class DlCupti final : public CuptiApi {
@@ -47,6 +52,26 @@ class DlCupti final : public CuptiApi {
     return s_.next_record(b, valid, r);
   }
   CUptiResult GetTimestamp(uint64_t* t) override { return s_.timestamp(t); }
+  // The window and annotation calls are optional symbols (cbid filters arrived in CUDA 12.5): a
+  // libcupti without them answers NOT_SUPPORTED and the monitor says so.
+  CUptiResult ActivityEnableRuntimeApi(CUpti_CallbackId cbid, uint8_t enable) override {
+    return s_.enable_runtime_api ? s_.enable_runtime_api(cbid, enable) : CUPTI_ERROR_NOT_SUPPORTED;
+  }
+  CUptiResult ActivityEnableDriverApi(CUpti_CallbackId cbid, uint8_t enable) override {
+    return s_.enable_driver_api ? s_.enable_driver_api(cbid, enable) : CUPTI_ERROR_NOT_SUPPORTED;
+  }
+  CUptiResult ActivityPushExternalCorrelationId(CUpti_ExternalCorrelationKind kind,
+                                                uint64_t id) override {
+    return s_.push_external ? s_.push_external(kind, id) : CUPTI_ERROR_NOT_SUPPORTED;
+  }
+  CUptiResult ActivityPopExternalCorrelationId(CUpti_ExternalCorrelationKind kind,
+                                               uint64_t* last_id) override {
+    return s_.pop_external ? s_.pop_external(kind, last_id) : CUPTI_ERROR_NOT_SUPPORTED;
+  }
+  CUptiResult GetCallbackName(CUpti_CallbackDomain domain, uint32_t cbid,
+                              const char** name) override {
+    return s_.callback_name ? s_.callback_name(domain, cbid, name) : CUPTI_ERROR_NOT_SUPPORTED;
+  }
   const char* ResultString(CUptiResult r) override {
     const char* str = nullptr;
     if (s_.result_string(r, &str) != CUPTI_SUCCESS || !str) return "unknown CUPTI error";
@@ -99,6 +124,12 @@ Expected<std::unique_ptr<CuptiApi>> LoadCupti() {
   Bind(lib, "cuptiGetTimestamp", &s.timestamp, &missing);
   Bind(lib, "cuptiGetResultString", &s.result_string, &missing);
   if (!missing.empty()) return MakeError("libcupti lacks " + missing);
+  std::string optional_missing;  // checked where used
+  Bind(lib, "cuptiActivityEnableRuntimeApi", &s.enable_runtime_api, &optional_missing);
+  Bind(lib, "cuptiActivityEnableDriverApi", &s.enable_driver_api, &optional_missing);
+  Bind(lib, "cuptiActivityPushExternalCorrelationId", &s.push_external, &optional_missing);
+  Bind(lib, "cuptiActivityPopExternalCorrelationId", &s.pop_external, &optional_missing);
+  Bind(lib, "cuptiGetCallbackName", &s.callback_name, &optional_missing);
   // Never dlclose'd: see the header.
   return std::unique_ptr<CuptiApi>(new DlCupti(s));
 }

@@ -3,12 +3,17 @@
 #include <pthread.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "cupmon/cupmon.h"
+#include "cupmon/control/protocol.h"
 #include "cupmon/monitor/monitor.h"
 
 namespace cupmon {
@@ -18,6 +23,9 @@ namespace {
 // monitor's Stop()/Flush() only call CUPTI without holding the monitor's own callback locks.
 std::mutex g_mu;
 Monitor* g_monitor = nullptr;      // leaked on purpose: CUPTI may call back until exit
+// g_monitor for the annotation calls, which do not take g_mu. A replaced monitor is deleted in
+// StartLocked only after it stopped; this is cleared before that.
+std::atomic<Monitor*> g_active_monitor{nullptr};
 CuptiApi* g_cupti = nullptr;       // leaked on purpose: libcupti is never unloaded
 thread_local std::string t_last_error;
 
@@ -45,6 +53,7 @@ Expected<void> StartLocked(MonitorConfig config, const char* entry_point) {
                        g_monitor->entry_point() + "); a second start is refused");
     if (g_monitor->GetStats().buffers_in_flight > 0)
       return MakeError("the previous monitor still has buffers inside CUPTI; cannot restart");
+    g_active_monitor.store(nullptr, std::memory_order_release);
     delete g_monitor;
     g_monitor = nullptr;
   }
@@ -60,6 +69,7 @@ Expected<void> StartLocked(MonitorConfig config, const char* entry_point) {
   auto m = Monitor::Start(std::move(o));
   if (!m) return std::unexpected(m.error());
   g_monitor = m->release();
+  g_active_monitor.store(g_monitor, std::memory_order_release);
   static std::once_flag atexit_once;
   std::call_once(atexit_once, [] { std::atexit(StopAtExit); });
   Say(std::string("monitoring pid ") + std::to_string(getpid()) + " (" +
@@ -145,6 +155,7 @@ CUPMON_API int cupmon_start(const cupmon_config* c) {
     config.stats_ms = c->stats_ms;
     if (c->zstd_level) config.zstd_level = c->zstd_level;
     config.zero_buffers = c->zero_buffers != 0;
+    cupmon::ApplyControlEnvironment(&config, &warnings);
     for (const auto& w : warnings) cupmon::Say(w);
     std::lock_guard<std::mutex> g(g_mu);
     if (auto r = cupmon::StartLocked(std::move(config), "api"); !r)
@@ -175,7 +186,7 @@ CUPMON_API int cupmon_flush(void) {
     std::lock_guard<std::mutex> g(g_mu);
     if (!g_monitor || g_monitor->stopped()) return cupmon::Fail("cupmon is not running");
     if (cupmon::Monitor::InForkedChild()) return cupmon::Fail("monitoring is off in a forked child");
-    g_monitor->Flush();
+    g_monitor->FlushAndWait();
     return 0;
   } catch (...) {
     return cupmon::Fail("internal error");
@@ -202,6 +213,78 @@ CUPMON_API int cupmon_get_stats(cupmon_stats* out) {
     out->buffers_in_flight = s.buffers_in_flight;
     out->strings = s.strings;
     out->running = g_monitor->stopped() || cupmon::Monitor::InForkedChild() ? 0 : 1;
+    return 0;
+  } catch (...) {
+    return cupmon::Fail("internal error");
+  }
+}
+
+CUPMON_API int cupmon_window_open(uint32_t duration_ms, const char* kinds) {
+  try {
+    if (duration_ms > cupmon::control::kMaxWindowMs)
+      return cupmon::Fail("window duration " + std::to_string(duration_ms) +
+                          " ms is longer than 24 h");
+    std::vector<uint32_t> kind_list;
+    if (kinds && *kinds) {
+      std::vector<std::string> names;
+      std::string_view text = kinds;
+      while (!text.empty()) {
+        const size_t comma = text.find(',');
+        std::string_view item = text.substr(0, comma);
+        text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
+        while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+        while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+        if (!item.empty()) names.emplace_back(item);
+      }
+      auto normalized = cupmon::control::NormalizeWindowKinds(names);
+      if (!normalized) return cupmon::Fail(normalized.error().message);
+      for (std::string& name : *normalized) {
+        for (char& ch : name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+        std::vector<std::string> unused;
+        for (uint32_t k : cupmon::ParseKinds(name, &unused)) kind_list.push_back(k);
+      }
+    }
+    std::lock_guard<std::mutex> g(g_mu);
+    if (!g_monitor || g_monitor->stopped()) return cupmon::Fail("cupmon is not running");
+    auto id = g_monitor->RequestWindow(duration_ms, std::move(kind_list), cupmon::pb::TRIGGER_API);
+    if (!id) return cupmon::Fail(id.error().message);
+    return static_cast<int>(*id);
+  } catch (...) {
+    return cupmon::Fail("internal error");
+  }
+}
+
+CUPMON_API int cupmon_window_close(void) {
+  try {
+    std::lock_guard<std::mutex> g(g_mu);
+    if (!g_monitor || g_monitor->stopped()) return cupmon::Fail("cupmon is not running");
+    if (auto r = g_monitor->RequestCloseWindow(); !r) return cupmon::Fail(r.error().message);
+    return 0;
+  } catch (...) {
+    return cupmon::Fail("internal error");
+  }
+}
+
+// Annotations do not take g_mu: they sit on the application's step loop, and a concurrent
+// cupmon_stop must not make them wait. The process-wide monitor is never destroyed while running
+// (StartLocked replaces it only after it stopped), so the pointer read is safe.
+CUPMON_API int cupmon_annotation_push(const char* label) {
+  try {
+    if (!label) return cupmon::Fail("null annotation label");
+    cupmon::Monitor* m = cupmon::g_active_monitor.load(std::memory_order_acquire);
+    if (!m || m->stopped()) return cupmon::Fail("cupmon is not running");
+    if (auto r = m->PushAnnotation(label); !r) return cupmon::Fail(r.error().message);
+    return 0;
+  } catch (...) {
+    return cupmon::Fail("internal error");
+  }
+}
+
+CUPMON_API int cupmon_annotation_pop(void) {
+  try {
+    cupmon::Monitor* m = cupmon::g_active_monitor.load(std::memory_order_acquire);
+    if (!m || m->stopped()) return cupmon::Fail("cupmon is not running");
+    if (auto r = m->PopAnnotation(); !r) return cupmon::Fail(r.error().message);
     return 0;
   } catch (...) {
     return cupmon::Fail("internal error");

@@ -8,6 +8,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <dirent.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstddef>
 #include <cstdio>
@@ -17,6 +22,7 @@
 
 #include <boost/asio/post.hpp>
 
+#include "cupmon/control/protocol.h"
 #include "cupmon/format/check.h"
 #include "cupmon/format/recording_writer.h"
 
@@ -33,6 +39,23 @@ std::atomic<Monitor*> g_active{nullptr};
 std::atomic<bool> g_forked_child{false};
 
 constexpr size_t kMaxStringBytes = 1u << 20;  // longer names are cut (templates can be huge)
+// Distinct annotation labels kept (each lives until exit: its address is its id). Beyond this a
+// push is refused, so a label built from an unbounded counter cannot grow memory without end.
+constexpr size_t kMaxLabels = 1u << 20;
+constexpr size_t kMaxLabelBytes = 4096;
+
+uint32_t Load32(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+
+std::string UpperKindName(uint32_t kind) {
+  std::string s = KindName(kind);
+  if (s == "unknown") return "KIND_" + std::to_string(kind);
+  for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return s;
+}
 
 int64_t ClockNs(clockid_t id) {
   timespec ts{};
@@ -117,6 +140,29 @@ Monitor::~Monitor() {
 
 void Monitor::Warn(const std::string& line) { std::fprintf(stderr, "cupmon: %s\n", line.c_str()); }
 
+bool Monitor::RunOnControl(std::function<void()> task) {
+  // Never started (a refused second start) or already joined: nothing would run the task.
+  if (!control_thread_.joinable()) return false;
+  if (std::this_thread::get_id() == control_thread_.get_id()) {
+    task();
+    return true;
+  }
+  auto done = std::make_shared<std::promise<void>>();
+  std::future<void> finished = done->get_future();
+  boost::asio::post(io_, [task = std::move(task), done]() noexcept {
+    try {
+      task();
+    } catch (...) {
+    }
+    done->set_value();
+  });
+  // A stopped io_context never runs the task: do not wait for it forever.
+  while (finished.wait_for(std::chrono::milliseconds(200)) != std::future_status::ready) {
+    if (io_.stopped()) return false;
+  }
+  return true;
+}
+
 void Monitor::DisableInForkedChild() noexcept {
   g_forked_child.store(true, std::memory_order_relaxed);
 }
@@ -190,6 +236,29 @@ Expected<void> Monitor::Init() {
   if (!pool) return std::unexpected(pool.error());
   pool_ = std::move(*pool);
 
+  std::vector<std::string> unknown_apis;
+  ResolveApiFilter(cupti_, c.api_filter, &runtime_filter_, &driver_filter_, &unknown_apis);
+  for (const auto& name : unknown_apis)
+    Warn("API filter: no CUDA runtime or driver API is named '" + name + "'; ignored");
+  if (!c.metrics_address.empty()) {
+    track_busy_ = true;
+    // Field offsets of the structs this library was compiled with, used only when the loaded
+    // libcupti's record size for the kind matches (as for kernel names).
+    if (sizes_.Size(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) == sizeof(CUpti_ActivityKernel10))
+      kernel_offsets_ = {offsetof(CUpti_ActivityKernel10, start),
+                         offsetof(CUpti_ActivityKernel10, end),
+                         offsetof(CUpti_ActivityKernel10, deviceId),
+                         offsetof(CUpti_ActivityKernel10, streamId)};
+    if (sizes_.Size(CUPTI_ACTIVITY_KIND_MEMCPY) == sizeof(CUpti_ActivityMemcpy6))
+      memcpy_offsets_ = {offsetof(CUpti_ActivityMemcpy6, start), offsetof(CUpti_ActivityMemcpy6, end),
+                         offsetof(CUpti_ActivityMemcpy6, deviceId),
+                         offsetof(CUpti_ActivityMemcpy6, streamId)};
+    if (sizes_.Size(CUPTI_ACTIVITY_KIND_MEMSET) == sizeof(CUpti_ActivityMemset4))
+      memset_offsets_ = {offsetof(CUpti_ActivityMemset4, start), offsetof(CUpti_ActivityMemset4, end),
+                         offsetof(CUpti_ActivityMemset4, deviceId),
+                         offsetof(CUpti_ActivityMemset4, streamId)};
+  }
+
   std::random_device rd;
   recording_id_ = (uint64_t{rd()} << 32) ^ rd() ^ static_cast<uint64_t>(ClockNs(CLOCK_REALTIME));
   *start_calibration_.add_samples() = TakeCalibrationSample();
@@ -246,8 +315,24 @@ Expected<void> Monitor::Init() {
     return MakeError("no activity kind could be enabled: " + failed + "; no GPU or driver?");
   if (!failed.empty()) Warn("could not enable " + failed + "; continuing without them");
 
+  TraceWindow::Options wo;
+  wo.default_kinds = c.window_kinds;
+  wo.always_on = enabled_kinds_;
+  wo.runtime_filter = runtime_filter_;
+  wo.driver_filter = driver_filter_;
+  TraceWindow::Hooks hooks;
+  hooks.write_marker = [this](const pb::WindowMarker& marker) {
+    PostToWriter([marker](RecordingWriter& w) { w.WriteWindowMarker(marker); });
+  };
+  hooks.flush = [this] {
+    cupti_.ActivityFlushAll(0);
+    PollDropped();
+  };
+  window_ = std::make_unique<TraceWindow>(io_, cupti_, std::move(wo), std::move(hooks));
+
   ScheduleFlush();
   ScheduleStats();
+  RunOnControl([this] { StartControl(); });
   // The API entry point opens the first file now; injection waits for the first buffer (or stop),
   // because device properties cannot be read while cuInit is still running.
   if (options_.entry_point != "injection") PostToWriter([](RecordingWriter&) {});
@@ -282,6 +367,9 @@ void Monitor::Stop() {
   std::lock_guard<std::mutex> g(stop_mu_);
   if (InForkedChild()) return;  // the parent's threads and files do not exist here
   if (stopped_.exchange(true)) return;
+  // On the control thread: an open window ends with note "stop" (its kinds disabled, its records
+  // flushed, END written), the socket and the signal trigger go away, then the metrics endpoint.
+  RunOnControl([this] { ShutdownControl(); });
   // The control thread must not flush concurrently with the final forced flush.
   work_.reset();
   io_.stop();
@@ -303,7 +391,7 @@ void Monitor::Stop() {
   g_active.compare_exchange_strong(self, nullptr, std::memory_order_acq_rel);
 }
 
-void Monitor::Flush() {
+void Monitor::FlushAndWait() {
   if (stopped_.load() || InForkedChild()) return;
   cupti_.ActivityFlushAll(0);
   PollDropped();
@@ -413,10 +501,13 @@ void Monitor::WriterLoop() {
           if (item.valid > 0) writer_->WriteRawBuffer({item.buffer, item.valid}, 0, 0);
         }
         // Off the application's path: with zero_buffers, CUPTI skips zeroing on the launch thread.
+        if (track_busy_ && item.valid > 0) AccumulateBusy(item.buffer, item.valid);
         if (options_.config.zero_buffers) std::memset(item.buffer, 0, pool_->buffer_bytes());
         pool_->Release(item.buffer);
-      } else if (item.task && writer_) {
-        item.task(*writer_);
+      } else if (writer_) {
+        // Annotation labels arrive as a strings-only item, ahead of any record using them.
+        if (!item.strings.empty()) writer_->AddStrings(item.strings);
+        if (item.task) item.task(*writer_);
       }
     }
     batch.clear();
@@ -426,6 +517,7 @@ void Monitor::WriterLoop() {
       current_file_ = writer_->current_file();
       last_write_error_ = writer_->last_error();
     }
+    if (track_busy_) PublishBusy();
   }
 }
 
@@ -496,6 +588,10 @@ void Monitor::OpenWriter() {
   gmtime_r(&now, &utc);
   strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%S", &utc);
   wo.files.prefix = std::string("cupmon-") + stamp + "-" + h.host() + "-" + std::to_string(h.pid());
+  {
+    std::lock_guard<std::mutex> lk(stats_mu_);
+    file_prefix_ = wo.files.prefix;
+  }
   wo.files.file_bytes = c.file_bytes;
   wo.files.retention_bytes = c.retention_bytes;
   wo.files.retention_files = c.retention_files;
@@ -514,6 +610,7 @@ void Monitor::FillMonitorStats(pb::Stats* s) {
   s->set_pool_exhausted(pool_->exhausted());
   s->set_buffers_in_flight(pool_->in_use());
   s->set_buffers_free(pool_->free_count());
+  if (window_) s->set_windows_opened(window_->windows_opened());
 }
 
 void Monitor::PollDropped() {
@@ -581,7 +678,293 @@ MonitorStats Monitor::GetStats() const {
     out.buffers_in_flight = pool_->in_use();
   }
   out.strings = strings_.load(std::memory_order_relaxed);
+  if (window_) {
+    out.windows_opened = window_->windows_opened();
+    out.window_open = window_->is_open();
+  }
   return out;
+}
+
+
+// ---- Control plane, trace windows, annotations, metrics ----
+
+void Monitor::StartControl() {
+  const MonitorConfig& c = options_.config;
+  if (c.control) {
+    control::ControlOptions co;
+    co.control_dir = c.control_dir;
+    co.registry_dir = c.registry_dir;
+    co.signal_number = c.signal_number;
+    co.default_window_ms = c.window_ms;
+    control_ = std::make_unique<control::ControlPlane>(io_, std::move(co), *this);
+    if (auto r = control_->Start(); !r) {
+      Warn("control plane off: " + r.error().message +
+           "; monitoring continues without the control socket and signal trigger");
+      control_.reset();
+    } else {
+      control_socket_ = control_->socket_path();
+      if (c.signal_number != 0 && !control_->signal_trigger_active())
+        Warn("signal " + std::to_string(c.signal_number) +
+             " already has a handler of the application; it does not open windows (use "
+             "cupmonctl, or CUPMON_SIGNAL to pick another signal)");
+    }
+  }
+  if (!c.metrics_address.empty()) {
+    auto mo = metrics::ParseListenAddress(c.metrics_address);
+    if (!mo) {
+      Warn("CUPMON_METRICS_ADDRESS='" + c.metrics_address + "': " + mo.error().message +
+           "; no metrics endpoint");
+      return;
+    }
+    metrics_ = std::make_unique<metrics::MetricsServer>(io_, std::move(*mo), *this);
+    if (auto r = metrics_->Start(); !r) {
+      Warn("metrics endpoint off: " + r.error().message + "; monitoring continues");
+      metrics_.reset();
+    } else {
+      metrics_port_ = metrics_->port();
+    }
+  }
+}
+
+void Monitor::ShutdownControl() noexcept {
+  try {
+    if (window_) window_->Shutdown();
+  } catch (...) {
+  }
+  try {
+    if (control_) control_->Stop();
+    if (metrics_) metrics_->Stop();
+  } catch (...) {
+  }
+}
+
+std::string Monitor::control_socket_path() const { return control_socket_; }
+
+Expected<uint32_t> Monitor::RequestWindow(uint32_t duration_ms, std::vector<uint32_t> kinds,
+                                          pb::TriggerSource source) {
+  if (stopped_.load() || InForkedChild()) return MakeError("cupmon is not running");
+  Expected<uint32_t> result = MakeError("the control thread has stopped");
+  TraceWindow::Request r;
+  r.duration_ms = duration_ms ? duration_ms : options_.config.window_ms;
+  r.kinds = std::move(kinds);
+  r.source = source;
+  RunOnControl([&] { result = window_->Open(r); });
+  return result;
+}
+
+Expected<void> Monitor::RequestCloseWindow() {
+  if (stopped_.load() || InForkedChild()) return MakeError("cupmon is not running");
+  Expected<void> result = MakeError("the control thread has stopped");
+  RunOnControl([&] { result = window_->Close("closed"); });
+  return result;
+}
+
+Expected<uint64_t> Monitor::PushAnnotation(std::string_view label) {
+  if (stopped_.load() || InForkedChild()) return MakeError("cupmon is not running");
+  if (label.size() > kMaxLabelBytes)
+    return MakeError("annotation label of " + std::to_string(label.size()) +
+                     " bytes is longer than " + std::to_string(kMaxLabelBytes));
+  uint64_t id = 0;
+  {
+    // queue_mu_ orders the label's string entry ahead of every buffer completed after this push,
+    // so the decoder knows the label before it meets an external correlation record using it.
+    std::lock_guard<std::mutex> lk(queue_mu_);
+    auto it = labels_.find(std::string(label));
+    if (it != labels_.end()) {
+      id = it->second;
+    } else {
+      if (labels_.size() >= kMaxLabels)
+        return MakeError("more than " + std::to_string(kMaxLabels) +
+                         " distinct annotation labels; reuse labels (e.g. \"step\" instead of "
+                         "\"step 1234\")");
+      if (writer_exit_) return MakeError("cupmon is stopping");
+      auto [node, inserted] = labels_.emplace(std::string(label), 0);
+      // The id is the address of our copy of the label: unique, never reused (the copy lives until
+      // exit), and the decoder's convention is "label = string entry whose pointer is the id".
+      id = reinterpret_cast<uint64_t>(node->first.c_str());
+      node->second = id;
+      QueueItem item;
+      pb::StringEntry& e = item.strings.emplace_back();
+      e.set_id(next_string_id_++);
+      e.set_pointer(id);
+      e.set_text(node->first);
+      queue_.push_back(std::move(item));
+      strings_.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+  queue_cv_.notify_one();
+  // Outside our lock: CUPTI calls must never be made while holding a lock its callbacks take.
+  const CUptiResult r =
+      cupti_.ActivityPushExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM1, id);
+  if (r != CUPTI_SUCCESS)
+    return MakeError(std::string("cuptiActivityPushExternalCorrelationId failed: ") +
+                     cupti_.ResultString(r));
+  return id;
+}
+
+Expected<void> Monitor::PopAnnotation() {
+  if (stopped_.load() || InForkedChild()) return MakeError("cupmon is not running");
+  uint64_t last = 0;
+  const CUptiResult r =
+      cupti_.ActivityPopExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM1, &last);
+  if (r == CUPTI_ERROR_QUEUE_EMPTY)
+    return MakeError("no annotation is pushed on this thread (pop without push)");
+  if (r != CUPTI_SUCCESS)
+    return MakeError(std::string("cuptiActivityPopExternalCorrelationId failed: ") +
+                     cupti_.ResultString(r));
+  return {};
+}
+
+pb::StatusReply Monitor::Status() {
+  pb::StatusReply s;
+  s.set_version(CUPMON_VERSION_STRING);
+  s.set_pid(static_cast<uint32_t>(getpid()));
+  for (uint32_t k : enabled_kinds_) s.add_enabled_kinds(UpperKindName(k));
+  if (window_ && window_->is_open()) {
+    for (uint32_t k : window_->kinds())
+      if (std::find(enabled_kinds_.begin(), enabled_kinds_.end(), k) == enabled_kinds_.end())
+        s.add_enabled_kinds(UpperKindName(k));
+  }
+  s.set_window_open(window_ && window_->is_open());
+  s.set_window_id(window_ && window_->is_open() ? window_->id() : 0);
+  const MonitorStats st = GetStats();
+  s.set_buffers_free(st.buffers_free);
+  s.set_buffers_in_flight(st.buffers_in_flight);
+  s.set_bytes_written(st.compressed_bytes);
+  s.set_dropped_records(st.dropped_records);
+  s.set_current_file(st.current_file);
+  s.set_output_dir(options_.config.output_dir);
+  const std::string cmdline = ReadSmallFile("/proc/self/cmdline");
+  for (size_t pos = 0; pos < cmdline.size();) {
+    const size_t end = cmdline.find('\0', pos);
+    s.add_command_line(cmdline.substr(pos, end == std::string::npos ? end : end - pos));
+    if (end == std::string::npos) break;
+    pos = end + 1;
+  }
+  {
+    std::lock_guard<std::mutex> lk(stats_mu_);
+    *s.mutable_stats() = stats_snapshot_;
+  }
+  FillMonitorStats(s.mutable_stats());
+  return s;
+}
+
+Expected<uint32_t> Monitor::OpenWindow(const control::WindowRequest& request) {
+  // Received on the control thread: the latency probe's first timestamp.
+  const int64_t received = ClockNs(CLOCK_REALTIME);
+  TraceWindow::Request r;
+  r.duration_ms = request.duration_ms;
+  r.source = request.source;
+  r.received_realtime_ns = received;
+  for (const std::string& name : request.kinds) {
+    std::string lower = name;
+    for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    std::vector<std::string> unknown;
+    const std::vector<uint32_t> k = ParseKinds(lower, &unknown);
+    if (k.empty()) return MakeError("unknown window kind '" + name + "'");
+    r.kinds.push_back(k.front());
+  }
+  return window_->Open(r);
+}
+
+Expected<void> Monitor::CloseWindow() { return window_->Close("closed"); }
+
+Expected<void> Monitor::Flush() {
+  if (stopped_.load()) return MakeError("the monitor is stopping");
+  // Non-forced and without waiting for the writer: this runs on the control thread.
+  cupti_.ActivityFlushAll(0);
+  PollDropped();
+  PostToWriter([this](RecordingWriter& w) {
+    FillMonitorStats(&w.stats());
+    w.WriteStats(ClockNs(CLOCK_REALTIME));
+  });
+  return {};
+}
+
+Expected<void> Monitor::Rotate() {
+  if (stopped_.load()) return MakeError("the monitor is stopping");
+  if (!PostToWriter([](RecordingWriter& w) { w.Rotate(); }))
+    return MakeError("the writer has stopped");
+  return {};
+}
+
+metrics::MetricsSnapshot Monitor::Snapshot() {
+  metrics::MetricsSnapshot m;
+  m.version = CUPMON_VERSION_STRING;
+  m.output_dir = options_.config.output_dir;
+  std::string prefix;
+  {
+    std::lock_guard<std::mutex> lk(stats_mu_);
+    const pb::Stats& s = stats_snapshot_;
+    m.kernel_records = s.kernel_records();
+    m.memcpy_records = s.memcpy_records();
+    m.memset_records = s.memset_records();
+    m.raw_bytes = s.raw_bytes();
+    m.compressed_bytes = s.compressed_bytes();
+    m.write_errors = s.write_errors();
+    m.last_write_failed = !last_write_error_.empty();
+    m.device_busy = device_busy_snapshot_;
+    m.stream_busy = stream_busy_snapshot_;
+    prefix = file_prefix_;
+  }
+  m.dropped_records = dropped_.load(std::memory_order_relaxed);
+  m.pool_exhausted = pool_ ? pool_->exhausted() : 0;
+  m.windows_opened = window_ ? window_->windows_opened() : 0;
+  // Files of this recording on disk now (retention deletes old ones): one directory listing.
+  if (!prefix.empty()) {
+    if (DIR* d = opendir(options_.config.output_dir.c_str())) {
+      while (dirent* e = readdir(d)) {
+        const std::string_view name(e->d_name);
+        if (!name.starts_with(prefix)) continue;
+        struct stat st{};
+        const std::string path = options_.config.output_dir + "/" + e->d_name;
+        if (stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+          ++m.files;
+          m.disk_bytes += static_cast<uint64_t>(st.st_size);
+        }
+      }
+      closedir(d);
+    }
+  }
+  return m;
+}
+
+void Monitor::AccumulateBusy(const uint8_t* buffer, size_t valid) {
+  // Writer thread: the union of intervals, counted in arrival order. Exact when a device's (or a
+  // stream's) records arrive in start order, which CUPTI's per-stream completion gives; an interval
+  // that arrives late and lies entirely before what is already covered is not counted.
+  auto add = [](BusySpan& span, uint64_t start, uint64_t end) {
+    if (end <= span.covered_until) return;
+    span.busy_ns += end - std::max(start, span.covered_until);
+    span.covered_until = end;
+  };
+  WalkRecords({buffer, valid}, sizes_, [&](uint32_t kind, std::span<const uint8_t> rec) {
+    const BusyOffsets* o = nullptr;
+    if (kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || kind == CUPTI_ACTIVITY_KIND_KERNEL)
+      o = &kernel_offsets_;
+    else if (kind == CUPTI_ACTIVITY_KIND_MEMCPY)
+      o = &memcpy_offsets_;
+    else if (kind == CUPTI_ACTIVITY_KIND_MEMSET)
+      o = &memset_offsets_;
+    if (!o || o->end == 0) return;
+    const uint64_t start = Load64(rec.data() + o->start);
+    const uint64_t end = Load64(rec.data() + o->end);
+    if (start == 0 || end <= start) return;  // unknown times are never shown as durations
+    const uint32_t device = Load32(rec.data() + o->device);
+    const uint32_t stream = Load32(rec.data() + o->stream);
+    add(device_busy_[device], start, end);
+    add(stream_busy_[{device, stream}], start, end);
+  });
+}
+
+void Monitor::PublishBusy() {
+  std::vector<metrics::DeviceBusy> devices;
+  std::vector<metrics::StreamBusy> streams;
+  for (const auto& [device, span] : device_busy_) devices.push_back({device, span.busy_ns});
+  for (const auto& [key, span] : stream_busy_) streams.push_back({key.first, key.second, span.busy_ns});
+  std::lock_guard<std::mutex> lk(stats_mu_);
+  device_busy_snapshot_ = std::move(devices);
+  stream_busy_snapshot_ = std::move(streams);
 }
 
 }  // namespace cupmon

@@ -42,6 +42,13 @@ uint32_t FakeCupti::RecordSize(uint32_t kind) {
     case CUPTI_ACTIVITY_KIND_KERNEL: return sizeof(CUpti_ActivityKernel10);
     case CUPTI_ACTIVITY_KIND_MEMCPY: return sizeof(CUpti_ActivityMemcpy6);
     case CUPTI_ACTIVITY_KIND_MEMSET: return sizeof(CUpti_ActivityMemset4);
+    case CUPTI_ACTIVITY_KIND_RUNTIME:
+    case CUPTI_ACTIVITY_KIND_DRIVER: return sizeof(CUpti_ActivityAPI);
+    case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION:
+      return sizeof(CUpti_ActivityExternalCorrelation);
+    case CUPTI_ACTIVITY_KIND_OVERHEAD: return sizeof(CUpti_ActivityOverhead3);
+    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: return sizeof(CUpti_ActivitySynchronization2);
+    case CUPTI_ACTIVITY_KIND_CUDA_EVENT: return sizeof(CUpti_ActivityCudaEvent2);
     default: return 0;
   }
 }
@@ -117,6 +124,125 @@ bool FakeCupti::Producer::Memset(uint64_t bytes, uint32_t value, uint64_t start_
   return Append(m.kind, &m, sizeof(m));
 }
 
+bool FakeCupti::Producer::Api(uint32_t kind, uint32_t cbid, uint32_t correlation_id,
+                              uint64_t start_ns, uint64_t end_ns) {
+  if (!fake_->kind_enabled(kind) || fake_->api_filtered(kind, cbid)) return false;
+  uint64_t external_id = 0;
+  bool have_external = false;
+  {
+    std::lock_guard<std::mutex> lk(fake_->calls_mu_);
+    auto it = fake_->external_.find({std::this_thread::get_id(),
+                                     CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM1});
+    if (it != fake_->external_.end() && !it->second.empty()) {
+      have_external = true;
+      external_id = it->second.back();
+    }
+  }
+  if (have_external) {
+    CUpti_ActivityExternalCorrelation e{};
+    e.kind = CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION;
+    e.externalKind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM1;
+    e.externalId = external_id;
+    e.correlationId = correlation_id;
+    Append(e.kind, &e, sizeof(e));  // dropped silently when the kind is off
+  }
+  CUpti_ActivityAPI a{};
+  a.kind = static_cast<CUpti_ActivityKind>(kind);
+  a.cbid = cbid;
+  a.start = start_ns;
+  a.end = end_ns;
+  a.processId = 1;
+  a.threadId = 1;
+  a.correlationId = correlation_id;
+  return Append(kind, &a, sizeof(a));
+}
+
+bool FakeCupti::Producer::Launch(uint32_t name_index, uint32_t correlation_id, uint64_t start_ns,
+                                 uint64_t end_ns) {
+  Api(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, correlation_id,
+      start_ns, start_ns + 1);
+  CUpti_ActivityKernel10 k{};
+  k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  k.start = start_ns;
+  k.end = end_ns;
+  k.gridX = 1;
+  k.blockX = 32;
+  k.correlationId = correlation_id;
+  k.name = fake_->KernelNamePointer(name_index);
+  return Append(k.kind, &k, sizeof(k));
+}
+
+std::vector<std::string> FakeCupti::calls() const {
+  std::lock_guard<std::mutex> lk(calls_mu_);
+  return calls_;
+}
+
+bool FakeCupti::api_filtered(uint32_t kind, uint32_t cbid) const {
+  std::lock_guard<std::mutex> lk(calls_mu_);
+  return filters_.contains({kind, cbid});
+}
+
+CUptiResult FakeCupti::ActivityEnableRuntimeApi(CUpti_CallbackId cbid, uint8_t enable) {
+  std::lock_guard<std::mutex> lk(calls_mu_);
+  calls_.push_back("EnableRuntimeApi(" + std::to_string(cbid) + "," + std::to_string(enable) + ")");
+  if (enable) filters_.erase({CUPTI_ACTIVITY_KIND_RUNTIME, cbid});
+  else filters_.insert({CUPTI_ACTIVITY_KIND_RUNTIME, cbid});
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult FakeCupti::ActivityEnableDriverApi(CUpti_CallbackId cbid, uint8_t enable) {
+  std::lock_guard<std::mutex> lk(calls_mu_);
+  calls_.push_back("EnableDriverApi(" + std::to_string(cbid) + "," + std::to_string(enable) + ")");
+  if (enable) filters_.erase({CUPTI_ACTIVITY_KIND_DRIVER, cbid});
+  else filters_.insert({CUPTI_ACTIVITY_KIND_DRIVER, cbid});
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult FakeCupti::ActivityPushExternalCorrelationId(CUpti_ExternalCorrelationKind kind,
+                                                         uint64_t id) {
+  std::lock_guard<std::mutex> lk(calls_mu_);
+  external_[{std::this_thread::get_id(), static_cast<uint32_t>(kind)}].push_back(id);
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult FakeCupti::ActivityPopExternalCorrelationId(CUpti_ExternalCorrelationKind kind,
+                                                        uint64_t* last_id) {
+  std::lock_guard<std::mutex> lk(calls_mu_);
+  auto& stack = external_[{std::this_thread::get_id(), static_cast<uint32_t>(kind)}];
+  if (stack.empty()) return CUPTI_ERROR_QUEUE_EMPTY;
+  if (last_id) *last_id = stack.back();
+  stack.pop_back();
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult FakeCupti::GetCallbackName(CUpti_CallbackDomain domain, uint32_t cbid,
+                                       const char** name) {
+  struct Entry {
+    CUpti_CallbackDomain domain;
+    uint32_t cbid;
+    const char* name;
+  };
+#define CUPMON_FAKE_RT(n) {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_##n, #n}
+#define CUPMON_FAKE_DRV(n) {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_##n, #n}
+  static constexpr Entry kNames[] = {
+      CUPMON_FAKE_RT(cudaGetDevice_v3020),         CUPMON_FAKE_RT(cudaSetDevice_v3020),
+      CUPMON_FAKE_RT(cudaGetLastError_v3020),      CUPMON_FAKE_RT(cudaEventCreate_v3020),
+      CUPMON_FAKE_RT(cudaEventCreateWithFlags_v3020), CUPMON_FAKE_RT(cudaEventDestroy_v3020),
+      CUPMON_FAKE_RT(cudaLaunchKernel_v7000),      CUPMON_FAKE_DRV(cuCtxGetCurrent),
+      CUPMON_FAKE_DRV(cuDevicePrimaryCtxGetState), CUPMON_FAKE_DRV(cuKernelGetAttribute),
+      CUPMON_FAKE_DRV(cuLaunchKernel),
+  };
+#undef CUPMON_FAKE_RT
+#undef CUPMON_FAKE_DRV
+  for (const Entry& e : kNames) {
+    if (e.domain == domain && e.cbid == cbid) {
+      *name = e.name;
+      return CUPTI_SUCCESS;
+    }
+  }
+  return CUPTI_ERROR_INVALID_PARAMETER;
+}
+
 void FakeCupti::Complete(uint8_t* buffer, size_t size, size_t valid) {
   {
     std::lock_guard<std::mutex> lk(worker_mu_);
@@ -159,6 +285,12 @@ CUptiResult FakeCupti::ActivityEnable(CUpti_ActivityKind kind) {
   if (fail_enable_ != CUPTI_SUCCESS) return fail_enable_;
   const uint32_t k = static_cast<uint32_t>(kind);
   if (k >= 128) return CUPTI_ERROR_INVALID_KIND;
+  {
+    std::lock_guard<std::mutex> lk(calls_mu_);
+    calls_.push_back("Enable(" + std::to_string(k) + ")");
+    // Real CUPTI: the kind setting overrides per-cbid filters made before it.
+    std::erase_if(filters_, [&](const auto& f) { return f.first == k; });
+  }
   (k < 64 ? enabled_mask_lo_ : enabled_mask_hi_).fetch_or(uint64_t{1} << (k % 64));
   return CUPTI_SUCCESS;
 }
@@ -166,6 +298,10 @@ CUptiResult FakeCupti::ActivityEnable(CUpti_ActivityKind kind) {
 CUptiResult FakeCupti::ActivityDisable(CUpti_ActivityKind kind) {
   const uint32_t k = static_cast<uint32_t>(kind);
   if (k >= 128) return CUPTI_ERROR_INVALID_KIND;
+  {
+    std::lock_guard<std::mutex> lk(calls_mu_);
+    calls_.push_back("Disable(" + std::to_string(k) + ")");
+  }
   (k < 64 ? enabled_mask_lo_ : enabled_mask_hi_).fetch_and(~(uint64_t{1} << (k % 64)));
   return CUPTI_SUCCESS;
 }
@@ -236,6 +372,7 @@ const char* FakeCupti::ResultString(CUptiResult result) {
     case CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED:
       return "CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED";
     case CUPTI_ERROR_UNKNOWN: return "CUPTI_ERROR_UNKNOWN";
+    case CUPTI_ERROR_QUEUE_EMPTY: return "CUPTI_ERROR_QUEUE_EMPTY";
     default: return "fake CUPTI error";
   }
 }

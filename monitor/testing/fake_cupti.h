@@ -6,8 +6,10 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -26,7 +28,12 @@ namespace cupmon::testing {
 //  - ActivityFlushAll blocks until the completion callbacks ran; a forced flush also hands back
 //    empty buffers, a non-forced one only buffers holding records;
 //  - kernel records point to name strings that the fake owns;
-//  - a kind must be enabled for its records to be produced.
+//  - a kind must be enabled for its records to be produced;
+//  - RUNTIME/DRIVER API records honour per-cbid filters (ActivityEnableRuntimeApi/DriverApi), and
+//    enabling the kind clears that kind's filters, as real CUPTI's kind setting overrides them;
+//  - external ids pushed on a thread (per thread and kind, like CUPTI) produce an
+//    EXTERNAL_CORRELATION record before each API record of that thread while the kind is on;
+//  - Enable/Disable/EnableRuntimeApi/EnableDriverApi calls are logged in order (calls()).
 // The fake calls callbacks while holding its own producer lock, as real CUPTI holds its lock.
 class FakeCupti final : public CuptiApi {
  public:
@@ -40,6 +47,14 @@ class FakeCupti final : public CuptiApi {
     bool Kernel(uint32_t name_index, uint64_t start_ns, uint64_t end_ns);
     bool Memcpy(uint64_t bytes, uint8_t copy_kind, uint64_t start_ns, uint64_t end_ns);
     bool Memset(uint64_t bytes, uint32_t value, uint64_t start_ns, uint64_t end_ns);
+    // One API record (kind RUNTIME or DRIVER) with `cbid` and `correlation_id`; produced only
+    // while the kind is on and the cbid is not filtered. An external correlation record for the
+    // calling thread's pushed id (if any, and the kind is on) comes first.
+    bool Api(uint32_t kind, uint32_t cbid, uint32_t correlation_id, uint64_t start_ns,
+             uint64_t end_ns);
+    // A kernel launch as CUPTI reports it: a runtime cudaLaunchKernel API record (when RUNTIME is
+    // on) then the kernel, both with `correlation_id`. Returns whether the kernel was recorded.
+    bool Launch(uint32_t name_index, uint32_t correlation_id, uint64_t start_ns, uint64_t end_ns);
 
    private:
     friend class FakeCupti;
@@ -67,6 +82,9 @@ class FakeCupti final : public CuptiApi {
   void FailEnableWith(CUptiResult r) { fail_enable_ = r; }
   bool kind_enabled(uint32_t kind) const;
   uint64_t forced_flushes() const { return forced_flushes_.load(); }
+  // "Enable(5)", "Disable(5)", "EnableRuntimeApi(17,0)", "EnableDriverApi(9,0)", in call order.
+  std::vector<std::string> calls() const;
+  bool api_filtered(uint32_t kind, uint32_t cbid) const;
 
   // CuptiApi
   CUptiResult GetVersion(uint32_t* version) override;
@@ -83,6 +101,16 @@ class FakeCupti final : public CuptiApi {
   CUptiResult ActivityGetNextRecord(uint8_t* buffer, size_t valid_size,
                                     CUpti_Activity** record) override;
   CUptiResult GetTimestamp(uint64_t* timestamp) override;
+  CUptiResult ActivityEnableRuntimeApi(CUpti_CallbackId cbid, uint8_t enable) override;
+  CUptiResult ActivityEnableDriverApi(CUpti_CallbackId cbid, uint8_t enable) override;
+  CUptiResult ActivityPushExternalCorrelationId(CUpti_ExternalCorrelationKind kind,
+                                                uint64_t id) override;
+  CUptiResult ActivityPopExternalCorrelationId(CUpti_ExternalCorrelationKind kind,
+                                               uint64_t* last_id) override;
+  // Knows the cbids of the default API filter plus cudaLaunchKernel and cuLaunchKernel, under the
+  // names real CUPTI 13.0 gives them; other cbids are INVALID_PARAMETER.
+  CUptiResult GetCallbackName(CUpti_CallbackDomain domain, uint32_t cbid,
+                              const char** name) override;
   const char* ResultString(CUptiResult result) override;
 
  private:
@@ -103,6 +131,11 @@ class FakeCupti final : public CuptiApi {
   std::atomic<uint64_t> forced_flushes_{0};
   CUptiResult fail_register_ = CUPTI_SUCCESS;
   CUptiResult fail_enable_ = CUPTI_SUCCESS;
+
+  mutable std::mutex calls_mu_;  // guards calls_, filters_ and external_
+  std::vector<std::string> calls_;
+  std::set<std::pair<uint32_t, uint32_t>> filters_;  // (kind, cbid) switched off
+  std::map<std::pair<std::thread::id, uint32_t>, std::vector<uint64_t>> external_;
 
   std::mutex producers_mu_;
   std::vector<std::unique_ptr<Producer>> producers_;

@@ -85,7 +85,8 @@ TEST(MonitorTest, RecordSizesAreProbedThroughGetNextRecord) {
   EXPECT_EQ((*m)->record_sizes().Size(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), 216u);
   EXPECT_EQ((*m)->record_sizes().Size(CUPTI_ACTIVITY_KIND_MEMCPY), 96u);
   EXPECT_EQ((*m)->record_sizes().Size(CUPTI_ACTIVITY_KIND_MEMSET), 88u);
-  EXPECT_EQ((*m)->record_sizes().Size(CUPTI_ACTIVITY_KIND_RUNTIME), 0u);  // the fake lacks it
+  EXPECT_EQ((*m)->record_sizes().Size(CUPTI_ACTIVITY_KIND_RUNTIME), 40u);
+  EXPECT_EQ((*m)->record_sizes().Size(CUPTI_ACTIVITY_KIND_PC_SAMPLING), 0u);  // the fake lacks it
 }
 
 // Many producer threads against a tiny pool: every record is either decoded or counted dropped.
@@ -127,7 +128,7 @@ TEST(MonitorTest, StressAccountsForEveryRecordExactly) {
         // The writer is behind, or finished threads sit on part-filled buffers (no timer here):
         // yield, and now and then flush from this application thread as the timer would.
         if (!ok) std::this_thread::yield();
-        if (!ok && ++misses % 256 == 0) (*m)->Flush();
+        if (!ok && ++misses % 256 == 0) (*m)->FlushAndWait();
       }
     });
   }
@@ -203,7 +204,7 @@ TEST(MonitorTest, UnwritableDirectoryCountsLossesAndKeepsRunning) {
   FakeCupti::Producer* p = fake.NewProducer();
   const uint32_t n = fake.AddKernelName("k");
   for (int i = 0; i < 100; ++i) ASSERT_TRUE(p->Kernel(n, 1, 2));
-  (*m)->Flush();
+  (*m)->FlushAndWait();
   const MonitorStats s = (*m)->GetStats();
   EXPECT_GT(s.write_errors, 0u);
   EXPECT_GT(s.chunks_lost, 0u);
@@ -228,7 +229,7 @@ TEST(MonitorTest, EveryDescriptorTheMonitorOpensIsCloseOnExec) {
   FakeCupti::Producer* p = fake.NewProducer();
   const uint32_t n = fake.AddKernelName("k");
   for (int i = 0; i < 10; ++i) p->Kernel(n, 1, 2);
-  (*m)->Flush();
+  (*m)->FlushAndWait();
   size_t checked = 0;
   for (int fd : OpenFds()) {
     if (before.contains(fd)) continue;
@@ -251,7 +252,7 @@ TEST(MonitorTest, ForkedChildNeverWritesNorFlushes) {
   FakeCupti::Producer* p = fake.NewProducer();
   const uint32_t n = fake.AddKernelName("parent");
   for (int i = 0; i < 10; ++i) ASSERT_TRUE(p->Kernel(n, 1, 2));
-  (*m)->Flush();
+  (*m)->FlushAndWait();
   const pid_t pid = fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
@@ -260,7 +261,7 @@ TEST(MonitorTest, ForkedChildNeverWritesNorFlushes) {
     if (!Monitor::InForkedChild()) code |= 1;
     FakeCupti::Producer* cp = fake.NewProducer();
     if (cp->Kernel(n, 1, 2)) code |= 2;  // the request callback must hand out no buffer
-    (*m)->Flush();                       // must return at once
+    (*m)->FlushAndWait();                       // must return at once
     (*m)->Stop();                        // must not flush nor write
     if (Monitor::Start(FakeOptions(&fake, dir + "-child"))) code |= 4;
     _exit(code);

@@ -27,13 +27,13 @@ int main(int argc, char** argv) {
   auto* p = fake.NewProducer();
   const uint32_t name = fake.AddKernelName("sigkill_kernel");
   for (int i = 0; i < 50'000; ++i) p->Kernel(name, static_cast<uint64_t>(i) + 1, i + 2u);
-  (*m)->Flush();
+  (*m)->FlushAndWait();
   const std::string line = "flushed " + std::to_string(fake.produced()) + "\n";
   const int fd = std::atoi(argv[2]);
   if (write(fd, line.data(), line.size()) != static_cast<ssize_t>(line.size())) return 4;
   close(fd);
   for (uint64_t i = 0;; ++i) {
     p->Kernel(name, i, i + 1);
-    if (i % 5000 == 0) (*m)->Flush();
+    if (i % 5000 == 0) (*m)->FlushAndWait();
   }
 }

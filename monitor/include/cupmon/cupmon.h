@@ -12,7 +12,9 @@ extern "C" {
 #define CUPMON_API __attribute__((visibility("default")))
 
 /* Configuration. Always fill it with cupmon_config_init() first: it sets the defaults documented
- * in monitor/README.md (the CUPMON_* environment variables are not read by the C API). A NULL
+ * in monitor/README.md. The C API reads CUPMON_* environment variables only for the control plane,
+ * which this struct has no fields for: CUPMON_CONTROL_DIR, CUPMON_REGISTRY_DIR, CUPMON_SIGNAL,
+ * CUPMON_WINDOW_MS, CUPMON_WINDOW_KINDS, CUPMON_API_FILTER, CUPMON_METRICS_ADDRESS. A NULL
  * string or a zero number keeps the default. Strings are copied by cupmon_start(). */
 typedef struct cupmon_config {
   uint32_t struct_size;     /* set by cupmon_config_init; lets later versions add fields */
@@ -58,6 +60,23 @@ CUPMON_API int cupmon_stop(void);
 CUPMON_API int cupmon_flush(void);
 /* Fills *stats. 0, or -1 when no monitor was ever started. */
 CUPMON_API int cupmon_get_stats(cupmon_stats* stats);
+/* Trace windows (monitor/README.md, docs/CONTROL.md). Opens a window now: the window kinds are
+ * enabled on top of the always-on kinds for duration_ms (0: the configured default, CUPMON_WINDOW_MS
+ * or 5000). kinds: NULL or "" for the configured window kinds, else a comma-separated list of
+ * runtime, driver, overhead, synchronization, cuda_event, external_correlation (any case).
+ * Returns the window id (> 0), or -1: not running, a window is already open (requests while one is
+ * open are refused), unknown kind, duration above 24 h. Blocks until the kinds are enabled. */
+CUPMON_API int cupmon_window_open(uint32_t duration_ms, const char* kinds);
+/* Closes the open window early (END marker note "closed"). 0, or -1 when none is open. */
+CUPMON_API int cupmon_window_close(void);
+/* Annotations: labels the GPU work launched by this thread until the matching pop ("step 12",
+ * "forward"); they nest, per thread. Implemented with CUPTI external correlation (CUSTOM1); the
+ * label goes into the string table and the decoder shows it next to the kernels. Records exist
+ * only while EXTERNAL_CORRELATION is enabled: inside trace windows by default, always when
+ * external_correlation is among the always-on kinds. 0, or -1 (not running, pop without push). */
+CUPMON_API int cupmon_annotation_push(const char* label);
+CUPMON_API int cupmon_annotation_pop(void);
+
 /* The calling thread's last error message ("" if none). Valid until the thread's next call. */
 CUPMON_API const char* cupmon_last_error(void);
 

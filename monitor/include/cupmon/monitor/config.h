@@ -28,6 +28,24 @@ struct MonitorConfig {
   // Hand CUPTI buffers that the writer zeroed (CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER=1)
   // instead of letting CUPTI zero them on the launching thread. Off until measured on a GPU.
   bool zero_buffers = false;
+
+  // Trace windows (monitor/README.md, docs/CONTROL.md). Kinds a window adds on top of `kinds`:
+  // RUNTIME, DRIVER, OVERHEAD, SYNCHRONIZATION, CUDA_EVENT, EXTERNAL_CORRELATION.
+  std::vector<uint32_t> window_kinds = {5, 4, 17, 38, 36, 39};
+  uint32_t window_ms = 5000;  // duration of a window opened by the signal
+  // API names whose records a window leaves out (cuptiActivityEnableRuntimeApi/DriverApi(cbid, 0)
+  // after the kind is enabled). A name matches the CUPTI callback name with or without its
+  // "_vNNNN" suffix.
+  std::vector<std::string> api_filter = {
+      "cudaGetDevice",   "cudaSetDevice",   "cudaGetLastError",
+      "cudaEventCreate", "cudaEventCreateWithFlags", "cudaEventDestroy",
+      "cuCtxGetCurrent", "cuDevicePrimaryCtxGetState", "cuKernelGetAttribute"};
+  // Control plane: socket <control_dir>/<pid>.sock and a signal trigger.
+  bool control = true;          // CUPMON_CONTROL_DIR=off turns the whole control plane off
+  std::string control_dir;      // empty: <output_dir>/control
+  std::string registry_dir;     // empty: the control library's default (cupmonctl looks there)
+  int signal_number = 12;       // SIGUSR2; 0: no signal trigger
+  std::string metrics_address;  // "127.0.0.1:9464"; empty: no metrics endpoint
 };
 
 // ${TMPDIR:-/tmp}/cupmon-<uid>: per user, so that users on one host do not collide.
@@ -47,6 +65,15 @@ Expected<Encoding> ParseEncoding(std::string_view text);
 using GetEnvFn = const char* (*)(const char*);
 void ApplyEnvironment(MonitorConfig* config, std::vector<std::string>* warnings,
                       GetEnvFn getenv_fn = nullptr);
+
+// Applies only the control-plane variables (CUPMON_CONTROL_DIR, CUPMON_REGISTRY_DIR, CUPMON_SIGNAL,
+// CUPMON_WINDOW_MS, CUPMON_WINDOW_KINDS, CUPMON_API_FILTER, CUPMON_METRICS_ADDRESS). The C API reads
+// these from the environment because cupmon_config has no fields for them; ApplyEnvironment calls it.
+void ApplyControlEnvironment(MonitorConfig* config, std::vector<std::string>* warnings,
+                             GetEnvFn getenv_fn = nullptr);
+
+// "USR2", "SIGUSR2", "usr1", "10" -> the signal number; "off" or "0" -> 0.
+Expected<int> ParseSignal(std::string_view text);
 
 // Checks ranges and derived values (at least two buffers, 8-byte multiple sizes). Adjusts and warns.
 void NormalizeConfig(MonitorConfig* config, std::vector<std::string>* warnings);

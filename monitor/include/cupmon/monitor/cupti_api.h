@@ -33,6 +33,19 @@ class CuptiApi {
   virtual CUptiResult ActivityGetNextRecord(uint8_t* buffer, size_t valid_size,
                                             CUpti_Activity** record) = 0;
   virtual CUptiResult GetTimestamp(uint64_t* timestamp) = 0;
+  // Trace windows: per-cbid filters, applied after the RUNTIME/DRIVER kind is enabled (enabling the
+  // kind afterwards overrides them). Control thread only.
+  virtual CUptiResult ActivityEnableRuntimeApi(CUpti_CallbackId cbid, uint8_t enable) = 0;
+  virtual CUptiResult ActivityEnableDriverApi(CUpti_CallbackId cbid, uint8_t enable) = 0;
+  // Annotations: CUPTI keeps one stack of external ids per thread and kind. Called on the
+  // application's thread that annotates (cupmon_annotation_push/pop).
+  virtual CUptiResult ActivityPushExternalCorrelationId(CUpti_ExternalCorrelationKind kind,
+                                                        uint64_t id) = 0;
+  virtual CUptiResult ActivityPopExternalCorrelationId(CUpti_ExternalCorrelationKind kind,
+                                                       uint64_t* last_id) = 0;
+  // The API's name for a cbid ("cudaGetDevice_v3020", "cuCtxGetCurrent"); works without a GPU.
+  virtual CUptiResult GetCallbackName(CUpti_CallbackDomain domain, uint32_t cbid,
+                                      const char** name) = 0;
   // Never returns null.
   virtual const char* ResultString(CUptiResult result) = 0;
 };

@@ -10,6 +10,8 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <map>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -18,12 +20,15 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "cupmon.pb.h"
+#include "cupmon/control/control_plane.h"
 #include "cupmon/format/error.h"
 #include "cupmon/format/file_system.h"
 #include "cupmon/format/record_sizes.h"
 #include "cupmon/monitor/buffer_pool.h"
 #include "cupmon/monitor/config.h"
 #include "cupmon/monitor/cupti_api.h"
+#include "cupmon/monitor/trace_window.h"
+#include "cupmon/metrics/metrics_server.h"
 
 namespace cupmon {
 
@@ -64,6 +69,8 @@ struct MonitorStats {
   uint64_t buffers_in_flight = 0;
   uint64_t strings = 0;
   uint64_t lost_buffers = 0;  // completed buffers lost before the writer (out of memory)
+  uint64_t windows_opened = 0;
+  bool window_open = false;
   std::string current_file;
   std::string last_write_error;
 };
@@ -72,16 +79,19 @@ struct MonitorStats {
 //  - application threads call OnBufferRequested (through the CUPTI request callback): pool only;
 //  - CUPTI's thread calls OnBufferCompleted: interns strings and queues the buffer under queue_mu_;
 //  - the writer thread owns the RecordingWriter and runs tasks queued in order with the buffers;
-//  - the control thread runs io_context(): flush/stats timers (and later the control plane).
+//  - the control thread runs io_context(): flush/stats timers, the control plane (socket, signal,
+//    scheduled windows), the trace window and its timer, and the metrics endpoint.
+// The monitor is the control plane's ControlTarget and the metrics server's MetricsSource; those
+// methods run on the control thread only.
 // Only one monitor can be started per process at a time, because CUPTI's callbacks are global.
 // A started monitor must not be destroyed while CUPTI may still call back: the library never
 // destroys the process-wide one; tests destroy theirs after Stop() with the fake quiesced.
-class Monitor {
+class Monitor final : public control::ControlTarget, public metrics::MetricsSource {
  public:
   // Registers the callbacks, enables the kinds and starts the threads. Errors: another monitor is
   // running, libcupti refused (another CUPTI client: CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_...).
   static Expected<std::unique_ptr<Monitor>> Start(MonitorOptions options);
-  ~Monitor();
+  ~Monitor() override;
   Monitor(const Monitor&) = delete;
   Monitor& operator=(const Monitor&) = delete;
 
@@ -89,8 +99,33 @@ class Monitor {
   // Idempotent. Any thread except the monitor's own and CUPTI's callbacks.
   void Stop();
   // Non-forced flush, then waits until the writer has written everything queued so far.
-  void Flush();
+  void FlushAndWait();
   MonitorStats GetStats() const;
+
+  // Trace windows from any thread but the control thread (C API, tests): the request runs on the
+  // control thread and this waits for its answer. duration_ms 0: the configured window_ms.
+  // kinds empty: the configured window kinds.
+  Expected<uint32_t> RequestWindow(uint32_t duration_ms, std::vector<uint32_t> kinds,
+                                   pb::TriggerSource source);
+  Expected<void> RequestCloseWindow();
+  // Annotations, on the annotating application thread: interns `label` (its id is the address of
+  // the monitor's copy, written to the string table as that entry's pointer, as the decoder
+  // expects) and pushes it as a CUSTOM1 external correlation id. Records exist only while
+  // EXTERNAL_CORRELATION is on (inside windows by default).
+  Expected<uint64_t> PushAnnotation(std::string_view label);
+  Expected<void> PopAnnotation();
+  // <control_dir>/<pid>.sock, or empty when the control plane is off or failed to start.
+  std::string control_socket_path() const;
+  uint16_t metrics_port() const { return metrics_port_.load(); }
+
+  // control::ControlTarget (control thread).
+  pb::StatusReply Status() override;
+  Expected<uint32_t> OpenWindow(const control::WindowRequest& request) override;
+  Expected<void> CloseWindow() override;
+  Expected<void> Flush() override;  // control::ControlTarget: non-forced flush, does not wait
+  Expected<void> Rotate() override;
+  // metrics::MetricsSource (control thread).
+  metrics::MetricsSnapshot Snapshot() override;
 
   // Runs `task` on the writer thread, in order with the buffers queued before it.
   // Returns false (and drops the task) once the writer has exited.
@@ -136,6 +171,12 @@ class Monitor {
   void ScheduleStats();
   void PollDropped();
   void Warn(const std::string& line);
+  void StartControl();
+  void ShutdownControl() noexcept;
+  // Runs `task` on the control thread and waits; false when the control thread is gone.
+  bool RunOnControl(std::function<void()> task);
+  void AccumulateBusy(const uint8_t* buffer, size_t valid);
+  void PublishBusy();
 
   MonitorOptions options_;
   CuptiApi& cupti_;
@@ -161,14 +202,32 @@ class Monitor {
   uint64_t last_pointer_ = 0;                          // one-entry cache in front of the map
   uint32_t next_string_id_ = 1;
 
+  std::unordered_map<std::string, uint64_t> labels_;  // annotation label -> id (its c_str())
+
   // Writer thread only.
   std::unique_ptr<RecordingWriter> writer_;
+  // GPU busy time for the metrics endpoint (only when it is on): union of kernel/memcpy/memset
+  // intervals, accumulated per device and per (device, stream) in arrival order.
+  struct BusySpan {
+    uint64_t busy_ns = 0;
+    uint64_t covered_until = 0;
+  };
+  bool track_busy_ = false;  // set before the writer thread starts
+  std::map<uint32_t, BusySpan> device_busy_;
+  std::map<std::pair<uint32_t, uint32_t>, BusySpan> stream_busy_;
+  struct BusyOffsets {
+    uint32_t start = 0, end = 0, device = 0, stream = 0;  // 0: layout unknown, not counted
+  };
+  BusyOffsets kernel_offsets_, memcpy_offsets_, memset_offsets_;
 
   // Published by the writer after each batch; read by GetStats.
   mutable std::mutex stats_mu_;
   pb::Stats stats_snapshot_;
   std::string current_file_;
   std::string last_write_error_;
+  std::string file_prefix_;
+  std::vector<metrics::DeviceBusy> device_busy_snapshot_;
+  std::vector<metrics::StreamBusy> stream_busy_snapshot_;
 
   std::atomic<uint64_t> dropped_{0};          // sum of GetNumDroppedRecords
   std::atomic<uint64_t> strings_{0};
@@ -184,6 +243,14 @@ class Monitor {
   boost::asio::steady_timer stats_timer_{io_};
   std::thread writer_thread_;
   std::thread control_thread_;
+
+  // Control thread only (created in Init, before the control thread runs them).
+  std::unique_ptr<TraceWindow> window_;
+  std::unique_ptr<control::ControlPlane> control_;
+  std::unique_ptr<metrics::MetricsServer> metrics_;
+  std::string control_socket_;  // written once during Init, before Start returns
+  std::atomic<uint16_t> metrics_port_{0};
+  std::vector<uint32_t> runtime_filter_, driver_filter_;
 };
 
 }  // namespace cupmon
