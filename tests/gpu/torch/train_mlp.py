@@ -11,7 +11,6 @@ Modes:
                                   per-kernel-name counts as JSON (ground truth for cupmon's counts)
 """
 import argparse
-import ctypes
 import json
 import statistics
 import sys
@@ -47,11 +46,15 @@ def main():
     x = torch.randn(args.batch, args.width, device=dev)
     y = torch.randn(args.batch, args.width, device=dev)
 
-    lib = None
+    cupmon = None
     if args.cupmon_lib:
-        lib = ctypes.CDLL(args.cupmon_lib)
-        from cupmon_ctypes import start_cupmon  # noqa: E402  (tests/gpu/torch/cupmon_ctypes.py)
-        start_cupmon(lib, args.cupmon_out)
+        # The C API through ctypes (python/cupmon), started after warm-up so that its records cover
+        # exactly the timed steps, like torch.profiler's in --kernel-counts mode.
+        import os
+        sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "python"))
+        os.environ["CUPMON_LIB"] = args.cupmon_lib
+        import cupmon as cupmon_module
+        cupmon = cupmon_module
 
     def step():
         opt.zero_grad(set_to_none=True)
@@ -62,6 +65,8 @@ def main():
     for _ in range(args.warmup):
         step()
     torch.cuda.synchronize()
+    if cupmon is not None:
+        cupmon.start(output_dir=args.cupmon_out)
 
     activities = []
     if args.profiler in ("cuda", "cpu+cuda") or args.kernel_counts:
@@ -89,11 +94,12 @@ def main():
         with open(args.kernel_counts, "w") as f:
             json.dump({"steps": args.steps, "counts": counts}, f, indent=1, sort_keys=True)
 
-    if lib is not None:
-        lib.cupmon_stop()
+    if cupmon is not None:
+        torch.cuda.synchronize()
+        cupmon.stop()
 
     q = statistics.quantiles(times, n=4)
-    print(json.dumps({"batch": args.batch, "profiler": args.profiler, "cupmon_api": bool(lib),
+    print(json.dumps({"batch": args.batch, "profiler": args.profiler, "cupmon_api": cupmon is not None,
                       "median_ms": statistics.median(times), "q1_ms": q[0], "q3_ms": q[2],
                       "steps": args.steps}))
 
