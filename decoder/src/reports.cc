@@ -651,7 +651,8 @@ void PrintInfo(std::ostream& out, const TraceBuilder& b, const Recording& r,
   for (const auto& [id, w] : b.windows())
     out << "    #" << id << " source " << w.source << ", "
         << (w.end && w.end >= w.begin ? FormatDuration(static_cast<double>(w.end - w.begin)) : "open/unknown end")
-        << (w.note.empty() ? "" : ", " + w.note) << "\n";
+        << (w.note.empty() ? "" : ", " + w.note)
+        << (w.begin_note.empty() ? "" : "; begin: " + w.begin_note) << "\n";
   out << "  stats: " << c.stats.buffers_completed() << " buffers, " << c.stats.dropped_records()
       << " dropped records, " << c.stats.pool_exhausted() << " unmet buffer requests, "
       << c.stats.zero_timestamp_records() << " zero-timestamp records, " << c.stats.write_errors()

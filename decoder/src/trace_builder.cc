@@ -167,6 +167,7 @@ void TraceBuilder::OnWindowMarker(const pb::WindowMarker& m) {
   if (m.edge() == pb::WindowMarker::BEGIN) {
     w.begin = m.cupti_ns();
     w.source = pb::TriggerSource_Name(m.source());
+    w.begin_note = m.note();
   } else if (m.edge() == pb::WindowMarker::END) {
     w.end = m.cupti_ns();
     w.note = m.note();

@@ -55,7 +55,8 @@ struct Row {
 struct WindowSpan {
   uint32_t id = 0;
   uint64_t begin = 0, end = 0;  // CUPTI ns; end 0 while open or when the END marker is missing
-  std::string source, note;
+  std::string source, note;  // note: the END marker's ("duration", "closed", "stop")
+  std::string begin_note;     // the BEGIN marker's (the monitor's request-to-enabled latency probe)
 };
 
 // Counters for the reports' headers and the exit code.
