@@ -37,6 +37,7 @@ def main():
     ap.add_argument("--cupmon-lib", default="")
     ap.add_argument("--cupmon-out", default="")
     ap.add_argument("--kernel-counts", default="")
+    ap.add_argument("--ready-file", default="", help="created once warm-up is done and the timed steps start")
     args = ap.parse_args()
 
     dev = torch.device("cuda")
@@ -73,6 +74,9 @@ def main():
         activities.append(torch.profiler.ProfilerActivity.CUDA)
     if args.profiler == "cpu+cuda":
         activities.append(torch.profiler.ProfilerActivity.CPU)
+
+    if args.ready_file:
+        open(args.ready_file, "w").close()
 
     times = []
     prof = torch.profiler.profile(activities=activities) if activities else None
