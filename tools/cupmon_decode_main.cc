@@ -16,7 +16,8 @@ using cupmon::decoder::ReportKind;
 using cupmon::decoder::ReportOptions;
 
 struct CommonArgs {
-  std::string dir;
+  std::vector<std::string> dirs;
+  bool recursive = false;
   std::optional<uint32_t> window, device, stream, pid;
   std::optional<uint64_t> limit;
   std::string from, to, kernel, output;
@@ -25,7 +26,12 @@ struct CommonArgs {
 };
 
 void AddCommon(CLI::App* app, CommonArgs* a) {
-  app->add_option("DIR", a->dir, "Directory of *.cupmon files, or one .cupmon file")->required();
+  app->add_option("DIR", a->dirs,
+                  "Directories of *.cupmon files (and their per-rank subdirectories, one level "
+                  "down), or .cupmon files. Several recordings are merged, one rank each")
+      ->required();
+  app->add_flag("-r,--recursive", a->recursive,
+                "Look for recordings in subdirectories at any depth, not only one level down");
   app->add_option("--window", a->window, "Only records that start inside trace window N");
   app->add_option("--from", a->from,
                   "Start of the time range: relative to the first record (1.5s, 200ms, 30us) or "
@@ -53,7 +59,10 @@ int main(int argc, char** argv) {
       "  cupmon-decode gpu-trace rec/ --kernel 'gemm' --limit 20\n"
       "  cupmon-decode kern-exec rec/ --window 3\n"
       "  cupmon-decode export rec/ --format chrome-json -o trace.json   # open in ui.perfetto.dev\n"
-      "  cupmon-decode info rec/\n\n"
+      "  cupmon-decode info rec/\n"
+      "  cupmon-decode summary job/rank0 job/rank1   # several ranks: per rank and in total\n"
+      "  cupmon-decode export job/ --format chrome-json -o job.json   # job/rank*/: one process per rank\n"
+      "  cupmon-decode info job/   # per-rank windows in wall-clock time and their spread\n\n"
       "Exit codes: 0 clean, 1 warnings (damage, drops, skipped records), 2 unusable input or usage "
       "error."};
   app.require_subcommand(1);
@@ -100,6 +109,7 @@ int main(int argc, char** argv) {
   opt.pid = args.pid;
   opt.limit = args.limit;
   opt.reorder_rows = args.reorder_rows;
+  opt.recursive = args.recursive;
   opt.format = format == "csv" ? ExportFormat::kCsv : format == "jsonl" ? ExportFormat::kJsonl
                                                                         : ExportFormat::kChromeJson;
   opt.progress = isatty(STDERR_FILENO);
@@ -131,5 +141,5 @@ int main(int argc, char** argv) {
   }
   std::ostream& out = args.output.empty() ? std::cout : file;
   std::ios::sync_with_stdio(false);
-  return cupmon::decoder::RunReport(kind, args.dir, opt, out, std::cerr);
+  return cupmon::decoder::RunReport(kind, args.dirs, opt, out, std::cerr);
 }

@@ -10,8 +10,11 @@
 #include <ctime>
 #include <map>
 #include <set>
+#include <sstream>
 #include <type_traits>
 #include <unordered_map>
+
+#include "cupmon/decoder/rank_listing.h"
 
 namespace cupmon::decoder {
 namespace {
@@ -150,14 +153,20 @@ class LimitedSink : public RowSink {
   virtual void Begin(const TraceBuilder& /*b*/, const Recording& /*r*/, size_t /*index*/) {}
   virtual void End(const TraceBuilder& /*b*/, const Recording& /*r*/, const ReadIntegrity& /*i*/) {}
   virtual void Close() { out_.Flush(); }
+  // Merged (multi-rank) reports: the rank whose rows come next; call before Begin. Single
+  // recordings never call it, so their output stays as it was.
+  virtual void SetRank(const Rank* rank) { rank_ = rank; }
 
  protected:
   virtual bool Wants(const Row& /*row*/) const { return true; }
+  // "rank N (host:pid): " in merged reports, else "".
+  std::string RankPrefix() const { return rank_ ? rank_->label + ": " : std::string(); }
   virtual void Write(const Row& row) = 0;
   OutBuf out_;
   std::optional<uint64_t> limit_;
   uint64_t written_ = 0;
   const TraceBuilder* builder_ = nullptr;
+  const Rank* rank_ = nullptr;
 };
 
 // ---- summary ----
@@ -172,7 +181,16 @@ struct Stat {
     min = std::min(min, r.duration);
     max = std::max(max, r.duration);
   }
+  void Merge(const Stat& o) {
+    calls += o.calls;
+    timed += o.timed;
+    total += o.total;
+    min = std::min(min, o.min);
+    max = std::max(max, o.max);
+  }
 };
+
+using NamedStats = std::vector<std::pair<std::string, Stat>>;
 
 class SummarySink : public RowSink {
  public:
@@ -182,12 +200,13 @@ class SummarySink : public RowSink {
     if (row.name_id >= table.size()) table.resize(row.name_id + 1);
     table[row.name_id].Add(row);
   }
+  // `prefix` starts the first line ("rank N (host:pid): " in merged summaries).
   void Print(std::ostream& out, const TraceBuilder& b, const Recording& rec,
-             const ReadIntegrity& integrity) {
+             const ReadIntegrity& integrity, const std::string& prefix = {}) {
     const auto& h = rec.header;
     const auto& c = b.counts();
-    out << "==cupmon== Recording " << Hex(rec.id) << ": host " << h.host() << ", pid " << h.pid()
-        << "\n";
+    out << "==cupmon== " << prefix << "Recording " << Hex(rec.id) << ": host " << h.host()
+        << ", pid " << h.pid() << "\n";
     if (h.synthetic())
       out << "==cupmon== SYNTHETIC: written by the CUPTI test double, not measured on a GPU\n";
     std::string cmd;
@@ -226,15 +245,10 @@ class SummarySink : public RowSink {
     PrintTable(out, "GPU activities:", Named(b, gpu_));
     PrintTable(out, "API calls:", Named(b, api_));
   }
+  // This recording's rows by display name, for the merged total.
+  NamedStats NamedGpu(const TraceBuilder& b) const { return Named(b, gpu_); }
+  NamedStats NamedApi(const TraceBuilder& b) const { return Named(b, api_); }
 
- private:
-  static std::vector<std::pair<std::string, Stat>> Named(const TraceBuilder& b,
-                                                         const std::vector<Stat>& table) {
-    std::vector<std::pair<std::string, Stat>> rows;
-    for (size_t id = 0; id < table.size(); ++id)
-      if (table[id].calls) rows.emplace_back(std::string(b.NameOf(static_cast<uint32_t>(id))), table[id]);
-    return rows;
-  }
   static void PrintTable(std::ostream& out, const char* title,
                          std::vector<std::pair<std::string, Stat>> rows) {
     std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) {
@@ -256,6 +270,15 @@ class SummarySink : public RowSink {
     if (rows.empty()) out << Printf("%16s  (none)\n", title);
   }
 
+ private:
+  static std::vector<std::pair<std::string, Stat>> Named(const TraceBuilder& b,
+                                                         const std::vector<Stat>& table) {
+    std::vector<std::pair<std::string, Stat>> rows;
+    for (size_t id = 0; id < table.size(); ++id)
+      if (table[id].calls) rows.emplace_back(std::string(b.NameOf(static_cast<uint32_t>(id))), table[id]);
+    return rows;
+  }
+
   std::vector<Stat> gpu_, api_;
 };
 
@@ -271,7 +294,7 @@ class GpuTraceSink : public LimitedSink {
   using LimitedSink::LimitedSink;
   void Begin(const TraceBuilder& b, const Recording& r, size_t) override {
     builder_ = &b;
-    out_ << "==cupmon== Recording " << Hex(r.id) << " pid " << r.header.pid()
+    out_ << "==cupmon== " << RankPrefix() << "Recording " << Hex(r.id) << " pid " << r.header.pid()
          << (r.header.synthetic() ? " (SYNTHETIC: CUPTI test double)" : "") << "\n";
     out_ << Printf("%12s  %10s  %15s  %15s  %5s  %8s  %8s  %9s  %12s  %6s  %7s  %6s  %8s  %s\n",
                    "Start", "Duration", "Grid Size", "Block Size", "Regs", "SSMem", "DSMem", "Size",
@@ -308,7 +331,7 @@ class ApiTraceSink : public LimitedSink {
   using LimitedSink::LimitedSink;
   void Begin(const TraceBuilder& b, const Recording& r, size_t) override {
     builder_ = &b;
-    out_ << "==cupmon== Recording " << Hex(r.id) << " pid " << r.header.pid()
+    out_ << "==cupmon== " << RankPrefix() << "Recording " << Hex(r.id) << " pid " << r.header.pid()
          << (r.header.synthetic() ? " (SYNTHETIC: CUPTI test double)" : "") << "\n";
     out_ << Printf("%12s  %10s  %8s  %8s  %8s  %-28s  %s\n", "Start", "Duration", "Thread",
                    "Return", "CorrId", "Name", "GPU activity");
@@ -335,7 +358,7 @@ class KernExecSink : public LimitedSink {
   using LimitedSink::LimitedSink;
   void Begin(const TraceBuilder& b, const Recording& r, size_t) override {
     builder_ = &b;
-    out_ << "==cupmon== Recording " << Hex(r.id) << " pid " << r.header.pid()
+    out_ << "==cupmon== " << RankPrefix() << "Recording " << Hex(r.id) << " pid " << r.header.pid()
          << (r.header.synthetic() ? " (SYNTHETIC: CUPTI test double)" : "") << "\n";
     out_ << Printf("%12s  %10s  %10s  %12s  %10s  %10s  %8s  %-20s  %s\n", "API Start", "API Dur",
                    "Queue Dur", "Kernel Start", "Kernel Dur", "Total Dur", "CorrId", "API Name",
@@ -377,7 +400,8 @@ class CsvSink : public LimitedSink {
     if (!header_done_) {
       out_ << "recording,type,kind,start_ns,end_ns,duration_ns,device,context,stream,"
               "correlation_id,name,api_name,api_start_ns,api_end_ns,pid,tid,return_value,bytes,"
-              "grid,block,registers,annotation\n";
+              "grid,block,registers,annotation"
+           << (rank_ ? ",rank\n" : "\n");
       header_done_ = true;
     }
   }
@@ -407,7 +431,9 @@ class CsvSink : public LimitedSink {
       out_ << ",,";
     }
     out_ << ',';
-    out_.Csv(r.annotation) << '\n';
+    out_.Csv(r.annotation);
+    if (rank_) out_ << ',' << rank_->rank;
+    out_ << '\n';
   }
   std::string recording_;
   bool header_done_ = false;
@@ -423,8 +449,9 @@ class JsonlSink : public LimitedSink {
 
  protected:
   void Write(const Row& r) override {
-    out_ << "{\"recording\":\"" << recording_ << "\",\"type\":\"" << RowTypeName(r.type)
-         << "\",\"kind\":" << r.kind;
+    out_ << "{\"recording\":\"" << recording_ << '"';
+    if (rank_) out_ << ",\"rank\":" << rank_->rank;
+    out_ << ",\"type\":\"" << RowTypeName(r.type) << "\",\"kind\":" << r.kind;
     if (r.valid_time) {
       out_ << ",\"start_ns\":" << r.wall_start << ",\"end_ns\":" << r.wall_end
            << ",\"duration_ns\":" << r.duration;
@@ -470,23 +497,43 @@ class ChromeSink : public LimitedSink {
   ChromeSink(std::ostream& out, std::optional<uint64_t> limit) : LimitedSink(out, limit) {
     out_ << "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n";
   }
+  // Merged timelines: every rank's times count from `base` (the earliest process start), so the
+  // ranks share one wall-clock axis. 0: the first rank's first record.
+  void SetCommonBase(int64_t base) {
+    common_base_ = true;
+    base_ = base;
+  }
   void Begin(const TraceBuilder& b, const Recording& r, size_t index) override {
     builder_ = &b;
     rec_ = &r;
     index_ = index;
-    base_ = r.header.process_start_unix_ns();
+    if (!common_base_) base_ = r.header.process_start_unix_ns();
+    if (rank_) {
+      // One Perfetto process per rank under its OS pid; a pid seen on another host gets a
+      // made-up one so the two ranks' tracks stay apart.
+      rank_pid_ = r.header.pid();
+      if (!rank_pids_.insert(rank_pid_).second) {
+        rank_pid_ = 900'000'000u + static_cast<uint32_t>(index);
+        rank_pids_.insert(rank_pid_);
+      }
+    }
     gpu_tracks_.clear();
     cpu_threads_.clear();
     annotations_.clear();
   }
   void End(const TraceBuilder& b, const Recording& r, const ReadIntegrity&) override {
     if (!base_) base_ = b.origin_wall();
-    const uint32_t pid = r.header.pid();
+    const uint32_t pid = rank_ ? rank_pid_ : r.header.pid();
     std::string cmd;
     for (const auto& a : r.header.command_line()) cmd += (cmd.empty() ? "" : " ") + a;
-    Meta("process_name", pid, 0,
-         "CPU pid " + std::to_string(pid) + (cmd.empty() ? "" : " " + cmd) +
-             (r.header.synthetic() ? " (SYNTHETIC)" : ""));
+    if (rank_) {
+      Meta("process_name", pid, 0, rank_->label + (r.header.synthetic() ? " (SYNTHETIC)" : ""));
+      SortIndex(pid, 2 * index_);
+    } else {
+      Meta("process_name", pid, 0,
+           "CPU pid " + std::to_string(pid) + (cmd.empty() ? "" : " " + cmd) +
+               (r.header.synthetic() ? " (SYNTHETIC)" : ""));
+    }
     Meta("thread_name", pid, 0, "cupmon windows");
     Meta("thread_name", pid, 1, "annotations");
     for (uint32_t tid : cpu_threads_) Meta("thread_name", pid, tid, "thread " + std::to_string(tid));
@@ -499,7 +546,12 @@ class ChromeSink : public LimitedSink {
       std::string name = "GPU " + std::to_string(dev);
       for (const auto& d : r.header.devices())
         if (d.id() == dev && !d.name().empty()) name += " " + d.name();
-      Meta("process_name", GpuPid(dev), 0, name + " (pid " + std::to_string(pid) + ")");
+      if (rank_) {
+        Meta("process_name", GpuPid(dev), 0, name + " (" + rank_->label + ")");
+        SortIndex(GpuPid(dev), 2 * index_ + 1);
+      } else {
+        Meta("process_name", GpuPid(dev), 0, name + " (pid " + std::to_string(pid) + ")");
+      }
     }
     for (const auto& [id, w] : b.windows()) {
       if (!w.begin) continue;
@@ -526,8 +578,8 @@ class ChromeSink : public LimitedSink {
         cpu_threads_.insert(r.tid);
         last_tid_ = r.tid;
       }
-      SliceHead(r.name, r.kind == 4 ? "cuda_driver" : "cuda_runtime", r.pid, r.tid, r.wall_start,
-                static_cast<int64_t>(r.duration));
+      SliceHead(r.name, r.kind == 4 ? "cuda_driver" : "cuda_runtime", CpuPid(r.pid), r.tid,
+                r.wall_start, static_cast<int64_t>(r.duration));
       out_ << "\"correlation\":" << r.correlation << ",\"return\":" << r.return_value << "}}";
       if (!r.annotation.empty()) Annotate(r);
       return;
@@ -556,7 +608,7 @@ class ChromeSink : public LimitedSink {
       const uint64_t id = ++flow_id_;
       Comma();
       out_ << "{\"name\":\"launch\",\"cat\":\"flow\",\"ph\":\"s\",\"id\":" << id
-           << ",\"pid\":" << r.api_pid << ",\"tid\":" << r.api_tid << ",\"ts\":";
+           << ",\"pid\":" << CpuPid(r.api_pid) << ",\"tid\":" << r.api_tid << ",\"ts\":";
       Us(r.api_wall_start);
       out_ << '}';
       Comma();
@@ -568,6 +620,14 @@ class ChromeSink : public LimitedSink {
   }
 
  private:
+  // The Perfetto process of a CPU record: its own pid, or the rank's in merged timelines (the
+  // rank's process is where its windows and device names are).
+  uint32_t CpuPid(uint32_t record_pid) const { return rank_ ? rank_pid_ : record_pid; }
+  void SortIndex(uint32_t pid, size_t index) {
+    Comma();
+    out_ << "{\"name\":\"process_sort_index\",\"ph\":\"M\",\"pid\":" << pid
+         << ",\"tid\":0,\"ts\":0,\"args\":{\"sort_index\":" << index << "}}";
+  }
   uint32_t GpuPid(uint32_t device) const {
     return 1'000'000u + static_cast<uint32_t>(index_) * 1000u + device;
   }
@@ -618,6 +678,9 @@ class ChromeSink : public LimitedSink {
   const Recording* rec_ = nullptr;
   size_t index_ = 0;
   int64_t base_ = 0;
+  bool common_base_ = false;
+  uint32_t rank_pid_ = 0;
+  std::set<uint32_t> rank_pids_;
   bool first_ = true;
   uint64_t flow_id_ = 0;
   std::set<std::pair<uint32_t, uint32_t>> gpu_tracks_;
@@ -653,6 +716,13 @@ void PrintInfo(std::ostream& out, const TraceBuilder& b, const Recording& r,
         << (w.end && w.end >= w.begin ? FormatDuration(static_cast<double>(w.end - w.begin)) : "open/unknown end")
         << (w.note.empty() ? "" : ", " + w.note)
         << (w.begin_note.empty() ? "" : "; begin: " + w.begin_note) << "\n";
+  // Another CUPTI client held CUPTI: cupmon's stream has no records in these intervals.
+  out << "  gaps (another CUPTI client held CUPTI; no records inside): " << b.gaps().size() << "\n";
+  for (const auto& [id, g] : b.gaps())
+    out << "    gap #" << id << " " << (g.begin ? IsoTime(b.clock().ToWall(g.begin)) : "?") << " + "
+        << (g.end && g.end >= g.begin ? FormatDuration(static_cast<double>(g.end - g.begin))
+                                      : "open/unknown end")
+        << (g.note.empty() ? "" : ", " + g.note) << "\n";
   out << "  stats: " << c.stats.buffers_completed() << " buffers, " << c.stats.dropped_records()
       << " dropped records, " << c.stats.pool_exhausted() << " unmet buffer requests, "
       << c.stats.zero_timestamp_records() << " zero-timestamp records, " << c.stats.write_errors()
@@ -757,81 +827,295 @@ std::string JsonEscape(std::string_view s) {
   return out;
 }
 
+namespace {
+
+// What a merged report keeps of each rank once its builder is gone.
+struct RankResult {
+  const Rank* rank = nullptr;
+  struct Window {
+    uint32_t id = 0;
+    std::optional<int64_t> begin_wall;  // absent when the BEGIN marker is missing
+    std::optional<uint64_t> duration;
+  };
+  std::vector<Window> windows;
+  uint64_t records = 0, gpu_rows = 0, api_rows = 0, gpu_time = 0;
+  int64_t first_wall = 0;  // 0: no timed record
+  bool calibrated = false;
+  uint64_t samples = 0;
+  bool damaged = false;
+};
+
+std::string JobLine(const RankListing& listing, const std::vector<const Rank*>& chosen) {
+  if (listing.mixed_jobs) return "recordings of several jobs (see the warning)";
+  const std::string& job = chosen.front()->job;
+  return job.empty() ? "no job id" : "job " + job;
+}
+
+// Window ids some rank has and `r` lacks.
+std::vector<uint32_t> MissingWindows(const RankResult& r, const std::set<uint32_t>& all) {
+  std::vector<uint32_t> missing;
+  for (uint32_t id : all)
+    if (std::none_of(r.windows.begin(), r.windows.end(), [&](const auto& w) { return w.id == id; }))
+      missing.push_back(id);
+  return missing;
+}
+
+void PrintMergedSummary(std::ostream& out, const RankListing& listing,
+                        const std::vector<const Rank*>& chosen,
+                        const std::vector<RankResult>& results,
+                        const std::map<std::string, Stat>& gpu,
+                        const std::map<std::string, Stat>& api) {
+  out << "\n==cupmon== Merged: " << results.size() << " ranks, " << JobLine(listing, chosen)
+      << "\n";
+  int width = 4;
+  for (const RankResult& r : results)
+    width = std::max(width, static_cast<int>(r.rank->label.size()));
+  out << Printf("==cupmon== %-*s  %10s  %9s  %9s  %7s  %s\n", width, "Rank", "GPU time", "GPU rows",
+                "API rows", "Windows", "First record (UTC)");
+  for (const RankResult& r : results)
+    out << Printf("==cupmon== %-*s  %10s  %9" PRIu64 "  %9" PRIu64 "  %7zu  %s\n", width,
+                  r.rank->label.c_str(), FormatDuration(static_cast<double>(r.gpu_time)).c_str(),
+                  r.gpu_rows, r.api_rows, r.windows.size(),
+                  r.first_wall ? IsoTime(r.first_wall).c_str() : "-");
+  out << "==cupmon== Total profiling result (" << results.size() << " ranks):\n";
+  out << Printf("%16s  %7s  %9s  %8s  %9s  %9s  %9s  %s\n", "Type", "Time(%)", "Time", "Calls",
+                "Avg", "Min", "Max", "Name");
+  SummarySink::PrintTable(out, "GPU activities:", NamedStats(gpu.begin(), gpu.end()));
+  SummarySink::PrintTable(out, "API calls:", NamedStats(api.begin(), api.end()));
+}
+
+void PrintMergedInfo(std::ostream& out, const RankListing& listing,
+                     const std::vector<const Rank*>& chosen,
+                     const std::vector<RankResult>& results) {
+  out << "Ranks: " << results.size() << ", " << JobLine(listing, chosen) << "\n";
+  std::set<uint32_t> ids;
+  for (const RankResult& r : results) {
+    const auto& h = r.rank->recording.header;
+    out << "  " << r.rank->label << ": recording " << Hex(r.rank->recording.id) << ", "
+        << r.rank->recording.files.size() << " file(s), " << r.records << " records, "
+        << r.windows.size() << " window(s), rank "
+        << (r.rank->rank_from_header ? "from the launcher" : "by (host, pid) order");
+    if (h.has_world_size()) out << ", world size " << h.world_size();
+    if (h.has_local_rank()) out << ", local rank " << h.local_rank();
+    out << ", first record " << (r.first_wall ? IsoTime(r.first_wall) : std::string("-")) << ", "
+        << (r.calibrated ? "calibrated (" + std::to_string(r.samples) + " samples)"
+                         : std::string("not calibrated"))
+        << (r.damaged ? ", DAMAGED (see warnings)" : "") << "\n";
+    for (const auto& w : r.windows) ids.insert(w.id);
+  }
+  out << "Windows by id (begin in wall-clock time):";
+  if (ids.empty()) out << " none";
+  out << "\n";
+  size_t width = 0;
+  for (const RankResult& r : results) width = std::max(width, r.rank->label.size());
+  for (uint32_t id : ids) {
+    out << "  #" << id << "\n";
+    std::optional<int64_t> lo, hi;
+    size_t missing = 0;
+    for (const RankResult& r : results) {
+      out << "    " << r.rank->label << std::string(width - r.rank->label.size(), ' ') << "  ";
+      const auto w = std::find_if(r.windows.begin(), r.windows.end(),
+                                  [&](const auto& x) { return x.id == id; });
+      if (w == r.windows.end()) {
+        out << "(no such window)\n";
+        ++missing;
+        continue;
+      }
+      if (!w->begin_wall) {
+        out << "(begin marker missing)\n";
+        continue;
+      }
+      lo = lo ? std::min(*lo, *w->begin_wall) : *w->begin_wall;
+      hi = hi ? std::max(*hi, *w->begin_wall) : *w->begin_wall;
+      out << IsoTime(*w->begin_wall) << "  "
+          << (w->duration ? FormatDuration(static_cast<double>(*w->duration))
+                          : std::string("open/unknown end"))
+          << "\n";
+    }
+    out << "    spread of begins: "
+        << (lo ? FormatDuration(static_cast<double>(*hi - *lo)) : std::string("-"));
+    if (missing) out << " (missing on " << missing << " rank(s))";
+    out << "\n";
+  }
+}
+
+}  // namespace
+
 int RunReport(ReportKind kind, const std::string& path, const ReportOptions& options,
               std::ostream& out, std::ostream& err) {
-  auto listing = ListRecordings(path);
+  return RunReport(kind, std::vector<std::string>{path}, options, out, err);
+}
+
+int RunReport(ReportKind kind, const std::vector<std::string>& paths, const ReportOptions& options,
+              std::ostream& out, std::ostream& err) {
+  auto listing = ListRanks(paths, RankListingOptions{options.recursive});
   if (!listing) {
     err << "cupmon-decode: " << listing.error().message << "\n";
     return kExitUnusable;
   }
   bool warnings = false;
-  for (const auto& f : listing->ignored) err << "cupmon-decode: ignored (not *.cupmon): " << f << "\n";
+  for (const auto& f : listing->ignored)
+    err << "cupmon-decode: ignored (not *.cupmon): " << f << "\n";
   for (const auto& f : listing->refused) {
     err << "cupmon-decode: refused: " << f << "\n";
     warnings = true;
   }
-  std::vector<const Recording*> chosen;
-  for (const auto& r : listing->recordings)
-    if (!options.pid || r.header.pid() == *options.pid) chosen.push_back(&r);
+  for (const auto& w : listing->warnings) {
+    err << "cupmon-decode: warning: " << w << "\n";
+    warnings = true;
+  }
+  std::vector<const Rank*> chosen;
+  for (const auto& r : listing->ranks)
+    if (!options.pid || r.recording.header.pid() == *options.pid) chosen.push_back(&r);
   if (chosen.empty()) {
-    err << "cupmon-decode: no usable recording in " << path
+    std::string where;
+    for (const auto& p : paths) where += (where.empty() ? "" : ", ") + p;
+    err << "cupmon-decode: no usable recording in " << where
         << (options.pid ? " with pid " + std::to_string(*options.pid) : "") << "\n";
     return kExitUnusable;
   }
+  // Several recordings: one rank each, merged. One recording: the single-recording report.
+  const bool merged = chosen.size() > 1;
 
   std::unique_ptr<LimitedSink> trace;
+  ChromeSink* chrome = nullptr;
   switch (kind) {
-    case ReportKind::kGpuTrace: trace = std::make_unique<GpuTraceSink>(out, options.limit); break;
-    case ReportKind::kApiTrace: trace = std::make_unique<ApiTraceSink>(out, options.limit); break;
-    case ReportKind::kKernExec: trace = std::make_unique<KernExecSink>(out, options.limit); break;
-    case ReportKind::kExport:
-      if (options.format == ExportFormat::kCsv) trace = std::make_unique<CsvSink>(out, options.limit);
-      else if (options.format == ExportFormat::kJsonl) trace = std::make_unique<JsonlSink>(out, options.limit);
-      else trace = std::make_unique<ChromeSink>(out, options.limit);
+    case ReportKind::kGpuTrace:
+      trace = std::make_unique<GpuTraceSink>(out, options.limit);
       break;
-    default: break;
+    case ReportKind::kApiTrace:
+      trace = std::make_unique<ApiTraceSink>(out, options.limit);
+      break;
+    case ReportKind::kKernExec:
+      trace = std::make_unique<KernExecSink>(out, options.limit);
+      break;
+    case ReportKind::kExport:
+      if (options.format == ExportFormat::kCsv)
+        trace = std::make_unique<CsvSink>(out, options.limit);
+      else if (options.format == ExportFormat::kJsonl)
+        trace = std::make_unique<JsonlSink>(out, options.limit);
+      else
+        trace = std::make_unique<ChromeSink>(out, options.limit),
+        chrome = static_cast<ChromeSink*>(trace.get());
+      break;
+    default:
+      break;
   }
+  if (chrome && merged) {
+    // One axis for all ranks: from the earliest process start (each rank's own times are mapped
+    // to wall clock through its own calibration samples by its builder).
+    int64_t base = 0;
+    for (const Rank* r : chosen) {
+      const int64_t start = r->recording.header.process_start_unix_ns();
+      if (start && (!base || start < base)) base = start;
+    }
+    chrome->SetCommonBase(base);
+  }
+  std::vector<RankResult> results;
+  std::map<std::string, Stat> total_gpu, total_api;
+  std::ostringstream info_blocks;
   for (size_t i = 0; i < chosen.size(); ++i) {
-    const Recording& rec = *chosen[i];
+    const Rank& rank = *chosen[i];
+    const Recording& rec = rank.recording;
+    const std::string who = merged ? rank.label + ": " : std::string();
     SummarySink summary;
     NullSink null;
-    RowSink* sink = trace ? static_cast<RowSink*>(trace.get())
+    RowSink* sink = trace                          ? static_cast<RowSink*>(trace.get())
                     : kind == ReportKind::kSummary ? static_cast<RowSink*>(&summary)
                                                    : &null;
     ReorderOptions reorder;
     if (trace) reorder = ReorderOptions{options.reorder_rows, options.reorder_ns};
     TraceBuilder builder(options.filter, sink, options.horizon, reorder);
+    if (trace && merged) trace->SetRank(&rank);
     if (trace) trace->Begin(builder, rec, i);
     ReadIntegrity integrity;
-    if (options.progress) err << "cupmon-decode: reading recording " << Hex(rec.id) << " ("
-                              << rec.files.size() << " files)\n";
+    if (options.progress)
+      err << "cupmon-decode: " << who << "reading recording " << Hex(rec.id) << " ("
+          << rec.files.size() << " files)\n";
     ReadRecording(rec, builder, &integrity);
     builder.Finish();
     if (trace) trace->End(builder, rec, integrity);
     if (kind == ReportKind::kSummary) {
       if (i) out << "\n";
-      summary.Print(out, builder, rec, integrity);
+      summary.Print(out, builder, rec, integrity, who);
     } else if (kind == ReportKind::kInfo) {
-      if (i) out << "\n";
-      PrintInfo(out, builder, rec, integrity);
+      std::ostream& to = merged ? static_cast<std::ostream&>(info_blocks) : out;
+      if (i || merged) to << "\n";
+      to << who;
+      PrintInfo(to, builder, rec, integrity);
     }
     const auto& c = builder.counts();
-    for (const auto& m : integrity.messages) err << "cupmon-decode: warning: " << m << "\n";
-    for (const auto& m : c.messages) err << "cupmon-decode: warning: " << m << "\n";
+    for (const auto& m : integrity.messages) err << "cupmon-decode: warning: " << who << m << "\n";
+    for (const auto& m : c.messages) err << "cupmon-decode: warning: " << who << m << "\n";
     if (c.unknown_timestamps)
-      err << "cupmon-decode: warning: " << c.unknown_timestamps
+      err << "cupmon-decode: warning: " << who << c.unknown_timestamps
           << " record(s) with zero or reversed timestamps shown as unknown\n";
     if (c.unresolved_names)
-      err << "cupmon-decode: warning: " << c.unresolved_names
+      err << "cupmon-decode: warning: " << who << c.unresolved_names
           << " kernel record(s) whose name pointer has no string entry\n";
     if (c.out_of_order)
-      err << "cupmon-decode: note: " << c.out_of_order
-          << " row(s) arrived later than the reorder bound allows and are out of start-time order\n";
+      err << "cupmon-decode: note: " << who << c.out_of_order
+          << " row(s) arrived later than the reorder bound allows and are out of start-time "
+             "order\n";
     if (c.stats.dropped_records())
-      err << "cupmon-decode: warning: CUPTI dropped " << c.stats.dropped_records() << " record(s)\n";
+      err << "cupmon-decode: warning: " << who << "CUPTI dropped " << c.stats.dropped_records()
+          << " record(s)\n";
     warnings |= integrity.HasWarnings() || c.HasWarnings();
+    if (!merged) continue;
+
+    RankResult r;
+    r.rank = &rank;
+    for (const auto& [id, w] : builder.windows()) {
+      RankResult::Window rw;
+      rw.id = id;
+      if (w.begin) rw.begin_wall = builder.clock().ToWall(w.begin);
+      if (w.begin && w.end >= w.begin && w.end) rw.duration = w.end - w.begin;
+      r.windows.push_back(rw);
+    }
+    r.records = c.records;
+    r.gpu_rows = c.gpu_rows;
+    r.api_rows = c.api_rows;
+    r.first_wall = builder.first_ts() ? builder.clock().ToWall(builder.first_ts()) : 0;
+    r.calibrated = builder.clock().calibrated();
+    r.samples = builder.clock().samples();
+    r.damaged = integrity.HasWarnings();
+    if (r.damaged)
+      err << "cupmon-decode: warning: " << rank.label
+          << " is damaged (see above); what is intact is merged with the other ranks\n";
+    if (kind == ReportKind::kSummary) {
+      for (auto& [name, s] : summary.NamedGpu(builder)) {
+        r.gpu_time += s.total;
+        total_gpu[name].Merge(s);
+      }
+      for (auto& [name, s] : summary.NamedApi(builder)) total_api[name].Merge(s);
+    }
+    results.push_back(std::move(r));
   }
   if (trace) trace->Close();
+
+  if (merged) {
+    // A window that some ranks have and others lack: usually a rank that did not get the request.
+    std::set<uint32_t> all;
+    for (const RankResult& r : results)
+      for (const auto& w : r.windows) all.insert(w.id);
+    for (const RankResult& r : results) {
+      const std::vector<uint32_t> missing = MissingWindows(r, all);
+      if (missing.empty()) continue;
+      std::string list;
+      for (uint32_t id : missing) list += (list.empty() ? "#" : ", #") + std::to_string(id);
+      err << "cupmon-decode: warning: " << r.rank->label
+          << (r.windows.empty() ? " has no trace window" : " lacks window(s) " + list)
+          << " that other ranks have" << (r.windows.empty() ? " (" + list + ")" : std::string())
+          << "\n";
+      warnings = true;
+    }
+    if (kind == ReportKind::kSummary)
+      PrintMergedSummary(out, *listing, chosen, results, total_gpu, total_api);
+    if (kind == ReportKind::kInfo) {
+      PrintMergedInfo(out, *listing, chosen, results);
+      out << info_blocks.str();
+    }
+  }
   out.flush();
   return warnings ? kExitWarnings : kExitClean;
 }

@@ -162,6 +162,18 @@ void TraceBuilder::OnStrings(const pb::StringTable& table) {
 }
 
 void TraceBuilder::OnWindowMarker(const pb::WindowMarker& m) {
+  if (m.edge() == pb::WindowMarker::GAP_BEGIN || m.edge() == pb::WindowMarker::GAP_END) {
+    WindowSpan& g = gaps_[m.window_id()];
+    g.id = m.window_id();
+    if (m.edge() == pb::WindowMarker::GAP_BEGIN) {
+      g.begin = m.cupti_ns();
+      g.note = m.note() + (g.note.empty() ? "" : " / " + g.note);
+    } else {
+      g.end = m.cupti_ns();
+      g.note += (g.note.empty() ? "" : " / ") + m.note();
+    }
+    return;
+  }
   WindowSpan& w = windows_[m.window_id()];
   w.id = m.window_id();
   if (m.edge() == pb::WindowMarker::BEGIN) {

@@ -1,11 +1,13 @@
 // cupmon-decode's reports: summary, gpu-trace, api-trace, kern-exec, export and info, each streaming
-// one recording at a time through a TraceBuilder. The command-line tool is a thin shell over these.
+// one recording at a time through a TraceBuilder; several recordings (ranks of one job) are merged
+// into one view. The command-line tool is a thin shell over these.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "cupmon/decoder/trace_builder.h"
 
@@ -26,6 +28,8 @@ struct ReportOptions {
   // stream is reorder_ns past them (0: count bound only). Summary and info do not reorder.
   size_t reorder_rows = 1 << 16;
   uint64_t reorder_ns = 0;
+  // Search the given directories' subdirectories at any depth, not only one level down.
+  bool recursive = false;
 };
 
 // Exit codes of cupmon-decode.
@@ -36,6 +40,15 @@ inline constexpr int kExitUnusable = 2;  // nothing decodable, or a usage error
 // Runs one report over `path` (a directory or a .cupmon file). Output goes to `out`, warnings and
 // problems to `err`. Returns one of the exit codes above.
 int RunReport(ReportKind kind, const std::string& path, const ReportOptions& options,
+              std::ostream& out, std::ostream& err);
+// Runs one report over several paths (directories, their per-rank subdirectories, or .cupmon
+// files; see ListRanks). One recording gives exactly the single-recording report. Several are
+// merged, one rank per recording (process): summary prints a section per rank and a total, info
+// a per-rank overview with the ranks' window begins in wall-clock time, chrome-json one timeline
+// with a process per rank on one wall-clock axis (each rank through its own calibration), the
+// traces and csv/jsonl each rank in turn, labelled. Problems of one rank (damage, a window the
+// others have and it lacks) are reported and make the exit code 1; the other ranks still merge.
+int RunReport(ReportKind kind, const std::vector<std::string>& paths, const ReportOptions& options,
               std::ostream& out, std::ostream& err);
 
 // nvprof-style duration: 5 significant digits with the unit scaled (e.g. "15.840us", "1.0090ms").

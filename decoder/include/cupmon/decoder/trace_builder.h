@@ -146,6 +146,9 @@ class TraceBuilder : public ChunkVisitor {
 
   const TraceCounts& counts() const { return counts_; }
   const std::map<uint32_t, WindowSpan>& windows() const { return windows_; }
+  // Intervals in which another CUPTI client held CUPTI's callbacks (GAP_BEGIN/GAP_END markers),
+  // by gap number; `note` is the begin note, then " / " and the end note.
+  const std::map<uint32_t, WindowSpan>& gaps() const { return gaps_; }
   const pb::RecordingHeader& header() const { return header_; }
   const ClockMap& clock() const { return clock_; }
   // Earliest start and latest end of valid GPU/API records (CUPTI ns; 0 when none).
@@ -195,6 +198,7 @@ class TraceBuilder : public ChunkVisitor {
   TraceCounts counts_;
   std::array<uint64_t, RecordSizeTable::kMaxKind> by_kind_{};
   std::map<uint32_t, WindowSpan> windows_;
+  std::map<uint32_t, WindowSpan> gaps_;
   uint64_t first_ts_ = 0, last_ts_ = 0, origin_ts_ = 0;
 
   // Strings: every entry kept (records name them by index); latest entry per pointer wins.

@@ -1,0 +1,192 @@
+// Multi-directory listing and rank numbering for cupmon-decode's merged (multi-rank) reports.
+#include "cupmon/decoder/rank_listing.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <tuple>
+
+namespace cupmon::decoder {
+namespace {
+
+std::string Hex(uint64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+std::string CommandOf(const pb::RecordingHeader& h) {
+  std::string cmd;
+  for (const auto& a : h.command_line()) cmd += (cmd.empty() ? "" : " ") + a;
+  return cmd;
+}
+
+// Recordings without a job id share a job only when their command lines are equal.
+std::string JobKey(const pb::RecordingHeader& h) {
+  return h.job_id().empty() ? "\x01" + CommandOf(h) : h.job_id();
+}
+
+std::string JobName(const pb::RecordingHeader& h) {
+  return h.job_id().empty() ? "the recordings without job id running '" + CommandOf(h) + "'"
+                            : "job " + h.job_id();
+}
+
+std::string Where(const Recording& r) {
+  const std::string dir = r.files.empty()
+                              ? std::string("?")
+                              : std::filesystem::path(r.files[0].path).parent_path().string();
+  return "recording " + Hex(r.id) + " in " + (dir.empty() ? std::string(".") : dir);
+}
+
+// The directories to list under `dir`: itself, then its subdirectories (one level, or all).
+std::vector<std::string> DirectoriesUnder(const std::string& dir, bool recursive) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> out{dir};
+  std::vector<std::string> subdirs;
+  std::error_code ec;
+  if (recursive) {
+    for (auto it = fs::recursive_directory_iterator(
+             dir, fs::directory_options::skip_permission_denied, ec);
+         !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
+      if (it->is_directory(ec) && !it->is_symlink(ec)) subdirs.push_back(it->path().string());
+  } else {
+    for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator();
+         it.increment(ec))
+      if (it->is_directory(ec)) subdirs.push_back(it->path().string());
+  }
+  std::sort(subdirs.begin(), subdirs.end());
+  out.insert(out.end(), subdirs.begin(), subdirs.end());
+  return out;
+}
+
+}  // namespace
+
+Expected<RankListing> ListRanks(const std::vector<std::string>& paths,
+                                const RankListingOptions& options) {
+  namespace fs = std::filesystem;
+  RankListing out;
+  std::vector<std::string> errors;
+  std::set<std::string> seen_files;
+  std::map<uint64_t, Recording> by_id;
+  std::vector<uint64_t> id_order;  // first seen
+  size_t listed = 0;
+  for (const std::string& path : paths) {
+    std::error_code ec;
+    const bool dir = fs::is_directory(path, ec);
+    const std::vector<std::string> dirs =
+        dir ? DirectoriesUnder(path, options.recursive) : std::vector<std::string>{path};
+    for (size_t d = 0; d < dirs.size(); ++d) {
+      auto listing = ListRecordings(dirs[d]);
+      if (!listing) {
+        errors.push_back(listing.error().message);
+        continue;
+      }
+      if (d == 0) ++listed;
+      // Other files in per-rank subdirectories are not the user's concern: only the given
+      // directories' are listed as ignored.
+      if (d == 0)
+        out.ignored.insert(out.ignored.end(), listing->ignored.begin(), listing->ignored.end());
+      out.refused.insert(out.refused.end(), listing->refused.begin(), listing->refused.end());
+      for (Recording& r : listing->recordings) {
+        std::vector<RecordingFile> fresh;
+        for (RecordingFile& f : r.files) {
+          std::error_code cec;
+          const fs::path canonical = fs::weakly_canonical(f.path, cec);
+          if (seen_files.insert(cec ? f.path : canonical.string()).second)
+            fresh.push_back(std::move(f));
+        }
+        if (fresh.empty()) continue;
+        auto [it, inserted] = by_id.try_emplace(r.id);
+        Recording& into = it->second;
+        if (inserted) {
+          id_order.push_back(r.id);
+          into.id = r.id;
+          into.header = r.header;
+        } else if (r.header.file_index() < into.header.file_index()) {
+          into.header = r.header;
+        }
+        into.files.insert(into.files.end(), fresh.begin(), fresh.end());
+      }
+    }
+  }
+  if (listed == 0 && by_id.empty()) {
+    std::string all;
+    for (const auto& e : errors) all += (all.empty() ? "" : "; ") + e;
+    return MakeError(all.empty() ? std::string("no path given") : all);
+  }
+  for (const auto& e : errors) out.warnings.push_back(e);
+
+  std::vector<Recording> recordings;
+  for (uint64_t id : id_order) {
+    Recording& r = by_id[id];
+    std::stable_sort(
+        r.files.begin(), r.files.end(),
+        [](const RecordingFile& a, const RecordingFile& b) { return a.file_index < b.file_index; });
+    recordings.push_back(std::move(r));
+  }
+  std::stable_sort(recordings.begin(), recordings.end(),
+                   [](const Recording& a, const Recording& b) {
+                     return a.header.process_start_unix_ns() < b.header.process_start_unix_ns();
+                   });
+
+  // Group by job, in order of each job's first process start.
+  std::vector<std::string> job_order;
+  std::map<std::string, std::vector<Recording>> jobs;
+  for (Recording& r : recordings) {
+    const std::string key = JobKey(r.header);
+    if (!jobs.count(key)) job_order.push_back(key);
+    jobs[key].push_back(std::move(r));
+  }
+  out.mixed_jobs = job_order.size() > 1;
+  for (const std::string& key : job_order) {
+    std::vector<Recording>& members = jobs[key];
+    std::set<int32_t> numbers;
+    bool all_numbered = true;
+    for (const Recording& r : members) {
+      all_numbered &= r.header.has_rank();
+      if (r.header.has_rank()) numbers.insert(r.header.rank());
+    }
+    const bool collide = all_numbered && numbers.size() != members.size();
+    const bool from_header = all_numbered && !collide;
+    if (collide) {
+      std::string who;
+      for (const Recording& r : members)
+        who += (who.empty() ? "" : ", ") + r.header.host() + ":" + std::to_string(r.header.pid()) +
+               " says rank " + std::to_string(r.header.rank());
+      out.warnings.push_back("rank numbers repeat in " + JobName(members[0].header) + " (" + who +
+                             "): ranks numbered by (host, pid) instead");
+    }
+    std::stable_sort(members.begin(), members.end(), [&](const Recording& a, const Recording& b) {
+      if (from_header) return a.header.rank() < b.header.rank();
+      return std::forward_as_tuple(a.header.host(), a.header.pid(), a.id) <
+             std::forward_as_tuple(b.header.host(), b.header.pid(), b.id);
+    });
+    for (size_t i = 0; i < members.size(); ++i) {
+      Rank rank;
+      rank.rank =
+          from_header ? static_cast<uint32_t>(members[i].header.rank()) : static_cast<uint32_t>(i);
+      rank.rank_from_header = from_header;
+      rank.job = members[i].header.job_id();
+      rank.recording = std::move(members[i]);
+      out.ranks.push_back(std::move(rank));
+    }
+  }
+  for (Rank& r : out.ranks) {
+    const auto& h = r.recording.header;
+    r.label =
+        "rank " + std::to_string(r.rank) + " (" + h.host() + ":" + std::to_string(h.pid()) + ")";
+    if (out.mixed_jobs)
+      r.label += " " + (r.job.empty() ? "(no job id: " + CommandOf(h) + ")" : "job " + r.job);
+  }
+  if (out.mixed_jobs) {
+    std::string text = "recordings of " + std::to_string(job_order.size()) +
+                       " different jobs are mixed together; they are merged anyway, ranks numbered "
+                       "per job:";
+    for (const Rank& r : out.ranks) text += "\n    " + r.label + ", " + Where(r.recording);
+    out.warnings.push_back(std::move(text));
+  }
+  return out;
+}
+
+}  // namespace cupmon::decoder
