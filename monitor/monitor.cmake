@@ -2,8 +2,10 @@
 # the CUPTI headers; libcupti itself is loaded with dlopen at run time, never linked.
 set(CUPMON_MONITOR_SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/src/buffer_pool.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/src/callback_watch.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/src/config.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/src/cupti_loader.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/src/cupti_mux.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/src/driver_probe.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/src/monitor.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/src/trace_window.cc
@@ -32,6 +34,7 @@ target_link_libraries(cupmon_monitor_testing PUBLIC cupmon::monitor PRIVATE cupm
 add_library(cupmon_shared SHARED
   ${CUPMON_MONITOR_SOURCES}
   ${CMAKE_CURRENT_SOURCE_DIR}/src/entry_points.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/src/cupti_interpose.cc
   $<TARGET_OBJECTS:cupmon_format>
   $<TARGET_OBJECTS:cupmon_proto>
   $<TARGET_OBJECTS:cupmon_control>

@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <csignal>
@@ -155,6 +156,7 @@ void ApplyEnvironment(MonitorConfig* c, std::vector<std::string>* warnings, GetE
   size_var("CUPMON_BUFFER_SIZE", &c->buffer_bytes);
   size_var("CUPMON_POOL_SIZE", &c->pool_bytes);
   u32_var("CUPMON_FLUSH_MS", &c->flush_ms);
+  u32_var("CUPMON_RECLAIM_MS", &c->reclaim_ms);
   u32_var("CUPMON_STATS_MS", &c->stats_ms);
   size_var("CUPMON_FILE_SIZE", &c->file_bytes);
   size_var("CUPMON_RETENTION_BYTES", &c->retention_bytes);
@@ -231,6 +233,16 @@ void ApplyControlEnvironment(MonitorConfig* c, std::vector<std::string>* warning
   if (const char* v = getenv_fn("CUPMON_WINDOW_KINDS")) {
     std::vector<std::string> kind_warnings;
     std::vector<uint32_t> kinds = ParseKinds(v, &kind_warnings);
+    // Only what the control socket accepts too: KERNEL, for one, would serialise every kernel.
+    constexpr uint32_t kWindowKinds[] = {5, 4, 17, 38, 36, 39};
+    std::erase_if(kinds, [&](uint32_t k) {
+      if (std::find(std::begin(kWindowKinds), std::end(kWindowKinds), k) != std::end(kWindowKinds))
+        return false;
+      kind_warnings.push_back(std::string("'") + KindName(k) + "' (" + std::to_string(k) +
+                              ") is not a window kind (runtime, driver, overhead, synchronization, "
+                              "cuda_event, external_correlation), ignored");
+      return true;
+    });
     for (auto& w : kind_warnings) warnings->push_back("CUPMON_WINDOW_KINDS: " + w);
     if (kinds.empty())
       warnings->push_back(std::string("CUPMON_WINDOW_KINDS='") + v +
@@ -251,6 +263,14 @@ void ApplyControlEnvironment(MonitorConfig* c, std::vector<std::string>* warning
   if (const char* v = getenv_fn("CUPMON_METRICS_ADDRESS")) {
     if (Trim(v) == "off") c->metrics_address.clear();
     else c->metrics_address = std::string(Trim(v));
+  }
+  if (const char* v = getenv_fn("CUPMON_METRICS_ALLOW_REMOTE")) {
+    std::string_view s = Trim(v);
+    if (s == "1" || s == "on" || s == "true") c->metrics_allow_remote = true;
+    else if (s == "0" || s == "off" || s == "false" || s.empty()) c->metrics_allow_remote = false;
+    else
+      warnings->push_back(std::string("CUPMON_METRICS_ALLOW_REMOTE='") + v +
+                          "' is invalid (expected 0 or 1); using the default 0 (loopback only)");
   }
 }
 

@@ -28,6 +28,9 @@ struct CuptiSymbols {
   decltype(&cuptiActivityPushExternalCorrelationId) push_external = nullptr;
   decltype(&cuptiActivityPopExternalCorrelationId) pop_external = nullptr;
   decltype(&cuptiGetCallbackName) callback_name = nullptr;
+  decltype(&cuptiActivityEnableContext) enable_context = nullptr;
+  decltype(&cuptiActivityDisableContext) disable_context = nullptr;
+  decltype(&cuptiFinalize) finalize = nullptr;
 };
 
 class DlCupti final : public CuptiApi {
@@ -71,6 +74,15 @@ class DlCupti final : public CuptiApi {
   CUptiResult GetCallbackName(CUpti_CallbackDomain domain, uint32_t cbid,
                               const char** name) override {
     return s_.callback_name ? s_.callback_name(domain, cbid, name) : CUPTI_ERROR_NOT_SUPPORTED;
+  }
+  CUptiResult ActivityEnableContext(CUcontext ctx, CUpti_ActivityKind k) override {
+    return s_.enable_context ? s_.enable_context(ctx, k) : CUPTI_ERROR_NOT_SUPPORTED;
+  }
+  CUptiResult ActivityDisableContext(CUcontext ctx, CUpti_ActivityKind k) override {
+    return s_.disable_context ? s_.disable_context(ctx, k) : CUPTI_ERROR_NOT_SUPPORTED;
+  }
+  CUptiResult Finalize() override {
+    return s_.finalize ? s_.finalize() : CUPTI_ERROR_NOT_SUPPORTED;
   }
   const char* ResultString(CUptiResult r) override {
     const char* str = nullptr;
@@ -130,6 +142,9 @@ Expected<std::unique_ptr<CuptiApi>> LoadCupti() {
   Bind(lib, "cuptiActivityPushExternalCorrelationId", &s.push_external, &optional_missing);
   Bind(lib, "cuptiActivityPopExternalCorrelationId", &s.pop_external, &optional_missing);
   Bind(lib, "cuptiGetCallbackName", &s.callback_name, &optional_missing);
+  Bind(lib, "cuptiActivityEnableContext", &s.enable_context, &optional_missing);
+  Bind(lib, "cuptiActivityDisableContext", &s.disable_context, &optional_missing);
+  Bind(lib, "cuptiFinalize", &s.finalize, &optional_missing);
   // Never dlclose'd: see the header.
   return std::unique_ptr<CuptiApi>(new DlCupti(s));
 }

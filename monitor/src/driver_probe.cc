@@ -6,7 +6,7 @@
 
 namespace cupmon {
 
-DriverInfo ProbeCudaDriver() {
+DriverInfo ProbeCudaDriver(bool initialize_driver) {
   DriverInfo info;
   // The runtime is whatever the application loaded; look it up without loading another one.
   using RtVersionFn = int (*)(int*);
@@ -28,9 +28,16 @@ DriverInfo ProbeCudaDriver() {
   int v = 0;
   if (driver_version && driver_version(&v) == CUDA_SUCCESS) info.driver_version = v;
   int n = 0;
-  // cuDeviceGetCount fails with CUDA_ERROR_NOT_INITIALIZED before cuInit; we never call cuInit
-  // ourselves (in injection mode we run inside it).
-  if (!count || !get || count(&n) != CUDA_SUCCESS) return info;
+  // cuDeviceGetCount fails with CUDA_ERROR_NOT_INITIALIZED before cuInit. Injection runs inside
+  // cuInit and must never call it; the C API, started before the application's first CUDA call,
+  // calls cuInit(0) itself (the application is about to, and cuInit is thread-safe).
+  if (!count || !get) return info;
+  CUresult r = count(&n);
+  if (r == CUDA_ERROR_NOT_INITIALIZED && initialize_driver) {
+    if (auto init = reinterpret_cast<CUresult (*)(unsigned)>(sym("cuInit")); init && init(0) == CUDA_SUCCESS)
+      r = count(&n);
+  }
+  if (r != CUDA_SUCCESS) return info;
   for (int i = 0; i < n; ++i) {
     CUdevice dev{};
     if (get(&dev, i) != CUDA_SUCCESS) continue;

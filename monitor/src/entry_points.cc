@@ -15,6 +15,8 @@
 #include "cupmon/cupmon.h"
 #include "cupmon/control/protocol.h"
 #include "cupmon/monitor/monitor.h"
+#include "cupti_interpose.h"
+#include "cupti_mux.h"
 
 namespace cupmon {
 namespace {
@@ -40,7 +42,11 @@ std::string KindList(const std::vector<uint32_t>& kinds) {
 // The forced flush at exit (registered once, for either entry point).
 void StopAtExit() {
   std::lock_guard<std::mutex> g(g_mu);
-  if (g_monitor && !Monitor::InForkedChild()) g_monitor->Stop();
+  if (g_monitor && !Monitor::InForkedChild()) {
+    g_monitor->Stop();
+    // Preloaded: CUPTI goes back to the other client (if any) unchanged.
+    if (CuptiMux* mux = CuptiMux::Current()) mux->Detach();
+  }
 }
 
 // Starts the process-wide monitor. Caller holds g_mu.
@@ -65,15 +71,23 @@ Expected<void> StartLocked(MonitorConfig config, const char* entry_point) {
   MonitorOptions o;
   o.config = std::move(config);
   o.cupti = g_cupti;
+  // Preloaded (cupmon-run --preload): other CUPTI clients' calls reach our entry points, and the
+  // monitor runs on the multiplexer that shares CUPTI with them (docs/COEXISTENCE.md).
+  CuptiMux* mux = CuptiCallsInterposed() ? ProcessCuptiMux() : nullptr;
+  if (mux) o.cupti = mux;
   o.entry_point = entry_point;
   auto m = Monitor::Start(std::move(o));
-  if (!m) return std::unexpected(m.error());
+  if (!m) {
+    if (mux) mux->Detach();  // CUPTI stays as the other client (if any) set it up
+    return std::unexpected(m.error());
+  }
   g_monitor = m->release();
   g_active_monitor.store(g_monitor, std::memory_order_release);
   static std::once_flag atexit_once;
   std::call_once(atexit_once, [] { std::atexit(StopAtExit); });
   Say(std::string("monitoring pid ") + std::to_string(getpid()) + " (" +
-      KindList(g_monitor->enabled_kinds()) + ") into " + g_monitor->config().output_dir);
+      KindList(g_monitor->enabled_kinds()) + ") into " + g_monitor->config().output_dir +
+      (mux ? "; sharing CUPTI with other clients (preloaded)" : ""));
   return {};
 }
 
@@ -175,6 +189,7 @@ CUPMON_API int cupmon_stop(void) {
     if (!g_monitor || g_monitor->stopped()) return cupmon::Fail("cupmon is not running");
     if (cupmon::Monitor::InForkedChild()) return cupmon::Fail("monitoring is off in a forked child");
     g_monitor->Stop();
+    if (cupmon::CuptiMux* mux = cupmon::CuptiMux::Current()) mux->Detach();
     return 0;
   } catch (...) {
     return cupmon::Fail("internal error");

@@ -16,6 +16,7 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <future>
 #include <random>
@@ -25,6 +26,8 @@
 #include "cupmon/control/protocol.h"
 #include "cupmon/format/check.h"
 #include "cupmon/format/recording_writer.h"
+#include "callback_watch.h"
+#include "cupti_mux.h"
 
 #ifndef CUPMON_VERSION_STRING
 #define CUPMON_VERSION_STRING "0.0.0"
@@ -43,6 +46,7 @@ constexpr size_t kMaxStringBytes = 1u << 20;  // longer names are cut (templates
 // push is refused, so a label built from an unbounded counter cannot grow memory without end.
 constexpr size_t kMaxLabels = 1u << 20;
 constexpr size_t kMaxLabelBytes = 4096;
+static_assert(TraceWindow::kMaxWindowMs == control::kMaxWindowMs);
 
 uint32_t Load32(const uint8_t* p) {
   uint32_t v;
@@ -147,18 +151,29 @@ bool Monitor::RunOnControl(std::function<void()> task) {
     task();
     return true;
   }
-  auto done = std::make_shared<std::promise<void>>();
-  std::future<void> finished = done->get_future();
-  boost::asio::post(io_, [task = std::move(task), done]() noexcept {
+  // The task usually refers to the caller's stack, so it may run only while the caller waits:
+  // `state` goes queued -> running (control thread) or queued -> abandoned (caller, once the
+  // io_context stopped), never both. A task already running is waited for even after a stop.
+  enum : int { kQueued, kRunning, kAbandoned };
+  struct Shared {
+    std::atomic<int> state{kQueued};
+    std::promise<void> done;
+  };
+  auto shared = std::make_shared<Shared>();
+  std::future<void> finished = shared->done.get_future();
+  boost::asio::post(io_, [task = std::move(task), shared]() noexcept {
+    int expected = kQueued;
+    if (!shared->state.compare_exchange_strong(expected, kRunning)) return;
     try {
       task();
     } catch (...) {
     }
-    done->set_value();
+    shared->done.set_value();
   });
-  // A stopped io_context never runs the task: do not wait for it forever.
+  // A stopped io_context never runs a queued task: do not wait for it forever.
   while (finished.wait_for(std::chrono::milliseconds(200)) != std::future_status::ready) {
-    if (io_.stopped()) return false;
+    int expected = kQueued;
+    if (io_.stopped() && shared->state.compare_exchange_strong(expected, kAbandoned)) return false;
   }
   return true;
 }
@@ -330,6 +345,7 @@ Expected<void> Monitor::Init() {
   };
   window_ = std::make_unique<TraceWindow>(io_, cupti_, std::move(wo), std::move(hooks));
 
+  watch_ = std::make_unique<CallbackWatch>(c.reclaim_ms);
   ScheduleFlush();
   ScheduleStats();
   RunOnControl([this] { StartControl(); });
@@ -374,6 +390,11 @@ void Monitor::Stop() {
   work_.reset();
   io_.stop();
   if (control_thread_.joinable()) control_thread_.join();
+  if (watch_ && watch_->in_gap()) {
+    uint64_t now_cupti = 0;
+    cupti_.GetTimestamp(&now_cupti);
+    WriteGapMarker(false, watch_->gaps(), now_cupti, "recording stopped during the gap");
+  }
   // Disable first, so that nothing new lands in buffers after the forced flush.
   for (uint32_t kind : enabled_kinds_) cupti_.ActivityDisable(static_cast<CUpti_ActivityKind>(kind));
   cupti_.ActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
@@ -400,6 +421,9 @@ void Monitor::FlushAndWait() {
   const bool posted = PostToWriter([this, &done](RecordingWriter& w) {
     FillMonitorStats(&w.stats());
     w.WriteStats(ClockNs(CLOCK_REALTIME));
+    // Publish now, not at the end of the writer's batch: GetStats and the metrics endpoint read
+    // the published copy, and the caller reads them as soon as this returns.
+    PublishSnapshot();
     done.set_value();
   });
   if (posted) written.wait();
@@ -418,7 +442,8 @@ bool Monitor::PostToWriter(std::function<void(RecordingWriter&)> task) {
 }
 
 void Monitor::OnBufferRequested(uint8_t** buffer, size_t* size) noexcept {
-  // Hot path (application thread): one lock-free pool claim, nothing else.
+  // Hot path (application thread): one lock-free pool claim and one relaxed count (per buffer).
+  callback_calls_.fetch_add(1, std::memory_order_relaxed);
   uint8_t* b = pool_->Acquire();
   if (!b) return;  // CUPTI drops records and counts them; the pool counts the event
   *buffer = b;
@@ -426,6 +451,7 @@ void Monitor::OnBufferRequested(uint8_t** buffer, size_t* size) noexcept {
 }
 
 void Monitor::OnBufferCompleted(uint8_t* buffer, size_t valid_size) noexcept {
+  callback_calls_.fetch_add(1, std::memory_order_relaxed);
   if (!pool_->Owns(buffer)) {
     foreign_buffers_.fetch_add(1, std::memory_order_relaxed);
     return;
@@ -511,14 +537,18 @@ void Monitor::WriterLoop() {
       }
     }
     batch.clear();
-    if (writer_) {
-      std::lock_guard<std::mutex> lk(stats_mu_);
-      stats_snapshot_ = writer_->stats();
-      current_file_ = writer_->current_file();
-      last_write_error_ = writer_->last_error();
-    }
-    if (track_busy_) PublishBusy();
+    PublishSnapshot();
   }
+}
+
+void Monitor::PublishSnapshot() {
+  if (writer_) {
+    std::lock_guard<std::mutex> lk(stats_mu_);
+    stats_snapshot_ = writer_->stats();
+    current_file_ = writer_->current_file();
+    last_write_error_ = writer_->last_error();
+  }
+  if (track_busy_) PublishBusy();
 }
 
 pb::CalibrationSample Monitor::TakeCalibrationSample() {
@@ -541,11 +571,32 @@ pb::Calibration Monitor::TakeCalibration() {
 
 void Monitor::OpenWriter() {
   const MonitorConfig& c = options_.config;
-  const DriverInfo driver = options_.driver_probe ? options_.driver_probe() : ProbeCudaDriver();
+  const DriverInfo driver = options_.driver_probe ? options_.driver_probe()
+                                                 : ProbeCudaDriver(options_.entry_point == "api");
   pb::RecordingHeader h;
   h.set_recording_id(recording_id_);
   h.set_host(HostName());
   h.set_pid(static_cast<uint32_t>(getpid()));
+  {
+    // The launcher's rank environment (torchrun, else Slurm): cupmon-decode merges ranks by it.
+    auto env = [](const char* name, const char* fallback) -> const char* {
+      const char* v = std::getenv(name);
+      return v && *v ? v : fallback ? std::getenv(fallback) : nullptr;
+    };
+    auto number = [](const char* v, auto set) {
+      if (!v || !*v) return;
+      char* end = nullptr;
+      const long n = std::strtol(v, &end, 10);
+      if (*end == '\0' && n >= 0 && n <= INT32_MAX) set(static_cast<int32_t>(n));
+    };
+    number(env("RANK", "SLURM_PROCID"), [&](int32_t n) { h.set_rank(n); });
+    number(env("LOCAL_RANK", "SLURM_LOCALID"), [&](int32_t n) { h.set_local_rank(n); });
+    number(env("WORLD_SIZE", "SLURM_NTASKS"), [&](int32_t n) { h.set_world_size(n); });
+    const char* run_id = std::getenv("TORCHELASTIC_RUN_ID");  // torchrun's default is "none"
+    const char* job = run_id && *run_id && std::strcmp(run_id, "none") != 0 ? run_id
+                                                                             : std::getenv("SLURM_JOB_ID");
+    if (job && *job) h.set_job_id(job);
+  }
   const std::string cmdline = ReadSmallFile("/proc/self/cmdline");
   for (size_t pos = 0; pos < cmdline.size();) {
     const size_t end = cmdline.find('\0', pos);
@@ -611,6 +662,97 @@ void Monitor::FillMonitorStats(pb::Stats* s) {
   s->set_buffers_in_flight(pool_->in_use());
   s->set_buffers_free(pool_->free_count());
   if (window_) s->set_windows_opened(window_->windows_opened());
+  s->set_cupti_gaps(cupti_gaps_.load(std::memory_order_relaxed));
+  s->set_foreign_buffers(foreign_buffers_.load(std::memory_order_relaxed));
+  s->set_stranded_buffers(stranded_buffers_.load(std::memory_order_relaxed));
+  if (auto* mux = dynamic_cast<CuptiMux*>(&cupti_)) {
+    const CuptiMux::Counters mc = mux->counters();
+    s->set_shared_client_records(mc.client_records);
+    s->set_shared_client_undelivered(mc.undelivered_records);
+  }
+}
+
+void Monitor::WriteGapMarker(bool begin, uint32_t gap, uint64_t cupti_ns, const std::string& note) {
+  pb::WindowMarker m;
+  m.set_window_id(gap);
+  m.set_edge(begin ? pb::WindowMarker::GAP_BEGIN : pb::WindowMarker::GAP_END);
+  m.set_cupti_ns(cupti_ns);
+  m.set_realtime_ns(ClockNs(CLOCK_REALTIME));
+  m.set_note(note);
+  PostToWriter([m](RecordingWriter& w) { w.WriteWindowMarker(m); });
+}
+
+void Monitor::CheckCallbacks() {
+  // Control thread, after the periodic non-forced flush (callback_watch.h explains the signal).
+  if (!watch_ || !pool_) return;
+  uint64_t now_cupti = 0;
+  cupti_.GetTimestamp(&now_cupti);
+  const uint64_t calls = callback_calls_.load(std::memory_order_relaxed);
+  const uint64_t in_flight = pool_->in_use();
+  // Did CUPTI write into any of our buffers since the last tick? (About 12 KiB read per buffer.)
+  bool grew = false;
+  fill_.resize(pool_->count(), 0);
+  for (size_t slot = 0; slot < pool_->count(); ++slot) {
+    const uint8_t* b = pool_->BufferIfInUse(slot);
+    const size_t filled = b ? FilledPrefixBytes(b, pool_->buffer_bytes()) : 0;
+    grew = grew || filled > fill_[slot];
+    fill_[slot] = filled;
+  }
+  const int64_t now_ms = ClockNs(CLOCK_MONOTONIC) / 1'000'000;
+  const uint64_t since = last_active_cupti_ns_ ? last_active_cupti_ns_ : now_cupti;
+  const CallbackWatch::Action action = watch_->Tick(calls, in_flight, grew, now_ms);
+  if (!watch_->in_gap()) last_active_cupti_ns_ = now_cupti;
+  const uint32_t gap = watch_->gaps();
+  switch (action) {
+    case CallbackWatch::Action::kNone:
+      return;
+    case CallbackWatch::Action::kGapBegins: {
+      cupti_gaps_.store(gap, std::memory_order_relaxed);
+      // The gap began after the last tick that saw cupmon's callbacks run.
+      WriteGapMarker(true, gap, since,
+                     "for " + std::to_string(options_.config.flush_ms) +
+                         " ms no cupmon buffer came back or grew while " +
+                         std::to_string(in_flight) +
+                         " were inside CUPTI: another CUPTI client probably registered its own "
+                         "activity callbacks");
+      if (!gap_warned_) {
+        gap_warned_ = true;
+        const uint32_t reclaim = options_.config.reclaim_ms;
+        Warn("another CUPTI client (torch.profiler, ...) seems to have taken CUPTI's activity "
+             "callbacks: cupmon records nothing until " +
+             (reclaim ? "it takes them back in " + std::to_string(reclaim) + " ms"
+                      : std::string("stop (CUPMON_RECLAIM_MS=0)")) +
+             "; the gap is marked in the recording. To share CUPTI instead, run with "
+             "cupmon-run --preload (docs/COEXISTENCE.md)");
+      }
+      return;
+    }
+    case CallbackWatch::Action::kGapEnds:
+      WriteGapMarker(false, gap, now_cupti, "cupmon's buffer callbacks ran again");
+      return;
+    case CallbackWatch::Action::kReclaim: {
+      const int64_t held_ms = now_ms - watch_->gap_start_ms();
+      std::string note;
+      CUptiResult r;
+      if (auto* mux = dynamic_cast<CuptiMux*>(&cupti_)) {
+        r = mux->Reassert();
+      } else {
+        r = cupti_.ActivityRegisterCallbacks(RequestTrampoline, CompleteTrampoline);
+        // Clients switch their kinds off when their session ends; cupmon's go on again.
+        for (uint32_t kind : enabled_kinds_)
+          cupti_.ActivityEnable(static_cast<CUpti_ActivityKind>(kind));
+      }
+      watch_->Reclaimed(pool_->in_use());
+      stranded_buffers_.store(watch_->stranded(), std::memory_order_relaxed);
+      note = r == CUPTI_SUCCESS
+                 ? "cupmon registered its callbacks and kinds again " + std::to_string(held_ms) +
+                       " ms after the gap was noticed; " + std::to_string(watch_->stranded()) +
+                       " cupmon buffers stayed with the other client"
+                 : std::string("taking CUPTI back failed: ") + cupti_.ResultString(r);
+      WriteGapMarker(false, gap, now_cupti, note);
+      return;
+    }
+  }
 }
 
 void Monitor::PollDropped() {
@@ -629,6 +771,7 @@ void Monitor::ScheduleFlush() {
     cupti_.ActivityFlushAll(0);
     PollDropped();
     try {
+      CheckCallbacks();
       ScheduleFlush();
     } catch (...) {
     }
@@ -678,6 +821,9 @@ MonitorStats Monitor::GetStats() const {
     out.buffers_in_flight = pool_->in_use();
   }
   out.strings = strings_.load(std::memory_order_relaxed);
+  out.cupti_gaps = cupti_gaps_.load(std::memory_order_relaxed);
+  out.foreign_buffers = foreign_buffers_.load(std::memory_order_relaxed);
+  out.stranded_buffers = stranded_buffers_.load(std::memory_order_relaxed);
   if (window_) {
     out.windows_opened = window_->windows_opened();
     out.window_open = window_->is_open();
@@ -710,7 +856,9 @@ void Monitor::StartControl() {
     }
   }
   if (!c.metrics_address.empty()) {
-    auto mo = metrics::ParseListenAddress(c.metrics_address);
+    metrics::MetricsOptions base;
+    base.allow_non_loopback = c.metrics_allow_remote;
+    auto mo = metrics::ParseListenAddress(c.metrics_address, base);
     if (!mo) {
       Warn("CUPMON_METRICS_ADDRESS='" + c.metrics_address + "': " + mo.error().message +
            "; no metrics endpoint");
@@ -856,7 +1004,11 @@ Expected<uint32_t> Monitor::OpenWindow(const control::WindowRequest& request) {
   r.duration_ms = request.duration_ms;
   r.source = request.source;
   r.received_realtime_ns = received;
-  for (const std::string& name : request.kinds) {
+  // Only the window kinds: ParseKinds alone would also take KERNEL (which serialises every
+  // kernel) or a bare number from a caller that skipped the control plane's validation.
+  auto names = control::NormalizeWindowKinds(request.kinds);
+  if (!names) return std::unexpected(names.error());
+  for (const std::string& name : *names) {
     std::string lower = name;
     for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
     std::vector<std::string> unknown;

@@ -97,6 +97,9 @@ Expected<uint32_t> TraceWindow::Open(const Request& request) {
                      "(cupmonctl close PID) or wait for it to end");
   }
   if (request.duration_ms == 0) return MakeError("window duration must be at least 1 ms");
+  if (request.duration_ms > kMaxWindowMs)
+    return MakeError("window duration " + std::to_string(request.duration_ms) +
+                     " ms is longer than 24 h (" + std::to_string(kMaxWindowMs) + " ms)");
   const std::vector<uint32_t>& kinds =
       request.kinds.empty() ? options_.default_kinds : request.kinds;
 

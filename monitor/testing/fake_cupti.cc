@@ -79,6 +79,9 @@ bool FakeCupti::Producer::Append(uint32_t kind, const void* record, size_t size)
       fake_->dropped_unread_.fetch_add(1);
       return false;
     }
+    // Real CUPTI zeroes each buffer it is given (CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER at
+    // its default 0); the monitor's takeover check relies on it (callback_watch.h).
+    std::memset(b, 0, s);
     buffer_ = b;
     size_ = s;
     used_ = 0;

@@ -19,8 +19,8 @@ REQUIRED_SYMBOLS = (
     "cupmon_last_error",
 )
 
-# Trace-window functions that arrive with the trace-window C API. The module binds them only when
-# the library exports them. Assumed signatures (to be checked against cupmon.h when they land):
+# Trace-window and annotation functions (cupmon.h, docs/CONTROL.md "C API"). The module binds them
+# only when the library exports them (older libraries lack them). Signatures, as in cupmon.h:
 #   int cupmon_window_open(uint32_t duration_ms, const char* kinds)  -> window id > 0, or -1
 #   int cupmon_window_close(void)                                    -> 0, or -1
 #   int cupmon_annotation_push(const char* label)                    -> 0, or -1

@@ -1,6 +1,7 @@
-// cupmon-run: runs a program with libcupmon.so injected through CUDA_INJECTION64_PATH, configured
-// by CUPMON_* variables built from its options. It execs the program, so the exit status is the
-// program's own.
+// cupmon-run: runs a program with libcupmon.so injected through CUDA_INJECTION64_PATH (and, with
+// --preload, also in LD_PRELOAD, so that cupmon shares CUPTI with torch.profiler and other CUPTI
+// clients: docs/COEXISTENCE.md), configured by CUPMON_* variables built from its options. It execs
+// the program, so the exit status is the program's own.
 #include <limits.h>
 #include <unistd.h>
 
@@ -43,11 +44,13 @@ int main(int argc, char** argv) {
       "  cupmon-run -- python3 train.py --epochs 3\n"
       "  cupmon-run -o /data/cupmon --file-size 128M --retention-bytes 20G -- ./my_cuda_app\n"
       "  cupmon-run --kinds concurrent_kernel,memcpy,memset,memcpy2 -- ./app\n"
+      "  cupmon-run --preload -- python3 train.py   # torch.profiler keeps working alongside\n"
       "Options left out keep the library's defaults (see monitor/README.md); CUPMON_* variables\n"
       "already set in the environment are kept unless an option overrides them.\n"
       "The exit status is the program's.");
   std::string lib, output_dir, kinds, buffer_size, pool_size, file_size, retention_bytes, encoding;
   int flush_ms = -1, retention_files = -1, zstd_level = INT_MIN, zero_buffers = -1;
+  bool preload = false;
   std::vector<std::string> command;
   app.add_option("--lib", lib, "libcupmon.so to inject (default: found next to cupmon-run)");
   app.add_option("-o,--output-dir", output_dir, "CUPMON_OUTPUT_DIR: where the files go");
@@ -61,6 +64,10 @@ int main(int argc, char** argv) {
   app.add_option("--zstd-level", zstd_level, "CUPMON_ZSTD_LEVEL (1)");
   app.add_option("--encoding", encoding, "CUPMON_ENCODING: columns-delta, columns, zstd, stored");
   app.add_option("--zero-buffers", zero_buffers, "CUPMON_ZERO_BUFFERS: 1 = writer pre-zeroes (0)");
+  app.add_flag("--preload", preload,
+               "also put libcupmon.so in LD_PRELOAD: cupmon then shares CUPTI with other CUPTI "
+               "clients in the program (torch.profiler/Kineto) instead of losing it to them "
+               "(docs/COEXISTENCE.md)");
   app.add_option("command", command, "the program and its arguments (after --)")->required();
   CLI11_PARSE(app, argc, argv);
 
@@ -71,6 +78,12 @@ int main(int argc, char** argv) {
     return 127;
   }
   setenv("CUDA_INJECTION64_PATH", library.c_str(), 1);
+  if (preload) {
+    // The same path as the injection, so that the driver's dlopen finds the preloaded copy.
+    const char* old = std::getenv("LD_PRELOAD");
+    const std::string value = old && *old ? library + ":" + old : library;
+    setenv("LD_PRELOAD", value.c_str(), 1);
+  }
   auto set = [](const char* var, const std::string& v) {
     if (!v.empty()) setenv(var, v.c_str(), 1);
   };

@@ -30,6 +30,12 @@ class BufferPool {
   void Release(uint8_t* buffer) noexcept;
   // True when `p` is the start of one of this pool's buffers.
   bool Owns(const uint8_t* p) const noexcept;
+  // Slot `slot`'s buffer while it is handed out, else null (a racy snapshot, for the control
+  // thread's takeover check: monitor/src/callback_watch.h).
+  const uint8_t* BufferIfInUse(size_t slot) const noexcept {
+    if (slot >= count_ || busy_[slot].load(std::memory_order_relaxed) == 0) return nullptr;
+    return base_ + slot * buffer_bytes_;
+  }
 
   size_t buffer_bytes() const { return buffer_bytes_; }
   size_t count() const { return count_; }

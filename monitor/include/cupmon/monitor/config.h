@@ -19,6 +19,9 @@ struct MonitorConfig {
   uint64_t buffer_bytes = 4ull << 20;  // 4 MiB, as Kineto; CUPTI recommends 1-10 MB
   uint64_t pool_bytes = 64ull << 20;   // 16 buffers of 4 MiB
   uint32_t flush_ms = 1000;            // periodic non-forced flush; 0: none
+  // After another CUPTI client took CUPTI's callbacks (a gap, docs/COEXISTENCE.md), cupmon
+  // registers its own again after this long; 0: never.
+  uint32_t reclaim_ms = 10000;
   uint32_t stats_ms = 10000;           // periodic stats + calibration chunks; 0: only at stop
   uint64_t file_bytes = 64ull << 20;
   uint64_t retention_bytes = 2ull << 30;
@@ -46,6 +49,7 @@ struct MonitorConfig {
   std::string registry_dir;     // empty: the control library's default (cupmonctl looks there)
   int signal_number = 12;       // SIGUSR2; 0: no signal trigger
   std::string metrics_address;  // "127.0.0.1:9464"; empty: no metrics endpoint
+  bool metrics_allow_remote = false;  // CUPMON_METRICS_ALLOW_REMOTE=1: a non-loopback address
 };
 
 // ${TMPDIR:-/tmp}/cupmon-<uid>: per user, so that users on one host do not collide.
@@ -67,7 +71,8 @@ void ApplyEnvironment(MonitorConfig* config, std::vector<std::string>* warnings,
                       GetEnvFn getenv_fn = nullptr);
 
 // Applies only the control-plane variables (CUPMON_CONTROL_DIR, CUPMON_REGISTRY_DIR, CUPMON_SIGNAL,
-// CUPMON_WINDOW_MS, CUPMON_WINDOW_KINDS, CUPMON_API_FILTER, CUPMON_METRICS_ADDRESS). The C API reads
+// CUPMON_WINDOW_MS, CUPMON_WINDOW_KINDS, CUPMON_API_FILTER, CUPMON_METRICS_ADDRESS,
+// CUPMON_METRICS_ALLOW_REMOTE). The C API reads
 // these from the environment because cupmon_config has no fields for them; ApplyEnvironment calls it.
 void ApplyControlEnvironment(MonitorConfig* config, std::vector<std::string>* warnings,
                              GetEnvFn getenv_fn = nullptr);

@@ -48,6 +48,16 @@ class CuptiApi {
                                       const char** name) = 0;
   // Never returns null.
   virtual const char* ResultString(CUptiResult result) = 0;
+  // Only the CUPTI multiplexer (monitor/src/cupti_mux.h) forwards these, for another CUPTI client
+  // in the process; the monitor itself never calls them. Defaults: per-context calls act
+  // process-wide, cuptiFinalize is not supported.
+  virtual CUptiResult ActivityEnableContext(CUcontext /*context*/, CUpti_ActivityKind kind) {
+    return ActivityEnable(kind);
+  }
+  virtual CUptiResult ActivityDisableContext(CUcontext /*context*/, CUpti_ActivityKind kind) {
+    return ActivityDisable(kind);
+  }
+  virtual CUptiResult Finalize() { return CUPTI_ERROR_NOT_SUPPORTED; }
 };
 
 // Loads libcupti with dlopen (RTLD_NOW | RTLD_LOCAL) so that libcupmon.so does not need it at link

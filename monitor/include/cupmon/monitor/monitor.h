@@ -33,6 +33,7 @@
 namespace cupmon {
 
 class RecordingWriter;
+class CallbackWatch;
 
 // What the CUDA driver tells about the machine (filled by ProbeCudaDriver(), or by a test).
 struct DriverInfo {
@@ -42,7 +43,9 @@ struct DriverInfo {
 };
 // Reads driver/runtime versions and devices through libcuda.so.1 loaded with dlopen. Never calls
 // cuInit: when CUDA is not initialised yet, devices are left out. Missing libcuda: empty result.
-DriverInfo ProbeCudaDriver();
+// initialize_driver: call cuInit(0) when the driver is not initialised yet (never from injection,
+// which runs inside cuInit).
+DriverInfo ProbeCudaDriver(bool initialize_driver = false);
 
 struct MonitorOptions {
   MonitorConfig config;
@@ -71,6 +74,10 @@ struct MonitorStats {
   uint64_t lost_buffers = 0;  // completed buffers lost before the writer (out of memory)
   uint64_t windows_opened = 0;
   bool window_open = false;
+  // Another CUPTI client took CUPTI's callbacks (docs/COEXISTENCE.md).
+  uint64_t cupti_gaps = 0;        // intervals noticed (GAP markers in the stream)
+  uint64_t foreign_buffers = 0;   // completed buffers that were not cupmon's
+  uint64_t stranded_buffers = 0;  // cupmon buffers handed to the other client, never back
   std::string current_file;
   std::string last_write_error;
 };
@@ -130,6 +137,10 @@ class Monitor final : public control::ControlTarget, public metrics::MetricsSour
   // Runs `task` on the writer thread, in order with the buffers queued before it.
   // Returns false (and drops the task) once the writer has exited.
   bool PostToWriter(std::function<void(RecordingWriter&)> task);
+  // Runs `task` on the control thread and waits for it (at once when called on that thread);
+  // false when the control thread is gone. For the ControlTarget methods outside the control
+  // plane (tests) and the explicit, blocking window calls; never from CUPTI's callbacks.
+  bool RunOnControl(std::function<void()> task);
   // The control thread's io_context, for the control plane to share.
   boost::asio::io_context& io_context() { return io_; }
   const MonitorConfig& config() const { return options_.config; }
@@ -173,10 +184,12 @@ class Monitor final : public control::ControlTarget, public metrics::MetricsSour
   void Warn(const std::string& line);
   void StartControl();
   void ShutdownControl() noexcept;
-  // Runs `task` on the control thread and waits; false when the control thread is gone.
-  bool RunOnControl(std::function<void()> task);
+  // Flush timer: the other-client takeover check (CallbackWatch) and its markers.
+  void CheckCallbacks();
+  void WriteGapMarker(bool begin, uint32_t gap, uint64_t cupti_ns, const std::string& note);
   void AccumulateBusy(const uint8_t* buffer, size_t valid);
   void PublishBusy();
+  void PublishSnapshot();  // writer thread: the copy GetStats and Snapshot read
 
   MonitorOptions options_;
   CuptiApi& cupti_;
@@ -233,6 +246,15 @@ class Monitor final : public control::ControlTarget, public metrics::MetricsSour
   std::atomic<uint64_t> strings_{0};
   std::atomic<uint64_t> foreign_buffers_{0};  // completed buffers that are not ours
   std::atomic<uint64_t> lost_buffers_{0};
+  // Buffer callback calls (request + completed), for CallbackWatch; relaxed.
+  std::atomic<uint64_t> callback_calls_{0};
+  std::atomic<uint64_t> cupti_gaps_{0};
+  std::atomic<uint64_t> stranded_buffers_{0};
+  // Control thread only (the flush timer); read by Stop() after the control thread joined.
+  std::unique_ptr<CallbackWatch> watch_;
+  uint64_t last_active_cupti_ns_ = 0;  // CUPTI time of the last tick that saw callbacks run
+  std::vector<size_t> fill_;            // per pool slot: bytes CUPTI had written at the last tick
+  bool gap_warned_ = false;
   std::atomic<bool> stopped_{false};
   std::atomic<bool> abandoned_{false};  // Start failed: the writer opens no file
   std::mutex stop_mu_;  // serialises Stop() callers; never taken by callbacks

@@ -58,9 +58,13 @@ class TraceWindow {
   TraceWindow(const TraceWindow&) = delete;
   TraceWindow& operator=(const TraceWindow&) = delete;
 
+  // The longest window (24 h), as the control plane's kMaxWindowMs.
+  static constexpr uint32_t kMaxWindowMs = 24u * 60 * 60 * 1000;
+
   // Enables the window's extra kinds, then the per-cbid filters, writes BEGIN and arms the
   // duration timer. Returns the window id (1, 2, ...). Errors: a window is open (refused), the
-  // monitor is stopping, a duration of 0, or CUPTI enabled none of the kinds.
+  // monitor is stopping, a duration of 0 or above kMaxWindowMs, or CUPTI enabled none of the
+  // kinds.
   Expected<uint32_t> Open(const Request& request);
   // Disables the extra kinds, flushes (non-forced) and writes END with `note` ("duration",
   // "closed", "stop"). Error when no window is open.

@@ -1,0 +1,116 @@
+// libcupmon.so's definitions of CUPTI's activity entry points. With libcupmon.so preloaded, another
+// CUPTI client's calls (torch.profiler/Kineto, ...) land here instead of in libcupti and go through
+// the process's CuptiMux; cupmon itself calls libcupti through its dlopen handle. Thin shims only:
+// the logic is in cupti_mux.cc. docs/COEXISTENCE.md.
+#include <cupti.h>
+#include <dlfcn.h>
+
+#include <atomic>
+
+#include "cupmon/monitor/cupti_api.h"
+#include "cupti_interpose.h"
+#include "cupti_mux.h"
+
+#define CUPMON_INTERPOSE extern "C" __attribute__((visibility("default")))
+
+namespace cupmon {
+
+bool CuptiCallsInterposed() noexcept {
+  void* sym = dlsym(RTLD_DEFAULT, "cuptiActivityRegisterCallbacks");
+  Dl_info found{}, self{};
+  if (!sym || !dladdr(sym, &found)) return false;
+  if (!dladdr(reinterpret_cast<void*>(&CuptiCallsInterposed), &self)) return false;
+  return found.dli_fbase == self.dli_fbase;
+}
+
+CuptiMux* ProcessCuptiMux() noexcept {
+  // Function-local statics: thread-safe initialisation, leaked on purpose.
+  static CuptiMux* mux = []() -> CuptiMux* {
+    try {
+      auto loaded = LoadCupti();
+      if (!loaded) return nullptr;
+      // Someone else (a test) may own the one mux slot; then there is no process mux.
+      if (CuptiMux::Current()) return nullptr;
+      return new CuptiMux(*loaded->release());
+    } catch (...) {
+      return nullptr;
+    }
+  }();
+  return mux;
+}
+
+namespace {
+
+// The next definition after ours (the application's libcupti), for calls that cannot reach a mux.
+template <typename Fn>
+Fn Next(const char* name) noexcept {
+  return reinterpret_cast<Fn>(dlsym(RTLD_NEXT, name));
+}
+
+// The mux when preloaded; created on the client's first call so that it knows the client's
+// callbacks and kinds before cupmon starts.
+CuptiMux* Mux() noexcept {
+  if (CuptiMux* m = CuptiMux::Current()) return m;
+  return ProcessCuptiMux();
+}
+
+}  // namespace
+}  // namespace cupmon
+
+using cupmon::Mux;
+using cupmon::Next;
+
+CUPMON_INTERPOSE CUptiResult CUPTIAPI cuptiActivityRegisterCallbacks(
+    CUpti_BuffersCallbackRequestFunc funcBufferRequested,
+    CUpti_BuffersCallbackCompleteFunc funcBufferCompleted) {
+  if (auto* m = Mux()) return m->ClientRegisterCallbacks(funcBufferRequested, funcBufferCompleted);
+  auto next = Next<decltype(&cuptiActivityRegisterCallbacks)>("cuptiActivityRegisterCallbacks");
+  return next ? next(funcBufferRequested, funcBufferCompleted) : CUPTI_ERROR_NOT_INITIALIZED;
+}
+
+CUPMON_INTERPOSE CUptiResult CUPTIAPI cuptiActivityEnable(CUpti_ActivityKind kind) {
+  if (auto* m = Mux()) return m->ClientEnable(kind);
+  auto next = Next<decltype(&cuptiActivityEnable)>("cuptiActivityEnable");
+  return next ? next(kind) : CUPTI_ERROR_NOT_INITIALIZED;
+}
+
+CUPMON_INTERPOSE CUptiResult CUPTIAPI cuptiActivityDisable(CUpti_ActivityKind kind) {
+  if (auto* m = Mux()) return m->ClientDisable(kind);
+  auto next = Next<decltype(&cuptiActivityDisable)>("cuptiActivityDisable");
+  return next ? next(kind) : CUPTI_ERROR_NOT_INITIALIZED;
+}
+
+CUPMON_INTERPOSE CUptiResult CUPTIAPI cuptiActivityEnableContext(CUcontext context,
+                                                                 CUpti_ActivityKind kind) {
+  if (auto* m = Mux()) return m->ClientEnableContext(context, kind);
+  auto next = Next<decltype(&cuptiActivityEnableContext)>("cuptiActivityEnableContext");
+  return next ? next(context, kind) : CUPTI_ERROR_NOT_INITIALIZED;
+}
+
+CUPMON_INTERPOSE CUptiResult CUPTIAPI cuptiActivityDisableContext(CUcontext context,
+                                                                  CUpti_ActivityKind kind) {
+  if (auto* m = Mux()) return m->ClientDisableContext(context, kind);
+  auto next = Next<decltype(&cuptiActivityDisableContext)>("cuptiActivityDisableContext");
+  return next ? next(context, kind) : CUPTI_ERROR_NOT_INITIALIZED;
+}
+
+CUPMON_INTERPOSE CUptiResult CUPTIAPI cuptiActivityFlushAll(uint32_t flag) {
+  if (auto* m = Mux()) return m->ClientFlushAll(flag);
+  auto next = Next<decltype(&cuptiActivityFlushAll)>("cuptiActivityFlushAll");
+  return next ? next(flag) : CUPTI_ERROR_NOT_INITIALIZED;
+}
+
+CUPMON_INTERPOSE CUptiResult CUPTIAPI cuptiActivityGetNumDroppedRecords(CUcontext context,
+                                                                        uint32_t streamId,
+                                                                        size_t* dropped) {
+  if (auto* m = Mux()) return m->ClientGetNumDroppedRecords(context, streamId, dropped);
+  auto next =
+      Next<decltype(&cuptiActivityGetNumDroppedRecords)>("cuptiActivityGetNumDroppedRecords");
+  return next ? next(context, streamId, dropped) : CUPTI_ERROR_NOT_INITIALIZED;
+}
+
+CUPMON_INTERPOSE CUptiResult CUPTIAPI cuptiFinalize(void) {
+  if (auto* m = Mux()) return m->ClientFinalize();
+  auto next = Next<decltype(&cuptiFinalize)>("cuptiFinalize");
+  return next ? next() : CUPTI_ERROR_NOT_INITIALIZED;
+}

@@ -1,0 +1,591 @@
+// CuptiMux (cupmon + another CUPTI client sharing CUPTI when preloaded) and CallbackWatch (noticing
+// that another client took CUPTI's callbacks without preload). FakeCupti plays real CUPTI; a fake
+// "other client" (OtherClient below) plays torch.profiler/Kineto through the mux's client face.
+#include "monitor/src/cupti_mux.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "cupmon/decoder/recording_reader.h"
+#include "cupmon/monitor/monitor.h"
+#include "monitor/src/callback_watch.h"
+#include "monitor/testing/fake_cupti.h"
+#include "recording_reader.h"
+
+namespace cupmon {
+namespace {
+
+using testing::FakeCupti;
+
+constexpr uint32_t kKernel = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+constexpr uint32_t kMemcpy = CUPTI_ACTIVITY_KIND_MEMCPY;
+constexpr uint32_t kMemset = CUPTI_ACTIVITY_KIND_MEMSET;
+constexpr uint32_t kDriver = CUPTI_ACTIVITY_KIND_DRIVER;
+
+std::string TempDir(const std::string& name) {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string base = std::string(tmp && *tmp ? tmp : "/tmp") + "/cupmon-mux-test-" +
+                     std::to_string(getpid()) + "-" + name;
+  std::filesystem::remove_all(base);
+  return base;
+}
+
+MonitorOptions Options(CuptiApi* cupti, const std::string& dir) {
+  MonitorOptions o;
+  o.cupti = cupti;
+  o.entry_point = "test-double";
+  o.synthetic = true;
+  o.config.output_dir = dir;
+  o.config.flush_ms = 0;  // tests flush explicitly, except the takeover tests
+  o.config.stats_ms = 0;
+  o.config.control = false;
+  o.config.buffer_bytes = 64 << 10;
+  o.config.pool_bytes = 1 << 20;
+  o.driver_probe = [] {
+    DriverInfo info;
+    info.driver_version = 13000;
+    return info;
+  };
+  return o;
+}
+
+// The other CUPTI client: owns its buffers (malloc), records what its completed callback got.
+// C callbacks cannot capture, so the one instance under test is a global.
+struct OtherClient {
+  FakeCupti* fake = nullptr;  // its walker (real CUPTI's, as a client would use)
+  std::mutex mu;
+  std::set<uint8_t*> outstanding;
+  std::vector<uint32_t> kinds;      // kinds of the records received, in order
+  std::vector<uint64_t> starts;     // their start times (kernel/memcpy/memset)
+  std::vector<size_t> per_buffer;   // records per completed buffer
+  uint64_t requests = 0, completed = 0, unknown_buffers = 0, empty_buffers = 0;
+  size_t buffer_size = 64 << 10;
+  size_t max_records = 0;
+  bool give_null = false;
+  CuptiMux* flush_from_callback = nullptr;  // calls ClientFlushAll inside its completed callback
+
+  ~OtherClient() {
+    for (uint8_t* b : outstanding) std::free(b);
+  }
+};
+OtherClient* g_client = nullptr;
+
+void CUPTIAPI ClientRequest(uint8_t** buffer, size_t* size, size_t* max_records) {
+  std::lock_guard<std::mutex> lk(g_client->mu);
+  ++g_client->requests;
+  *buffer = nullptr;
+  *size = 0;
+  *max_records = 0;
+  if (g_client->give_null) return;
+  auto* b = static_cast<uint8_t*>(std::aligned_alloc(8, g_client->buffer_size));
+  g_client->outstanding.insert(b);
+  *buffer = b;
+  *size = g_client->buffer_size;
+  *max_records = g_client->max_records;
+}
+
+void CUPTIAPI ClientComplete(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid) {
+  if (g_client->flush_from_callback) g_client->flush_from_callback->ClientFlushAll(0);
+  std::lock_guard<std::mutex> lk(g_client->mu);
+  if (!g_client->outstanding.erase(buffer)) {
+    ++g_client->unknown_buffers;  // as Kineto: log, leave the buffer alone
+    return;
+  }
+  ++g_client->completed;
+  if (valid == 0) ++g_client->empty_buffers;
+  size_t n = 0;
+  CUpti_Activity* rec = nullptr;
+  while (g_client->fake->ActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) {
+    ++n;
+    g_client->kinds.push_back(rec->kind);
+    uint64_t start = 0;
+    if (rec->kind == kKernel) start = reinterpret_cast<CUpti_ActivityKernel10*>(rec)->start;
+    if (rec->kind == kMemcpy) start = reinterpret_cast<CUpti_ActivityMemcpy6*>(rec)->start;
+    if (rec->kind == kMemset) start = reinterpret_cast<CUpti_ActivityMemset4*>(rec)->start;
+    g_client->starts.push_back(start);
+  }
+  g_client->per_buffer.push_back(n);
+  std::free(buffer);
+}
+
+class CuptiMuxTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    client_.fake = &fake_;
+    g_client = &client_;
+    name_ = fake_.AddKernelName("kernel");
+  }
+  void TearDown() override { g_client = nullptr; }
+
+  // Interleaved kernel, memcpy, memset records with increasing start times.
+  void Produce(FakeCupti::Producer* p, int n, uint64_t t0) {
+    for (int i = 0; i < n; ++i) {
+      const uint64_t t = t0 + 10 * static_cast<uint64_t>(i);
+      ASSERT_TRUE(p->Kernel(name_, t, t + 1));
+      ASSERT_TRUE(p->Memcpy(64, CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, t + 2, t + 3));
+      ASSERT_TRUE(p->Memset(64, 0, t + 4, t + 5));
+    }
+  }
+  size_t ClientCount(uint32_t kind) {
+    std::lock_guard<std::mutex> lk(client_.mu);
+    size_t n = 0;
+    for (uint32_t k : client_.kinds) n += k == kind;
+    return n;
+  }
+  size_t Outstanding() {
+    std::lock_guard<std::mutex> lk(client_.mu);
+    return client_.outstanding.size();
+  }
+  size_t Calls(const std::string& call) {
+    size_t n = 0;
+    for (const auto& c : fake_.calls()) n += c == call;
+    return n;
+  }
+
+  FakeCupti fake_;
+  OtherClient client_;
+  uint32_t name_ = 0;
+};
+
+TEST_F(CuptiMuxTest, KindsAreReferenceCounted) {
+  CuptiMux mux(fake_);
+  static CUpti_BuffersCallbackRequestFunc noop_request = [](uint8_t** b, size_t* s, size_t* m) {
+    *b = nullptr;
+    *s = 0;
+    *m = 0;
+  };
+  static CUpti_BuffersCallbackCompleteFunc noop_complete = [](CUcontext, uint32_t, uint8_t*, size_t,
+                                                              size_t) {};
+  ASSERT_EQ(mux.ActivityRegisterCallbacks(noop_request, noop_complete), CUPTI_SUCCESS);
+  ASSERT_EQ(mux.ActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), CUPTI_SUCCESS);
+  EXPECT_EQ(Calls("Enable(10)"), 1u);
+
+  // The client's enable of a kind cupmon has on does nothing real; its disable does not stop it.
+  EXPECT_EQ(mux.ClientEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), CUPTI_SUCCESS);
+  EXPECT_EQ(mux.ClientDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), CUPTI_SUCCESS);
+  EXPECT_EQ(Calls("Enable(10)"), 1u);
+  EXPECT_EQ(Calls("Disable(10)"), 0u);
+  EXPECT_TRUE(fake_.kind_enabled(kKernel));
+  // A disable of a kind the client never enabled changes nothing either.
+  EXPECT_EQ(mux.ClientDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), CUPTI_SUCCESS);
+  EXPECT_TRUE(fake_.kind_enabled(kKernel));
+
+  // A kind only the client uses is switched for real.
+  EXPECT_EQ(mux.ClientEnable(CUPTI_ACTIVITY_KIND_DRIVER), CUPTI_SUCCESS);
+  EXPECT_TRUE(fake_.kind_enabled(kDriver));
+  EXPECT_EQ(mux.ClientDisable(CUPTI_ACTIVITY_KIND_DRIVER), CUPTI_SUCCESS);
+  EXPECT_FALSE(fake_.kind_enabled(kDriver));
+
+  // Both on: whoever disables last switches it off.
+  EXPECT_EQ(mux.ClientEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), CUPTI_SUCCESS);
+  EXPECT_EQ(mux.ActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), CUPTI_SUCCESS);
+  EXPECT_TRUE(fake_.kind_enabled(kKernel));
+  EXPECT_EQ(mux.ClientDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), CUPTI_SUCCESS);
+  EXPECT_FALSE(fake_.kind_enabled(kKernel));
+  // A window's kind (counted twice: always-on and window) survives one disable.
+  ASSERT_EQ(mux.ActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY), CUPTI_SUCCESS);
+  ASSERT_EQ(mux.ActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY), CUPTI_SUCCESS);
+  EXPECT_EQ(mux.ActivityDisable(CUPTI_ACTIVITY_KIND_MEMCPY), CUPTI_SUCCESS);
+  EXPECT_TRUE(fake_.kind_enabled(kMemcpy));
+  EXPECT_EQ(mux.ActivityDisable(CUPTI_ACTIVITY_KIND_MEMCPY), CUPTI_SUCCESS);
+  EXPECT_FALSE(fake_.kind_enabled(kMemcpy));
+}
+
+TEST_F(CuptiMuxTest, ClientGetsExactlyItsKindsInOrderWhileCupmonFilesHoldEverything) {
+  CuptiMux mux(fake_);
+  const std::string dir = TempDir("fanout");
+  auto m = Monitor::Start(Options(&mux, dir));
+  ASSERT_TRUE(m) << m.error().message;
+  FakeCupti::Producer* p = fake_.NewProducer();
+  FakeCupti::Producer* q = fake_.NewProducer();
+  Produce(p, 50, 1'000);  // before the client's session: cupmon only
+
+  ASSERT_EQ(mux.ClientRegisterCallbacks(ClientRequest, ClientComplete), CUPTI_SUCCESS);
+  ASSERT_EQ(mux.ClientEnable(CUPTI_ACTIVITY_KIND_MEMCPY), CUPTI_SUCCESS);
+  ASSERT_EQ(mux.ClientEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), CUPTI_SUCCESS);
+  // Like CUPTI, the mux keeps one client buffer outstanding while the client has kinds on.
+  EXPECT_EQ(Outstanding(), 1u);
+  Produce(p, 600, 100'000);  // fills several 64 KiB client buffers
+  Produce(q, 10, 900'000);
+  // Kineto's stop: disable, then a forced flush; records made before the disable still arrive.
+  ASSERT_EQ(mux.ClientDisable(CUPTI_ACTIVITY_KIND_MEMCPY), CUPTI_SUCCESS);
+  ASSERT_EQ(mux.ClientDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), CUPTI_SUCCESS);
+  EXPECT_TRUE(fake_.kind_enabled(kMemcpy));  // cupmon's always-on kinds stay on
+  EXPECT_TRUE(fake_.kind_enabled(kKernel));
+  ASSERT_EQ(mux.ClientFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED), CUPTI_SUCCESS);
+  EXPECT_EQ(Outstanding(), 0u);  // every client buffer went back to it; none kept
+
+  Produce(p, 40, 2'000'000);  // after the session: cupmon only
+  (*m)->Stop();
+
+  EXPECT_EQ(ClientCount(kMemcpy), 610u);
+  EXPECT_EQ(ClientCount(kKernel), 610u);
+  EXPECT_EQ(ClientCount(kMemset), 0u);  // never asked for
+  {
+    std::lock_guard<std::mutex> lk(client_.mu);
+    EXPECT_EQ(client_.unknown_buffers, 0u);
+    EXPECT_GT(client_.completed, 2u);
+    // Per producer the records arrive in their original order: p's starts increase, then q's.
+    uint64_t last_p = 0, last_q = 0;
+    for (size_t i = 0; i < client_.starts.size(); ++i) {
+      uint64_t& last = client_.starts[i] >= 900'000 ? last_q : last_p;
+      EXPECT_GE(client_.starts[i], last) << "record " << i;
+      last = client_.starts[i];
+    }
+  }
+  const auto c = mux.counters();
+  EXPECT_EQ(c.client_records, 1220u);
+  EXPECT_EQ(c.undelivered_records, 0u);
+
+  const auto rb = testing::ReadRecording(dir);
+  EXPECT_EQ(rb.damage, 0u);
+  EXPECT_EQ(rb.records_by_kind.at(kKernel), 700u);
+  EXPECT_EQ(rb.records_by_kind.at(kMemcpy), 700u);
+  EXPECT_EQ(rb.records_by_kind.at(kMemset), 700u);
+  EXPECT_EQ(rb.last_stats.shared_client_records(), 1220u);
+}
+
+TEST_F(CuptiMuxTest, ClientDisableAndFinalizeDoNotStopCupmon) {
+  CuptiMux mux(fake_);
+  const std::string dir = TempDir("finalize");
+  auto m = Monitor::Start(Options(&mux, dir));
+  ASSERT_TRUE(m) << m.error().message;
+  FakeCupti::Producer* p = fake_.NewProducer();
+  ASSERT_EQ(mux.ClientRegisterCallbacks(ClientRequest, ClientComplete), CUPTI_SUCCESS);
+  ASSERT_EQ(mux.ClientEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), CUPTI_SUCCESS);
+  ASSERT_EQ(mux.ClientEnable(CUPTI_ACTIVITY_KIND_DRIVER), CUPTI_SUCCESS);  // the client's own
+  EXPECT_TRUE(fake_.kind_enabled(kDriver));
+  Produce(p, 20, 1'000);
+  ASSERT_EQ(mux.ClientDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), CUPTI_SUCCESS);
+  EXPECT_TRUE(fake_.kind_enabled(kKernel));
+  // cuptiFinalize from the client while cupmon runs: no teardown, the client's kinds go off.
+  EXPECT_EQ(mux.ClientFinalize(), CUPTI_SUCCESS);
+  EXPECT_FALSE(fake_.kind_enabled(kDriver));
+  EXPECT_TRUE(fake_.kind_enabled(kKernel));
+  EXPECT_TRUE(fake_.kind_enabled(kMemcpy));
+  EXPECT_EQ(Outstanding(), 0u);  // its buffer went back at finalize
+  Produce(p, 30, 100'000);
+  ASSERT_EQ(mux.ClientFlushAll(0), CUPTI_SUCCESS);
+  (*m)->Stop();
+  EXPECT_EQ(ClientCount(kKernel), 0u);  // undelivered records were still in cupmon's buffer,
+                                        // and the client is gone: nothing reaches it afterwards
+  const auto rb = testing::ReadRecording(dir);
+  EXPECT_EQ(rb.records_by_kind.at(kKernel), 50u);
+  EXPECT_EQ(rb.records_by_kind.at(kMemcpy), 50u);
+  EXPECT_EQ(fake_.forced_flushes(), 1u);  // only cupmon's own, at stop
+}
+
+TEST_F(CuptiMuxTest, NullCallbacksNullBuffersAndUnknownKindsCrashNothing) {
+  CuptiMux mux(fake_);
+  const std::string dir = TempDir("bad");
+  auto m = Monitor::Start(Options(&mux, dir));
+  ASSERT_TRUE(m) << m.error().message;
+  FakeCupti::Producer* p = fake_.NewProducer();
+  EXPECT_EQ(mux.ClientRegisterCallbacks(nullptr, nullptr), CUPTI_ERROR_INVALID_PARAMETER);
+  EXPECT_EQ(mux.ClientRegisterCallbacks(ClientRequest, nullptr), CUPTI_ERROR_INVALID_PARAMETER);
+  // Kinds nobody knows: CUPTI's answer, no crash; cupmon's kinds untouched.
+  EXPECT_NE(mux.ClientEnable(static_cast<CUpti_ActivityKind>(200)), CUPTI_SUCCESS);
+  EXPECT_NE(mux.ClientEnable(static_cast<CUpti_ActivityKind>(100000)), CUPTI_SUCCESS);
+  EXPECT_NE(mux.ClientDisable(static_cast<CUpti_ActivityKind>(100000)), CUPTI_SUCCESS);
+  EXPECT_EQ(mux.ClientDisable(static_cast<CUpti_ActivityKind>(200)), CUPTI_SUCCESS);
+  // Kinds enabled with no callbacks registered: nothing to deliver to.
+  ASSERT_EQ(mux.ClientEnable(CUPTI_ACTIVITY_KIND_MEMSET), CUPTI_SUCCESS);
+  Produce(p, 10, 1'000);
+  ASSERT_EQ(mux.ClientFlushAll(0), CUPTI_SUCCESS);
+
+  // A client whose request callback returns no buffer: its records are counted, not delivered.
+  client_.give_null = true;
+  ASSERT_EQ(mux.ClientRegisterCallbacks(ClientRequest, ClientComplete), CUPTI_SUCCESS);
+  Produce(p, 10, 100'000);
+  ASSERT_EQ(mux.ClientFlushAll(0), CUPTI_SUCCESS);
+  EXPECT_EQ(mux.counters().undelivered_records, 10u);
+  EXPECT_GE(mux.counters().null_client_buffers, 1u);
+  EXPECT_EQ(ClientCount(kMemset), 0u);
+
+  // Buffers too small for one record, then buffers that hold only three records each.
+  client_.give_null = false;
+  client_.buffer_size = 64;
+  Produce(p, 4, 200'000);
+  ASSERT_EQ(mux.ClientFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED), CUPTI_SUCCESS);
+  EXPECT_EQ(mux.counters().undelivered_records, 14u);
+  client_.buffer_size = 64 << 10;
+  client_.max_records = 3;
+  ASSERT_EQ(mux.ClientFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED), CUPTI_SUCCESS);
+  Produce(p, 10, 300'000);
+  ASSERT_EQ(mux.ClientFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED), CUPTI_SUCCESS);
+  EXPECT_EQ(ClientCount(kMemset), 10u);
+  {
+    std::lock_guard<std::mutex> lk(client_.mu);
+    for (size_t n : client_.per_buffer) EXPECT_LE(n, 3u);
+  }
+  // A client that flushes from inside its own completed callback: no deadlock, counted.
+  client_.flush_from_callback = &mux;
+  Produce(p, 2, 400'000);
+  ASSERT_EQ(mux.ClientFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED), CUPTI_SUCCESS);
+  EXPECT_GE(mux.counters().reentrant_flushes, 1u);
+  client_.flush_from_callback = nullptr;
+  EXPECT_EQ(mux.ClientFinalize(), CUPTI_SUCCESS);
+  (*m)->Stop();
+  EXPECT_EQ(Outstanding(), 0u);
+  const auto rb = testing::ReadRecording(dir);
+  EXPECT_EQ(rb.records_by_kind.at(kMemset), 36u);  // cupmon lost nothing
+  EXPECT_EQ(rb.records_by_kind.at(kKernel), 36u);
+}
+
+TEST_F(CuptiMuxTest, WithoutCupmonTheClientTalksToCuptiUnchanged) {
+  CuptiMux mux(fake_);
+  // Not attached: calls are forwarded (and remembered).
+  ASSERT_EQ(mux.ClientRegisterCallbacks(ClientRequest, ClientComplete), CUPTI_SUCCESS);
+  ASSERT_EQ(mux.ClientEnable(CUPTI_ACTIVITY_KIND_MEMCPY), CUPTI_SUCCESS);
+  EXPECT_TRUE(fake_.kind_enabled(kMemcpy));
+  FakeCupti::Producer* p = fake_.NewProducer();
+  ASSERT_TRUE(p->Memcpy(1, CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, 1, 2));
+  ASSERT_EQ(mux.ClientFlushAll(0), CUPTI_SUCCESS);
+  EXPECT_EQ(ClientCount(kMemcpy), 1u);  // CUPTI called the client's callbacks directly
+
+  // cupmon starts (it attaches), runs, stops and detaches: CUPTI goes back to the client.
+  const std::string dir = TempDir("detach");
+  auto m = Monitor::Start(Options(&mux, dir));
+  ASSERT_TRUE(m) << m.error().message;
+  ASSERT_TRUE(p->Memcpy(1, CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, 10, 11));
+  ASSERT_TRUE(p->Kernel(name_, 12, 13));
+  (*m)->Stop();
+  mux.Detach();
+  EXPECT_FALSE(mux.attached());
+  EXPECT_TRUE(fake_.kind_enabled(kMemcpy));   // the client's
+  EXPECT_FALSE(fake_.kind_enabled(kKernel));  // cupmon's only
+  ASSERT_TRUE(p->Memcpy(1, CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, 20, 21));
+  ASSERT_EQ(mux.ClientFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED), CUPTI_SUCCESS);
+  EXPECT_EQ(ClientCount(kMemcpy), 3u);
+  EXPECT_EQ(ClientCount(kKernel), 0u);
+  ASSERT_EQ(mux.ClientDisable(CUPTI_ACTIVITY_KIND_MEMCPY), CUPTI_SUCCESS);
+  EXPECT_FALSE(fake_.kind_enabled(kMemcpy));
+  EXPECT_EQ(Outstanding(), 0u);
+}
+
+// ---- Without preload: CallbackWatch and the monitor's gap markers ----
+
+TEST(CallbackWatchTest, SilenceWithBuffersInFlightIsAGapAndReclaimEndsIt) {
+  CallbackWatch w(/*reclaim_ms=*/1000);
+  EXPECT_EQ(w.Tick(5, 1, false, 0), CallbackWatch::Action::kNone);     // first tick: nothing to compare
+  EXPECT_EQ(w.Tick(9, 1, false, 100), CallbackWatch::Action::kNone);   // callbacks ran
+  EXPECT_EQ(w.Tick(9, 1, false, 200), CallbackWatch::Action::kGapBegins);
+  EXPECT_TRUE(w.in_gap());
+  EXPECT_EQ(w.Tick(9, 1, false, 700), CallbackWatch::Action::kNone);
+  EXPECT_EQ(w.Tick(9, 1, false, 1200), CallbackWatch::Action::kReclaim);
+  w.Reclaimed(1);
+  EXPECT_FALSE(w.in_gap());
+  EXPECT_EQ(w.stranded(), 1u);
+  // The stranded buffer alone never makes a new gap, however silent.
+  EXPECT_EQ(w.Tick(9, 1, false, 1300), CallbackWatch::Action::kNone);
+  EXPECT_EQ(w.Tick(9, 1, false, 1400), CallbackWatch::Action::kNone);
+  // New buffers inside CUPTI, silence again: the second gap.
+  EXPECT_EQ(w.Tick(12, 3, false, 1500), CallbackWatch::Action::kNone);
+  EXPECT_EQ(w.Tick(12, 3, false, 1600), CallbackWatch::Action::kGapBegins);
+  EXPECT_EQ(w.gaps(), 2u);
+  // A long kernel that finally completes: the callbacks run again, the gap ends by itself.
+  EXPECT_EQ(w.Tick(13, 1, false, 1700), CallbackWatch::Action::kGapEnds);
+  EXPECT_FALSE(w.in_gap());
+}
+
+TEST(CallbackWatchTest, BuffersThatGrowAreNotAGap) {
+  // A GPU-bound phase: CUPTI keeps writing into cupmon's buffer, which holds a kernel still
+  // running, so no flush returns it and no callback runs for many periods.
+  CallbackWatch w(/*reclaim_ms=*/1000);
+  for (int i = 0; i < 20; ++i)
+    EXPECT_EQ(w.Tick(7, 1, /*grew=*/true, i * 100), CallbackWatch::Action::kNone);
+  EXPECT_EQ(w.Tick(7, 1, false, 2100), CallbackWatch::Action::kGapBegins);
+}
+
+TEST(CallbackWatchTest, FilledPrefixBytesFindsTheWrittenPart) {
+  std::vector<uint64_t> words((256 << 10) / 8, 0);
+  auto* b = reinterpret_cast<uint8_t*>(words.data());
+  const size_t size = words.size() * 8;
+  EXPECT_EQ(FilledPrefixBytes(b, size), 0u);
+  // Records of 216 bytes, each starting with its kind, the rest mostly zero.
+  size_t off = 0;
+  for (int i = 0; i < 100; ++i, off += 216) b[off] = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  const size_t filled = FilledPrefixBytes(b, size);
+  EXPECT_GE(filled, off - 216);
+  EXPECT_LE(filled, off + kFillWindowBytes);
+  for (int i = 0; i < 100; ++i, off += 216) b[off] = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  EXPECT_GT(FilledPrefixBytes(b, size), filled);
+  std::memset(b, 0xff, size);
+  EXPECT_EQ(FilledPrefixBytes(b, size), size);
+}
+
+TEST(CallbackWatchTest, IdleApplicationIsNotAGap) {
+  CallbackWatch w(/*reclaim_ms=*/0);
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(w.Tick(4, 0, false, i * 100), CallbackWatch::Action::kNone);
+  EXPECT_EQ(w.Tick(5, 1, false, 1000), CallbackWatch::Action::kNone);
+  EXPECT_EQ(w.Tick(5, 1, false, 1100), CallbackWatch::Action::kGapBegins);
+  for (int i = 0; i < 10; ++i)  // reclaim_ms 0: never taken back
+    EXPECT_EQ(w.Tick(5, 1, false, 2000 + i * 1000), CallbackWatch::Action::kNone);
+}
+
+// Another client's callbacks, registered straight with (fake) CUPTI: no preload, no mux.
+std::mutex g_other_mu;
+std::set<uint8_t*> g_other_buffers;
+uint64_t g_other_records = 0, g_other_unknown = 0;
+
+void CUPTIAPI OtherRequest(uint8_t** buffer, size_t* size, size_t* max_records) {
+  std::lock_guard<std::mutex> lk(g_other_mu);
+  *buffer = static_cast<uint8_t*>(std::aligned_alloc(8, 64 << 10));
+  *size = 64 << 10;
+  *max_records = 0;
+  g_other_buffers.insert(*buffer);
+}
+
+void CUPTIAPI OtherComplete(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid) {
+  std::lock_guard<std::mutex> lk(g_other_mu);
+  if (!g_other_buffers.erase(buffer)) {
+    ++g_other_unknown;  // cupmon's buffer: "bufferCompleted called with unknown buffer"
+    return;
+  }
+  g_other_records += valid / sizeof(CUpti_ActivityKernel10);
+  std::free(buffer);
+}
+
+// FakeCupti whose non-forced flush can be held back (a kernel still running), so that a cupmon
+// buffer stays inside CUPTI deterministically while the other client registers.
+class HoldingCupti final : public CuptiApi {
+ public:
+  explicit HoldingCupti(FakeCupti& f) : f_(f) {}
+  std::atomic<bool> hold{false};
+  CUptiResult GetVersion(uint32_t* v) override { return f_.GetVersion(v); }
+  CUptiResult ActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc r,
+                                        CUpti_BuffersCallbackCompleteFunc c) override {
+    return f_.ActivityRegisterCallbacks(r, c);
+  }
+  CUptiResult ActivityEnable(CUpti_ActivityKind k) override { return f_.ActivityEnable(k); }
+  CUptiResult ActivityDisable(CUpti_ActivityKind k) override { return f_.ActivityDisable(k); }
+  CUptiResult ActivityFlushAll(uint32_t flag) override {
+    if (hold && !(flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED)) return CUPTI_SUCCESS;
+    return f_.ActivityFlushAll(flag);
+  }
+  CUptiResult ActivityFlushPeriod(uint32_t ms) override { return f_.ActivityFlushPeriod(ms); }
+  CUptiResult ActivityGetNumDroppedRecords(CUcontext c, uint32_t s, size_t* d) override {
+    return f_.ActivityGetNumDroppedRecords(c, s, d);
+  }
+  CUptiResult ActivitySetAttribute(CUpti_ActivityAttribute a, size_t* s, void* v) override {
+    return f_.ActivitySetAttribute(a, s, v);
+  }
+  CUptiResult ActivityGetNextRecord(uint8_t* b, size_t v, CUpti_Activity** r) override {
+    return f_.ActivityGetNextRecord(b, v, r);
+  }
+  CUptiResult GetTimestamp(uint64_t* t) override { return f_.GetTimestamp(t); }
+  CUptiResult ActivityEnableRuntimeApi(CUpti_CallbackId c, uint8_t e) override {
+    return f_.ActivityEnableRuntimeApi(c, e);
+  }
+  CUptiResult ActivityEnableDriverApi(CUpti_CallbackId c, uint8_t e) override {
+    return f_.ActivityEnableDriverApi(c, e);
+  }
+  CUptiResult ActivityPushExternalCorrelationId(CUpti_ExternalCorrelationKind k,
+                                                uint64_t id) override {
+    return f_.ActivityPushExternalCorrelationId(k, id);
+  }
+  CUptiResult ActivityPopExternalCorrelationId(CUpti_ExternalCorrelationKind k,
+                                               uint64_t* id) override {
+    return f_.ActivityPopExternalCorrelationId(k, id);
+  }
+  CUptiResult GetCallbackName(CUpti_CallbackDomain d, uint32_t c, const char** n) override {
+    return f_.GetCallbackName(d, c, n);
+  }
+  const char* ResultString(CUptiResult r) override { return f_.ResultString(r); }
+
+ private:
+  FakeCupti& f_;
+};
+
+struct MarkerCollector : decoder::ChunkVisitor {
+  void OnWindowMarker(const pb::WindowMarker& m) override { markers.push_back(m); }
+  std::vector<pb::WindowMarker> markers;
+};
+
+template <typename Pred>
+bool WaitFor(Pred pred, int timeout_ms = 5000) {
+  for (int i = 0; i < timeout_ms / 5; ++i) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return pred();
+}
+
+TEST(TakeoverTest, AnotherClientTakingTheCallbacksIsMarkedCountedAndUndone) {
+  {
+    std::lock_guard<std::mutex> lk(g_other_mu);
+    g_other_records = g_other_unknown = 0;
+  }
+  FakeCupti fake;
+  HoldingCupti cupti(fake);
+  const uint32_t name = fake.AddKernelName("k");
+  const std::string dir = TempDir("takeover");
+  MonitorOptions o = Options(&cupti, dir);
+  o.config.flush_ms = 20;
+  o.config.reclaim_ms = 1000;
+  auto m = Monitor::Start(std::move(o));
+  ASSERT_TRUE(m) << m.error().message;
+  FakeCupti::Producer* p = fake.NewProducer();
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(p->Kernel(name, 100 + i, 101 + i));
+  (*m)->FlushAndWait();
+  cupti.hold = true;
+  ASSERT_TRUE(p->Kernel(name, 200, 201));  // a cupmon buffer inside CUPTI
+  // torch.profiler starts: its registration replaces cupmon's callbacks.
+  ASSERT_EQ(fake.ActivityRegisterCallbacks(OtherRequest, OtherComplete), CUPTI_SUCCESS);
+  cupti.hold = false;
+  ASSERT_TRUE(WaitFor([&] { return (*m)->GetStats().cupti_gaps == 1; }));
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(p->Kernel(name, 300 + i, 301 + i));  // the other's
+  fake.ActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  {
+    std::lock_guard<std::mutex> lk(g_other_mu);
+    EXPECT_EQ(g_other_unknown, 1u);  // cupmon's buffer went to the other client
+  }
+  // Its session ends: it switches its kinds off (cupmon's too, CUPTI's kinds are process-wide).
+  fake.ActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  // cupmon takes CUPTI back after reclaim_ms and switches its kinds on again.
+  ASSERT_TRUE(WaitFor([&] { return fake.kind_enabled(kKernel); }));
+  for (int i = 0; i < 7; ++i) ASSERT_TRUE(p->Kernel(name, 400 + i, 401 + i));
+  (*m)->Stop();
+  const MonitorStats st = (*m)->GetStats();
+  EXPECT_EQ(st.cupti_gaps, 1u);
+  EXPECT_EQ(st.stranded_buffers, 1u);
+  {
+    std::lock_guard<std::mutex> lk(g_other_mu);
+    EXPECT_EQ(g_other_records, 5u);
+  }
+
+  const auto rb = testing::ReadRecording(dir);
+  EXPECT_EQ(rb.records_by_kind.at(kKernel), 17u);  // 10 before + 7 after; 1 + 5 were the other's
+  EXPECT_EQ(rb.last_stats.cupti_gaps(), 1u);
+  auto listing = decoder::ListRecordings(dir);
+  ASSERT_TRUE(listing);
+  ASSERT_EQ(listing->recordings.size(), 1u);
+  MarkerCollector markers;
+  decoder::ReadIntegrity integrity;
+  decoder::ReadRecording(listing->recordings[0], markers, &integrity);
+  ASSERT_EQ(markers.markers.size(), 2u);
+  EXPECT_EQ(markers.markers[0].edge(), pb::WindowMarker::GAP_BEGIN);
+  EXPECT_EQ(markers.markers[1].edge(), pb::WindowMarker::GAP_END);
+  EXPECT_EQ(markers.markers[0].window_id(), 1u);
+  EXPECT_LE(markers.markers[0].cupti_ns(), markers.markers[1].cupti_ns());
+  EXPECT_NE(markers.markers[1].note().find("registered its callbacks and kinds again"),
+            std::string::npos)
+      << markers.markers[1].note();
+  std::lock_guard<std::mutex> lk(g_other_mu);
+  for (uint8_t* b : g_other_buffers) std::free(b);
+  g_other_buffers.clear();
+}
+
+}  // namespace
+}  // namespace cupmon
