@@ -151,5 +151,75 @@ TEST(FormatTest, DurationsScaleLikeNvprof) {
   EXPECT_FALSE(ParseTimeArg("5 parsecs", &rel, &wall));
 }
 
+
+// The bundled real recording (tests/data/sample): train_mlp.py on an H200 under cupmon-run, with one
+// window opened by SIGUSR2 and one by cupmonctl (tools/gpu-window-check made it). Real CUPTI bytes,
+// two rolled files; its summary is checked in, and its facts are asserted one by one.
+class RealSampleTest : public ::testing::Test {
+ protected:
+  static std::string Dir() { return std::string(CUPMON_SOURCE_DIR) + "/tests/data/sample"; }
+  static std::string Run(ReportKind kind, const ReportOptions& opt = {}) {
+    std::ostringstream out, err;
+    EXPECT_EQ(RunReport(kind, Dir(), opt, out, err), kExitClean) << err.str();
+    return out.str();
+  }
+};
+
+TEST_F(RealSampleTest, SummaryMatchesGolden) {
+  const std::string got = Run(ReportKind::kSummary);
+  const std::string path = std::string(CUPMON_SOURCE_DIR) + "/tests/data/golden/real-sample.summary.txt";
+  if (std::getenv("CUPMON_UPDATE_GOLDEN")) {
+    std::ofstream(path, std::ios::trunc) << got;
+    return;
+  }
+  std::ifstream f(path);
+  ASSERT_TRUE(f.good()) << "missing golden file " << path;
+  std::stringstream want;
+  want << f.rdbuf();
+  EXPECT_EQ(got, want.str()) << "output differs from " << path;
+}
+
+TEST_F(RealSampleTest, IsARealCleanRecordingWithTwoWindows) {
+  const std::string info = Run(ReportKind::kInfo);
+  EXPECT_EQ(info.find("SYNTHETIC"), std::string::npos);
+  EXPECT_NE(info.find("files: 2"), std::string::npos) << info;
+  EXPECT_NE(info.find("#1 source TRIGGER_SIGNAL"), std::string::npos) << info;
+  EXPECT_NE(info.find("#2 source TRIGGER_SOCKET"), std::string::npos) << info;
+  EXPECT_NE(info.find("records by kind: 1=48 4=66462 5=60375 10=166558 17=13 38=294"),
+            std::string::npos) << info;
+  EXPECT_NE(info.find("0 damaged ranges"), std::string::npos) << info;
+  EXPECT_NE(info.find(" 0 dropped records"), std::string::npos) << info;
+  EXPECT_NE(info.find("0 unresolved names"), std::string::npos) << info;
+  EXPECT_NE(info.find("0 duplicate API correlation ids"), std::string::npos) << info;
+}
+
+TEST_F(RealSampleTest, EveryKernelInsideAWindowHasItsLaunch) {
+  // Rows of window 2: kernels that start 50 ms after the window's first API call were launched
+  // inside it, so each must be joined to its launch record (the GPU check's rule, here offline).
+  ReportOptions opt;
+  opt.format = ExportFormat::kJsonl;
+  opt.filter.window = 2;
+  std::istringstream lines(Run(ReportKind::kExport, opt));
+  std::string line;
+  int64_t first_api = 0;
+  std::vector<Json> kernels;
+  while (std::getline(lines, line)) {
+    Json v;
+    ASSERT_TRUE(JsonParser(line).Parse(&v)) << line;
+    const std::string type = v.fields["type"].text;
+    const auto start = static_cast<int64_t>(v.fields["start_ns"].number);  // ~256 ns precision
+    if (type == "api" && (first_api == 0 || start < first_api)) first_api = start;
+    if (type == "kernel") kernels.push_back(v);
+  }
+  ASSERT_GT(first_api, 0);
+  size_t checked = 0;
+  for (auto& k : kernels) {
+    if (static_cast<int64_t>(k.fields["start_ns"].number) < first_api + 50'000'000) continue;
+    ++checked;
+    EXPECT_TRUE(k.fields.count("api")) << "kernel without launch record";
+  }
+  EXPECT_GT(checked, 20000u);
+}
+
 }  // namespace
 }  // namespace cupmon::decoder

@@ -1,5 +1,5 @@
 // Writes a synthetic recording (CUPTI TEST DOUBLE, not GPU data) into a directory:
-//   cupmon-make-sample tests/data/sample          the small sample used by README and golden tests
+//   cupmon-make-sample tests/data/synthetic-sample   the small synthetic sample (golden tests write their own)
 //   cupmon-make-sample /tmp/big 10000000          N kernel/API records, for timing cupmon-decode
 #include <cstdio>
 #include <cstdlib>
