@@ -62,7 +62,8 @@ class CallbackWatch {
 // How much of a zeroed buffer has been written, to `kWindow` bytes: the end of the last window
 // of kWindow bytes holding a non-zero byte, found by bisection (records are written back to back
 // from the front, and each record starts with its non-zero kind, so every window inside the
-// written part holds a non-zero word). Reads race with CUPTI's writes (atomic loads); an estimate.
+// written part holds a non-zero word). Reads race with CUPTI's writes (volatile loads); an
+// estimate.
 inline constexpr size_t kFillWindowBytes = 1024;
 size_t FilledPrefixBytes(const uint8_t* buffer, size_t size) noexcept;
 

@@ -2,13 +2,15 @@
 // CUPTI client's calls (torch.profiler/Kineto, ...) land here instead of in libcupti and go through
 // the process's CuptiMux; cupmon itself calls libcupti through its dlopen handle. Thin shims only:
 // the logic is in cupti_mux.cc. docs/COEXISTENCE.md.
+#include "cupti_interpose.h"
+
 #include <cupti.h>
 #include <dlfcn.h>
+#include <pthread.h>
 
 #include <atomic>
 
 #include "cupmon/monitor/cupti_api.h"
-#include "cupti_interpose.h"
 #include "cupti_mux.h"
 
 #define CUPMON_INTERPOSE extern "C" __attribute__((visibility("default")))
@@ -31,7 +33,11 @@ CuptiMux* ProcessCuptiMux() noexcept {
       if (!loaded) return nullptr;
       // Someone else (a test) may own the one mux slot; then there is no process mux.
       if (CuptiMux::Current()) return nullptr;
-      return new CuptiMux(*loaded->release());
+      auto* created = new CuptiMux(*loaded->release());
+      pthread_atfork(nullptr, nullptr, [] {
+        if (CuptiMux* m = CuptiMux::Current()) m->AbandonInForkedChild();
+      });
+      return created;
     } catch (...) {
       return nullptr;
     }
@@ -60,9 +66,9 @@ CuptiMux* Mux() noexcept {
 using cupmon::Mux;
 using cupmon::Next;
 
-CUPMON_INTERPOSE CUptiResult CUPTIAPI cuptiActivityRegisterCallbacks(
-    CUpti_BuffersCallbackRequestFunc funcBufferRequested,
-    CUpti_BuffersCallbackCompleteFunc funcBufferCompleted) {
+CUPMON_INTERPOSE CUptiResult CUPTIAPI
+cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc funcBufferRequested,
+                               CUpti_BuffersCallbackCompleteFunc funcBufferCompleted) {
   if (auto* m = Mux()) return m->ClientRegisterCallbacks(funcBufferRequested, funcBufferCompleted);
   auto next = Next<decltype(&cuptiActivityRegisterCallbacks)>("cuptiActivityRegisterCallbacks");
   return next ? next(funcBufferRequested, funcBufferCompleted) : CUPTI_ERROR_NOT_INITIALIZED;

@@ -125,6 +125,21 @@ void CuptiMux::Detach() noexcept {
   }
 }
 
+void CuptiMux::AbandonInForkedChild() noexcept {
+  // Only the forking thread exists here and a lock may be held by a thread that does not: touch
+  // atomics only. Delivery stops and the client's calls go straight to CUPTI.
+  attached_.store(false, std::memory_order_release);
+  client_wants_buffer_.store(false, std::memory_order_release);
+  for (auto& m : deliver_mask_) m.store(0, std::memory_order_release);
+}
+
+void CuptiMux::ForgetClientAtExit() noexcept {
+  client_request_.store(nullptr, std::memory_order_release);
+  client_complete_.store(nullptr, std::memory_order_release);
+  client_wants_buffer_.store(false, std::memory_order_release);
+  for (auto& m : deliver_mask_) m.store(0, std::memory_order_release);
+}
+
 CUptiResult CuptiMux::Reassert() noexcept {
   try {
     std::lock_guard<std::mutex> lk(toggle_mu_);
@@ -144,6 +159,15 @@ CUptiResult CuptiMux::Reassert() noexcept {
 CUptiResult CuptiMux::ClientRegisterCallbacks(CUpti_BuffersCallbackRequestFunc request,
                                               CUpti_BuffersCallbackCompleteFunc complete) noexcept {
   try {
+    if (request && complete && attached_.load(std::memory_order_acquire)) {
+      bool flush_first = false;
+      {
+        std::lock_guard<std::mutex> lk(toggle_mu_);
+        flush_first = !Delivering() && ClientHasKindsLocked();
+      }
+      // Delivery would start with these callbacks: records made before go to cupmon only.
+      if (flush_first) real_.ActivityFlushAll(0);
+    }
     {
       std::lock_guard<std::mutex> lk(toggle_mu_);
       if (!attached_.load(std::memory_order_acquire)) {
@@ -157,6 +181,10 @@ CUptiResult CuptiMux::ClientRegisterCallbacks(CUpti_BuffersCallbackRequestFunc r
       }
       // As real CUPTI answers.
       if (!request || !complete) return CUPTI_ERROR_INVALID_PARAMETER;
+      // Kineto registers the same callbacks at every session start: nothing changes.
+      if (request == client_request_.load(std::memory_order_acquire) &&
+          complete == client_complete_.load(std::memory_order_acquire))
+        return CUPTI_SUCCESS;
       client_request_.store(request, std::memory_order_release);
       client_complete_.store(complete, std::memory_order_release);
       UpdateMaskLocked();
@@ -199,10 +227,12 @@ CUptiResult CuptiMux::ClientToggle(CUcontext context, bool use_context, CUpti_Ac
       bool flush_first = false;
       {
         std::lock_guard<std::mutex> lk(toggle_mu_);
-        flush_first = kinds_[k].real && !kinds_[k].client && !ClientHasKindsLocked();
+        flush_first = !Delivering() && client_request_.load(std::memory_order_acquire) &&
+                      client_complete_.load(std::memory_order_acquire);
       }
-      // The client's session starts: records cupmon's buffers already hold were made before it
-      // and go to cupmon only. Outside our locks: the flush runs our completed callback.
+      // The client's session starts (delivery goes from nothing to something): the complete
+      // records cupmon's buffers already hold were made before it and go to cupmon only. Outside
+      // our locks: the flush runs our completed callback.
       if (flush_first) real_.ActivityFlushAll(0);
     }
     CUptiResult r = CUPTI_SUCCESS;
@@ -354,6 +384,12 @@ void CuptiMux::UpdateMaskLocked() {
   client_wants_buffer_.store(deliver && any_on, std::memory_order_release);
 }
 
+bool CuptiMux::Delivering() const noexcept {
+  for (const auto& m : deliver_mask_)
+    if (m.load(std::memory_order_acquire) != 0) return true;
+  return false;
+}
+
 bool CuptiMux::Delivers(uint32_t kind) const noexcept {
   return kind < kMaxKinds &&
          ((deliver_mask_[kind / 64].load(std::memory_order_acquire) >> (kind % 64)) & 1);
@@ -368,9 +404,7 @@ void CuptiMux::OnRequest(uint8_t** buffer, size_t* size, size_t* max_records) no
 
 void CuptiMux::OnComplete(CUcontext ctx, uint32_t stream, uint8_t* buffer, size_t size,
                           size_t valid) noexcept {
-  bool any = false;
-  for (const auto& m : deliver_mask_) any = any || m.load(std::memory_order_acquire) != 0;
-  if (any && buffer && valid > 0) {
+  if (buffer && valid > 0 && Delivering()) {
     try {
       Deliver(buffer, valid);
     } catch (...) {

@@ -31,7 +31,9 @@ namespace cupmon {
 // Kinds: per kind, cupmon's count (always-on kinds and open trace windows), whether the client has
 // it on, and whether real CUPTI has it on (= cupmon's count > 0 or the client has it). A kind the
 // client disables keeps "draining" (its records still go to the client) until the client's next
-// FlushAll, because clients disable first and flush afterwards (Kineto does).
+// FlushAll, because clients disable first and flush afterwards (Kineto does). When delivery starts
+// (the client's first kind of a session, or its callbacks, arrive), the mux first runs a
+// non-forced flush, so that complete records made before the session go to cupmon only.
 //
 // Thread-safety and locks:
 //  - toggle_mu_ guards kinds_, the client's callbacks and attached_; it is held while calling
@@ -103,6 +105,13 @@ class CuptiMux final : public CuptiApi {
   // callbacks'.
   void Detach() noexcept;
   bool attached() const noexcept { return attached_.load(std::memory_order_acquire); }
+  // pthread_atfork child handler: the child's monitor is off, so the mux stops delivering and
+  // forwards the client's calls. Takes no lock.
+  void AbandonInForkedChild() noexcept;
+  // At exit, before cupmon's final flush: the client's callbacks are never called again by the
+  // mux on its own (the client's statics may already be destroyed); its outstanding buffer is
+  // left to the exiting process. Takes no lock.
+  void ForgetClientAtExit() noexcept;
   // The mux's trampolines registered again and every kind that should be on enabled again, in
   // real CUPTI, without touching the counts: for cupmon's reclaim after a client bypassed the
   // interposition (dlsym on its own libcupti handle). Control thread.
@@ -149,10 +158,10 @@ class CuptiMux final : public CuptiApi {
 
  private:
   struct KindState {
-    uint32_t cupmon = 0;   // cupmon's enables minus disables
-    bool client = false;   // the client has it on
-    bool draining = false; // the client turned it off; records still go to it until its flush
-    bool real = false;     // on in real CUPTI (as far as the mux made it so)
+    uint32_t cupmon = 0;    // cupmon's enables minus disables
+    bool client = false;    // the client has it on
+    bool draining = false;  // the client turned it off; records still go to it until its flush
+    bool real = false;      // on in real CUPTI (as far as the mux made it so)
   };
   // Kind toggles: under toggle_mu_.
   CUptiResult ClientToggle(CUcontext context, bool use_context, CUpti_ActivityKind kind,
@@ -160,6 +169,7 @@ class CuptiMux final : public CuptiApi {
   void UpdateMaskLocked();
   bool ClientHasKindsLocked() const;
   bool Delivers(uint32_t kind) const noexcept;
+  bool Delivering() const noexcept;  // any kind delivered to the client now
   // Under deliver_mu_.
   void Deliver(const uint8_t* buffer, size_t valid);
   void EnsurePendingLocked();
@@ -189,8 +199,8 @@ class CuptiMux final : public CuptiApi {
   size_t pending_records_ = 0;
   CUpti_BuffersCallbackCompleteFunc pending_owner_ = nullptr;  // completed callback to hand it to
 
-  std::atomic<uint64_t> client_buffers_{0}, client_records_{0}, undelivered_{0},
-      null_buffers_{0}, unwalkable_{0}, reentrant_flushes_{0};
+  std::atomic<uint64_t> client_buffers_{0}, client_records_{0}, undelivered_{0}, null_buffers_{0},
+      unwalkable_{0}, reentrant_flushes_{0};
 };
 
 }  // namespace cupmon

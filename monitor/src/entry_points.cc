@@ -42,11 +42,12 @@ std::string KindList(const std::vector<uint32_t>& kinds) {
 // The forced flush at exit (registered once, for either entry point).
 void StopAtExit() {
   std::lock_guard<std::mutex> g(g_mu);
-  if (g_monitor && !Monitor::InForkedChild()) {
-    g_monitor->Stop();
-    // Preloaded: CUPTI goes back to the other client (if any) unchanged.
-    if (CuptiMux* mux = CuptiMux::Current()) mux->Detach();
-  }
+  if (!g_monitor || Monitor::InForkedChild()) return;
+  // Preloaded: the other client's statics may already be destroyed at exit, so its callbacks are
+  // never called from cupmon's final flush, and the multiplexer stays attached (detaching would
+  // register them with CUPTI again).
+  if (CuptiMux* mux = CuptiMux::Current()) mux->ForgetClientAtExit();
+  g_monitor->Stop();
 }
 
 // Starts the process-wide monitor. Caller holds g_mu.

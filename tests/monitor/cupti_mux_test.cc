@@ -3,6 +3,7 @@
 // "other client" (OtherClient below) plays torch.profiler/Kineto through the mux's client face.
 #include "monitor/src/cupti_mux.h"
 
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -14,8 +15,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "cupmon/decoder/recording_reader.h"
 #include "cupmon/monitor/monitor.h"
@@ -66,9 +65,9 @@ struct OtherClient {
   FakeCupti* fake = nullptr;  // its walker (real CUPTI's, as a client would use)
   std::mutex mu;
   std::set<uint8_t*> outstanding;
-  std::vector<uint32_t> kinds;      // kinds of the records received, in order
-  std::vector<uint64_t> starts;     // their start times (kernel/memcpy/memset)
-  std::vector<size_t> per_buffer;   // records per completed buffer
+  std::vector<uint32_t> kinds;     // kinds of the records received, in order
+  std::vector<uint64_t> starts;    // their start times (kernel/memcpy/memset)
+  std::vector<size_t> per_buffer;  // records per completed buffer
   uint64_t requests = 0, completed = 0, unknown_buffers = 0, empty_buffers = 0;
   size_t buffer_size = 64 << 10;
   size_t max_records = 0;
@@ -256,6 +255,27 @@ TEST_F(CuptiMuxTest, ClientGetsExactlyItsKindsInOrderWhileCupmonFilesHoldEveryth
   EXPECT_EQ(rb.last_stats.shared_client_records(), 1220u);
 }
 
+TEST_F(CuptiMuxTest, RecordsFromBeforeTheClientsSessionStayWithCupmon) {
+  CuptiMux mux(fake_);
+  const std::string dir = TempDir("presession");
+  auto m = Monitor::Start(Options(&mux, dir));
+  ASSERT_TRUE(m) << m.error().message;
+  FakeCupti::Producer* p = fake_.NewProducer();
+  // Kineto may enable a kind at start-up, long before it registers callbacks for a session.
+  ASSERT_EQ(mux.ClientEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), CUPTI_SUCCESS);
+  Produce(p, 30, 1'000);
+  ASSERT_EQ(mux.ClientRegisterCallbacks(ClientRequest, ClientComplete), CUPTI_SUCCESS);
+  ASSERT_EQ(mux.ClientRegisterCallbacks(ClientRequest, ClientComplete), CUPTI_SUCCESS);  // again
+  Produce(p, 7, 100'000);
+  ASSERT_EQ(mux.ClientDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), CUPTI_SUCCESS);
+  ASSERT_EQ(mux.ClientFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED), CUPTI_SUCCESS);
+  (*m)->Stop();
+  EXPECT_EQ(ClientCount(kKernel), 7u);
+  EXPECT_EQ(Outstanding(), 0u);
+  const auto rb = testing::ReadRecording(dir);
+  EXPECT_EQ(rb.records_by_kind.at(kKernel), 37u);
+}
+
 TEST_F(CuptiMuxTest, ClientDisableAndFinalizeDoNotStopCupmon) {
   CuptiMux mux(fake_);
   const std::string dir = TempDir("finalize");
@@ -378,8 +398,9 @@ TEST_F(CuptiMuxTest, WithoutCupmonTheClientTalksToCuptiUnchanged) {
 
 TEST(CallbackWatchTest, SilenceWithBuffersInFlightIsAGapAndReclaimEndsIt) {
   CallbackWatch w(/*reclaim_ms=*/1000);
-  EXPECT_EQ(w.Tick(5, 1, false, 0), CallbackWatch::Action::kNone);     // first tick: nothing to compare
-  EXPECT_EQ(w.Tick(9, 1, false, 100), CallbackWatch::Action::kNone);   // callbacks ran
+  // The first tick has nothing to compare with.
+  EXPECT_EQ(w.Tick(5, 1, false, 0), CallbackWatch::Action::kNone);
+  EXPECT_EQ(w.Tick(9, 1, false, 100), CallbackWatch::Action::kNone);  // callbacks ran
   EXPECT_EQ(w.Tick(9, 1, false, 200), CallbackWatch::Action::kGapBegins);
   EXPECT_TRUE(w.in_gap());
   EXPECT_EQ(w.Tick(9, 1, false, 700), CallbackWatch::Action::kNone);
@@ -427,7 +448,8 @@ TEST(CallbackWatchTest, FilledPrefixBytesFindsTheWrittenPart) {
 
 TEST(CallbackWatchTest, IdleApplicationIsNotAGap) {
   CallbackWatch w(/*reclaim_ms=*/0);
-  for (int i = 0; i < 10; ++i) EXPECT_EQ(w.Tick(4, 0, false, i * 100), CallbackWatch::Action::kNone);
+  for (int i = 0; i < 10; ++i)
+    EXPECT_EQ(w.Tick(4, 0, false, i * 100), CallbackWatch::Action::kNone);
   EXPECT_EQ(w.Tick(5, 1, false, 1000), CallbackWatch::Action::kNone);
   EXPECT_EQ(w.Tick(5, 1, false, 1100), CallbackWatch::Action::kGapBegins);
   for (int i = 0; i < 10; ++i)  // reclaim_ms 0: never taken back

@@ -35,8 +35,10 @@ int main() {
   if (!lib) lib = dlopen("libcupti.so", RTLD_NOW | RTLD_NOLOAD);
   Check(lib != nullptr, "libcupti is loaded");
   if (!lib) return 1;
-  auto real_enable = reinterpret_cast<decltype(&cuptiActivityEnable)>(dlsym(lib, "cuptiActivityEnable"));
-  Check(real_enable && reinterpret_cast<void*>(real_enable) != sym, "libcupti's own definition differs");
+  auto real_enable =
+      reinterpret_cast<decltype(&cuptiActivityEnable)>(dlsym(lib, "cuptiActivityEnable"));
+  Check(real_enable && reinterpret_cast<void*>(real_enable) != sym,
+        "libcupti's own definition differs");
 
   Check(cuptiActivityRegisterCallbacks(Request, Complete) == CUPTI_SUCCESS,
         "cuptiActivityRegisterCallbacks forwarded");
