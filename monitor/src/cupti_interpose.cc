@@ -6,9 +6,11 @@
 
 #include <cupti.h>
 #include <dlfcn.h>
+#include <link.h>
 #include <pthread.h>
 
 #include <atomic>
+#include <cstring>
 
 #include "cupmon/monitor/cupti_api.h"
 #include "cupti_mux.h"
@@ -17,12 +19,35 @@
 
 namespace cupmon {
 
+namespace {
+// Load order of libcupmon.so and of the first libcupti in the link map (-1: not loaded).
+struct LoadOrder {
+  const char* self = nullptr;
+  int index = 0, self_at = -1, cupti_at = -1;
+};
+int VisitObject(dl_phdr_info* info, size_t, void* data) noexcept {
+  auto* o = static_cast<LoadOrder*>(data);
+  const char* name = info->dlpi_name ? info->dlpi_name : "";
+  if (o->self_at < 0 && std::strcmp(name, o->self) == 0) o->self_at = o->index;
+  if (o->cupti_at < 0 && std::strstr(name, "libcupti.so")) o->cupti_at = o->index;
+  ++o->index;
+  return 0;
+}
+}  // namespace
+
 bool CuptiCallsInterposed() noexcept {
   void* sym = dlsym(RTLD_DEFAULT, "cuptiActivityRegisterCallbacks");
   Dl_info found{}, self{};
   if (!sym || !dladdr(sym, &found)) return false;
   if (!dladdr(reinterpret_cast<void*>(&CuptiCallsInterposed), &self)) return false;
-  return found.dli_fbase == self.dli_fbase;
+  if (found.dli_fbase != self.dli_fbase) return false;
+  // Being in the global scope is not enough: a libcupti loaded before us (torch imports it long
+  // before cuInit loads an injection library) has had its callers bound to it already, as seen on
+  // the H200. Only a libcupmon.so loaded ahead of libcupti (LD_PRELOAD, or linked in) interposes.
+  LoadOrder order;
+  order.self = self.dli_fname ? self.dli_fname : "";
+  dl_iterate_phdr(VisitObject, &order);
+  return order.cupti_at < 0 || (order.self_at >= 0 && order.self_at < order.cupti_at);
 }
 
 CuptiMux* ProcessCuptiMux() noexcept {
