@@ -37,6 +37,9 @@ def main():
     ap.add_argument("--cupmon-lib", default="")
     ap.add_argument("--cupmon-out", default="")
     ap.add_argument("--kernel-counts", default="")
+    ap.add_argument("--open-window", default="", metavar="LIBCUPMON",
+                    help="after warm-up, open a 10-minute cupmon trace window through the C API of this "
+                         "(already injected) libcupmon.so, for the whole timed loop")
     ap.add_argument("--ready-file", default="", help="created once warm-up is done and the timed steps start")
     args = ap.parse_args()
 
@@ -75,6 +78,12 @@ def main():
     if args.profiler == "cpu+cuda":
         activities.append(torch.profiler.ProfilerActivity.CPU)
 
+    if args.open_window:
+        import ctypes
+        lib = ctypes.CDLL(args.open_window)  # the injected copy: same path, same handle
+        lib.cupmon_last_error.restype = ctypes.c_char_p
+        if lib.cupmon_window_open(ctypes.c_uint32(600_000), None) < 0:
+            sys.exit("cupmon_window_open: " + lib.cupmon_last_error().decode())
     if args.ready_file:
         open(args.ready_file, "w").close()
 
