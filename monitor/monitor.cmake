@@ -67,5 +67,6 @@ target_link_libraries(cupmon_shared PRIVATE protobuf::libprotobuf)
 target_link_options(cupmon_shared PRIVATE
   -Wl,--version-script=${CMAKE_CURRENT_SOURCE_DIR}/src/libcupmon.map
   -Wl,--exclude-libs,ALL -Wl,--gc-sections -Wl,-z,nodelete -Wl,--no-undefined)
-install(TARGETS cupmon_shared LIBRARY DESTINATION lib)
+# Exported as cupmon::cupmon (cmake/CupmonInstall.cmake); consumers include <cupmon/cupmon.h>.
+install(TARGETS cupmon_shared EXPORT cupmonTargets LIBRARY DESTINATION lib INCLUDES DESTINATION include)
 install(FILES ${CMAKE_CURRENT_SOURCE_DIR}/include/cupmon/cupmon.h DESTINATION include/cupmon)

@@ -16,6 +16,10 @@ cupmon_parse_ms() {
 # stderr when Slurm does not know the job.
 cupmon_job_info() {
   local job=$1 out
+  if ! command -v squeue >/dev/null; then
+    echo "squeue not found: run this where the Slurm client commands are (a login node)" >&2
+    return 1
+  fi
   if ! out=$(squeue --noheader --jobs="$job" --format="%T %D" 2>&1) || [[ -z $out ]]; then
     echo "job $job not found: squeue says: ${out:-nothing (the job has ended)}" >&2
     return 1

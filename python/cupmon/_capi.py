@@ -97,7 +97,11 @@ def _candidates():
         out.append((injected, "CUDA_INJECTION64_PATH"))
     here = os.path.dirname(os.path.abspath(__file__))
     out.append((os.path.join(here, "libcupmon.so"), "next to the package"))
+    # pip-installed: <prefix>/lib/pythonX.Y/site-packages/cupmon -> <prefix>/lib.
     out.append((os.path.normpath(os.path.join(here, "..", "..", "..", "libcupmon.so")), "prefix/lib"))
+    # cmake --install: <prefix>/share/cupmon/python/cupmon -> <prefix>/lib.
+    out.append((os.path.normpath(os.path.join(here, "..", "..", "..", "..", "lib", "libcupmon.so")),
+                "cmake install prefix/lib"))
     found = ctypes.util.find_library("cupmon")  # ldconfig cache (and LD_LIBRARY_PATH via gcc/ld)
     if found:
         out.append((found, "ldconfig"))

@@ -287,6 +287,7 @@ class StubWrapperTest(Scratch):
         self.assertIn("cupmon_annotation_push", str(ctx.exception))
 
 
+@unittest.skipIf(os.environ.get("CUPMON_TEST_LIB_UNUSABLE"), os.environ.get("CUPMON_TEST_LIB_UNUSABLE"))
 @unittest.skipUnless(os.path.exists(os.environ.get("CUPMON_TEST_LIB", "/nonexistent")),
                      "CUPMON_TEST_LIB (the built libcupmon.so) is not set")
 class RealLibraryTest(Scratch):
@@ -306,13 +307,35 @@ class RealLibraryTest(Scratch):
         try:
             session = cupmon.start(output_dir=os.path.join(self.tmp, "out"))
         except cupmon.CupmonError as e:
-            self.assertRegex(str(e), r"cupmon_start failed: \S")
+            # The library's own explanation, word for word (cupmon_last_error on this thread).
+            c_message = _capi.library()[0].cupmon_last_error().decode()
+            self.assertTrue(c_message)
+            self.assertEqual(str(e), f"cupmon_start failed: {c_message}")
+            try:
+                self.assertFalse(cupmon.stats()["running"])
+            except cupmon.CupmonError:
+                pass  # never started: cupmon_get_stats refuses, which is also fine
             return
         # A machine with a GPU: the monitor runs; exercise the rest and stop it.
         with session:
             self.assertTrue(cupmon.stats()["running"])
             cupmon.flush()
         self.assertFalse(cupmon.stats()["running"])
+
+    def test_window_and_annotate_without_a_running_monitor_fail_with_its_message(self):
+        # This libcupmon exports the window and annotation API: the error is the library's refusal,
+        # not the module's "does not export" message.
+        lib = _capi.library()[0]
+        for name in _capi.OPTIONAL_SYMBOLS:
+            self.assertTrue(hasattr(lib, name), f"{cupmon.library_path()} lacks {name}")
+        with self.assertRaises(cupmon.CupmonError) as ctx:
+            cupmon.window(seconds=1)
+        self.assertRegex(str(ctx.exception), r"^cupmon_window_open failed: \S")
+        self.assertNotIn("does not export", str(ctx.exception))
+        with self.assertRaises(cupmon.CupmonError) as ctx:
+            with cupmon.annotate("step 12"):
+                pass
+        self.assertRegex(str(ctx.exception), r"^cupmon_annotation_push failed: \S")
 
 
 if __name__ == "__main__":

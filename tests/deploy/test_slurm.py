@@ -165,6 +165,22 @@ class TriggerTest(SlurmStubTest):
         self.assertIn("PENDING, not RUNNING", r.stderr)
         self.assertEqual(self.stub_calls("srun"), [])
 
+    def test_without_slurm_commands_it_says_so(self):
+        if shutil.which("squeue", path="/usr/local/bin:/usr/bin:/bin"):
+            self.skipTest("this machine has a real squeue")
+        bare = os.path.join(self.tmp, "bin")  # the stubs without squeue
+        os.makedirs(bare)
+        for name in os.listdir(STUBS):
+            if name != "squeue":
+                os.symlink(os.path.join(STUBS, name), os.path.join(bare, name))
+        for script in (TRIGGER, COLLECT):
+            with self.subTest(script=os.path.basename(script)):
+                extra = ("--dest", os.path.join(self.tmp, "d")) if script == COLLECT else ()
+                r = self.run_script(script, *extra, "1234", PATH=bare + os.pathsep + "/usr/bin:/bin")
+                self.assertEqual(r.returncode, 3, r.stderr)
+                self.assertIn("squeue not found", r.stderr)
+        self.assertEqual(self.stub_calls("srun"), [])
+
     def test_aligned_window_on_every_live_rank_of_every_node(self):
         a, b = self.live_pid(), self.live_pid()
         gone = self.dead_pid()
@@ -287,6 +303,23 @@ class CollectTest(SlurmStubTest):
         # The first stub node collects and removes; the second finds nothing (same disk here).
         self.assertEqual(os.listdir(os.path.join(self.dest, "4444")), ["node1.tar.gz"])
         self.assertIn("node2: nothing to collect", r.stdout)
+
+    def test_a_job_that_does_not_exist(self):
+        r = self.run_script(COLLECT, "--dest", self.dest, "999")
+        self.assertEqual(r.returncode, 3)
+        self.assertIn("job 999 not found", r.stderr)
+        self.assertIn("Invalid job id", r.stderr)  # what squeue said
+        self.assertEqual(self.stub_calls("srun"), [])
+        self.assertFalse(os.path.exists(os.path.join(self.dest, "999")), "made a directory for it")
+
+    def test_a_nodelist_where_no_node_has_the_job(self):
+        self.rank_dir(1234, 0, [1], files=["x.cupmon"])  # another job's files: not collected
+        r = self.run_script(COLLECT, "--dest", self.dest, "--nodelist", "node[1-2]", "999")
+        self.assertEqual(r.returncode, 4, r.stdout + r.stderr)
+        self.assertIn(f"no node had {self.node_dir}/cupmon/999", r.stderr)
+        self.assertIn("right job id", r.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.dest, "999")))
+        self.assertTrue(os.path.isdir(os.path.join(self.node_dir, "cupmon", "1234")))
 
     def test_node_script_usage(self):
         r = self.run_script(NODE, "window", "--job=1234", f"--node-dir={self.node_dir}")
