@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <cmath>
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
@@ -277,6 +278,7 @@ Expected<void> Monitor::Init() {
   std::random_device rd;
   recording_id_ = (uint64_t{rd()} << 32) ^ rd() ^ static_cast<uint64_t>(ClockNs(CLOCK_REALTIME));
   *start_calibration_.add_samples() = TakeCalibrationSample();
+  NoteCalibrationWritten(start_calibration_.samples(0));
 
   writer_thread_ = std::thread([this] {
     pthread_setname_np(pthread_self(), "cupmon-writer");
@@ -569,6 +571,39 @@ pb::Calibration Monitor::TakeCalibration() {
   return c;
 }
 
+void Monitor::NoteCalibrationWritten(const pb::CalibrationSample& s) {
+  cal_prev_ = cal_last_;
+  cal_last_ = s;
+  cal_written_ = std::min(cal_written_ + 1, 2);
+}
+
+void Monitor::CheckClockDomain() {
+  // Another CUPTI client's timestamp callback (Kineto registers one at each profiler session; on
+  // x86-64 it returns TSC ticks) moves CUPTI's records and cuptiGetTimestamp() to its clock for the
+  // rest of the process. The decoder maps each clock domain with its own samples
+  // (decoder/.../clock_map.h), so a domain needs samples soon after it begins. One CUPTI and two
+  // CLOCK_REALTIME readings per tick: the sample is written when CUPTI time is more than 1 ms away
+  // from where the last written samples predict it (their rate when the last two lie in one
+  // domain, else one CUPTI unit per ns). A TSC domain thus gets two samples in two ticks, then
+  // only the periodic ones.
+  if (cal_written_ == 0) return;
+  const pb::CalibrationSample now = TakeCalibrationSample();
+  const auto& a = cal_last_;
+  double rate = 1.0;
+  if (cal_written_ == 2) {
+    const double dc = static_cast<double>(a.cupti_ns()) - static_cast<double>(cal_prev_.cupti_ns());
+    const double dw = static_cast<double>(a.realtime_ns() - cal_prev_.realtime_ns());
+    if (dw >= 1e8 && dc > 0 && dc / dw >= 1.0 / 128 && dc / dw <= 128) rate = dc / dw;
+  }
+  const double predicted = static_cast<double>(a.cupti_ns()) +
+                           rate * static_cast<double>(now.realtime_ns() - a.realtime_ns());
+  if (std::fabs(static_cast<double>(now.cupti_ns()) - predicted) <= 1e6) return;
+  NoteCalibrationWritten(now);
+  pb::Calibration cal;
+  *cal.add_samples() = now;
+  PostToWriter([cal = std::move(cal)](RecordingWriter& w) { w.WriteCalibration(cal); });
+}
+
 void Monitor::OpenWriter() {
   const MonitorConfig& c = options_.config;
   const DriverInfo driver = options_.driver_probe ? options_.driver_probe()
@@ -767,6 +802,11 @@ void Monitor::ScheduleFlush() {
   flush_timer_.expires_after(std::chrono::milliseconds(ms));
   flush_timer_.async_wait([this](const boost::system::error_code& ec) noexcept {
     if (ec || stopped_.load()) return;
+    // Before the flush, so that the sample precedes the records it completes in the stream.
+    try {
+      CheckClockDomain();
+    } catch (...) {
+    }
     // Non-forced: only buffers whose records are complete come back.
     cupti_.ActivityFlushAll(0);
     PollDropped();
@@ -787,6 +827,7 @@ void Monitor::ScheduleStats() {
     try {
       PollDropped();
       pb::Calibration cal = TakeCalibration();
+      NoteCalibrationWritten(cal.samples(0));
       PostToWriter([this, cal = std::move(cal)](RecordingWriter& w) {
         FillMonitorStats(&w.stats());
         w.WriteCalibration(cal);

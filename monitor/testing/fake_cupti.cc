@@ -365,7 +365,8 @@ CUptiResult FakeCupti::ActivityGetNextRecord(uint8_t* buffer, size_t valid_size,
 CUptiResult FakeCupti::GetTimestamp(uint64_t* timestamp) {
   timespec ts{};
   clock_gettime(CLOCK_REALTIME, &ts);
-  *timestamp = static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
+  *timestamp = static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec) +
+               static_cast<uint64_t>(timestamp_shift_.load());
   return CUPTI_SUCCESS;
 }
 

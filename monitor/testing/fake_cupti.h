@@ -85,6 +85,10 @@ class FakeCupti final : public CuptiApi {
   // "Enable(5)", "Disable(5)", "EnableRuntimeApi(17,0)", "EnableDriverApi(9,0)", in call order.
   std::vector<std::string> calls() const;
   bool api_filtered(uint32_t kind, uint32_t cbid) const;
+  // Test-double behaviour: GetTimestamp returns CLOCK_REALTIME + `shift_ns` from now on, as real
+  // CUPTI's clock moves to another domain when a client registers a timestamp callback
+  // (cuptiActivityRegisterTimestampCallback). Records keep the times the test gives them.
+  void ShiftTimestampDomain(int64_t shift_ns) { timestamp_shift_.store(shift_ns); }
 
   // CuptiApi
   CUptiResult GetVersion(uint32_t* version) override;
@@ -129,6 +133,7 @@ class FakeCupti final : public CuptiApi {
   std::atomic<uint64_t> produced_{0}, dropped_total_{0}, dropped_unread_{0};
   std::atomic<uint64_t> produced_by_kind_[64] = {};
   std::atomic<uint64_t> forced_flushes_{0};
+  std::atomic<int64_t> timestamp_shift_{0};
   CUptiResult fail_register_ = CUPTI_SUCCESS;
   CUptiResult fail_enable_ = CUPTI_SUCCESS;
 

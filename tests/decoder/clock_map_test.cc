@@ -1,4 +1,5 @@
-// ClockMap: linear mapping between calibration samples, nearest offset outside, bad samples counted.
+// ClockMap: linear mapping between calibration samples, nearest offset outside, bad samples counted,
+// one map per CUPTI clock domain.
 #include "cupmon/decoder/clock_map.h"
 
 #include <gtest/gtest.h>
@@ -38,6 +39,82 @@ TEST(ClockMapTest, NonMonotonicSamplesAreDroppedAndCounted) {
   EXPECT_EQ(m.samples(), 1u);
   EXPECT_EQ(m.non_monotonic(), 3u);
   EXPECT_EQ(m.ToWall(2500), 12500);
+}
+
+// A realtime-like CUPTI clock (CUPTI's default) and, after another client's timestamp callback, a
+// monotonic-like one (offsets apart by decades); then back to the first domain.
+constexpr int64_t kSec = 1'000'000'000;
+constexpr int64_t kWall0 = 1'796'000'000 * kSec;  // 2026
+constexpr int64_t kMono0 = 240 * kSec;            // uptime
+
+TEST(ClockMapTest, TwoDomainsEachMappedWithItsOwnSamples) {
+  ClockMap m;
+  // Realtime domain: CUPTI == wall + 3 us.
+  m.Add(S(kWall0 + 3000, kWall0));
+  m.Add(S(kWall0 + 60 * kSec + 3000, kWall0 + 60 * kSec));
+  // Monotonic domain from wall + 100 s: CUPTI == wall - kWall0 + kMono0.
+  m.Add(S(kMono0 + 100 * kSec, kWall0 + 100 * kSec));
+  m.Add(S(kMono0 + 160 * kSec, kWall0 + 160 * kSec));
+  EXPECT_EQ(m.samples(), 4u);
+  EXPECT_EQ(m.non_monotonic(), 0u);  // the switch is not a non-monotonic sample
+  EXPECT_EQ(m.domain_changes(), 1u);
+  EXPECT_EQ(m.domains(), 2u);
+  // Records of both domains, inside and outside each domain's samples.
+  EXPECT_EQ(m.ToWall(kWall0 + 30 * kSec + 3000), kWall0 + 30 * kSec);
+  EXPECT_EQ(m.ToWall(kWall0 + 70 * kSec + 3000), kWall0 + 70 * kSec);  // after its last sample
+  EXPECT_EQ(m.ToWall(kMono0 + 130 * kSec), kWall0 + 130 * kSec);
+  EXPECT_EQ(m.ToWall(kMono0 + 99 * kSec), kWall0 + 99 * kSec);  // before the domain's first sample
+  EXPECT_EQ(m.ToWall(kMono0 + 200 * kSec), kWall0 + 200 * kSec);
+  EXPECT_EQ(m.WallDuration(kMono0 + 130 * kSec, kMono0 + 130 * kSec + 5000), 5000);
+
+  // Back to the realtime domain: continues the first segment, counted as a change.
+  m.Add(S(kWall0 + 200 * kSec + 3000, kWall0 + 200 * kSec));
+  EXPECT_EQ(m.domain_changes(), 2u);
+  EXPECT_EQ(m.domains(), 2u);
+  EXPECT_EQ(m.ToWall(kWall0 + 150 * kSec + 3000), kWall0 + 150 * kSec);
+}
+
+TEST(ClockMapTest, NonMonotonicInsideADomainIsStillDropped) {
+  ClockMap m;
+  m.Add(S(kWall0, kWall0));
+  m.Add(S(kMono0, kWall0 + kSec));                  // new domain
+  m.Add(S(kMono0 - 1000, kWall0 + kSec - 1000));    // goes back a little inside it: dropped
+  m.Add(S(kMono0 + 2 * kSec, kWall0 + 3 * kSec));
+  EXPECT_EQ(m.samples(), 3u);
+  EXPECT_EQ(m.non_monotonic(), 1u);
+  EXPECT_EQ(m.domain_changes(), 1u);
+  EXPECT_EQ(m.ToWall(kMono0 + kSec), kWall0 + 2 * kSec);
+}
+
+// Kineto's callback on x86-64 returns TSC ticks (not nanoseconds): 2.5 ticks per ns here.
+TEST(ClockMapTest, TickDomainUsesItsOwnRate) {
+  ClockMap m;
+  m.Add(S(kWall0, kWall0));
+  const uint64_t t0 = 600'000'000'000;  // ticks at the switch
+  m.Add(S(t0, kWall0 + 10 * kSec));
+  m.Add(S(t0 + 5 * kSec / 2, kWall0 + 11 * kSec));  // 1 s later: 2.5e9 ticks
+  m.Add(S(t0 + 50 * kSec / 2, kWall0 + 20 * kSec));  // 10 s later
+  EXPECT_EQ(m.domains(), 2u);
+  EXPECT_EQ(m.domain_changes(), 1u);
+  EXPECT_EQ(m.non_monotonic(), 0u);
+  EXPECT_EQ(m.ToWall(t0 + 5 * kSec), kWall0 + 12 * kSec);             // between samples
+  EXPECT_EQ(m.ToWall(t0 + 75 * kSec / 2), kWall0 + 25 * kSec);        // after the last, at its rate
+  EXPECT_EQ(m.WallDuration(t0 + 5 * kSec, t0 + 5 * kSec + 2500), 1000);  // 2500 ticks = 1 us
+  EXPECT_EQ(m.ToWall(kWall0 + 5 * kSec), kWall0 + 5 * kSec);          // the realtime domain
+}
+
+TEST(ClockMapTest, SingleDomainMapsAsBefore) {
+  // NTP-like slew and a step inside one nanosecond domain stay one segment.
+  ClockMap m;
+  m.Add(S(kWall0, kWall0 + 10));
+  m.Add(S(kWall0 + 60 * kSec, kWall0 + 60 * kSec + 30'000'010));  // wall slewed 30 ms
+  m.Add(S(kWall0 + 120 * kSec, kWall0 + 120 * kSec - 500'000'000));  // stepped back 0.5 s
+  EXPECT_EQ(m.domains(), 1u);
+  EXPECT_EQ(m.domain_changes(), 0u);
+  EXPECT_EQ(m.ToWall(kWall0 + 30 * kSec), kWall0 + 30 * kSec + 15'000'010);
+  EXPECT_EQ(m.ToWall(kWall0 - kSec), kWall0 - kSec + 10);
+  EXPECT_EQ(m.ToWall(kWall0 + 130 * kSec), kWall0 + 130 * kSec - 500'000'000);
+  EXPECT_EQ(m.WallDuration(kWall0 + 30 * kSec, kWall0 + 30 * kSec + 777), 777);
 }
 
 TEST(ClockMapTest, ValidSpanRejectsZeroAndReversed) {

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "cupmon/decoder/recording_reader.h"
+#include "cupmon/decoder/trace_builder.h"
 #include "cupmon/monitor/monitor.h"
 #include "monitor/src/callback_watch.h"
 #include "monitor/testing/fake_cupti.h"
@@ -607,6 +608,80 @@ TEST(TakeoverTest, AnotherClientTakingTheCallbacksIsMarkedCountedAndUndone) {
   std::lock_guard<std::mutex> lk(g_other_mu);
   for (uint8_t* b : g_other_buffers) std::free(b);
   g_other_buffers.clear();
+}
+
+// CUPTI's clock changes domain mid-recording (another client's timestamp callback; the fake's
+// GetTimestamp shift stands in for it). The flush tick writes a calibration sample at once, and the
+// decoder maps the kernels of both domains to the right wall times.
+struct KernelRows : decoder::RowSink {
+  void OnRow(const decoder::Row& r) override {
+    if (r.type == decoder::RowType::kKernel) rows.push_back({r.start, r.wall_start, r.duration});
+  }
+  struct R {
+    uint64_t start;
+    int64_t wall;
+    uint64_t duration;
+  };
+  std::vector<R> rows;
+};
+
+int64_t RealtimeNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
+TEST(ClockDomainTest, DomainChangeWritesCalibrationAtOnceAndBothSidesMap) {
+  FakeCupti fake;
+  const uint32_t name = fake.AddKernelName("k");
+  const std::string dir = TempDir("clock-domain");
+  MonitorOptions o = Options(&fake, dir);
+  o.config.flush_ms = 20;
+  auto m = Monitor::Start(std::move(o));
+  ASSERT_TRUE(m) << m.error().message;
+  FakeCupti::Producer* p = fake.NewProducer();
+  // Realtime domain (CUPTI's default): record times are CLOCK_REALTIME.
+  const int64_t w0 = RealtimeNs();
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(p->Kernel(name, w0 + i * 1000, w0 + i * 1000 + 500));
+  (*m)->FlushAndWait();
+  const uint64_t before = testing::ReadRecording(dir).calibration_chunks;
+  // A monotonic-like domain from now on: CUPTI time = realtime - (realtime at the switch) + 500 s.
+  const int64_t shift = 500'000'000'000 - RealtimeNs();
+  fake.ShiftTimestampDomain(shift);
+  // The next flush tick notices and writes a calibration chunk, before any periodic one
+  // (stats_ms is 0: otherwise only at stop).
+  ASSERT_TRUE(WaitFor([&] { return testing::ReadRecording(dir).calibration_chunks > before; }));
+  const int64_t w1 = RealtimeNs();
+  const uint64_t c1 = static_cast<uint64_t>(w1 + shift);
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(p->Kernel(name, c1 + i * 1000, c1 + i * 1000 + 700));
+  (*m)->FlushAndWait();
+  // Stays in the domain: no further prompt samples.
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const uint64_t after = testing::ReadRecording(dir).calibration_chunks;
+  (*m)->Stop();
+
+  KernelRows sink;
+  decoder::TraceBuilder builder({}, &sink);
+  auto listing = decoder::ListRecordings(dir);
+  ASSERT_TRUE(listing && listing->recordings.size() == 1u);
+  decoder::ReadIntegrity integrity;
+  decoder::ReadRecording(listing->recordings[0], builder, &integrity);
+  builder.Finish();
+  EXPECT_EQ(builder.counts().calibration_non_monotonic, 0u);
+  EXPECT_EQ(builder.counts().calibration_domain_changes, 1u);
+  EXPECT_EQ(builder.clock().domains(), 2u);
+  ASSERT_EQ(sink.rows.size(), 20u);
+  constexpr int64_t kSlack = 5'000'000;  // calibration readings bracket a preemptible CUPTI call
+  for (const auto& r : sink.rows) {
+    const bool realtime_side = r.start >= static_cast<uint64_t>(w0);
+    const int64_t expected = realtime_side ? static_cast<int64_t>(r.start)
+                                           : static_cast<int64_t>(r.start) - shift;
+    EXPECT_NEAR(static_cast<double>(r.wall), static_cast<double>(expected), kSlack)
+        << (realtime_side ? "realtime side " : "monotonic side ") << r.start;
+    EXPECT_EQ(r.duration, realtime_side ? 500u : 700u);
+  }
+  EXPECT_LE(after, before + 2);  // one prompt sample (two if a reading was preempted)
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -2,36 +2,75 @@
 #pragma once
 
 #include <cstdint>
-#include <optional>
 #include <vector>
 
 #include "cupmon.pb.h"
 
 namespace cupmon::decoder {
 
-// Samples arrive as the stream is read. Between two samples the mapping is linear; outside them
-// it uses the offset of the nearest sample. With no samples CUPTI's default clock on Linux is
-// already CLOCK_REALTIME, so timestamps pass through unchanged (and calibrated() is false).
-// A sample whose CUPTI time does not increase over the previous one is dropped and counted.
+// Samples arrive as the stream is read. With no samples CUPTI's default clock on Linux is already
+// CLOCK_REALTIME, so timestamps pass through unchanged (and calibrated() is false).
+//
+// CUPTI's clock can change domain during a recording: another CUPTI client in the process
+// (torch.profiler/Kineto) registers a timestamp callback (cuptiActivityRegisterTimestampCallback),
+// and from then on CUPTI's records and cuptiGetTimestamp() use that clock (Kineto on x86-64: raw
+// TSC ticks, neither CLOCK_REALTIME nor nanoseconds). So the samples are grouped into domains
+// ("segments"), each with its own map. A sample continues a segment when, against the segment's
+// last sample, (cupti - wall) stayed within kDomainTolerance (a nanosecond clock), or CUPTI time
+// advanced at a plausible rate for a clock (between 1/128 and 128 CUPTI units per wall ns, and
+// within a factor of 2 of the segment's own rate once it spans kRateSpan of wall time). Anything
+// else (offsets apart by years, CUPTI going back by more than the tolerance) is another domain:
+// an earlier segment it continues, or a new one. domain_changes() counts the switches.
+//
+// Within a segment the mapping is linear between samples; outside them it uses the offset of the
+// nearest sample, or, for a segment whose clock does not run at one unit per wall ns (TSC ticks),
+// the segment's average rate. A timestamp is mapped with the segment whose CUPTI range is nearest
+// to it (domains differ by orders of magnitude, so the choice is unambiguous in practice). A
+// sample inside a segment whose CUPTI time does not increase over the segment's last sample is
+// dropped and counted (non_monotonic()), as is a zero CUPTI time.
+// Not thread-safe; one decoding thread.
 class ClockMap {
  public:
+  static constexpr int64_t kDomainTolerance = 1'000'000'000;  // 1 s
+  static constexpr int64_t kRateSpan = 100'000'000;           // wall span for a trusted rate
+
   void Add(const pb::CalibrationSample& s);
   void Add(const pb::Calibration& c) {
     for (const auto& s : c.samples()) Add(s);
   }
   int64_t ToWall(uint64_t cupti_ns) const;
-  bool calibrated() const { return !samples_.empty(); }
-  uint64_t samples() const { return samples_.size(); }
+  // Wall-clock nanoseconds between two CUPTI times of one record: end - start in a nanosecond
+  // domain (exactly as without calibration), scaled by the domain's rate otherwise.
+  int64_t WallDuration(uint64_t start, uint64_t end) const;
+  bool calibrated() const { return kept_ != 0; }
+  uint64_t samples() const { return kept_; }
   uint64_t non_monotonic() const { return non_monotonic_; }
+  // Times a sample was in another domain than the sample before it.
+  uint64_t domain_changes() const { return domain_changes_; }
+  size_t domains() const { return segments_.size(); }
 
  private:
   struct Sample {
     uint64_t cupti;
     int64_t wall;
   };
+  struct Segment {
+    std::vector<Sample> samples;
+    // CUPTI units per wall ns from the first to the last sample; 1 until they span kRateSpan.
+    double rate = 1.0;
+    bool rate_known = false;
+    bool ns_clock = true;  // rate within 1% of 1: mapped exactly as a single-domain recording
+  };
+  bool Continues(const Segment& g, const Sample& s) const;
+  const Segment* SegmentFor(uint64_t cupti_ns) const;
+  static int64_t MapIn(const Segment& g, uint64_t cupti_ns);
+
   static constexpr size_t kMaxSamples = 1 << 16;  // bounded: at one a minute, weeks of samples
-  std::vector<Sample> samples_;
+  std::vector<Segment> segments_;
+  size_t current_ = 0;  // segment of the last accepted sample
+  uint64_t kept_ = 0;
   uint64_t non_monotonic_ = 0;
+  uint64_t domain_changes_ = 0;
 };
 
 // True when a record's [start, end] can be shown as a duration: both set and end >= start.

@@ -178,6 +178,10 @@ class Monitor final : public control::ControlTarget, public metrics::MetricsSour
   void OpenWriter();
   void FillMonitorStats(pb::Stats* stats);
   pb::Calibration TakeCalibration();
+  // Flush timer: writes a calibration chunk at once when CUPTI's clock left the domain of the
+  // samples written so far (another client's timestamp callback). Control thread.
+  void CheckClockDomain();
+  void NoteCalibrationWritten(const pb::CalibrationSample& s);
   void ScheduleFlush();
   void ScheduleStats();
   void PollDropped();
@@ -255,6 +259,10 @@ class Monitor final : public control::ControlTarget, public metrics::MetricsSour
   uint64_t last_active_cupti_ns_ = 0;  // CUPTI time of the last tick that saw callbacks run
   std::vector<size_t> fill_;            // per pool slot: bytes CUPTI had written at the last tick
   bool gap_warned_ = false;
+  // The last two calibration samples written (start, stats timer, CheckClockDomain), for
+  // CheckClockDomain. Set by Init before the control thread starts, then control thread only.
+  pb::CalibrationSample cal_last_, cal_prev_;
+  int cal_written_ = 0;
   std::atomic<bool> stopped_{false};
   std::atomic<bool> abandoned_{false};  // Start failed: the writer opens no file
   std::mutex stop_mu_;  // serialises Stop() callers; never taken by callbacks
