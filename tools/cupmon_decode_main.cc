@@ -112,7 +112,11 @@ int main(int argc, char** argv) {
   opt.recursive = args.recursive;
   opt.format = format == "csv" ? ExportFormat::kCsv : format == "jsonl" ? ExportFormat::kJsonl
                                                                         : ExportFormat::kChromeJson;
-  opt.progress = isatty(STDERR_FILENO);
+  // Traces and exports stream to stdout while they read: a progress line redrawn on the same
+  // terminal would tear through them. Summary and info write only once reading is done.
+  const bool streams_to_terminal = args.output.empty() && isatty(STDOUT_FILENO) &&
+                                   kind != ReportKind::kSummary && kind != ReportKind::kInfo;
+  opt.progress = isatty(STDERR_FILENO) && !streams_to_terminal;
   if (!args.from.empty() &&
       !cupmon::decoder::ParseTimeArg(args.from, &opt.filter.from_rel, &opt.filter.from_wall)) {
     std::cerr << "cupmon-decode: cannot parse --from " << args.from << "\n";

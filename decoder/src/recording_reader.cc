@@ -98,6 +98,14 @@ Expected<MappedFile> MappedFile::Open(const std::string& path) {
   return m;
 }
 
+void MappedFile::ReleaseBefore(uint64_t offset) {
+  const auto page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  const uint64_t end = std::min<uint64_t>(offset, size_) / page * page;
+  // A private read-only mapping: MADV_DONTNEED only drops our page references (nothing was
+  // written), and a later touch reads the file again. Failure just keeps the pages.
+  if (data_ && end) ::madvise(const_cast<uint8_t*>(data_), end, MADV_DONTNEED);
+}
+
 MappedFile::MappedFile(MappedFile&& o) noexcept : data_(o.data_), size_(o.size_) {
   o.data_ = nullptr;
   o.size_ = 0;
@@ -170,7 +178,8 @@ Expected<DirectoryListing> ListRecordings(const std::string& path) {
 }
 
 void ReadFileBytes(std::span<const uint8_t> bytes, const RecordingFile& file, ChunkVisitor& visitor,
-                   ReadIntegrity* integrity, SequenceTracker* sequences) {
+                   ReadIntegrity* integrity, SequenceTracker* sequences,
+                   const std::function<void(uint64_t consumed)>& consumed) {
   ChunkScanner scanner(bytes);
   std::vector<Damage> damage;
   RawBufferDecoder codec;
@@ -259,6 +268,7 @@ void ReadFileBytes(std::span<const uint8_t> bytes, const RecordingFile& file, Ch
                         ": unknown chunk type " + std::to_string(c->header.type) + " skipped");
         break;
     }
+    if (consumed) consumed(scanner.position());
   }
   report_damage();
   if (scanner.future_major()) {
@@ -270,8 +280,11 @@ void ReadFileBytes(std::span<const uint8_t> bytes, const RecordingFile& file, Ch
   if (!footer) ++integrity->files_without_footer;
 }
 
-void ReadRecording(const Recording& recording, ChunkVisitor& visitor, ReadIntegrity* integrity) {
+void ReadRecording(const Recording& recording, ChunkVisitor& visitor, ReadIntegrity* integrity,
+                   const ReadProgressFn& progress) {
   SequenceTracker sequences;
+  uint64_t total = 0, done_before = 0;  // the listing's sizes; a growing file may pass them
+  for (const RecordingFile& file : recording.files) total += file.bytes;
   bool first = true;
   uint32_t expected_index = 0;
   for (const RecordingFile& file : recording.files) {
@@ -297,7 +310,18 @@ void ReadRecording(const Recording& recording, ChunkVisitor& visitor, ReadIntegr
       integrity->Note(mapped.error().message);
       continue;
     }
-    ReadFileBytes(mapped->bytes(), file, visitor, integrity, &sequences);
+    // Pages already read are given back every few MiB, so resident memory stays flat however
+    // large the file (a mapping's touched pages count as the process's own).
+    constexpr uint64_t kReleaseEvery = 8 << 20;
+    uint64_t released = 0;
+    ReadFileBytes(mapped->bytes(), file, visitor, integrity, &sequences, [&](uint64_t consumed) {
+      if (consumed >= released + kReleaseEvery) {
+        mapped->ReleaseBefore(consumed);
+        released = consumed;
+      }
+      if (progress) progress(done_before + consumed, std::max(total, done_before + consumed));
+    });
+    done_before += mapped->bytes().size();
   }
   FinishSequences(sequences, integrity);
 }

@@ -7,13 +7,16 @@
 #include <cmath>
 #include <cstdarg>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <map>
+#include <memory>
 #include <set>
 #include <sstream>
 #include <type_traits>
 #include <unordered_map>
 
+#include "cupmon/decoder/progress_line.h"
 #include "cupmon/decoder/rank_listing.h"
 
 namespace cupmon::decoder {
@@ -81,27 +84,32 @@ const char* RowTypeName(RowType t) {
 // writes. Everything a sink writes passes through here, so its order is kept.
 class OutBuf {
  public:
-  explicit OutBuf(std::ostream& out) : out_(out) { buf_.reserve(kFlushAt + 64 * 1024); }
+  explicit OutBuf(std::ostream& out)
+      : out_(out), buf_(new char[kFlushAt + kSlack]), cap_(kFlushAt + kSlack) {}
   ~OutBuf() { Flush(); }
   OutBuf(const OutBuf&) = delete;
   OutBuf& operator=(const OutBuf&) = delete;
 
-  OutBuf& operator<<(std::string_view s) {
-    buf_.append(s);
+  // Inlined so that literals become fixed-size copies (no strlen, no call per fragment).
+  [[gnu::always_inline]] OutBuf& operator<<(std::string_view s) {
+    Append(s.data(), s.size());
     return *this;
   }
-  OutBuf& operator<<(const char* s) { return *this << std::string_view(s); }
+  [[gnu::always_inline]] OutBuf& operator<<(const char* s) { return *this << std::string_view(s); }
   OutBuf& operator<<(const std::string& s) { return *this << std::string_view(s); }
-  OutBuf& operator<<(char c) {
-    buf_.push_back(c);
+  [[gnu::always_inline]] OutBuf& operator<<(char c) {
+    if (size_ == cap_) [[unlikely]]
+      MakeRoom(1);
+    buf_[size_++] = c;
     return *this;
   }
   template <typename T>
     requires(std::is_integral_v<T> && !std::is_same_v<T, char> && !std::is_same_v<T, bool>)
   OutBuf& operator<<(T v) {
-    char tmp[24];
-    const auto r = std::to_chars(tmp, tmp + sizeof tmp, v);
-    buf_.append(tmp, static_cast<size_t>(r.ptr - tmp));
+    if (cap_ - size_ < 24) [[unlikely]]
+      MakeRoom(24);
+    const auto r = std::to_chars(buf_.get() + size_, buf_.get() + size_ + 24, v);
+    size_ = static_cast<size_t>(r.ptr - buf_.get());
     return *this;
   }
   // Appends `s` escaped for a JSON string body.
@@ -109,34 +117,49 @@ class OutBuf {
     size_t plain = 0;
     while (plain < s.size() && NeedsNoEscape(static_cast<unsigned char>(s[plain]))) ++plain;
     if (plain == s.size()) return *this << s;
-    buf_.append(JsonEscape(s));
-    return *this;
+    return *this << JsonEscape(s);
   }
   // Appends `s` as a CSV field in double quotes (quotes doubled).
   OutBuf& Csv(std::string_view s) {
-    buf_.push_back('"');
+    *this << '"';
     for (char c : s) {
-      if (c == '"') buf_.push_back('"');
-      buf_.push_back(c);
+      if (c == '"') *this << '"';
+      *this << c;
     }
-    buf_.push_back('"');
+    *this << '"';
     return *this;
   }
   // Call after each row: writes the buffer out once it is large.
   void EndRow() {
-    if (buf_.size() >= kFlushAt) Flush();
+    if (size_ >= kFlushAt) Flush();
   }
   void Flush() {
-    if (buf_.empty()) return;
-    out_.write(buf_.data(), static_cast<std::streamsize>(buf_.size()));
-    buf_.clear();
+    if (size_ == 0) return;
+    out_.write(buf_.get(), static_cast<std::streamsize>(size_));
+    size_ = 0;
   }
 
  private:
+  [[gnu::always_inline]] void Append(const char* p, size_t n) {
+    if (cap_ - size_ < n) [[unlikely]]
+      MakeRoom(n);
+    std::memcpy(buf_.get() + size_, p, n);
+    size_ += n;
+  }
+  // Writes out what is buffered (order is kept) and grows the buffer if `n` still does not fit.
+  [[gnu::noinline]] void MakeRoom(size_t n) {
+    Flush();
+    if (n > cap_) {
+      cap_ = n;
+      buf_.reset(new char[cap_]);
+    }
+  }
   static bool NeedsNoEscape(unsigned char c) { return c >= 0x20 && c != '"' && c != '\\'; }
   static constexpr size_t kFlushAt = 1 << 20;
+  static constexpr size_t kSlack = 64 * 1024;  // a row rarely needs more; MakeRoom if it does
   std::ostream& out_;
-  std::string buf_;
+  std::unique_ptr<char[]> buf_;
+  size_t size_ = 0, cap_;
 };
 
 // Keeps rows and the limit for the trace-like sinks.
@@ -200,6 +223,7 @@ class SummarySink : public RowSink {
     if (row.name_id >= table.size()) table.resize(row.name_id + 1);
     table[row.name_id].Add(row);
   }
+  bool NeedsWallTimes() const override { return false; }  // durations only
   // `prefix` starts the first line ("rank N (host:pid): " in merged summaries).
   void Print(std::ostream& out, const TraceBuilder& b, const Recording& rec,
              const ReadIntegrity& integrity, const std::string& prefix = {}) {
@@ -693,6 +717,7 @@ class ChromeSink : public LimitedSink {
 class NullSink : public RowSink {
  public:
   void OnRow(const Row&) override {}
+  bool NeedsWallTimes() const override { return false; }
 };
 
 void PrintInfo(std::ostream& out, const TraceBuilder& b, const Recording& r,
@@ -1011,6 +1036,11 @@ int RunReport(ReportKind kind, const std::vector<std::string>& paths, const Repo
     }
     chrome->SetCommonBase(base);
   }
+  // One progress line for all chosen recordings (bytes of all their files).
+  uint64_t total_bytes = 0, done_before = 0;
+  for (const Rank* r : chosen)
+    for (const auto& f : r->recording.files) total_bytes += f.bytes;
+  ProgressLine progress(err, ProgressLine::ShouldShow(options.progress, total_bytes));
   std::vector<RankResult> results;
   std::map<std::string, Stat> total_gpu, total_api;
   std::ostringstream info_blocks;
@@ -1029,10 +1059,13 @@ int RunReport(ReportKind kind, const std::vector<std::string>& paths, const Repo
     if (trace && merged) trace->SetRank(&rank);
     if (trace) trace->Begin(builder, rec, i);
     ReadIntegrity integrity;
-    if (options.progress)
-      err << "cupmon-decode: " << who << "reading recording " << Hex(rec.id) << " ("
-          << rec.files.size() << " files)\n";
-    ReadRecording(rec, builder, &integrity);
+    uint64_t done_here = 0;
+    ReadRecording(rec, builder, &integrity, [&](uint64_t done, uint64_t) {
+      done_here = done;
+      progress.Update(done_before + done, std::max(total_bytes, done_before + done));
+    });
+    done_before += done_here;
+    progress.Finish();  // before anything else is written to err (or to out on the same terminal)
     builder.Finish();
     if (trace) trace->End(builder, rec, integrity);
     if (kind == ReportKind::kSummary) {

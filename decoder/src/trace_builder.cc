@@ -21,6 +21,15 @@ std::string Hex(uint64_t v) {
 
 namespace {
 constexpr uint32_t kMaxDenseCbid = 4096;  // API name ids for smaller cbids sit in a vector
+
+// A span the rows can place in time: ValidSpan (no zero, not reversed), and no time at or past
+// 2^62 ns. CUPTI counts nanoseconds since the epoch, so such a time (after the year 2116) is
+// damage; and the wall-clock mapping and the filters work in int64, where times near 2^63 wrapped
+// into huge negative wall times and relative times (found by cupmon_record_fuzz). 2^62 leaves room
+// for any calibration offset and difference. Those records are shown as unknown, like zero or
+// reversed ones.
+constexpr uint64_t kTimeLimit = uint64_t{1} << 62;
+bool TimedSpan(uint64_t start, uint64_t end) { return ValidSpan(start, end) && end < kTimeLimit; }
 }  // namespace
 
 // One GPU or API record, decoded straight from the raw bytes with only the fields rows use
@@ -58,8 +67,10 @@ struct TraceBuilder::CorrEntry {
 class TraceBuilder::CorrTable {
  public:
   explicit CorrTable(size_t live_bound) {
+    // Live ids from one counter span less than live_bound, so they never share a slot: one
+    // power of two above the bound is enough (twice that only cost memory and cache).
     size_t n = 1024;
-    while (n < 2 * live_bound) n *= 2;
+    while (n < live_bound) n *= 2;
     slots_.assign(n, Slot{});
     mask_ = n - 1;
   }
@@ -136,7 +147,11 @@ TraceBuilder::TraceBuilder(TraceFilter filter, RowSink* sink, size_t horizon,
                   filter_.to_rel;
   memcpy_name_ids_.fill(-1);
   for (auto& v : api_name_ids_) v.assign(kMaxDenseCbid, -1);
-  corr_order_.resize(4 * horizon_ + 1);
+  corr_limit_ = 4 * horizon_ + 1;
+  size_t ring = 1;
+  while (ring < corr_limit_) ring *= 2;
+  corr_order_.resize(ring);
+  wall_times_ = timed_filter_ || !sink_ || sink_->NeedsWallTimes();
 }
 
 TraceBuilder::~TraceBuilder() = default;
@@ -158,6 +173,7 @@ void TraceBuilder::OnStrings(const pb::StringTable& table) {
     if (it != string_by_pointer_.end() && strings_[it->second] == e.text()) continue;
     strings_.push_back(e.text());
     string_by_pointer_[e.pointer()] = static_cast<uint32_t>(strings_.size() - 1);
+    name_cache_.fill(NameCacheSlot{});  // the pointer may now name a newer entry
   }
 }
 
@@ -194,6 +210,22 @@ void TraceBuilder::OnCalibration(const pb::Calibration& c) {
     counts_.Note("calibration: " + std::to_string(clock_.non_monotonic()) +
                  " sample(s) with non-increasing CUPTI time dropped");
   }
+  // Not a warning: each domain is mapped with its own samples (clock_map.h). One message, whose
+  // count follows the switches seen so far.
+  if (clock_.domain_changes() != counts_.calibration_domain_changes) {
+    static constexpr std::string_view kPrefix = "calibration: CUPTI's clock changed domain ";
+    std::string m = std::string(kPrefix) + std::to_string(clock_.domain_changes()) +
+                    " time(s), e.g. a profiler's timestamp callback; each domain is mapped with "
+                    "its own calibration";
+    auto it = std::find_if(counts_.messages.begin(), counts_.messages.end(),
+                           [](const std::string& x) { return x.starts_with(kPrefix); });
+    if (it != counts_.messages.end()) {
+      *it = std::move(m);
+    } else {
+      counts_.Note(std::move(m));
+    }
+  }
+  counts_.calibration_domain_changes = clock_.domain_changes();
 }
 
 void TraceBuilder::OnStats(const pb::Stats& stats) {
@@ -256,7 +288,7 @@ void TraceBuilder::AddRecord(const RecordLayout& layout, const FieldReader& f, c
   if (cls == RecordClass::kOverhead) {
     ++counts_.overhead_records;
     const uint64_t s = f.Get(rec, Field::kStart), e = f.Get(rec, Field::kEnd);
-    if (ValidSpan(s, e)) counts_.overhead_ns += e - s;
+    if (TimedSpan(s, e)) counts_.overhead_ns += e - s;
     return;
   }
   if (cls != RecordClass::kKernel && cls != RecordClass::kMemcpy && cls != RecordClass::kMemset &&
@@ -272,13 +304,15 @@ void TraceBuilder::AddRecord(const RecordLayout& layout, const FieldReader& f, c
     pending_head_ = 0;
   }
   Pending& p = pending_[(pending_head_ + pending_size_++) & (pending_.size() - 1)];
-  p = Pending{};
+  // Every field Emit reads for this record class is set below, so the slot is not cleared first
+  // (clearing ~130 bytes per record was a tenth of the summary's decoder time). Fields of other
+  // classes keep a previous record's values and are never read.
   p.kind = layout.kind;
   p.record_class = cls;
   p.start = f.Get(rec, Field::kStart);
   p.end = f.Get(rec, Field::kEnd);
   p.corr = f.Get32(rec, Field::kCorrelationId);
-  if (ValidSpan(p.start, p.end)) {
+  if (TimedSpan(p.start, p.end)) {
     if (!origin_ts_) origin_ts_ = p.start;
     if (!first_ts_ || p.start < first_ts_) first_ts_ = p.start;
     if (p.end > last_ts_) last_ts_ = p.end;
@@ -315,6 +349,7 @@ void TraceBuilder::AddRecord(const RecordLayout& layout, const FieldReader& f, c
   p.graph_id = f.Get32(rec, Field::kGraphId);
   int32_t first = 0;
   if (cls == RecordClass::kKernel) {
+    p.string_index = -1;
     p.grid[0] = f.Get32(rec, Field::kGridX);
     p.grid[1] = f.Get32(rec, Field::kGridY);
     p.grid[2] = f.Get32(rec, Field::kGridZ);
@@ -325,8 +360,17 @@ void TraceBuilder::AddRecord(const RecordLayout& layout, const FieldReader& f, c
     p.static_smem = f.Get32(rec, Field::kStaticSharedMemory);
     p.dynamic_smem = f.Get32(rec, Field::kDynamicSharedMemory);
     p.name_ptr = f.Get(rec, Field::kNamePointer);
-    auto it = string_by_pointer_.find(p.name_ptr);
-    if (it != string_by_pointer_.end()) p.string_index = static_cast<int32_t>(it->second);
+    // Kernels reuse a few hundred names: a direct-mapped cache saves the hash lookup per record.
+    NameCacheSlot& slot = name_cache_[(p.name_ptr ^ p.name_ptr >> 8 ^ p.name_ptr >> 16) & 255];
+    if (slot.index_plus_1 && slot.pointer == p.name_ptr) {
+      p.string_index = static_cast<int32_t>(slot.index_plus_1 - 1);
+    } else {
+      auto it = string_by_pointer_.find(p.name_ptr);
+      if (it != string_by_pointer_.end()) {
+        p.string_index = static_cast<int32_t>(it->second);
+        slot = NameCacheSlot{p.name_ptr, it->second + 1};
+      }
+    }
     first = p.string_index;
   } else if (cls == RecordClass::kMemcpy) {
     p.bytes = f.Get(rec, Field::kBytes);
@@ -344,14 +388,15 @@ void TraceBuilder::AddRecord(const RecordLayout& layout, const FieldReader& f, c
 TraceBuilder::CorrEntry* TraceBuilder::Track(uint32_t corr) {
   auto [e, created] = corr_->Insert(corr);
   if (!created) return e;
-  if (corr_size_ == corr_order_.size()) {
+  const size_t mask = corr_order_.size() - 1;
+  if (corr_size_ == corr_limit_) {
     // One buffer brought more new ids than the eviction ring holds: forget the oldest now.
     corr_->Erase(corr_order_[corr_head_]);
-    corr_head_ = (corr_head_ + 1) % corr_order_.size();
+    corr_head_ = (corr_head_ + 1) & mask;
     --corr_size_;
     e = corr_->Insert(corr).first;  // the erase may have moved entries
   }
-  corr_order_[(corr_head_ + corr_size_++) % corr_order_.size()] = corr;
+  corr_order_[(corr_head_ + corr_size_++) & mask] = corr;
   return e;
 }
 
@@ -359,7 +404,7 @@ void TraceBuilder::Retire() {
   // Correlation entries live for a few horizons after they arrive, so memory stays bounded.
   while (corr_size_ > 4 * horizon_) {
     corr_->Erase(corr_order_[corr_head_]);
-    corr_head_ = (corr_head_ + 1) % corr_order_.size();
+    corr_head_ = (corr_head_ + 1) & (corr_order_.size() - 1);
     --corr_size_;
   }
 }
@@ -437,7 +482,8 @@ bool TraceBuilder::Passes(const Row& row) const {
   }
   if (filter_.from_wall && row.wall_start < *filter_.from_wall) return false;
   if (filter_.to_wall && row.wall_start > *filter_.to_wall) return false;
-  const int64_t rel = row.wall_start - origin_wall();
+  // In 128 bits: wall times come from the file's calibration, whose damage may put them anywhere.
+  __extension__ const __int128 rel = static_cast<__int128>(row.wall_start) - origin_wall();
   if (filter_.from_rel && rel < *filter_.from_rel) return false;
   if (filter_.to_rel && rel > *filter_.to_rel) return false;
   return true;
@@ -448,11 +494,13 @@ void TraceBuilder::Emit(const Pending& p) {
   row.kind = p.kind;
   row.start = p.start;
   row.end = p.end;
-  row.valid_time = ValidSpan(row.start, row.end);
+  row.valid_time = TimedSpan(row.start, row.end);
   if (row.valid_time) {
-    row.wall_start = clock_.ToWall(row.start);
-    row.wall_end = clock_.ToWall(row.end);
-    row.duration = row.end - row.start;
+    if (wall_times_) {
+      row.wall_start = clock_.ToWall(row.start);
+      row.wall_end = clock_.ToWall(row.end);
+    }
+    row.duration = clock_.WallDuration(row.start, row.end);
   } else {
     row.start = row.end = 0;
   }
@@ -516,12 +564,14 @@ void TraceBuilder::Emit(const Pending& p) {
       row.api_pid = e->pid;
       row.api_tid = e->tid;
       row.api_return = e->ret;
-      row.api_valid_time = ValidSpan(e->api_start, e->api_end);
+      row.api_valid_time = TimedSpan(e->api_start, e->api_end);
       if (row.api_valid_time) {
         row.api_start = e->api_start;
         row.api_end = e->api_end;
-        row.api_wall_start = clock_.ToWall(e->api_start);
-        row.api_wall_end = clock_.ToWall(e->api_end);
+        if (wall_times_) {
+          row.api_wall_start = clock_.ToWall(e->api_start);
+          row.api_wall_end = clock_.ToWall(e->api_end);
+        }
       }
       row.api_name = NameOf(ApiNameId(e->api_kind, e->cbid));
     } else {
@@ -620,6 +670,16 @@ void TraceBuilder::ReleaseOne() {
   released_any_ = true;
   last_released_ = k.start;
   free_slots_.push_back(k.slot);
+  // The row released next was stored up to `reorder_.rows` rows ago and has left the cache:
+  // fetch it while the sink formats this one (it was a fifth of chrome-json's time in misses).
+  const HeapKey* next = run_size_ ? &run_[run_head_] : nullptr;
+  if (!heap_.empty() &&
+      (!next || Later(next->start, next->seq, heap_.front().start, heap_.front().seq)))
+    next = &heap_.front();
+  if (next) {
+    const char* row = reinterpret_cast<const char*>(&slots_[next->slot]);
+    for (size_t at = 0; at < sizeof(Row); at += 64) __builtin_prefetch(row + at);
+  }
   sink_->OnRow(slots_[k.slot]);
 }
 

@@ -67,17 +67,28 @@ constexpr size_t kTile = 64;
 
 // Touches the next tile's records and column segments ahead of use: the columns are up to 216
 // streams a group's record count apart, more than hardware prefetchers follow.
-inline void PrefetchTile(const uint8_t* base, const uint32_t* recs, size_t tile, size_t size,
-                         const uint8_t* cols, size_t n, bool write_cols) {
+// The read/write hint is a template argument: clang requires __builtin_prefetch's to be a
+// constant expression (GCC folded the old `write_cols ? 0 : 1`).
+template <bool kWriteCols>
+inline void PrefetchTileAs(const uint8_t* base, const uint32_t* recs, size_t tile, size_t size,
+                           const uint8_t* cols, size_t n) {
+  constexpr int kRecs = kWriteCols ? 0 : 1, kCols = kWriteCols ? 1 : 0;
   for (size_t t = 0; t < tile; ++t) {
     const uint8_t* rec = base + recs[t];
-    for (size_t b = 0; b < size; b += 64) __builtin_prefetch(rec + b, write_cols ? 0 : 1);
-    __builtin_prefetch(rec + size - 1, write_cols ? 0 : 1);
+    for (size_t b = 0; b < size; b += 64) __builtin_prefetch(rec + b, kRecs);
+    __builtin_prefetch(rec + size - 1, kRecs);
   }
   for (size_t b = 0; b < size; ++b) {
-    __builtin_prefetch(cols + b * n, write_cols ? 1 : 0);
-    __builtin_prefetch(cols + b * n + tile - 1, write_cols ? 1 : 0);
+    __builtin_prefetch(cols + b * n, kCols);
+    __builtin_prefetch(cols + b * n + tile - 1, kCols);
   }
+}
+inline void PrefetchTile(const uint8_t* base, const uint32_t* recs, size_t tile, size_t size,
+                         const uint8_t* cols, size_t n, bool write_cols) {
+  if (write_cols)
+    PrefetchTileAs<true>(base, recs, tile, size, cols, n);
+  else
+    PrefetchTileAs<false>(base, recs, tile, size, cols, n);
 }
 
 // Scatters the records of one group into its byte columns. `recs[r]` is the r-th record of the

@@ -2,11 +2,13 @@
 //   cupmon-decode-bench DIR
 // 1. reader: chunk scan, CRC, zstd and the columnar inverse (format/, the floor under the decoder);
 // 2. reader + record walk (kinds and sizes only);
-// 3. summary and 4. chrome-json/csv/jsonl exports through RunReport into a discarding stream.
+// 3. summary and 4. chrome-json/csv exports and gpu-trace through RunReport into a discarding
+// stream (chrome-json also per trace event, counted in an untimed second pass).
 // Prints records (or events) per second of wall and of process CPU time: CPU time is the figure to
 // compare on a machine shared with other work.
 #include <time.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <ostream>
 #include <streambuf>
@@ -25,20 +27,27 @@ double Now(clockid_t clock) {
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
-// A stream that counts and drops what it is given (the figures leave out disk writes).
+// A stream that counts and drops what it is given (the figures leave out disk writes). With
+// count_lines it also counts newlines: chrome-json writes one trace event per line.
 class CountingBuf : public std::streambuf {
  public:
-  uint64_t bytes = 0;
+  explicit CountingBuf(bool count_lines = false) : count_lines_(count_lines) {}
+  uint64_t bytes = 0, lines = 0;
 
  protected:
-  std::streamsize xsputn(const char*, std::streamsize n) override {
+  std::streamsize xsputn(const char* s, std::streamsize n) override {
     bytes += static_cast<uint64_t>(n);
+    if (count_lines_) lines += static_cast<uint64_t>(std::count(s, s + n, '\n'));
     return n;
   }
   int_type overflow(int_type c) override {
     ++bytes;
+    if (count_lines_ && c == '\n') ++lines;
     return c;
   }
+
+ private:
+  bool count_lines_;
 };
 
 class WalkVisitor : public ChunkVisitor {
@@ -118,6 +127,15 @@ int main(int argc, char** argv) {
     const double w = Now(CLOCK_MONOTONIC) - w0, c = Now(CLOCK_PROCESS_CPUTIME_ID) - c0;
     Report(run.name, records, "records", w, c);
     std::printf("  (%llu output bytes)\n", static_cast<unsigned long long>(buf.bytes));
+    if (run.kind == ReportKind::kExport && run.format == ExportFormat::kChromeJson) {
+      // Events (slices, flow starts and ends, metadata): counted in a second, untimed pass so
+      // that the count does not weigh on the timing above. Two lines are the JSON's frame.
+      CountingBuf lines(/*count_lines=*/true), dropped;
+      std::ostream counted(&lines), warnings(&dropped);
+      RunReport(run.kind, dir, opt, counted, warnings);
+      const uint64_t events = lines.lines >= 2 ? lines.lines - 2 : 0;
+      Report("  as trace events", events, "events", w, c);
+    }
   }
   return 0;
 }

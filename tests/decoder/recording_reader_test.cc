@@ -264,6 +264,63 @@ TEST(RecordingReaderTest, RotatedFilesReadInOrderAndMissingFilesAreReported) {
   EXPECT_EQ(retained.missing_files, 0u);
 }
 
+// The progress hook (cupmon-decode's progress line) counts every file's bytes, in order, and ends
+// at the recording's total.
+TEST(RecordingReaderTest, ProgressCountsBytesAcrossFilesUpToTheTotal) {
+  TempDir dir;
+  {
+    auto opts = testing::WriterOptions(dir.path());
+    opts.files.file_bytes = 600;
+    RecordingWriter w(opts, testing::SyntheticHeader());
+    ASSERT_TRUE(w.Open().has_value());
+    for (uint32_t i = 0; i < 20; ++i) {
+      testing::BufferBuilder b;
+      b.Kernel(testing::kT0 + i * 1000, testing::kT0 + i * 1000 + 500, i + 1, 0x10);
+      w.WriteRawBuffer(b.bytes(), 1, 7);
+    }
+    w.Close(0);
+  }
+  auto listing = ListRecordings(dir.path());
+  ASSERT_EQ(listing->recordings.size(), 1u);
+  uint64_t total = 0;
+  for (const auto& f : listing->recordings[0].files) total += f.bytes;
+  ASSERT_GE(listing->recordings[0].files.size(), 4u);
+  std::vector<std::pair<uint64_t, uint64_t>> calls;
+  CountingVisitor v;
+  ReadIntegrity integrity;
+  ReadRecording(listing->recordings[0], v, &integrity,
+                [&](uint64_t done, uint64_t of) { calls.emplace_back(done, of); });
+  EXPECT_EQ(v.buffers, 20);
+  ASSERT_FALSE(calls.empty());
+  for (size_t i = 1; i < calls.size(); ++i) EXPECT_GE(calls[i].first, calls[i - 1].first);
+  for (const auto& [done, of] : calls) {
+    EXPECT_EQ(of, total);
+    EXPECT_LE(done, total);
+  }
+  EXPECT_EQ(calls.back().first, total);
+}
+
+// A streaming read gives back the pages it has read; what is released reads back the same if
+// touched again (the file is mapped privately and never written).
+TEST(RecordingReaderTest, ReleasedMappingPagesReadBackFromTheFile) {
+  TempDir dir;
+  const std::string path = dir.path() + "/bytes.bin";
+  std::vector<uint8_t> bytes(3 * 65536 + 123);
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(i * 7 + i / 4096);
+  WriteAll(path, bytes);
+  auto m = MappedFile::Open(path);
+  ASSERT_TRUE(m.has_value());
+  ASSERT_EQ(m->bytes().size(), bytes.size());
+  uint64_t sum = 0;
+  for (uint8_t b : m->bytes()) sum += b;  // touch every page
+  m->ReleaseBefore(2 * 65536 + 5);        // rounded down to a page
+  m->ReleaseBefore(bytes.size() + 4096);  // past the end: clamped
+  EXPECT_TRUE(std::equal(bytes.begin(), bytes.end(), m->bytes().begin()));
+  uint64_t again = 0;
+  for (uint8_t b : m->bytes()) again += b;
+  EXPECT_EQ(sum, again);
+}
+
 TEST(RecordingReaderTest, FilesOfTwoProcessesAreTwoRecordings) {
   TempDir dir;
   testing::WriteSampleRecording(dir.path());

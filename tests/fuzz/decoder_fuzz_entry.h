@@ -1,6 +1,7 @@
-// The one entry the decoder fuzzer drives: every byte string is read as a cupmon file (chunk scan,
-// decompression, parsing) and decoded with joins and reordering. The libFuzzer target and the
-// gcc-built regression test (tests/decoder/fuzz_regression_test.cc) both call it.
+// The entries the decoder fuzzers drive: DecodeFuzzInput reads every byte string as a cupmon file
+// (chunk scan, decompression, parsing) and decodes it with joins and reordering;
+// DecodeRawBufferFuzzInput decodes it as one raw CUPTI buffer. The libFuzzer targets and the
+// gcc-built regression test (tests/decoder/fuzz_regression_test.cc) call them.
 #pragma once
 
 #include <cstddef>
@@ -39,6 +40,71 @@ inline uint64_t DecodeFuzzInput(const uint8_t* data, size_t size) {
   RecordingFile file{"fuzz.cupmon", size, 0};
   ReadFileBytes(std::span<const uint8_t>(data, size), file, builder, &integrity, &sequences);
   FinishSequences(sequences, &integrity);
+  builder.Finish();
+  return sink.rows();
+}
+
+// The record-level entry: the chunk framing's CRCs make almost every mutation of a file a damaged
+// chunk, so records inside a valid chunk are rarely reached by DecodeFuzzInput. Here the input is
+// one raw CUPTI buffer (after a flags byte) handed straight to a TraceBuilder under a CUPTI 13.0
+// header, with a string table, a window and calibration around it. Flags: bit 0 --mangled,
+// bit 1 no reordering, bits 2-3 the join horizon (1, 4, 64, 4096 records), bit 4 a time filter
+// (window 1), bit 5 the buffer twice (ids and strings seen again).
+inline uint64_t DecodeRawBufferFuzzInput(const uint8_t* data, size_t size) {
+  using namespace cupmon::decoder;
+  if (size == 0) return 0;
+  const uint8_t flags = data[0];
+  const std::span<const uint8_t> buffer(data + 1, size - 1);
+  TraceFilter filter;
+  filter.mangled = flags & 1;
+  if (flags & 16) filter.window = 1;
+  static constexpr size_t kHorizons[] = {1, 4, 64, 4096};
+  DiscardingSink sink;
+  TraceBuilder builder(std::move(filter), &sink, kHorizons[(flags >> 2) & 3],
+                       (flags & 2) ? ReorderOptions{} : ReorderOptions{16, 1000});
+  pb::RecordingHeader header;
+  header.set_cupti_api_version(130001);
+  const RecordSizeTable sizes = RecordSizeTable::Cupti13();
+  for (uint32_t k = 0; k < RecordSizeTable::kMaxKind; ++k) {
+    if (!sizes.Size(k)) continue;
+    auto* rs = header.add_record_sizes();
+    rs->set_kind(k);
+    rs->set_size(sizes.Size(k));
+  }
+  const std::string path = "fuzz-records";
+  const ChunkOrigin at{&path, 0, 0};
+  builder.OnHeader(header, at);
+  pb::StringTable strings;
+  const std::pair<uint64_t, const char*> kStrings[] = {{0x10, "_Z6vecAddPKfS0_Pfi"},
+                                                       {0x20, "_ZN5flash14softmax_kernelIfEEvPT_i"},
+                                                       {0x30, "_Z"},
+                                                       {0x40, "not mangled"},
+                                                       {7, "annotation \"label\"\n"}};
+  for (const auto& [pointer, text] : kStrings) {
+    auto* e = strings.add_entries();
+    e->set_pointer(pointer);
+    e->set_text(text);
+  }
+  builder.OnStrings(strings);
+  pb::Calibration calibration;
+  auto* sample = calibration.add_samples();
+  sample->set_cupti_ns(1000);
+  sample->set_realtime_ns(2000);
+  builder.OnCalibration(calibration);
+  pb::WindowMarker begin;
+  begin.set_window_id(1);
+  begin.set_edge(pb::WindowMarker::BEGIN);
+  begin.set_cupti_ns(1500);
+  builder.OnWindowMarker(begin);
+  builder.OnRawBuffer(RawBufferPrefix{}, buffer, at);
+  if (flags & 32) {
+    builder.OnStrings(strings);
+    builder.OnRawBuffer(RawBufferPrefix{}, buffer, at);
+  }
+  pb::WindowMarker end = begin;
+  end.set_edge(pb::WindowMarker::END);
+  end.set_cupti_ns(UINT64_MAX / 2);
+  builder.OnWindowMarker(end);
   builder.Finish();
   return sink.rows();
 }

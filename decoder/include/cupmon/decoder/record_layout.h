@@ -135,7 +135,7 @@ class FieldReader {
   FieldReader() = default;
   explicit FieldReader(const RecordLayout& layout);
   // The field's value from `record` (layout.size bytes), or 0 when the layout lacks it.
-  uint64_t Get(const uint8_t* record, Field f) const {
+  [[gnu::always_inline]] uint64_t Get(const uint8_t* record, Field f) const {
     const Slot s = slots_[static_cast<size_t>(f)];
     const uint8_t* p = record + s.offset;
     switch (s.width) {
@@ -146,7 +146,9 @@ class FieldReader {
       default: return GetLe32Bytes(p) | static_cast<uint64_t>(GetLe32Bytes(p + 4)) << 32;
     }
   }
-  uint32_t Get32(const uint8_t* record, Field f) const { return static_cast<uint32_t>(Get(record, f)); }
+  [[gnu::always_inline]] uint32_t Get32(const uint8_t* record, Field f) const {
+    return static_cast<uint32_t>(Get(record, f));
+  }
   bool Has(Field f) const { return slots_[static_cast<size_t>(f)].width != 0; }
 
  private:

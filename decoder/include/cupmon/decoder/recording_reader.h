@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <utility>
@@ -47,6 +48,10 @@ class MappedFile {
   MappedFile& operator=(MappedFile&& o) noexcept;
   ~MappedFile();
   std::span<const uint8_t> bytes() const { return {data_, size_}; }
+  // Drops the mapped pages of [0, offset) from this process's memory (they are read again from
+  // the file if touched again): a streaming reader calls it for what it has read, so resident
+  // memory does not grow with the file. Rounded down to whole pages.
+  void ReleaseBefore(uint64_t offset);
 
  private:
   const uint8_t* data_ = nullptr;
@@ -103,7 +108,11 @@ struct ReadIntegrity {
 
 // Streams every chunk of `recording` to `visitor`, file by file, in order. Memory use is one file
 // mapping plus one decompressed chunk. Never fails as a whole: problems go to `integrity`.
-void ReadRecording(const Recording& recording, ChunkVisitor& visitor, ReadIntegrity* integrity);
+// `progress`, when set, is called after every chunk with the bytes of the recording's files read
+// so far (files before the current one count whole) and their total.
+using ReadProgressFn = std::function<void(uint64_t done_bytes, uint64_t total_bytes)>;
+void ReadRecording(const Recording& recording, ChunkVisitor& visitor, ReadIntegrity* integrity,
+                   const ReadProgressFn& progress = {});
 
 // Tracks chunk sequence numbers across a recording's files. The writer may put a chunk after the
 // next file's preamble with a lower number (the chunk that triggered rotation), so a number is only
@@ -127,8 +136,11 @@ class SequenceTracker {
 };
 
 // Streams the chunks of one file's bytes (used by ReadRecording and the fuzzer).
+// `consumed`, when set, is called after each chunk with the offset up to which the file has been
+// read; nothing before that offset is looked at again.
 void ReadFileBytes(std::span<const uint8_t> bytes, const RecordingFile& file, ChunkVisitor& visitor,
-                   ReadIntegrity* integrity, SequenceTracker* sequences);
+                   ReadIntegrity* integrity, SequenceTracker* sequences,
+                   const std::function<void(uint64_t consumed)>& consumed = {});
 // Adds the sequence holes left at the end of a recording to `integrity`.
 void FinishSequences(const SequenceTracker& sequences, ReadIntegrity* integrity);
 

@@ -21,7 +21,9 @@ struct ReportOptions {
   std::optional<uint32_t> pid;
   std::optional<uint64_t> limit;  // rows per trace/export (after filters)
   ExportFormat format = ExportFormat::kChromeJson;
-  bool progress = false;          // progress lines on `err` (the tool sets it when stderr is a tty)
+  // A progress line on `err` while large inputs are read (see ProgressLine). The tool sets it
+  // when stderr is a terminal and the report's output does not stream to that terminal.
+  bool progress = false;
   size_t horizon = 1 << 16;       // join horizon in records (see TraceBuilder)
   // Traces and exports list rows by start time through a bounded reorder stage (see
   // ReorderOptions): at most reorder_rows rows held (0: delivery order), released early once the

@@ -66,7 +66,7 @@ struct TraceCounts {
   std::map<uint32_t, uint64_t> records_by_kind;
   uint64_t gpu_rows = 0, api_rows = 0;  // emitted (after filters)
   uint64_t filtered_out = 0;
-  uint64_t unknown_timestamps = 0;      // GPU/API records with zero or reversed times
+  uint64_t unknown_timestamps = 0;      // GPU/API records with zero, reversed or >= 2^62 times
   uint64_t unresolved_names = 0;        // kernel name pointers with no string entry
   uint64_t gpu_without_api = 0;         // no API record with its correlation id
   uint64_t api_without_gpu = 0;         // launch-like... every API row with no GPU activity
@@ -80,6 +80,7 @@ struct TraceCounts {
   uint64_t external_correlations = 0;
   uint64_t calibration_non_monotonic = 0;
   uint64_t calibration_samples = 0;
+  uint64_t calibration_domain_changes = 0;  // CUPTI's clock switched domain; not a warning
   bool have_stats = false;
   pb::Stats stats;  // latest Stats (or Footer stats) chunk
   std::vector<std::string> messages;    // first few descriptions of the above
@@ -106,6 +107,9 @@ class RowSink {
  public:
   virtual ~RowSink() = default;
   virtual void OnRow(const Row& row) = 0;
+  // False when the sink never reads Row's wall_* fields: the builder then leaves them 0 (unless a
+  // time filter needs them) and skips the clock mapping per row. Asked once, at construction.
+  virtual bool NeedsWallTimes() const { return true; }
 };
 
 // How rows are put in start-time order before they reach the sink. A row is held in a min-heap
@@ -219,8 +223,18 @@ class TraceBuilder : public ChunkVisitor {
   std::vector<Pending> pending_;
   size_t pending_head_ = 0, pending_size_ = 0;
   std::unique_ptr<CorrTable> corr_;
-  std::vector<uint32_t> corr_order_;  // ring: arrival order of correlation ids, for eviction
-  size_t corr_head_ = 0, corr_size_ = 0;
+  // Ring (power-of-two capacity) of correlation ids in arrival order, for eviction; it holds at
+  // most corr_limit_ ids.
+  std::vector<uint32_t> corr_order_;
+  size_t corr_head_ = 0, corr_size_ = 0, corr_limit_ = 0;
+  bool wall_times_ = true;  // rows get wall_* fields (the sink or a time filter reads them)
+  // Kernel name pointer -> string index + 1 (0: empty slot), direct-mapped in front of
+  // string_by_pointer_; cleared whenever the string table changes.
+  struct NameCacheSlot {
+    uint64_t pointer = 0;
+    uint32_t index_plus_1 = 0;
+  };
+  std::array<NameCacheSlot, 256> name_cache_{};
 
   // Reorder stage: rows in slots; keys of rows that extend the sorted run in a FIFO ring, keys of
   // the others in a min-heap.
