@@ -21,6 +21,7 @@
 #include "cupmon/monitor/monitor.h"
 #include "monitor/src/callback_watch.h"
 #include "monitor/testing/fake_cupti.h"
+#include "monitor_fixture.h"
 #include "recording_reader.h"
 
 namespace cupmon {
@@ -34,29 +35,14 @@ constexpr uint32_t kMemset = CUPTI_ACTIVITY_KIND_MEMSET;
 constexpr uint32_t kDriver = CUPTI_ACTIVITY_KIND_DRIVER;
 
 std::string TempDir(const std::string& name) {
-  const char* tmp = std::getenv("TMPDIR");
-  std::string base = std::string(tmp && *tmp ? tmp : "/tmp") + "/cupmon-mux-test-" +
-                     std::to_string(getpid()) + "-" + name;
-  std::filesystem::remove_all(base);
-  return base;
+  return testing::FreshTestDir("cupmon-mux-test", name);
 }
 
 MonitorOptions Options(CuptiApi* cupti, const std::string& dir) {
-  MonitorOptions o;
-  o.cupti = cupti;
-  o.entry_point = "test-double";
-  o.synthetic = true;
-  o.config.output_dir = dir;
-  o.config.flush_ms = 0;  // tests flush explicitly, except the takeover tests
-  o.config.stats_ms = 0;
-  o.config.control = false;
+  MonitorOptions o = testing::TestDoubleOptions(cupti, dir);
+  o.config.control = false;  // flush_ms stays 0: tests flush explicitly, except the takeover tests
   o.config.buffer_bytes = 64 << 10;
   o.config.pool_bytes = 1 << 20;
-  o.driver_probe = [] {
-    DriverInfo info;
-    info.driver_version = 13000;
-    return info;
-  };
   return o;
 }
 

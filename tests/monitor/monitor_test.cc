@@ -16,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include "monitor/testing/fake_cupti.h"
+#include "monitor_fixture.h"
 #include "recording_reader.h"
 
 namespace cupmon {
@@ -25,27 +26,11 @@ using testing::FakeCupti;
 using testing::ReadRecording;
 
 std::string TempDir(const std::string& name) {
-  const char* tmp = std::getenv("TMPDIR");
-  std::string base = std::string(tmp && *tmp ? tmp : "/tmp") + "/cupmon-monitor-test-" +
-                     std::to_string(getpid()) + "-" + name;
-  std::filesystem::remove_all(base);
-  return base;
+  return testing::FreshTestDir("cupmon-monitor-test", name);
 }
 
 MonitorOptions FakeOptions(FakeCupti* fake, const std::string& dir) {
-  MonitorOptions o;
-  o.cupti = fake;
-  o.entry_point = "test-double";
-  o.synthetic = true;
-  o.config.output_dir = dir;
-  o.config.flush_ms = 0;  // tests flush explicitly; no timing in tests
-  o.config.stats_ms = 0;
-  o.driver_probe = [] {
-    DriverInfo info;  // synthetic: the test double has no devices
-    info.driver_version = 13000;
-    return info;
-  };
-  return o;
+  return testing::TestDoubleOptions(fake, dir);
 }
 
 TEST(MonitorTest, RecordsAndKernelNamesReachTheFiles) {

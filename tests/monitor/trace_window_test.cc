@@ -32,6 +32,7 @@
 #include "cupmon/metrics/metrics_server.h"
 #include "cupmon/monitor/monitor.h"
 #include "monitor/testing/fake_cupti.h"
+#include "monitor_fixture.h"
 
 namespace cupmon {
 namespace {
@@ -46,30 +47,11 @@ constexpr uint32_t kCuLaunchCbid = CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel;
 constexpr uint32_t kCtxGetCurrentCbid = CUPTI_DRIVER_TRACE_CBID_cuCtxGetCurrent;
 
 std::string TempDir(const std::string& name) {
-  const char* tmp = std::getenv("TMPDIR");
-  std::string base = std::string(tmp && *tmp ? tmp : "/tmp") + "/cupmon-window-test-" +
-                     std::to_string(getpid()) + "-" + name;
-  std::filesystem::remove_all(base);
-  return base;
+  return testing::FreshTestDir("cupmon-window-test", name);
 }
 
-// As in monitor_test.cc, plus a private control and registry directory for each test.
 MonitorOptions FakeOptions(FakeCupti* fake, const std::string& dir) {
-  MonitorOptions o;
-  o.cupti = fake;
-  o.entry_point = "test-double";
-  o.synthetic = true;
-  o.config.output_dir = dir;
-  o.config.flush_ms = 0;  // tests flush explicitly
-  o.config.stats_ms = 0;
-  o.config.control_dir = dir + "/control";
-  o.config.registry_dir = dir + "/registry";
-  o.driver_probe = [] {
-    DriverInfo info;
-    info.driver_version = 13000;
-    return info;
-  };
-  return o;
+  return testing::TestDoubleOptions(fake, dir);
 }
 
 uint64_t NowNs() {

@@ -21,6 +21,7 @@
 #include "cupmon/monitor/monitor.h"
 #include "exposition_parser.h"
 #include "monitor/testing/fake_cupti.h"
+#include "monitor_fixture.h"
 
 namespace cupmon {
 namespace {
@@ -28,29 +29,12 @@ namespace {
 using testing::FakeCupti;
 
 std::string TempDir(const std::string& name) {
-  const char* tmp = std::getenv("TMPDIR");
-  std::string base = std::string(tmp && *tmp ? tmp : "/tmp") + "/cupmon-metrics-endpoint-test-" +
-                     std::to_string(getpid()) + "-" + name;
-  std::filesystem::remove_all(base);
-  return base;
+  return testing::FreshTestDir("cupmon-metrics-endpoint-test", name);
 }
 
 MonitorOptions FakeOptions(FakeCupti* fake, const std::string& dir) {
-  MonitorOptions o;
-  o.cupti = fake;
-  o.entry_point = "test-double";
-  o.synthetic = true;
-  o.config.output_dir = dir;
-  o.config.flush_ms = 0;  // tests flush explicitly
-  o.config.stats_ms = 0;
-  o.config.control_dir = dir + "/control";
-  o.config.registry_dir = dir + "/registry";
+  MonitorOptions o = testing::TestDoubleOptions(fake, dir);
   o.config.metrics_address = "127.0.0.1:0";
-  o.driver_probe = [] {
-    DriverInfo info;
-    info.driver_version = 13000;
-    return info;
-  };
   return o;
 }
 
