@@ -312,7 +312,7 @@ class DockerfileTest(unittest.TestCase):
             self.assertIn(d, copied, f"add_subdirectory({d}) is not copied into the image")
 
     def test_source_paths_used_in_the_build_stage_exist(self):
-        for path in sorted(set(re.findall(r"/src/((?!build/)[\w./-]+)", self.text))):
+        for path in sorted(set(re.findall(r"/src/((?!build\b)[\w./-]+)", self.text))):
             with self.subTest(path=path):
                 self.assertTrue(os.path.exists(os.path.join(REPO, path)), path)
 
