@@ -171,6 +171,11 @@ TEST(MonitorMetricsEndpointTest, MalformedAndSlowRequestsDoNotDisturbTheMonitor)
   // writer writes, and a well-formed scrape is answered with the current numbers.
   auto window = (*m)->RequestWindow(60'000, {CUPTI_ACTIVITY_KIND_RUNTIME}, pb::TRIGGER_API);
   ASSERT_TRUE(window) << window.error().message;
+  // The application thread may not have launched yet on a loaded machine (CI): wait for its first
+  // kernel, so that the flush below has one to write (no timing assumption, only an order).
+  for (int i = 0; i < 10'000 && launched.load() == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_GT(launched.load(), 0u);
   (*m)->FlushAndWait();
   if (HaveCurl()) {
     int rc = 0;
