@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 namespace cupmon::decoder {
 
@@ -11,6 +12,19 @@ __extension__ typedef __int128 Int128;
 
 namespace {
 constexpr double kMinRate = 1.0 / 128, kMaxRate = 128.0;  // CUPTI units per wall ns for a clock
+
+// Calibration comes from files, so its values can be absurd (damage, fuzzing): every sum and
+// difference is formed in 128 bits and clamped into int64, never left to overflow.
+int64_t Clamp(Int128 v) {
+  constexpr Int128 kMax = INT64_MAX, kMin = INT64_MIN;
+  return static_cast<int64_t>(v > kMax ? kMax : v < kMin ? kMin : v);
+}
+int64_t ClampDouble(long double v) {
+  if (!(v == v)) return 0;  // NaN
+  if (v >= static_cast<long double>(INT64_MAX)) return INT64_MAX;
+  if (v <= static_cast<long double>(INT64_MIN)) return INT64_MIN;
+  return static_cast<int64_t>(std::llround(v));
+}
 }  // namespace
 
 bool ClockMap::Continues(const Segment& g, const Sample& s) const {
@@ -56,7 +70,7 @@ void ClockMap::Add(const pb::CalibrationSample& in) {
   g.samples.push_back(s);
   ++kept_;
   const Sample& first = g.samples.front();
-  const int64_t span_wall = s.wall - first.wall;
+  const Int128 span_wall = static_cast<Int128>(s.wall) - static_cast<Int128>(first.wall);
   if (span_wall >= kRateSpan) {
     g.rate = static_cast<double>(s.cupti - first.cupti) / static_cast<double>(span_wall);
     g.rate_known = true;
@@ -85,18 +99,26 @@ int64_t ClockMap::MapIn(const Segment& g, uint64_t cupti_ns) {
                              [](uint64_t t, const Sample& s) { return t < s.cupti; });
   if (it == samples.begin() || it == samples.end()) {
     const Sample& s = it == samples.begin() ? samples.front() : samples.back();
-    if (g.ns_clock) return s.wall + (static_cast<int64_t>(cupti_ns) - static_cast<int64_t>(s.cupti));
-    const double units = static_cast<double>(static_cast<Int128>(cupti_ns) -
-                                             static_cast<Int128>(s.cupti));
-    return s.wall + static_cast<int64_t>(std::llround(units / g.rate));
+    const Int128 units = static_cast<Int128>(cupti_ns) - static_cast<Int128>(s.cupti);
+    if (g.ns_clock) return Clamp(static_cast<Int128>(s.wall) + units);
+    return ClampDouble(static_cast<long double>(s.wall) +
+                       static_cast<long double>(units) / static_cast<long double>(g.rate));
   }
   const Sample& b = *it;
   const Sample& a = *(it - 1);
   // Exact integer interpolation: the offset at `a` plus the drift accumulated since `a`.
   const Int128 since = static_cast<Int128>(cupti_ns - a.cupti);
   const Int128 span = static_cast<Int128>(b.cupti - a.cupti);
-  const Int128 drift = static_cast<Int128>(b.wall - a.wall) - span;
-  return a.wall + static_cast<int64_t>(since + drift * since / span);
+  const Int128 drift = static_cast<Int128>(b.wall) - static_cast<Int128>(a.wall) - span;
+  // |drift * since| < 2^126 whenever |drift| < 2^62 (since < 2^64): real calibration always is;
+  // beyond that (absurd samples) the product is formed in long double instead of overflowing.
+  constexpr Int128 kExactDrift = Int128{1} << 62;
+  const Int128 moved = drift < kExactDrift && drift > -kExactDrift
+                           ? drift * since / span
+                           : static_cast<Int128>(ClampDouble(static_cast<long double>(drift) *
+                                                             static_cast<long double>(since) /
+                                                             static_cast<long double>(span)));
+  return Clamp(static_cast<Int128>(a.wall) + since + moved);
 }
 
 int64_t ClockMap::ToWall(uint64_t cupti_ns) const {
@@ -106,8 +128,8 @@ int64_t ClockMap::ToWall(uint64_t cupti_ns) const {
 
 int64_t ClockMap::WallDuration(uint64_t start, uint64_t end) const {
   const Segment* g = SegmentFor(start);
-  if (!g || g->ns_clock) return static_cast<int64_t>(end - start);
-  return MapIn(*g, end) - MapIn(*g, start);
+  if (!g || g->ns_clock) return Clamp(static_cast<Int128>(end) - static_cast<Int128>(start));
+  return Clamp(static_cast<Int128>(MapIn(*g, end)) - static_cast<Int128>(MapIn(*g, start)));
 }
 
 }  // namespace cupmon::decoder

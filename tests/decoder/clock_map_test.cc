@@ -124,5 +124,27 @@ TEST(ClockMapTest, ValidSpanRejectsZeroAndReversed) {
   EXPECT_FALSE(ValidSpan(6, 5));
 }
 
+
+// Calibration read from a damaged or hostile file: extreme values must clamp, never overflow (the
+// ASan+UBSan build turns a signed overflow here into a failure).
+TEST(ClockMapTest, AbsurdCalibrationClampsInsteadOfOverflowing) {
+  ClockMap m;
+  m.Add(S(1, INT64_MIN + 1));
+  m.Add(S(UINT64_MAX - 1, INT64_MAX - 1));  // one domain or two: either way, no overflow
+  for (uint64_t t : {uint64_t{0}, uint64_t{1}, uint64_t{1} << 63, UINT64_MAX - 1, UINT64_MAX}) {
+    const int64_t w = m.ToWall(t);
+    EXPECT_GE(w, INT64_MIN);
+    EXPECT_LE(w, INT64_MAX);
+  }
+  EXPECT_EQ(m.ToWall(1), INT64_MIN + 1);                 // a sample maps to itself
+  EXPECT_EQ(m.ToWall(UINT64_MAX - 1), INT64_MAX - 1);
+  EXPECT_EQ(m.WallDuration(0, UINT64_MAX), INT64_MAX);  // clamped, not wrapped negative
+
+  ClockMap far;  // a wall clock far past what CUPTI time can reach: extrapolation clamps
+  far.Add(S(1'000, INT64_MAX - 10));
+  EXPECT_EQ(far.ToWall(1'000 + 5), INT64_MAX - 5);
+  EXPECT_EQ(far.ToWall(UINT64_MAX), INT64_MAX);
+}
+
 }  // namespace
 }  // namespace cupmon::decoder
