@@ -3,6 +3,7 @@
 // Prints one line per check with what it measured; exit status 1 when any check fails.
 //   check_gpu_scenarios SCENARIO OUTDIR
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -13,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "cupmon/decoder/record_layout.h"
 #include "cupmon/decoder/recording_reader.h"
 #include "cupmon/decoder/trace_builder.h"
 #include "gpu_scenarios.h"
@@ -334,6 +336,161 @@ void CheckRotation(const dec::Recording& rec, const Builder& b, const Collecting
              " == Stats records " + N(st.records()));
 }
 
+// ---- multigpu ----
+
+using Triple = std::array<uint64_t, 3>;
+
+std::string Triples(std::vector<Triple> v) {
+  std::sort(v.begin(), v.end());
+  std::string s = "{";
+  for (const Triple& t : v)
+    s += (s.size() > 1 ? " (" : "(") + N(t[0]) + "," + N(t[1]) + "," + N(t[2]) + ")";
+  return s + "}";
+}
+
+bool SameMultiset(std::vector<Triple> a, std::vector<Triple> b) {
+  std::sort(a.begin(), a.end());
+  std::sort(b.begin(), b.end());
+  return a == b;
+}
+
+// Whether records of `kind` carry srcDeviceId and dstDeviceId in the decoder's layout for the
+// recording's CUPTI version (CUpti_ActivityMemcpyPtoP4 does, CUpti_ActivityMemcpy6 does not: a
+// plain MEMCPY row reads 0 for both).
+bool HasPeerDevices(uint32_t kind, uint32_t api_version) {
+  const dec::RecordLayout* l = dec::FindLayout(kind, api_version);
+  if (!l) return false;
+  bool src = false, dst = false;
+  for (const dec::FieldOffset& f : l->fields) {
+    src |= f.field == dec::Field::kSrcDeviceId;
+    dst |= f.field == dec::Field::kDstDeviceId;
+  }
+  return src && dst;
+}
+
+const char* RecordKindName(uint32_t kind) {
+  return kind == dec::kKindMemcpy ? "MEMCPY" : kind == dec::kKindMemcpy2 ? "MEMCPY2" : "other";
+}
+
+void CheckMultigpu(const dec::Recording& rec, const CollectingSink& sink,
+                   const std::map<std::string, std::string>& expect) {
+  PrintKernelNames(sink);
+  const auto p2p = expect.find("p2p_access");
+  const auto devices = expect.find("device_count");
+  const std::string access = p2p == expect.end() ? "(missing)"
+                             : p2p->second == "1"  ? "enabled both ways"
+                                                   : "NOT possible both ways (the runtime may stage copies through the host)";
+  Expect(p2p != expect.end() && devices != expect.end(),
+         "p2p_access and device_count in expect.txt: peer access " + access + ", " +
+             (devices == expect.end() ? std::string("(missing)") : devices->second) + " devices");
+  Expect(devices != expect.end() && N(rec.header.devices_size()) == devices->second,
+         "the recording header lists every device: " + N(rec.header.devices_size()) + " devices");
+  const auto& kinds = rec.header.enabled_kinds();
+  Expect(std::find(kinds.begin(), kinds.end(), uint32_t{dec::kKindMemcpy2}) != kinds.end(),
+         "memcpy2 (kind 22) among the recording's enabled kinds");
+
+  // Kernels: each name its exact count, all on its own device.
+  uint64_t want_kernels = 0;
+  for (int d = 0; d < gs::kDevices; ++d) {
+    const auto rows = KernelsNamed(sink, gs::kDeviceWorkNames[d]);
+    const uint64_t want = gs::DeviceLaunches(d);
+    want_kernels += want;
+    std::map<uint32_t, uint64_t> per_device;
+    for (const Row* r : rows) ++per_device[r->device];
+    std::string where;
+    for (const auto& [dev, n] : per_device) where += (where.empty() ? "" : ", ") + N(n) + " on device " + N(dev);
+    Expect(rows.size() == want && per_device.size() == 1 && per_device.count(d),
+           "\"" + std::string(gs::kDeviceWorkNames[d]) + "\": " + N(rows.size()) + " kernels (expected " +
+               N(want) + ", all on device " + std::to_string(d) + "): " + (where.empty() ? "none" : where));
+  }
+  Expect(sink.by_type[static_cast<int>(RowType::kKernel)] == want_kernels,
+         "kernel rows in all: " + N(sink.by_type[static_cast<int>(RowType::kKernel)]) + ", expected " + N(want_kernels));
+
+  // Memcpy rows: every one printed. A peer copy is a MEMCPY2 record or a PTOP copy; it is identified
+  // by its correlation id, so that a copy CUPTI reports twice is seen as one copy reported twice.
+  const uint32_t api = rec.header.cupti_api_version();
+  std::map<uint32_t, std::vector<const Row*>> peer_by_corr;
+  std::vector<Triple> others;  // (copy kind, bytes, device)
+  for (const Row* r : RowsOf(sink, RowType::kMemcpy)) {
+    const bool ends = HasPeerDevices(r->kind, api);
+    std::printf("     memcpy record %s (kind %u) copy_kind %u %s bytes %llu device %u src_device %s "
+                "dst_device %s stream %u correlation %u\n",
+                RecordKindName(r->kind), r->kind, r->copy_kind, dec::MemcpyKindName(r->copy_kind),
+                static_cast<unsigned long long>(r->bytes), r->device,
+                ends ? N(r->src_device).c_str() : "(none)", ends ? N(r->dst_device).c_str() : "(none)",
+                r->stream, r->correlation);
+    if (r->kind == dec::kKindMemcpy2 || r->copy_kind == gs::kPtoP) peer_by_corr[r->correlation].push_back(r);
+    else others.push_back({r->copy_kind, r->bytes, r->device});
+  }
+  std::vector<Triple> peers, want_peers;  // (bytes, src device, dst device)
+  uint64_t twice = 0, without_ends = 0;
+  for (const auto& [corr, rows] : peer_by_corr) {
+    const Row* with_ends = nullptr;
+    for (const Row* r : rows)
+      if (!with_ends && HasPeerDevices(r->kind, api)) with_ends = r;
+    if (rows.size() > 1) {
+      ++twice;
+      std::string what;
+      for (const Row* r : rows) what += std::string(what.empty() ? "" : ", ") + RecordKindName(r->kind) + " " + N(r->bytes) + " bytes";
+      std::printf("     peer copy with correlation id %u reported %zu times: %s\n", corr, rows.size(), what.c_str());
+    }
+    if (with_ends) {
+      peers.push_back({with_ends->bytes, with_ends->src_device, with_ends->dst_device});
+    } else {
+      ++without_ends;
+      std::printf("     peer copy with correlation id %u (%llu bytes) has no MEMCPY2 record: src/dst device "
+                  "ids missing\n", corr, static_cast<unsigned long long>(rows.front()->bytes));
+    }
+  }
+  for (const auto& c : gs::kPeerCopies) want_peers.push_back({c.bytes, c.src_device, c.dst_device});
+  Expect(twice == 0, "each peer copy reported once: " + N(twice) +
+                         " correlation id(s) reported more than once (the same copy as MEMCPY and MEMCPY2, "
+                         "or split into several records)");
+  Expect(without_ends == 0, "peer copies with source and destination device: " + N(without_ends) + " of " +
+                                N(peer_by_corr.size()) +
+                                " reported only as plain MEMCPY records, whose src/dst device ids are missing");
+  Expect(peer_by_corr.size() == std::size(gs::kPeerCopies),
+         "peer copies (distinct correlation ids of MEMCPY2 or PTOP rows): " + N(peer_by_corr.size()) + ", expected " +
+             N(std::size(gs::kPeerCopies)));
+  Expect(SameMultiset(peers, want_peers),
+         "peer copy (bytes, src device, dst device) multiset " + Triples(peers) + " equals the copies made " +
+             Triples(want_peers));
+
+  // The other copies: per device its HtoD copy, and the read-backs of its destination and counter.
+  std::vector<Triple> want_others, htod, want_htod;
+  for (int d = 0; d < gs::kDevices; ++d) {
+    const uint64_t dev = static_cast<uint64_t>(d);
+    want_htod.push_back({gs::kHtoD, gs::kDeviceHtoD[d], dev});
+    want_others.push_back({gs::kHtoD, gs::kDeviceHtoD[d], dev});
+    want_others.push_back({gs::kDtoH, gs::PeerDestinationBytes(d), dev});
+    want_others.push_back({gs::kDtoH, gs::kDeviceCounterBytes, dev});
+  }
+  uint64_t dtod = 0;
+  for (const Triple& t : others) {
+    if (t[0] == gs::kHtoD) htod.push_back(t);
+    dtod += t[0] == gs::kDtoD;
+  }
+  if (dtod)
+    std::printf("     note: %llu DtoD memcpy rows; the scenario makes none, so these may be peer copies that "
+                "CUPTI reported as DtoD\n", static_cast<unsigned long long>(dtod));
+  Expect(SameMultiset(htod, want_htod),
+         "HtoD copies (copy kind, bytes, device) " + Triples(htod) + " equal " + Triples(want_htod));
+  Expect(SameMultiset(others, want_others),
+         "the other memcpy rows (copy kind, bytes, device) " + Triples(others) + " equal " + Triples(want_others) +
+             " (per device: its HtoD copy, the read-backs of its peer destination and its counter)");
+
+  std::vector<Triple> sets, want_sets;  // (bytes, device, 0)
+  for (const Row* r : RowsOf(sink, RowType::kMemset)) sets.push_back({r->bytes, r->device, 0});
+  for (int d = 0; d < gs::kDevices; ++d) {
+    const uint64_t dev = static_cast<uint64_t>(d);
+    want_sets.push_back({gs::kDeviceCounterBytes, dev, 0});
+    want_sets.push_back({gs::kPeerSourceBytes[d], dev, 0});
+    want_sets.push_back({gs::PeerDestinationBytes(d), dev, 0});
+  }
+  Expect(SameMultiset(sets, want_sets), "memset rows (bytes, device, 0) " + Triples(sets) + " equal " +
+                                            Triples(want_sets) + " (per device: counter, source, destination)");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -412,6 +569,7 @@ int main(int argc, char** argv) {
   else if (scenario == "threads") CheckThreads(sink);
   else if (scenario == "fork") CheckFork(rec, sink, expect);
   else if (scenario == "rotation") CheckRotation(rec, builder, sink, expect);
+  else if (scenario == "multigpu") CheckMultigpu(rec, sink, expect);
   else Expect(false, "known scenario " + scenario);
 
   std::printf("%s: %s (%d failed checks)\n", scenario.c_str(), g_failures ? "FAILED" : "passed", g_failures);

@@ -1,14 +1,16 @@
 // GPU workloads with known answers (tests/gpu/gpu_scenarios.h), one scenario per process:
 //   gpu_scenarios SCENARIO OUTDIR
-// basic, timing, streams, graph, threads and rotation start cupmon through the C API into OUTDIR/rec;
-// fork must run under cupmon-run (injection). Values measured at run time (CUDA event times, the
-// launch count, the pid) go to OUTDIR/expect.txt as "key value" lines for check_gpu_scenarios.
+// basic, timing, streams, graph, threads, rotation and multigpu start cupmon through the C API into
+// OUTDIR/rec; fork must run under cupmon-run (injection). Values measured at run time (CUDA event
+// times, the launch count, the pid) go to OUTDIR/expect.txt as "key value" lines for
+// check_gpu_scenarios. multigpu exits 77 (skipped) where fewer than two GPUs are present.
 // Device-side counters confirm that every launch really ran, so the expected counts are facts.
 #include <cuda_runtime.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -77,6 +79,12 @@ __global__ void ForkWork(int* counter) {
 
 template <int I>
 __global__ void RotationWork(int* counter) {
+  if (threadIdx.x == 0) atomicAdd(counter, 1);
+}
+
+// Launched on device D only; each launch adds 1 to that device's counter.
+template <int D>
+__global__ void DeviceWork(int* counter) {
   if (threadIdx.x == 0) atomicAdd(counter, 1);
 }
 
@@ -396,12 +404,132 @@ void Rotation(ExpectFile& expect) {
   expect.Put("launches", launches);
 }
 
+// ---- multigpu ----
+using DeviceLauncher = void (*)(cudaStream_t, int*);
+template <int D>
+void LaunchDeviceWork(cudaStream_t s, int* counter) {
+  cupmon_test::DeviceWork<D><<<1, 32, 0, s>>>(counter);
+}
+constexpr DeviceLauncher kDeviceLaunchers[] = {&LaunchDeviceWork<0>, &LaunchDeviceWork<1>};
+static_assert(std::size(kDeviceLaunchers) == gs::kDevices);
+
+// Device d's peer-copy source after setup: the HtoD pattern over its first kDeviceHtoD[d] bytes,
+// the memset byte kSourceFill[d] after that. No byte is 0, the destinations' initial value.
+constexpr unsigned char kSourceFill[gs::kDevices] = {0x5a, 0xc3};
+unsigned char PatternByte(uint64_t i) { return static_cast<unsigned char>(1 + (i * 131 + 7) % 251); }
+unsigned char SourceByte(int d, uint64_t i) { return i < gs::kDeviceHtoD[d] ? PatternByte(i) : kSourceFill[d]; }
+
+void SynchronizeDevices() {
+  for (int d = 0; d < gs::kDevices; ++d) {
+    CK(cudaSetDevice(d));
+    CK(cudaDeviceSynchronize());
+  }
+}
+
+// Exactly the work listed in gpu_scenarios.h: per device a counter (memset, read back), a source
+// (memset, HtoD) and a destination (memset, read back); the kernels; the peer copies.
+void Multigpu(ExpectFile& expect) {
+  // Peer access where the devices allow it; without it the runtime stages peer copies through
+  // the host, which the checker's memcpy list then shows.
+  int can[gs::kDevices] = {0, 0};
+  CK(cudaDeviceCanAccessPeer(&can[0], 0, 1));
+  CK(cudaDeviceCanAccessPeer(&can[1], 1, 0));
+  for (int d = 0; d < gs::kDevices; ++d) {
+    if (!can[d]) continue;
+    CK(cudaSetDevice(d));
+    const cudaError_t e = cudaDeviceEnablePeerAccess(1 - d, 0);
+    if (e == cudaErrorPeerAccessAlreadyEnabled) CK(cudaGetLastError());  // clears the error
+    else CK(e);
+  }
+  expect.Put("p2p_access", can[0] && can[1] ? 1 : 0);
+
+  uint64_t host_bytes = 0;
+  for (int d = 0; d < gs::kDevices; ++d) host_bytes = std::max(host_bytes, gs::kDeviceHtoD[d]);
+  unsigned char* pattern = nullptr;  // pinned and portable: one record per copy, from any device
+  CK(cudaHostAlloc(&pattern, host_bytes, cudaHostAllocPortable));
+  for (uint64_t i = 0; i < host_bytes; ++i) pattern[i] = PatternByte(i);
+
+  struct DeviceBuffers {
+    cudaStream_t stream = nullptr;
+    int* counter = nullptr;
+    unsigned char* src = nullptr;
+    unsigned char* dst = nullptr;
+    unsigned char* readback = nullptr;  // pinned host copy of dst
+  };
+  DeviceBuffers b[gs::kDevices];
+  for (int d = 0; d < gs::kDevices; ++d) {
+    CK(cudaSetDevice(d));
+    CK(cudaStreamCreateWithFlags(&b[d].stream, cudaStreamNonBlocking));
+    b[d].counter = Counters(1);  // memset of kDeviceCounterBytes
+    CK(cudaMalloc(&b[d].src, gs::kPeerSourceBytes[d]));
+    CK(cudaMalloc(&b[d].dst, gs::PeerDestinationBytes(d)));
+    CK(cudaHostAlloc(&b[d].readback, gs::PeerDestinationBytes(d), cudaHostAllocPortable));
+    CK(cudaMemset(b[d].src, kSourceFill[d], gs::kPeerSourceBytes[d]));
+    CK(cudaMemset(b[d].dst, 0, gs::PeerDestinationBytes(d)));
+    CK(cudaMemcpy(b[d].src, pattern, gs::kDeviceHtoD[d], cudaMemcpyHostToDevice));
+    CK(cudaDeviceSynchronize());
+  }
+
+  // Both devices' launches are queued before either is waited for, so the devices run together.
+  for (int d = 0; d < gs::kDevices; ++d) {
+    CK(cudaSetDevice(d));
+    for (int k = 0; k < gs::DeviceLaunches(d); ++k) kDeviceLaunchers[d](b[d].stream, b[d].counter);
+    CK(cudaGetLastError());
+  }
+  SynchronizeDevices();
+
+  // Peer copies: from offset 0 of the source to the next free offset of the destination.
+  uint64_t offset[gs::kDevices] = {0, 0};
+  bool first[gs::kDevices] = {true, true};  // by source device
+  for (const auto& c : gs::kPeerCopies) {
+    const int from = static_cast<int>(c.src_device), to = static_cast<int>(c.dst_device);
+    unsigned char* dst = b[to].dst + offset[to];
+    CK(cudaSetDevice(from));
+    if (first[from]) CK(cudaMemcpyPeer(dst, to, b[from].src, from, c.bytes));
+    else CK(cudaMemcpyPeerAsync(dst, to, b[from].src, from, c.bytes, b[from].stream));
+    first[from] = false;
+    offset[to] += c.bytes;
+  }
+  SynchronizeDevices();
+
+  // Read every destination back and compare, so that each copy is known to have happened.
+  for (int d = 0; d < gs::kDevices; ++d) {
+    CK(cudaSetDevice(d));
+    CK(cudaMemcpy(b[d].readback, b[d].dst, gs::PeerDestinationBytes(d), cudaMemcpyDeviceToHost));
+  }
+  offset[0] = offset[1] = 0;
+  for (const auto& c : gs::kPeerCopies) {
+    const int from = static_cast<int>(c.src_device), to = static_cast<int>(c.dst_device);
+    const unsigned char* got = b[to].readback + offset[to];
+    for (uint64_t i = 0; i < c.bytes; ++i) {
+      if (got[i] != SourceByte(from, i))
+        Die("peer copy of " + std::to_string(c.bytes) + " bytes from device " + std::to_string(from) +
+            " to device " + std::to_string(to) + ": byte " + std::to_string(i) + " is " +
+            std::to_string(got[i]) + ", expected " + std::to_string(SourceByte(from, i)));
+    }
+    offset[to] += c.bytes;
+  }
+  std::printf("multigpu: %zu peer copies verified on the host\n", std::size(gs::kPeerCopies));
+
+  for (int d = 0; d < gs::kDevices; ++d) {
+    CK(cudaSetDevice(d));
+    ExpectCounters(b[d].counter, 1, {gs::DeviceLaunches(d)}, d == 0 ? "device 0" : "device 1");
+    CK(cudaStreamDestroy(b[d].stream));
+    CK(cudaFree(b[d].counter));
+    CK(cudaFree(b[d].src));
+    CK(cudaFree(b[d].dst));
+    CK(cudaFreeHost(b[d].readback));
+  }
+  CK(cudaFreeHost(pattern));
+  CK(cudaSetDevice(0));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc != 3) {
     std::fprintf(stderr,
-                 "usage: gpu_scenarios basic|timing|streams|graph|threads|rotation OUTDIR\n"
+                 "usage: gpu_scenarios basic|timing|streams|graph|threads|rotation|multigpu OUTDIR\n"
                  "       cupmon-run -o OUTDIR/rec -- gpu_scenarios fork OUTDIR\n");
     return 2;
   }
@@ -412,6 +540,18 @@ int main(int argc, char** argv) {
   if (ec) Die("cannot create " + dir + ": " + ec.message());
   ExpectFile expect(dir + "/expect.txt");
   expect.Put("scenario_" + scenario, 1);
+
+  if (scenario == "multigpu") {
+    // Before cupmon starts: on a machine with one GPU the scenario is skipped, not failed.
+    int devices = 0;
+    const cudaError_t e = cudaGetDeviceCount(&devices);
+    if (e != cudaSuccess && e != cudaErrorNoDevice) Check(e, "cudaGetDeviceCount(&devices)");
+    if (devices < gs::kDevices) {
+      std::printf("multigpu: needs %d GPUs, found %d\n", gs::kDevices, devices);
+      return 77;  // ctest SKIP_RETURN_CODE
+    }
+    expect.Put("device_count", devices);
+  }
 
   const bool api = scenario != "fork";
   if (api) {
@@ -426,6 +566,8 @@ int main(int argc, char** argv) {
       // (> 100x) that filling several files would take millions of launches.
       c.encoding = "zstd";
     }
+    // memcpy2: peer-to-peer copies as CUpti_ActivityMemcpyPtoP4, with source and destination device.
+    if (scenario == "multigpu") c.kinds = "concurrent_kernel,memcpy,memset,memcpy2";
     if (cupmon_start(&c) != 0) Die(std::string("cupmon_start: ") + cupmon_last_error());
   }
   if (scenario == "basic") Basic();
@@ -435,6 +577,7 @@ int main(int argc, char** argv) {
   else if (scenario == "threads") Threads();
   else if (scenario == "fork") Fork(expect);
   else if (scenario == "rotation") Rotation(expect);
+  else if (scenario == "multigpu") Multigpu(expect);
   else Die("unknown scenario " + scenario);
   CK(cudaDeviceSynchronize());
   if (api && cupmon_stop() != 0) Die(std::string("cupmon_stop: ") + cupmon_last_error());

@@ -11,6 +11,7 @@ namespace cupmon::gpu_scenarios {
 inline constexpr uint32_t kHtoD = 1;
 inline constexpr uint32_t kDtoH = 2;
 inline constexpr uint32_t kDtoD = 8;
+inline constexpr uint32_t kPtoP = 10;  // CUPTI_ACTIVITY_MEMCPY_KIND_PTOP
 
 // ---- basic: copies, memsets, kernels with templated, namespaced and extern "C" names ----
 struct CopySpec {
@@ -82,5 +83,39 @@ inline constexpr uint64_t kRotationTargetBytes = 11u << 19;  // 5.5 MiB: >= 5 fi
 inline constexpr int kRotationBatch = 20000;
 inline constexpr int kRotationMaxLaunches = 2'000'000;
 inline constexpr const char* kRotationName = "void cupmon_test::RotationWork<7>(int*)";
+
+// ---- multigpu: one process, two devices. Device d gets DeviceLaunches(d) launches of
+// cupmon_test::DeviceWork<d> and one HtoD copy of kDeviceHtoD[d]; then the kPeerCopies (peer access
+// enabled both ways where cudaDeviceCanAccessPeer allows it). Copy d -> e reads device d's source
+// buffer from offset 0 and lands at the next free offset of device e's destination buffer, so that
+// each copy is verified on the host. The other work of the scenario is listed below too: it is
+// part of the recording. ----
+inline constexpr int kDevices = 2;
+constexpr int DeviceLaunches(int d) { return d == 0 ? 40 : 70; }
+inline constexpr const char* kDeviceWorkNames[kDevices] = {"void cupmon_test::DeviceWork<0>(int*)",
+                                                          "void cupmon_test::DeviceWork<1>(int*)"};
+inline constexpr uint64_t kDeviceHtoD[kDevices] = {512u << 10, 768u << 10};
+struct PeerCopySpec {
+  uint32_t src_device;
+  uint32_t dst_device;
+  uint64_t bytes;
+};
+// In this order; the first copy of each direction uses cudaMemcpyPeer, the others
+// cudaMemcpyPeerAsync.
+inline constexpr PeerCopySpec kPeerCopies[] = {
+    {0, 1, 1u << 20}, {0, 1, 256u << 10}, {0, 1, 4u << 20},  // dev0 -> dev1
+    {1, 0, 2u << 20}, {1, 0, 64u << 10},                     // dev1 -> dev0
+};
+// Device d's peer-copy source: memset to a byte, then the HtoD copy over its start.
+inline constexpr uint64_t kPeerSourceBytes[kDevices] = {4u << 20, 2u << 20};
+// Device d's peer-copy destination: zeroed by a memset, read back whole by one DtoH copy.
+constexpr uint64_t PeerDestinationBytes(int d) {
+  uint64_t n = 0;
+  for (const auto& c : kPeerCopies)
+    if (c.dst_device == static_cast<uint32_t>(d)) n += c.bytes;
+  return n;
+}
+// Per device: the launch counter is zeroed by a memset and read back by a DtoH copy.
+inline constexpr uint64_t kDeviceCounterBytes = 4;
 
 }  // namespace cupmon::gpu_scenarios

@@ -2,8 +2,11 @@
 // recording and expect.txt that a correct GPU run produces, built from synthetic CUPTI 13 records
 // with the mangled kernel names nvcc gives the kernels in gpu_scenarios.cu. With --wrong, each
 // scenario gets one realistic mistake (a lost kernel, a 3% timing error, a kernel on the wrong
-// stream, a graph launch split in two, another pid, a miscounted deletion) that the checker must
-// catch. The ctest gpu_scenarios_checker_selftest runs the checker on both sets.
+// stream, a graph launch split in two, another pid, a miscounted deletion, a peer copy in the wrong
+// direction) that the checker must catch; multigpu gets two more wrong variants, for the ways CUPTI
+// might report peer copies that the checker must refuse (multigpu-peer-as-memcpy: plain MEMCPY
+// records without device ids; multigpu-peer-twice: a MEMCPY and a MEMCPY2 record per copy). The
+// ctest gpu_scenarios_checker_selftest runs the checker on both sets.
 //   scenario_recordings OUTDIR [--wrong]
 #include <cstdio>
 #include <cstring>
@@ -35,6 +38,7 @@ constexpr const char* kMangledRotation = "_ZN11cupmon_test12RotationWorkILi7EEEv
 std::string MangledStream(int i) { return "_ZN11cupmon_test10StreamWorkILi" + std::to_string(i) + "EEEvPi"; }
 std::string MangledThread(int t) { return "_ZN11cupmon_test10ThreadWorkILi" + std::to_string(t) + "EEEvPi"; }
 std::string MangledFork(int i) { return "_ZN11cupmon_test8ForkWorkILi" + std::to_string(i) + "EEEvPi"; }
+std::string MangledDevice(int d) { return "_ZN11cupmon_test10DeviceWorkILi" + std::to_string(d) + "EEEvPi"; }
 
 constexpr uint32_t kCbidGraphLaunch = 311;       // cudaGraphLaunch_v10000
 constexpr uint32_t kCbidStreamSynchronize = 131;  // cudaStreamSynchronize_v3020
@@ -42,11 +46,12 @@ constexpr uint32_t kCbidStreamSynchronize = 131;  // cudaStreamSynchronize_v3020
 // One scenario's recording: a writer, kernel-name pointers, and a clock that moves forward.
 class Scenario {
  public:
+  // The recording of scenario `name` goes to root/dir_name (root/name when dir_name is empty).
   Scenario(const std::string& root, const std::string& name, uint64_t file_bytes = 64ull << 20,
-           uint32_t keep_files = 0)
-      : dir_(root + "/" + name),
+           uint32_t keep_files = 0, const std::string& dir_name = "", uint32_t devices = 1)
+      : dir_(root + "/" + (dir_name.empty() ? name : dir_name)),
         expect_((std::filesystem::create_directories(dir_), dir_ + "/expect.txt")),
-        writer_(Options(dir_ + "/rec", file_bytes, keep_files), Header()) {
+        writer_(Options(dir_ + "/rec", file_bytes, keep_files), Header(devices)) {
     CUPMON_CHECK(writer_.Open().has_value());
     expect_ << "scenario_" << name << " 1\n";
   }
@@ -66,11 +71,13 @@ class Scenario {
     return s;
   }
   uint32_t Corr() { return ++corr_; }
-  void Kernel(uint64_t name, uint32_t stream, uint64_t ns = 1000, uint32_t corr = 0, uint32_t graph = 0) {
+  void Kernel(uint64_t name, uint32_t stream, uint64_t ns = 1000, uint32_t corr = 0, uint32_t graph = 0,
+              uint32_t device = 0) {
     const uint64_t s = Next(ns);
     gpu_.Add(cupmon::decoder::kKindConcurrentKernel,
              {{Field::kStart, s}, {Field::kEnd, s + ns}, {Field::kCorrelationId, corr ? corr : Corr()},
-              {Field::kNamePointer, name}, {Field::kStreamId, stream}, {Field::kContextId, 1},
+              {Field::kNamePointer, name}, {Field::kStreamId, stream}, {Field::kContextId, 1 + device},
+              {Field::kDeviceId, device},
               {Field::kGraphId, graph}, {Field::kGridX, 1}, {Field::kGridY, 1}, {Field::kGridZ, 1},
               {Field::kBlockX, 32}, {Field::kBlockY, 1}, {Field::kBlockZ, 1}});
     if (gpu_.records() >= 1000) Flush();
@@ -82,6 +89,29 @@ class Scenario {
   void Memset(uint64_t bytes, uint32_t stream = 7) {
     const uint64_t s = Next(2000);
     gpu_.Memset(s, s + 2000, Corr(), bytes, stream);
+  }
+  // Multi-device variants: a memset or a copy on `device` (context 1 + device).
+  void DeviceMemset(uint64_t bytes, uint32_t device, uint32_t stream = 7) {
+    const uint64_t s = Next(2000);
+    gpu_.Add(cupmon::decoder::kKindMemset,
+             {{Field::kStart, s}, {Field::kEnd, s + 2000}, {Field::kCorrelationId, Corr()}, {Field::kBytes, bytes},
+              {Field::kStreamId, stream}, {Field::kContextId, 1 + device}, {Field::kDeviceId, device}});
+  }
+  void DeviceMemcpy(uint32_t copy_kind, uint64_t bytes, uint32_t device, uint32_t stream = 7, uint32_t corr = 0) {
+    const uint64_t s = Next(5000);
+    gpu_.Add(cupmon::decoder::kKindMemcpy,
+             {{Field::kStart, s}, {Field::kEnd, s + 5000}, {Field::kCorrelationId, corr ? corr : Corr()},
+              {Field::kCopyKind, copy_kind}, {Field::kBytes, bytes}, {Field::kStreamId, stream},
+              {Field::kContextId, 1 + device}, {Field::kDeviceId, device}});
+  }
+  // A MEMCPY2 record (CUpti_ActivityMemcpyPtoP4), reported on the source device.
+  void PeerMemcpy(uint64_t bytes, uint32_t src, uint32_t dst, uint32_t stream = 7, uint32_t corr = 0) {
+    const uint64_t s = Next(5000);
+    gpu_.Add(cupmon::decoder::kKindMemcpy2,
+             {{Field::kStart, s}, {Field::kEnd, s + 5000}, {Field::kCorrelationId, corr ? corr : Corr()},
+              {Field::kCopyKind, gs::kPtoP}, {Field::kBytes, bytes}, {Field::kStreamId, stream},
+              {Field::kContextId, 1 + src}, {Field::kDeviceId, src}, {Field::kSrcDeviceId, src},
+              {Field::kDstDeviceId, dst}});
   }
   BufferBuilder& api() { return api_; }
   void Flush() {
@@ -116,9 +146,14 @@ class Scenario {
     o.encoding = cupmon::Encoding::kStored;  // predictable file sizes for rotation
     return o;
   }
-  static cupmon::pb::RecordingHeader Header() {
+  static cupmon::pb::RecordingHeader Header(uint32_t devices) {
     auto h = cupmon::testing::SyntheticHeader();
     h.set_synthetic(false);  // the checker insists on a real header; this double stands in for one
+    for (auto d = static_cast<uint32_t>(h.devices_size()); d < devices; ++d) {
+      auto* dev = h.add_devices();
+      *dev = h.devices(0);
+      dev->set_id(d);
+    }
     return h;
   }
   std::string dir_;
@@ -223,6 +258,46 @@ void Rotation(const std::string& root) {
   s.Close();
 }
 
+// How the multigpu recording reports the peer copies.
+enum class PeerReport {
+  kMemcpy2,        // one MEMCPY2 record per copy (right; --wrong moves one to the wrong direction)
+  kMemcpyOnly,     // one plain MEMCPY record (copy kind PTOP, no device ids) per copy
+  kMemcpyAndMemcpy2,  // both, with the same correlation id
+};
+
+void Multigpu(const std::string& root, const std::string& dir_name, PeerReport peers) {
+  Scenario s(root, "multigpu", 64ull << 20, 0, dir_name, gs::kDevices);
+  s.Expect("device_count", gs::kDevices);
+  s.Expect("p2p_access", 1);
+  for (int d = 0; d < gs::kDevices; ++d) {
+    const auto dev = static_cast<uint32_t>(d);
+    s.DeviceMemset(gs::kDeviceCounterBytes, dev);
+    s.DeviceMemset(gs::kPeerSourceBytes[d], dev);
+    s.DeviceMemset(gs::PeerDestinationBytes(d), dev);
+    s.DeviceMemcpy(gs::kHtoD, gs::kDeviceHtoD[d], dev);
+  }
+  std::vector<uint64_t> names;
+  for (int d = 0; d < gs::kDevices; ++d) names.push_back(s.Name(MangledDevice(d)));
+  for (int d = 0; d < gs::kDevices; ++d)
+    for (int k = 0; k < gs::DeviceLaunches(d); ++k) {
+      const bool moved = g_wrong && peers == PeerReport::kMemcpy2 && d == 0 && k == 17;  // on device 1
+      s.Kernel(names[d], 20u + d, 1000, 0, 0, moved ? 1u : static_cast<uint32_t>(d));
+    }
+  for (const auto& c : gs::kPeerCopies) {
+    const bool swapped = g_wrong && peers == PeerReport::kMemcpy2 && c.bytes == (64u << 10);
+    const uint32_t corr = s.Corr();
+    if (peers != PeerReport::kMemcpy2) s.DeviceMemcpy(gs::kPtoP, c.bytes, c.src_device, 20 + c.src_device, corr);
+    if (peers != PeerReport::kMemcpyOnly)
+      s.PeerMemcpy(c.bytes, swapped ? c.dst_device : c.src_device, swapped ? c.src_device : c.dst_device,
+                   20 + c.src_device, corr);
+  }
+  for (int d = 0; d < gs::kDevices; ++d) {
+    s.DeviceMemcpy(gs::kDtoH, gs::PeerDestinationBytes(d), static_cast<uint32_t>(d));
+    s.DeviceMemcpy(gs::kDtoH, gs::kDeviceCounterBytes, static_cast<uint32_t>(d));
+  }
+  s.Close();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -240,6 +315,11 @@ int main(int argc, char** argv) {
   Threads(root);
   Fork(root);
   Rotation(root);
+  Multigpu(root, "multigpu", PeerReport::kMemcpy2);
+  if (g_wrong) {
+    Multigpu(root, "multigpu-peer-as-memcpy", PeerReport::kMemcpyOnly);
+    Multigpu(root, "multigpu-peer-twice", PeerReport::kMemcpyAndMemcpy2);
+  }
   std::printf("scenario_recordings: wrote %s recordings into %s\n", g_wrong ? "wrong" : "correct", root.c_str());
   return 0;
 }

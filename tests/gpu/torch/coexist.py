@@ -15,6 +15,9 @@ Checks:
                        equal (per kernel name) those of an identical run without cupmon;
   2. preload-cupmon    cupmon's files hold every kernel of the whole run (per kernel name at least
                        the count torch.profiler saw over the whole run), and no gap is marked;
+     preload-timestamps every one of those kernels has timestamps; the kernels without are counted
+                       by phase (before / during / after the profiler's steps), and compared with
+                       the same preloaded run without the profiler;
   3. plain-gap         without --preload, cupmon marks the profiler's takeover as a gap with an
                        end, and records kernels again after the profiler's session;
   4. exclusive-tool    (when compute-sanitizer exists) cupmon under compute-sanitizer: the program
@@ -118,8 +121,9 @@ def run(cmd, log, env=None):
     return p.returncode
 
 
-def cupmon_kernels(build, rec_dir, out_dir, name):
-    """Kernel rows of cupmon's recording: {name: count} and [(start_ns, name)]."""
+def cupmon_kernels(build, rec_dir, out_dir, name, rows_out=None):
+    """Kernel rows of cupmon's recording: {name: count} and [start_ns or None]; with rows_out (a
+    list), also appends (correlation_id, start_ns or None) for every kernel."""
     jsonl = os.path.join(out_dir, name + ".jsonl")
     rc = run([os.path.join(build, "tools", "cupmon-decode"), "export", rec_dir, "--format", "jsonl",
               "-o", jsonl], os.path.join(out_dir, name + "-export.log"))
@@ -134,6 +138,8 @@ def cupmon_kernels(build, rec_dir, out_dir, name):
             if row.get("type", row.get("kind", "")) in ("kernel", "concurrent_kernel"):
                 counts[row["name"]] += 1
                 starts.append(row.get("start_ns"))
+                if rows_out is not None:
+                    rows_out.append((row.get("correlation_id", 0), row.get("start_ns")))
     return counts, starts
 
 
@@ -145,6 +151,21 @@ def cupmon_gaps(build, rec_dir, out_dir, name):
     m = re.search(r"gaps \(another CUPTI client held CUPTI; no records inside\): (\d+)", text)
     lines = [l.strip() for l in text.splitlines() if l.strip().startswith("gap #")]
     return (int(m.group(1)) if m else None), lines
+
+
+def zero_timestamps_by_phase(rows, times):
+    """Kernels without timestamps, each placed in the phase (before / during / after the profiler's
+    steps) of the nearest timestamped kernel launched before it (correlation ids follow launch
+    order). Returns {phase: count}."""
+    phases = collections.Counter()
+    phase = "before"
+    for corr, start in sorted(rows, key=lambda r: r[0]):
+        if start is not None:
+            phase = ("before" if start < times["prof_start_ns"] else
+                     "during" if start <= times["prof_end_ns"] else "after")
+        else:
+            phases[phase] += 1
+    return phases
 
 
 def diff_counts(want, got):
@@ -214,7 +235,8 @@ def main():
                f"torch.profiler kernels for its steps: {sum(p1.values())} with cupmon, "
                f"{sum(p0.values())} without; names differing: {len(bad)}"
                + "".join(f"\n    {n}: without {a}, with {b}" for n, a, b in bad[:10]))
-        counts, _ = cupmon_kernels(build, rec, out, "preload")
+        rows = []
+        counts, _ = cupmon_kernels(build, rec, out, "preload", rows)
         gaps, gap_lines = cupmon_gaps(build, rec, out, "preload")
         if counts is None:
             result("preload-cupmon", False, f"cupmon-decode export failed; see {out}/preload-export.log")
@@ -227,6 +249,24 @@ def main():
                    f"gaps {gaps}; libraries {pre.get('libraries')}"
                    + "".join(f"\n    missing {v}: {n}" for n, v in list(missing.items())[:10])
                    + "".join(f"\n    {l}" for l in gap_lines[:5]))
+            # Kernels whose records came without timestamps (start = end = 0), by phase; and, to
+            # tell whether the profiler's session causes them, the same run without the profiler.
+            zero = zero_timestamps_by_phase(rows, pre["times"])
+            rec_np, js_np = os.path.join(out, "preload-noprof"), os.path.join(out, "preload-noprof.json")
+            rc_np = run([cupmon_run, "--preload", "-o", rec_np, "--"] + child_cmd("none", js_np),
+                        os.path.join(out, "preload-noprof.log"))
+            rows_np = []
+            np_pre = load(js_np)
+            cupmon_kernels(build, rec_np, out, "preload-noprof", rows_np)
+            zero_np = (zero_timestamps_by_phase(rows_np, np_pre["times"])
+                       if not rc_np and np_pre else None)
+            result("preload-timestamps", sum(zero.values()) == 0 and zero_np is not None
+                   and sum(zero_np.values()) == 0,
+                   f"kernels without timestamps, with the profiler in the middle: {sum(zero.values())} of "
+                   f"{len(rows)} (before its steps {zero['before']}, during {zero['during']}, after "
+                   f"{zero['after']}); same run without the profiler: "
+                   + (f"{sum(zero_np.values())} of {len(rows_np)}" if zero_np is not None
+                      else f"run failed (exit {rc_np})"))
 
     # 3: plain injection: the takeover is a marked gap, then cupmon takes CUPTI back.
     rec = os.path.join(out, "plain")
