@@ -39,6 +39,42 @@ std::string Where(const Recording& r) {
   return "recording " + Hex(r.id) + " in " + (dir.empty() ? std::string(".") : dir);
 }
 
+// Finds whether a recording holds any activity record or window marker (reads it; called only for
+// launcher candidates, which are small).
+class ActivityProbe : public ChunkVisitor {
+ public:
+  void OnRawBuffer(const RawBufferPrefix& /*prefix*/, std::span<const uint8_t> records,
+                   const ChunkOrigin& /*at*/) override {
+    any |= !records.empty();
+  }
+  void OnWindowMarker(const pb::WindowMarker& /*marker*/) override { any = true; }
+  bool any = false;
+};
+
+// A launcher that touched CUDA without running GPU work (torchrun calls into CUDA to count the
+// devices, so injection starts a monitor in it too) writes a recording with no activity and no
+// rank. When the listing also holds recordings numbered by their launcher (RANK), such recordings
+// are left out of the ranks, with a note, instead of making a "rank" and a second job of their own.
+// A recording that carries a rank is never left out, even when empty: a rank that recorded
+// nothing is a finding.
+void LeaveOutLaunchers(std::vector<Recording>& recordings, RankListing& out) {
+  const bool numbered = std::any_of(recordings.begin(), recordings.end(),
+                                    [](const Recording& r) { return r.header.has_rank(); });
+  if (!numbered) return;
+  std::erase_if(recordings, [&](const Recording& r) {
+    if (r.header.has_rank() || !r.header.job_id().empty()) return false;
+    ActivityProbe probe;
+    ReadIntegrity integrity;
+    ReadRecording(r, probe, &integrity);
+    if (probe.any || integrity.HasWarnings()) return false;
+    out.left_out.push_back(r.header.host() + ":" + std::to_string(r.header.pid()) + " (" +
+                           CommandOf(r.header) + "), " + Where(r) +
+                           ": no rank and no activity records (a launcher that initialised CUDA "
+                           "without running GPU work)");
+    return true;
+  });
+}
+
 // The directories to list under `dir`: itself, then its subdirectories (one level, or all).
 std::vector<std::string> DirectoriesUnder(const std::string& dir, bool recursive) {
   namespace fs = std::filesystem;
@@ -129,6 +165,7 @@ Expected<RankListing> ListRanks(const std::vector<std::string>& paths,
                    [](const Recording& a, const Recording& b) {
                      return a.header.process_start_unix_ns() < b.header.process_start_unix_ns();
                    });
+  LeaveOutLaunchers(recordings, out);
 
   // Group by job, in order of each job's first process start.
   std::vector<std::string> job_order;

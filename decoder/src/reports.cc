@@ -989,6 +989,7 @@ int RunReport(ReportKind kind, const std::vector<std::string>& paths, const Repo
     err << "cupmon-decode: warning: " << w << "\n";
     warnings = true;
   }
+  for (const auto& l : listing->left_out) err << "cupmon-decode: left out: " << l << "\n";
   std::vector<const Rank*> chosen;
   for (const auto& r : listing->ranks)
     if (!options.pid || r.recording.header.pid() == *options.pid) chosen.push_back(&r);

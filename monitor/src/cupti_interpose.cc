@@ -140,6 +140,14 @@ CUPMON_INTERPOSE CUptiResult CUPTIAPI cuptiActivityGetNumDroppedRecords(CUcontex
   return next ? next(context, streamId, dropped) : CUPTI_ERROR_NOT_INITIALIZED;
 }
 
+CUPMON_INTERPOSE CUptiResult CUPTIAPI
+cuptiActivityRegisterTimestampCallback(CUpti_TimestampCallbackFunc funcTimestamp) {
+  if (auto* m = Mux()) return m->ClientRegisterTimestampCallback(funcTimestamp);
+  auto next = Next<decltype(&cuptiActivityRegisterTimestampCallback)>(
+      "cuptiActivityRegisterTimestampCallback");
+  return next ? next(funcTimestamp) : CUPTI_ERROR_NOT_INITIALIZED;
+}
+
 CUPMON_INTERPOSE CUptiResult CUPTIAPI cuptiFinalize(void) {
   if (auto* m = Mux()) return m->ClientFinalize();
   auto next = Next<decltype(&cuptiFinalize)>("cuptiFinalize");

@@ -31,6 +31,7 @@ struct CuptiSymbols {
   decltype(&cuptiActivityEnableContext) enable_context = nullptr;
   decltype(&cuptiActivityDisableContext) disable_context = nullptr;
   decltype(&cuptiFinalize) finalize = nullptr;
+  decltype(&cuptiActivityRegisterTimestampCallback) register_timestamp = nullptr;
 };
 
 class DlCupti final : public CuptiApi {
@@ -83,6 +84,9 @@ class DlCupti final : public CuptiApi {
   }
   CUptiResult Finalize() override {
     return s_.finalize ? s_.finalize() : CUPTI_ERROR_NOT_SUPPORTED;
+  }
+  CUptiResult ActivityRegisterTimestampCallback(CUpti_TimestampCallbackFunc fn) override {
+    return s_.register_timestamp ? s_.register_timestamp(fn) : CUPTI_ERROR_NOT_SUPPORTED;
   }
   const char* ResultString(CUptiResult r) override {
     const char* str = nullptr;
@@ -145,6 +149,7 @@ Expected<std::unique_ptr<CuptiApi>> LoadCupti() {
   Bind(lib, "cuptiActivityEnableContext", &s.enable_context, &optional_missing);
   Bind(lib, "cuptiActivityDisableContext", &s.disable_context, &optional_missing);
   Bind(lib, "cuptiFinalize", &s.finalize, &optional_missing);
+  Bind(lib, "cuptiActivityRegisterTimestampCallback", &s.register_timestamp, &optional_missing);
   // Never dlclose'd: see the header.
   return std::unique_ptr<CuptiApi>(new DlCupti(s));
 }

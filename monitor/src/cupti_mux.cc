@@ -295,6 +295,16 @@ CUptiResult CuptiMux::ClientFlushAll(uint32_t flag) noexcept {
   }
 }
 
+CUptiResult CuptiMux::ClientRegisterTimestampCallback(CUpti_TimestampCallbackFunc fn) noexcept {
+  try {
+    if (attached_.load(std::memory_order_acquire)) ClientFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    registered_timestamp_callbacks_.fetch_add(1, std::memory_order_relaxed);
+    return real_.ActivityRegisterTimestampCallback(fn);
+  } catch (...) {
+    return CUPTI_ERROR_UNKNOWN;
+  }
+}
+
 CUptiResult CuptiMux::ClientGetNumDroppedRecords(CUcontext context, uint32_t stream_id,
                                                  size_t* dropped) noexcept {
   try {
@@ -347,6 +357,7 @@ CuptiMux::Counters CuptiMux::counters() const noexcept {
   c.null_client_buffers = null_buffers_.load(std::memory_order_relaxed);
   c.unwalkable_buffers = unwalkable_.load(std::memory_order_relaxed);
   c.reentrant_flushes = reentrant_flushes_.load(std::memory_order_relaxed);
+  c.timestamp_callbacks = registered_timestamp_callbacks_.load(std::memory_order_relaxed);
   return c;
 }
 

@@ -67,6 +67,9 @@ class CuptiMux final : public CuptiApi {
   CUptiResult ActivityEnable(CUpti_ActivityKind kind) override;
   CUptiResult ActivityDisable(CUpti_ActivityKind kind) override;
   CUptiResult ActivityFlushAll(uint32_t flag) override { return real_.ActivityFlushAll(flag); }
+  CUptiResult ActivityRegisterTimestampCallback(CUpti_TimestampCallbackFunc fn) override {
+    return real_.ActivityRegisterTimestampCallback(fn);
+  }
   CUptiResult ActivityFlushPeriod(uint32_t ms) override { return real_.ActivityFlushPeriod(ms); }
   CUptiResult ActivityGetNumDroppedRecords(CUcontext ctx, uint32_t stream,
                                            size_t* dropped) override {
@@ -136,6 +139,10 @@ class CuptiMux final : public CuptiApi {
   // While attached, CUPTI is not torn down: the client's own kinds go off, its pending buffer goes
   // back, its callbacks are forgotten. Success.
   CUptiResult ClientFinalize() noexcept;
+  // A client's own clock for CUPTI's timestamps (Kineto registers rdtsc at every session). Records
+  // still inside CUPTI are first completed by a forced flush, then the callback is registered: on
+  // the H200, the records in flight when Kineto switched the clock came out with zero timestamps.
+  CUptiResult ClientRegisterTimestampCallback(CUpti_TimestampCallbackFunc fn) noexcept;
 
   // Counters (exact, cumulative).
   struct Counters {
@@ -145,6 +152,7 @@ class CuptiMux final : public CuptiApi {
     uint64_t null_client_buffers = 0;  // request callback answered with no usable buffer
     uint64_t unwalkable_buffers = 0;   // buffers the walk stopped in (unknown record kind)
     uint64_t reentrant_flushes = 0;    // FlushAll from inside the client's own callback
+    uint64_t timestamp_callbacks = 0;  // cuptiActivityRegisterTimestampCallback calls forwarded
   };
   Counters counters() const noexcept;
   // Test hooks: whether the client has `kind` on / CUPTI has it on as far as the mux knows.
@@ -200,7 +208,7 @@ class CuptiMux final : public CuptiApi {
   CUpti_BuffersCallbackCompleteFunc pending_owner_ = nullptr;  // completed callback to hand it to
 
   std::atomic<uint64_t> client_buffers_{0}, client_records_{0}, undelivered_{0}, null_buffers_{0},
-      unwalkable_{0}, reentrant_flushes_{0};
+      unwalkable_{0}, reentrant_flushes_{0}, registered_timestamp_callbacks_{0};
 };
 
 }  // namespace cupmon

@@ -309,6 +309,29 @@ CUptiResult FakeCupti::ActivityDisable(CUpti_ActivityKind kind) {
   return CUPTI_SUCCESS;
 }
 
+CUptiResult FakeCupti::ActivityRegisterTimestampCallback(CUpti_TimestampCallbackFunc fn) {
+  if (!fn) return CUPTI_ERROR_INVALID_PARAMETER;
+  uint64_t pending = 0;
+  std::vector<Producer*> producers;
+  {
+    std::lock_guard<std::mutex> lk(producers_mu_);
+    for (auto& p : producers_) producers.push_back(p.get());
+  }
+  for (Producer* p : producers) {
+    std::lock_guard<std::mutex> lk(p->mu_);
+    for (size_t at = 0; p->buffer_ && at < p->used_;) {
+      const auto* r = reinterpret_cast<const CUpti_Activity*>(p->buffer_ + at);
+      const uint32_t size = RecordSize(r->kind);
+      if (size == 0) break;
+      at += size;
+      ++pending;
+    }
+  }
+  pending_at_ts_.store(pending);
+  timestamp_callbacks_.fetch_add(1);
+  return CUPTI_SUCCESS;
+}
+
 CUptiResult FakeCupti::ActivityFlushAll(uint32_t flag) {
   const bool forced = flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED;
   if (forced) forced_flushes_.fetch_add(1);

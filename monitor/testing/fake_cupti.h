@@ -89,6 +89,11 @@ class FakeCupti final : public CuptiApi {
   // CUPTI's clock moves to another domain when a client registers a timestamp callback
   // (cuptiActivityRegisterTimestampCallback). Records keep the times the test gives them.
   void ShiftTimestampDomain(int64_t shift_ns) { timestamp_shift_.store(shift_ns); }
+  // ActivityRegisterTimestampCallback is accepted and counted; the fake keeps its own clock. It
+  // notes how many records sat in producer buffers (not yet completed) at each call: the records
+  // whose timestamps real CUPTI would convert with the new clock.
+  uint64_t timestamp_callbacks() const { return timestamp_callbacks_.load(); }
+  uint64_t records_pending_at_last_timestamp_callback() const { return pending_at_ts_.load(); }
 
   // CuptiApi
   CUptiResult GetVersion(uint32_t* version) override;
@@ -105,6 +110,7 @@ class FakeCupti final : public CuptiApi {
   CUptiResult ActivityGetNextRecord(uint8_t* buffer, size_t valid_size,
                                     CUpti_Activity** record) override;
   CUptiResult GetTimestamp(uint64_t* timestamp) override;
+  CUptiResult ActivityRegisterTimestampCallback(CUpti_TimestampCallbackFunc fn) override;
   CUptiResult ActivityEnableRuntimeApi(CUpti_CallbackId cbid, uint8_t enable) override;
   CUptiResult ActivityEnableDriverApi(CUpti_CallbackId cbid, uint8_t enable) override;
   CUptiResult ActivityPushExternalCorrelationId(CUpti_ExternalCorrelationKind kind,
@@ -134,6 +140,7 @@ class FakeCupti final : public CuptiApi {
   std::atomic<uint64_t> produced_by_kind_[64] = {};
   std::atomic<uint64_t> forced_flushes_{0};
   std::atomic<int64_t> timestamp_shift_{0};
+  std::atomic<uint64_t> timestamp_callbacks_{0}, pending_at_ts_{0};
   CUptiResult fail_register_ = CUPTI_SUCCESS;
   CUptiResult fail_enable_ = CUPTI_SUCCESS;
 

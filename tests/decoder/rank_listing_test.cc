@@ -357,6 +357,50 @@ TEST_F(MergeReportTest, UnrelatedJobsAreReportedAndStillMerged) {
       << p.err;
 }
 
+TEST_F(MergeReportTest, LauncherWithoutRankOrActivityIsLeftOutWithANote) {
+  // torchrun initialises CUDA to count devices, so injection gives it a recording with no rank,
+  // no job id and no activity (seen on the 2-GPU machine).
+  auto specs = ThreeRanks();
+  RankSpec launcher;
+  launcher.pid = 999;
+  launcher.rank.reset();
+  launcher.job = "";
+  launcher.kernels = 0;
+  launcher.window = false;
+  launcher.command = "torchrun --nproc_per_node 3 train.py";
+  specs.push_back(launcher);
+  const auto dirs = WriteAll(specs);
+  const Result r = Decode(ReportKind::kSummary, dirs);
+  EXPECT_EQ(r.rc, kExitClean) << r.err;
+  EXPECT_NE(r.err.find("left out: synthetic-host:999 (python torchrun --nproc_per_node 3 train.py), "
+                       "recording 0xabc3e7 in " + dirs[3] + ": no rank and no activity records"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("different jobs"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("Total profiling result (3 ranks)"), std::string::npos) << r.out;
+
+  // A recording with a rank is kept even when it holds nothing: a silent rank is a finding.
+  testing::TempDir other;
+  auto kept = ThreeRanks();
+  kept[2].kernels = 0;
+  kept[2].window = false;
+  for (size_t i = 0; i < kept.size(); ++i) WriteRank(other.path() + "/rank" + std::to_string(i), kept[i]);
+  const Result k = Decode(ReportKind::kSummary, {other.path()});
+  EXPECT_EQ(k.err.find("left out"), std::string::npos) << k.err;
+  EXPECT_NE(k.out.find("Total profiling result (3 ranks)"), std::string::npos) << k.out;
+
+  // A launcher-like recording that did GPU work is a process of its own and stays.
+  testing::TempDir busy;
+  auto with_busy = ThreeRanks();
+  launcher.kernels = 2;
+  with_busy.push_back(launcher);
+  for (size_t i = 0; i < with_busy.size(); ++i)
+    WriteRank(busy.path() + "/p" + std::to_string(i), with_busy[i]);
+  const Result b = Decode(ReportKind::kSummary, {busy.path()});
+  EXPECT_EQ(b.err.find("left out"), std::string::npos) << b.err;
+  EXPECT_NE(b.out.find("Total profiling result (4 ranks)"), std::string::npos) << b.out;
+}
+
 TEST(RankListingTest, NumbersRanksFromHeaderElseByHostAndPid) {
   testing::TempDir tmp;
   // Header ranks run against pid order: the header wins.

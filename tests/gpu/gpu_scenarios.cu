@@ -568,6 +568,10 @@ int main(int argc, char** argv) {
     }
     // memcpy2: peer-to-peer copies as CUpti_ActivityMemcpyPtoP4, with source and destination device.
     if (scenario == "multigpu") c.kinds = "concurrent_kernel,memcpy,memset,memcpy2";
+    // Experiment hook (tools/gpu-check-multi): how peer copies look with other kinds, e.g. the
+    // always-on defaults without memcpy2. The checker expects memcpy2 and fails otherwise.
+    const char* kinds_override = std::getenv("CUPMON_SCENARIO_KINDS");
+    if (scenario == "multigpu" && kinds_override && *kinds_override) c.kinds = kinds_override;
     if (cupmon_start(&c) != 0) Die(std::string("cupmon_start: ") + cupmon_last_error());
   }
   if (scenario == "basic") Basic();

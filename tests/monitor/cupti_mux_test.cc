@@ -263,6 +263,31 @@ TEST_F(CuptiMuxTest, RecordsFromBeforeTheClientsSessionStayWithCupmon) {
   EXPECT_EQ(rb.records_by_kind.at(kKernel), 37u);
 }
 
+TEST_F(CuptiMuxTest, ClientTimestampCallbackComesAfterRecordsInFlightAreCompleted) {
+  // On the H200 with cupmon preloaded, every kernel still inside CUPTI when torch.profiler's
+  // session registered its rdtsc timestamp callback reached cupmon with zero timestamps (4158 of
+  // 9233 kernels, all from before the session; 0 in the same run without the profiler). The mux
+  // now completes the records in flight before it forwards the callback.
+  CuptiMux mux(fake_);
+  const std::string dir = TempDir("tscallback");
+  auto m = Monitor::Start(Options(&mux, dir));
+  ASSERT_TRUE(m) << m.error().message;
+  FakeCupti::Producer* p = fake_.NewProducer();
+  Produce(p, 25, 1'000);
+  const uint64_t forced_before = fake_.forced_flushes();
+  auto tsc = []() -> uint64_t { return 42; };
+  ASSERT_EQ(cupmon::CuptiMux::Current(), &mux);
+  EXPECT_EQ(mux.ClientRegisterTimestampCallback(tsc), CUPTI_SUCCESS);
+  EXPECT_EQ(fake_.timestamp_callbacks(), 1u);
+  EXPECT_EQ(fake_.records_pending_at_last_timestamp_callback(), 0u);
+  EXPECT_EQ(fake_.forced_flushes(), forced_before + 1);
+  EXPECT_EQ(mux.counters().timestamp_callbacks, 1u);
+  EXPECT_EQ(mux.ClientRegisterTimestampCallback(nullptr), CUPTI_ERROR_INVALID_PARAMETER);  // real's answer
+  (*m)->Stop();
+  const auto rb = testing::ReadRecording(dir);
+  EXPECT_EQ(rb.records_by_kind.at(kKernel), 25u);
+}
+
 TEST_F(CuptiMuxTest, ClientDisableAndFinalizeDoNotStopCupmon) {
   CuptiMux mux(fake_);
   const std::string dir = TempDir("finalize");

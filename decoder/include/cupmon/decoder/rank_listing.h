@@ -27,6 +27,10 @@ struct RankListing {
   // Problems a user should be warned about (exit code 1): paths that cannot be listed next to
   // usable ones, recordings of different jobs mixed together, rank numbers that collide.
   std::vector<std::string> warnings;
+  // Recordings left out of the ranks, "host:pid (command), recording ID in DIR: why": when some
+  // recordings carry a launcher rank, those with neither rank, job id nor any activity record or
+  // window (a launcher such as torchrun that initialised CUDA without GPU work). Not a warning.
+  std::vector<std::string> left_out;
   bool mixed_jobs = false;
 };
 
@@ -41,7 +45,8 @@ struct RankListingOptions {
 // is read once. Ranks are numbered per job: by RecordingHeader.rank when every recording of the
 // job has one and no two share it, else by (host, pid) order. The job of a recording is its
 // job_id; recordings without one belong to the same job only when their command lines are equal.
-// Fails (exit code 2) only when no path can be listed at all.
+// Recordings of launchers are left out (RankListing::left_out). Fails (exit code 2) only when no
+// path can be listed at all.
 Expected<RankListing> ListRanks(const std::vector<std::string>& paths,
                                 const RankListingOptions& options = {});
 

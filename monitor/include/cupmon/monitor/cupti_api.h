@@ -58,6 +58,9 @@ class CuptiApi {
     return ActivityDisable(kind);
   }
   virtual CUptiResult Finalize() { return CUPTI_ERROR_NOT_SUPPORTED; }
+  virtual CUptiResult ActivityRegisterTimestampCallback(CUpti_TimestampCallbackFunc /*fn*/) {
+    return CUPTI_ERROR_NOT_SUPPORTED;
+  }
 };
 
 // Loads libcupti with dlopen (RTLD_NOW | RTLD_LOCAL) so that libcupmon.so does not need it at link
