@@ -1081,6 +1081,7 @@ int RunReport(ReportKind kind, const std::vector<std::string>& paths, const Repo
     const auto& c = builder.counts();
     for (const auto& m : integrity.messages) err << "cupmon-decode: warning: " << who << m << "\n";
     for (const auto& m : c.messages) err << "cupmon-decode: warning: " << who << m << "\n";
+    for (const auto& m : c.notes) err << "cupmon-decode: note: " << who << m << "\n";
     if (c.unknown_timestamps)
       err << "cupmon-decode: warning: " << who << c.unknown_timestamps
           << " record(s) with zero or reversed timestamps shown as unknown\n";

@@ -217,12 +217,12 @@ void TraceBuilder::OnCalibration(const pb::Calibration& c) {
     std::string m = std::string(kPrefix) + std::to_string(clock_.domain_changes()) +
                     " time(s), e.g. a profiler's timestamp callback; each domain is mapped with "
                     "its own calibration";
-    auto it = std::find_if(counts_.messages.begin(), counts_.messages.end(),
+    auto it = std::find_if(counts_.notes.begin(), counts_.notes.end(),
                            [](const std::string& x) { return x.starts_with(kPrefix); });
-    if (it != counts_.messages.end()) {
+    if (it != counts_.notes.end()) {
       *it = std::move(m);
     } else {
-      counts_.Note(std::move(m));
+      counts_.notes.push_back(std::move(m));
     }
   }
   counts_.calibration_domain_changes = clock_.domain_changes();

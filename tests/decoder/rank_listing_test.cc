@@ -401,6 +401,34 @@ TEST_F(MergeReportTest, LauncherWithoutRankOrActivityIsLeftOutWithANote) {
   EXPECT_NE(b.out.find("Total profiling result (4 ranks)"), std::string::npos) << b.out;
 }
 
+TEST(ReportNotesTest, ClockDomainChangeIsANoteNotAWarning) {
+  // torch.profiler's timestamp callback switches CUPTI's clock for the rest of the process (seen
+  // on the H200); each domain is mapped with its own samples, so it is said once, exit code 0.
+  testing::TempDir tmp;
+  RecordingWriter w(testing::WriterOptions(tmp.path()), testing::SyntheticHeader(0xd0d0, 77));
+  ASSERT_TRUE(w.Open().has_value());
+  pb::Calibration cal;
+  auto add = [&](uint64_t cupti, int64_t wall) {
+    auto* s = cal.add_samples();
+    s->set_cupti_ns(cupti);
+    s->set_realtime_ns(wall);
+  };
+  const int64_t t0 = static_cast<int64_t>(kT0);
+  add(kT0 + 3'000, t0);
+  add(kT0 + 60 * kSecond + 3'000, t0 + 60 * kSecond);
+  add(240 * kSecond + 100 * kSecond, t0 + 100 * kSecond);  // a monotonic-like domain
+  add(240 * kSecond + 160 * kSecond, t0 + 160 * kSecond);
+  w.WriteCalibration(cal);
+  w.WriteStats(t0 + 170 * kSecond);
+  w.Close(t0 + 170 * kSecond);
+  const Result r = Decode(ReportKind::kInfo, {tmp.path()});
+  EXPECT_EQ(r.rc, kExitClean) << r.err;
+  EXPECT_NE(r.err.find("cupmon-decode: note: calibration: CUPTI's clock changed domain 1 time(s)"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("warning"), std::string::npos) << r.err;
+}
+
 TEST(RankListingTest, NumbersRanksFromHeaderElseByHostAndPid) {
   testing::TempDir tmp;
   // Header ranks run against pid order: the header wins.

@@ -84,6 +84,8 @@ struct TraceCounts {
   bool have_stats = false;
   pb::Stats stats;  // latest Stats (or Footer stats) chunk
   std::vector<std::string> messages;    // first few descriptions of the above
+  // Facts worth one line that are not problems (CUPTI's clock changed domain): "note:", exit 0.
+  std::vector<std::string> notes;
   void Note(std::string m) {
     if (messages.size() < 50) messages.push_back(std::move(m));
   }
