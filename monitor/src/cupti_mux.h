@@ -67,9 +67,6 @@ class CuptiMux final : public CuptiApi {
   CUptiResult ActivityEnable(CUpti_ActivityKind kind) override;
   CUptiResult ActivityDisable(CUpti_ActivityKind kind) override;
   CUptiResult ActivityFlushAll(uint32_t flag) override { return real_.ActivityFlushAll(flag); }
-  CUptiResult ActivityRegisterTimestampCallback(CUpti_TimestampCallbackFunc fn) override {
-    return real_.ActivityRegisterTimestampCallback(fn);
-  }
   CUptiResult ActivityFlushPeriod(uint32_t ms) override { return real_.ActivityFlushPeriod(ms); }
   CUptiResult ActivityGetNumDroppedRecords(CUcontext ctx, uint32_t stream,
                                            size_t* dropped) override {
