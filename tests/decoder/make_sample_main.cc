@@ -3,6 +3,7 @@
 //   cupmon-make-sample /tmp/big 10000000          N records (WriteLarge), to time cupmon-decode
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 #include "cupmon/format/check.h"
 #include "recording_builder.h"
@@ -116,11 +117,23 @@ size_t WriteLarge(const std::string& dir, uint64_t records) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 2 && argc != 3) {
-    std::fprintf(stderr, "usage: %s DIR [RECORDS]\n", argv[0]);
+  const bool help = argc > 1 && (std::strcmp(argv[1], "-h") == 0 || std::strcmp(argv[1], "--help") == 0);
+  if (help || (argc != 2 && argc != 3) || argv[1][0] == '-') {
+    std::fprintf(help ? stdout : stderr,
+                 "usage: %s DIR [RECORDS]\n"
+                 "Writes a synthetic recording (CUPTI test double, not GPU data) into DIR: the small\n"
+                 "sample, or RECORDS records of a training-like mix for timing cupmon-decode.\n"
+                 "  %s /tmp/sample\n  %s /tmp/big 10000000\n",
+                 argv[0], argv[0], argv[0]);
+    return help ? 0 : 2;
+  }
+  char* end = nullptr;
+  const unsigned long long records = argc == 3 ? std::strtoull(argv[2], &end, 10) : 0;
+  if (argc == 3 && (end == argv[2] || *end != '\0' || records == 0)) {
+    std::fprintf(stderr, "%s: RECORDS must be a positive number, not '%s'\n", argv[0], argv[2]);
     return 2;
   }
-  const size_t n = argc == 3 ? WriteLarge(argv[1], std::strtoull(argv[2], nullptr, 10))
+  const size_t n = argc == 3 ? WriteLarge(argv[1], records)
                              : cupmon::testing::WriteSampleRecording(argv[1]);
   std::printf("wrote a synthetic recording (%zu records, CUPTI test double) to %s\n", n, argv[1]);
   return 0;
