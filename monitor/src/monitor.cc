@@ -269,6 +269,11 @@ Expected<void> Monitor::Init() {
       memcpy_offsets_ = {offsetof(CUpti_ActivityMemcpy6, start), offsetof(CUpti_ActivityMemcpy6, end),
                          offsetof(CUpti_ActivityMemcpy6, deviceId),
                          offsetof(CUpti_ActivityMemcpy6, streamId)};
+    if (sizes_.Size(CUPTI_ACTIVITY_KIND_MEMCPY2) == sizeof(CUpti_ActivityMemcpyPtoP4))
+      memcpy2_offsets_ = {offsetof(CUpti_ActivityMemcpyPtoP4, start),
+                          offsetof(CUpti_ActivityMemcpyPtoP4, end),
+                          offsetof(CUpti_ActivityMemcpyPtoP4, deviceId),
+                          offsetof(CUpti_ActivityMemcpyPtoP4, streamId)};
     if (sizes_.Size(CUPTI_ACTIVITY_KIND_MEMSET) == sizeof(CUpti_ActivityMemset4))
       memset_offsets_ = {offsetof(CUpti_ActivityMemset4, start), offsetof(CUpti_ActivityMemset4, end),
                          offsetof(CUpti_ActivityMemset4, deviceId),
@@ -1137,6 +1142,8 @@ void Monitor::AccumulateBusy(const uint8_t* buffer, size_t valid) {
       o = &kernel_offsets_;
     else if (kind == CUPTI_ACTIVITY_KIND_MEMCPY)
       o = &memcpy_offsets_;
+    else if (kind == CUPTI_ACTIVITY_KIND_MEMCPY2)  // peer copies: busy on the device that runs them
+      o = &memcpy2_offsets_;
     else if (kind == CUPTI_ACTIVITY_KIND_MEMSET)
       o = &memset_offsets_;
     if (!o || o->end == 0) return;

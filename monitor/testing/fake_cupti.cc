@@ -41,6 +41,7 @@ uint32_t FakeCupti::RecordSize(uint32_t kind) {
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
     case CUPTI_ACTIVITY_KIND_KERNEL: return sizeof(CUpti_ActivityKernel10);
     case CUPTI_ACTIVITY_KIND_MEMCPY: return sizeof(CUpti_ActivityMemcpy6);
+    case CUPTI_ACTIVITY_KIND_MEMCPY2: return sizeof(CUpti_ActivityMemcpyPtoP4);
     case CUPTI_ACTIVITY_KIND_MEMSET: return sizeof(CUpti_ActivityMemset4);
     case CUPTI_ACTIVITY_KIND_RUNTIME:
     case CUPTI_ACTIVITY_KIND_DRIVER: return sizeof(CUpti_ActivityAPI);
@@ -113,6 +114,20 @@ bool FakeCupti::Producer::Memcpy(uint64_t bytes, uint8_t copy_kind, uint64_t sta
   m.bytes = bytes;
   m.start = start_ns;
   m.end = end_ns;
+  return Append(m.kind, &m, sizeof(m));
+}
+
+bool FakeCupti::Producer::PeerCopy(uint64_t bytes, uint32_t src_device, uint32_t dst_device,
+                                   uint64_t start_ns, uint64_t end_ns) {
+  CUpti_ActivityMemcpyPtoP4 m{};
+  m.kind = CUPTI_ACTIVITY_KIND_MEMCPY2;
+  m.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_PTOP;
+  m.bytes = bytes;
+  m.start = start_ns;
+  m.end = end_ns;
+  m.deviceId = src_device;
+  m.srcDeviceId = src_device;
+  m.dstDeviceId = dst_device;
   return Append(m.kind, &m, sizeof(m));
 }
 

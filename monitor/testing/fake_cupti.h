@@ -47,6 +47,9 @@ class FakeCupti final : public CuptiApi {
     bool Kernel(uint32_t name_index, uint64_t start_ns, uint64_t end_ns);
     bool Memcpy(uint64_t bytes, uint8_t copy_kind, uint64_t start_ns, uint64_t end_ns);
     bool Memset(uint64_t bytes, uint32_t value, uint64_t start_ns, uint64_t end_ns);
+    // A peer-to-peer copy (kind MEMCPY2, CUpti_ActivityMemcpyPtoP4) on `src_device`.
+    bool PeerCopy(uint64_t bytes, uint32_t src_device, uint32_t dst_device, uint64_t start_ns,
+                  uint64_t end_ns);
     // One API record (kind RUNTIME or DRIVER) with `cbid` and `correlation_id`; produced only
     // while the kind is on and the cbid is not filtered. An external correlation record for the
     // calling thread's pushed id (if any, and the kind is on) comes first.

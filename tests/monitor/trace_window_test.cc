@@ -818,26 +818,29 @@ TEST(TraceWindowMetricsTest, EndpointServesKernelCountsAndBusyTime) {
   const std::string dir = TempDir("metrics");
   MonitorOptions o = FakeOptions(&fake, dir);
   o.config.metrics_address = "127.0.0.1:0";
+  o.config.kinds.push_back(CUPTI_ACTIVITY_KIND_MEMCPY2);
   const uint32_t k = fake.AddKernelName("k");
   auto m = Monitor::Start(std::move(o));
   ASSERT_TRUE(m) << m.error().message;
   const uint16_t port = (*m)->metrics_port();
   ASSERT_NE(port, 0);
   FakeCupti::Producer* p = fake.NewProducer();
-  // Device 0 (the fake's): [1000,2000] and [1500,2500] overlap, [3000,3100], a memcpy [5000,5500].
+  // Device 0 (the fake's): [1000,2000] and [1500,2500] overlap, [3000,3100], a memcpy [5000,5500],
+  // a peer copy from device 0 to 1 [6000,6400] (busy on device 0, which runs it).
   ASSERT_TRUE(p->Kernel(k, 1000, 2000));
   ASSERT_TRUE(p->Kernel(k, 1500, 2500));
   ASSERT_TRUE(p->Kernel(k, 3000, 3100));
   ASSERT_TRUE(p->Memcpy(64, CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, 5000, 5500));
+  ASSERT_TRUE(p->PeerCopy(4096, 0, 1, 6000, 6400));
   ASSERT_TRUE((*m)->RequestWindow(60'000, {kRuntime}, pb::TRIGGER_API));
   // Right after FlushAndWait returns, a scrape sees everything it wrote.
   (*m)->FlushAndWait();
   const std::string response = HttpGet(port, "/metrics");
   ASSERT_TRUE(response.starts_with("HTTP/1.1 200")) << response.substr(0, 200);
   EXPECT_EQ(Sample(response, "cupmon_kernel_records_total"), "3");
-  EXPECT_EQ(Sample(response, "cupmon_memcpy_records_total"), "1");
+  EXPECT_EQ(Sample(response, "cupmon_memcpy_records_total"), "2");
   EXPECT_EQ(Sample(response, "cupmon_gpu_busy_seconds_total{device=\"0\"}"),
-            metrics::FormatNanosecondsAsSeconds(1500 + 100 + 500));
+            metrics::FormatNanosecondsAsSeconds(1500 + 100 + 500 + 400));
   EXPECT_EQ(Sample(response, "cupmon_windows_opened_total"), "1");
   EXPECT_EQ(Sample(response, "cupmon_files"), "1");
   (*m)->Stop();

@@ -235,7 +235,7 @@ class Monitor final : public control::ControlTarget, public metrics::MetricsSour
   struct BusyOffsets {
     uint32_t start = 0, end = 0, device = 0, stream = 0;  // 0: layout unknown, not counted
   };
-  BusyOffsets kernel_offsets_, memcpy_offsets_, memset_offsets_;
+  BusyOffsets kernel_offsets_, memcpy_offsets_, memcpy2_offsets_, memset_offsets_;
 
   // Published by the writer after each batch; read by GetStats.
   mutable std::mutex stats_mu_;
