@@ -429,6 +429,37 @@ TEST(ReportNotesTest, ClockDomainChangeIsANoteNotAWarning) {
   EXPECT_EQ(r.err.find("warning"), std::string::npos) << r.err;
 }
 
+// Real GPU bytes (tests/data/ddp-2rank/README.md): two torchrun ranks over NCCL on a 2x H200
+// machine, both injected by one cupmon-run, one window opened on each for the same instant, plus
+// torchrun's own empty recording.
+TEST(RealTwoRankTest, MergesTheRanksLeavesTheLauncherOutAndShowsTheWindowSpread) {
+  const std::string dir = std::string(CUPMON_SOURCE_DIR) + "/tests/data/ddp-2rank";
+  const Result info = Decode(ReportKind::kInfo, {dir});
+  EXPECT_EQ(info.rc, kExitClean) << info.err;
+  EXPECT_NE(info.err.find("left out: vm:1532 ("), std::string::npos) << info.err;
+  EXPECT_NE(info.out.find("Ranks: 2, job f2c22ece-effc-4568-9ebc-df0adb79b60a"), std::string::npos)
+      << info.out;
+  EXPECT_NE(info.out.find("rank 0 (vm:1611): recording 0x1dfa1596ccf02461, 1 file(s), 310731 records, "
+                          "1 window(s), rank from the launcher, world size 2, local rank 0"),
+            std::string::npos)
+      << info.out;
+  EXPECT_NE(info.out.find("rank 1 (vm:1612): recording 0x92f43a4d7a367698, 1 file(s), 311175 records, "
+                          "1 window(s), rank from the launcher, world size 2, local rank 1"),
+            std::string::npos)
+      << info.out;
+  // Each rank's CUPTI times through its own calibration: the windows opened 20 us apart.
+  EXPECT_NE(info.out.find("    spread of begins: 20.148us\n"), std::string::npos) << info.out;
+
+  const Result sum = Decode(ReportKind::kSummary, {dir});
+  EXPECT_EQ(sum.rc, kExitClean) << sum.err;
+  const std::string total = Section(sum.out, "Total profiling result (2 ranks)", "");
+  ASSERT_FALSE(total.empty()) << sum.out;
+  EXPECT_EQ(TableRow(total, "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)").second,
+            6082u);
+  EXPECT_EQ(TableRow(total, "ncclDevKernel_Broadcast_RING_LL(ncclDevKernelArgsStorage<4096ul>)").second, 8u);
+  EXPECT_EQ(TableRow(total, "[CUDA memcpy DtoD]").second, 73012u);
+}
+
 TEST(RankListingTest, NumbersRanksFromHeaderElseByHostAndPid) {
   testing::TempDir tmp;
   // Header ranks run against pid order: the header wins.
