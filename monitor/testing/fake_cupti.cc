@@ -248,7 +248,9 @@ CUptiResult FakeCupti::GetCallbackName(CUpti_CallbackDomain domain, uint32_t cbi
       CUPMON_FAKE_RT(cudaEventCreateWithFlags_v3020), CUPMON_FAKE_RT(cudaEventDestroy_v3020),
       CUPMON_FAKE_RT(cudaLaunchKernel_v7000),      CUPMON_FAKE_DRV(cuCtxGetCurrent),
       CUPMON_FAKE_DRV(cuDevicePrimaryCtxGetState), CUPMON_FAKE_DRV(cuKernelGetAttribute),
-      CUPMON_FAKE_DRV(cuLaunchKernel),
+      CUPMON_FAKE_DRV(cuLaunchKernel),             CUPMON_FAKE_RT(cudaDeviceGetAttribute_v5000),
+      CUPMON_FAKE_DRV(cuKernelGetName),            CUPMON_FAKE_DRV(cuKernelGetFunction),
+      CUPMON_FAKE_DRV(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags),
   };
 #undef CUPMON_FAKE_RT
 #undef CUPMON_FAKE_DRV

@@ -183,10 +183,17 @@ TEST(TraceWindowTest, ApiWindowEnablesKindsFiltersAfterEnableAndFramesItsRecords
       EXPECT_GT(i, driver_on) << calls[i];
     }
   }
-  EXPECT_EQ(runtime_filters, 6u);  // the six runtime names of the default filter list
-  EXPECT_EQ(driver_filters, 3u);
+  EXPECT_EQ(runtime_filters, 7u);  // the seven runtime names of the default filter list
+  EXPECT_EQ(driver_filters, 6u);
   EXPECT_TRUE(fake.api_filtered(kRuntime, kGetDeviceCbid));
   EXPECT_TRUE(fake.api_filtered(kDriver, kCtxGetCurrentCbid));
+  // PyTorch's per-launch queries (H200 window checks).
+  EXPECT_TRUE(fake.api_filtered(kRuntime, CUPTI_RUNTIME_TRACE_CBID_cudaDeviceGetAttribute_v5000));
+  EXPECT_TRUE(fake.api_filtered(kDriver, CUPTI_DRIVER_TRACE_CBID_cuKernelGetName));
+  EXPECT_TRUE(fake.api_filtered(kDriver, CUPTI_DRIVER_TRACE_CBID_cuKernelGetFunction));
+  EXPECT_TRUE(fake.api_filtered(
+      kDriver, CUPTI_DRIVER_TRACE_CBID_cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags));
+  EXPECT_FALSE(fake.api_filtered(kRuntime, kLaunchCbid));
 
   // During: launches and driver calls are recorded, filtered calls are not.
   const uint64_t t0 = NowNs();
