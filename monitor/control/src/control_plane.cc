@@ -14,7 +14,10 @@
 #include <cstring>
 #include <ctime>
 #include <exception>
+#include <climits>
 #include <map>
+#include <optional>
+#include <string_view>
 #include <utility>
 
 #include <boost/asio/local/stream_protocol.hpp>
@@ -89,6 +92,8 @@ class ControlPlane::Core : public std::enable_shared_from_this<ControlPlane::Cor
   bool SignalTriggerActive() const;
   ControlCounters Snapshot() const;
   pb::ControlReply Dispatch(const pb::ControlRequest& request) noexcept;
+  std::optional<pb::ControlReply> CheckRequestLength(uint32_t length);
+  RequestOutcome HandleRequestBody(std::string_view body) noexcept;
 
   const ControlOptions& options() const { return options_; }
   bool stopped() const { return stopped_; }
@@ -176,11 +181,8 @@ class Session : public std::enable_shared_from_this<Session> {
   void OnHeader(const boost::system::error_code& ec) {
     if (ec || closed_ || core_->stopped()) return Close();  // EOF, timeout or stop
     const uint32_t length = DecodeLengthPrefix(header_);
-    if (length > core_->options().max_request_bytes) {
-      ControlPlane::Core::Bump(core_->counters_.oversized);
-      return Send(ErrorReply("request of " + std::to_string(length) + " bytes exceeds the limit of " +
-                             std::to_string(core_->options().max_request_bytes) + " bytes"),
-                  /*close_after=*/true);
+    if (auto refused = core_->CheckRequestLength(length)) {
+      return Send(*refused, /*close_after=*/true);
     }
     body_.assign(length, '\0');
     asio::async_read(socket_, asio::buffer(body_),
@@ -192,15 +194,8 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void OnBody(const boost::system::error_code& ec) {
     if (ec || closed_ || core_->stopped()) return Close();
-    pb::ControlRequest request;
-    if (!request.ParseFromString(body_) ||
-        request.request_case() == pb::ControlRequest::REQUEST_NOT_SET) {
-      ControlPlane::Core::Bump(core_->counters_.malformed);
-      return Send(ErrorReply("malformed request: " + std::to_string(body_.size()) +
-                             " bytes that are not a ControlRequest with a request set"),
-                  /*close_after=*/true);
-    }
-    Send(core_->Dispatch(request), /*close_after=*/false);
+    const RequestOutcome outcome = core_->HandleRequestBody(body_);
+    Send(outcome.reply, outcome.close_after);
   }
 
   void Send(const pb::ControlReply& reply, bool close_after) {
@@ -443,6 +438,41 @@ void ControlPlane::Core::OnConnection(int fd) {
   session->Start();
 }
 
+std::optional<pb::ControlReply> ControlPlane::Core::CheckRequestLength(uint32_t length) {
+  if (length <= options_.max_request_bytes) return std::nullopt;
+  Bump(counters_.oversized);
+  return ErrorReply("request of " + std::to_string(length) + " bytes exceeds the limit of " +
+                    std::to_string(options_.max_request_bytes) + " bytes");
+}
+
+RequestOutcome ControlPlane::Core::HandleRequestBody(std::string_view body) noexcept {
+  RequestOutcome outcome;
+  try {
+    pb::ControlRequest request;
+    // An unknown request type (a newer client's oneof field) parses as an unknown field with
+    // nothing set: it is malformed to this server, not an empty status request.
+    if (body.size() > static_cast<size_t>(INT32_MAX) ||
+        !request.ParseFromArray(body.data(), static_cast<int>(body.size())) ||
+        request.request_case() == pb::ControlRequest::REQUEST_NOT_SET) {
+      Bump(counters_.malformed);
+      outcome.reply = ErrorReply("malformed request: " + std::to_string(body.size()) +
+                                 " bytes that are not a ControlRequest with a known request set");
+      outcome.close_after = true;
+      return outcome;
+    }
+    outcome.reply = Dispatch(request);
+  } catch (...) {  // allocation failure: answer if possible, and end the connection
+    Bump(counters_.handler_exceptions);
+    outcome.close_after = true;
+    try {
+      outcome.reply = ErrorReply("internal error");
+    } catch (...) {
+      outcome.reply.Clear();
+    }
+  }
+  return outcome;
+}
+
 pb::ControlReply ControlPlane::Core::Dispatch(const pb::ControlRequest& request) noexcept {
   pb::ControlReply reply;
   try {
@@ -618,5 +648,11 @@ void ControlPlane::Stop() { core_->Stop(); }
 ControlCounters ControlPlane::counters() const { return core_->Snapshot(); }
 const std::string& ControlPlane::socket_path() const { return core_->socket_path(); }
 bool ControlPlane::signal_trigger_active() const { return core_->SignalTriggerActive(); }
+std::optional<pb::ControlReply> ControlPlane::CheckRequestLength(uint32_t length) {
+  return core_->CheckRequestLength(length);
+}
+RequestOutcome ControlPlane::HandleRequestBody(std::string_view body) {
+  return core_->HandleRequestBody(body);
+}
 
 }  // namespace cupmon::control

@@ -62,17 +62,21 @@ Expected<void> ValidateWindowDurationMs(int64_t duration_ms) {
 
 Expected<int64_t> ScheduleDelayMs(int64_t at_unix_ms, int64_t now_unix_ms) {
   if (at_unix_ms == 0) return 0;
-  const int64_t delay = at_unix_ms - now_unix_ms;
+  // In 128 bits: at_unix_ms comes off the socket and may be anywhere in int64, where the difference
+  // overflows (found by cupmon_control_fuzz with at_unix_ms = INT64_MIN).
+  __extension__ using Int128 = __int128;
+  const Int128 delay = static_cast<Int128>(at_unix_ms) - now_unix_ms;
   if (delay < -kMaxScheduleLateMs) {
     return MakeError("window start " + std::to_string(at_unix_ms) + " (epoch ms) is " +
-                     std::to_string(-delay) + " ms in the past; at most " +
+                     std::to_string(static_cast<uint64_t>(-delay)) + " ms in the past; at most " +
                      std::to_string(kMaxScheduleLateMs) + " ms late is accepted");
   }
   if (delay > kMaxScheduleAheadMs) {
     return MakeError("window start " + std::to_string(at_unix_ms) + " (epoch ms) is " +
-                     std::to_string(delay) + " ms ahead; at most 24 h ahead is accepted");
+                     std::to_string(static_cast<uint64_t>(delay)) +
+                     " ms ahead; at most 24 h ahead is accepted");
   }
-  return std::max<int64_t>(delay, 0);
+  return std::max<int64_t>(static_cast<int64_t>(delay), 0);
 }
 
 Expected<int64_t> ParseDurationMs(std::string_view text) {

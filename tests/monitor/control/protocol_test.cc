@@ -73,6 +73,20 @@ TEST(ProtocolTest, ScheduleDelay) {
   EXPECT_FALSE(ScheduleDelayMs(now + kMaxScheduleAheadMs + 1, now).has_value());
 }
 
+// Found by cupmon_control_fuzz: at_unix_ms = INT64_MIN overflowed `at - now` (undefined; in the
+// normal build it wrapped to a huge positive delay and was refused as "ahead").
+TEST(ProtocolTest, ScheduleDelayAtTheEndsOfInt64) {
+  const int64_t now = 1'700'000'000'000;
+  const auto min = ScheduleDelayMs(INT64_MIN, now);
+  ASSERT_FALSE(min.has_value());
+  EXPECT_NE(min.error().message.find("in the past"), std::string::npos) << min.error().message;
+  EXPECT_NE(min.error().message.find("9223373736854775808 ms"), std::string::npos)
+      << min.error().message;
+  const auto max = ScheduleDelayMs(INT64_MAX, -now);
+  ASSERT_FALSE(max.has_value());
+  EXPECT_NE(max.error().message.find("ahead"), std::string::npos) << max.error().message;
+}
+
 TEST(ProtocolTest, ParseDuration) {
   EXPECT_EQ(ParseDurationMs("250ms").value(), 250);
   EXPECT_EQ(ParseDurationMs("5s").value(), 5000);

@@ -7,7 +7,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <boost/asio/io_context.hpp>
@@ -79,6 +81,12 @@ struct ControlCounters {
   uint64_t handler_exceptions = 0;  // exceptions caught at the boundary (target or internal)
 };
 
+// The answer to one request frame, and whether the connection ends after it.
+struct RequestOutcome {
+  pb::ControlReply reply;
+  bool close_after = false;
+};
+
 // Threading: construct anywhere; Start(), Stop(), socket_path() and signal_trigger_active() are called
 // on the control thread (the one running io.run()) or before io.run() starts. counters() may be called
 // from any thread. The io_context must outlive the ControlPlane; the ControlTarget must outlive Stop().
@@ -103,6 +111,18 @@ class ControlPlane {
   const std::string& socket_path() const;
   // True while our handler is still the installed one for the signal (the application may replace it).
   bool signal_trigger_active() const;
+
+  // A connection's request handling without the socket: what each connection runs for a length
+  // prefix and for the body that follows it. Public so that the control-protocol fuzzer
+  // (tests/fuzz/control_fuzz.cc) and the tests drive exactly this code with arbitrary bytes. Control
+  // thread only; works before Start() (no socket needed) and after Stop() (requests are refused).
+  // CheckRequestLength: the error reply that ends the connection when `length` is above
+  // max_request_bytes (counted in `oversized`), else nullopt.
+  std::optional<pb::ControlReply> CheckRequestLength(uint32_t length);
+  // HandleRequestBody: parses `body` as a ControlRequest, validates it and calls the target. Bytes
+  // that do not parse, or a request with nothing set (also an unknown request type), are answered
+  // with `malformed request ...` and end the connection. Never throws.
+  RequestOutcome HandleRequestBody(std::string_view body);
 
   class Core;
 
