@@ -26,24 +26,36 @@ RollingFileSink::RollingFileSink(RollingFileOptions options, FileSystem& fs, Clo
 
 RollingFileSink::~RollingFileSink() {
   if (fd_ >= 0) fs_.Close(fd_);
+  if (dir_fd_ >= 0) fs_.Close(dir_fd_);
 }
 
-std::string RollingFileSink::PathFor(uint32_t index) const {
+std::string RollingFileSink::NameFor(uint32_t index) const {
   char seq[16];
   std::snprintf(seq, sizeof(seq), "%06u", index);
-  return options_.directory + "/" + options_.prefix + "-" + seq + ".cupmon";
+  return options_.prefix + "-" + seq + ".cupmon";
+}
+
+Expected<void> RollingFileSink::OpenDirectory() {
+  if (dir_fd_ >= 0) fs_.Close(dir_fd_);
+  dir_fd_ = -1;
+  auto dir = fs_.OpenDirectory(options_.directory);
+  if (!dir) return std::unexpected(dir.error());
+  dir_fd_ = *dir;
+  return {};
 }
 
 Expected<void> RollingFileSink::Open() {
-  if (auto r = fs_.MakeDirectories(options_.directory); !r) return r;
+  if (auto r = OpenDirectory(); !r) return r;
   return OpenNext();
 }
 
 Expected<void> RollingFileSink::OpenNext() {
+  if (dir_fd_ < 0) return MakeError("no directory for recordings is open (" + options_.directory + ")");
   EnforceRetention();
   const uint32_t index = next_index_;
-  const std::string path = PathFor(index);
-  auto fd = fs_.CreateExclusive(path);
+  const std::string name = NameFor(index);
+  const std::string path = options_.directory + "/" + name;
+  auto fd = fs_.CreateExclusive(dir_fd_, options_.directory, name);
   if (!fd) return std::unexpected(fd.error());
   ++next_index_;
   fd_ = *fd;
@@ -54,7 +66,7 @@ Expected<void> RollingFileSink::OpenNext() {
     // Leave no headerless file behind.
     fs_.Close(fd_);
     fd_ = -1;
-    (void)fs_.Remove(path);
+    (void)fs_.Remove(dir_fd_, options_.directory, name);
     return r;
   }
   current_.bytes = pre.size();
@@ -64,8 +76,9 @@ Expected<void> RollingFileSink::OpenNext() {
 Expected<void> RollingFileSink::Append(std::span<const uint8_t> chunk, uint64_t records,
                                        uint64_t kernel_records) {
   if (fd_ < 0) {
-    // The last rotation or open failed (full disk, removed directory): try again now.
-    if (auto r = fs_.MakeDirectories(options_.directory); !r) return r;
+    // The last rotation or open failed (full disk, removed directory): open the directory again,
+    // vetted again (it may have been replaced meanwhile), and try again now.
+    if (auto r = OpenDirectory(); !r) return r;
     if (auto r = OpenNext(); !r) return r;
   }
   const int64_t now = clock_();
@@ -126,7 +139,10 @@ void RollingFileSink::EnforceRetention() {
     RetiredFile oldest = closed_.front();
     closed_.pop_front();
     closed_bytes_ -= oldest.bytes;
-    (void)fs_.Remove(oldest.path);
+    // Relative to the directory we vetted, by the name we gave the file.
+    const size_t slash = oldest.path.find_last_of('/');
+    (void)fs_.Remove(dir_fd_, options_.directory,
+                     slash == std::string::npos ? oldest.path : oldest.path.substr(slash + 1));
     retired_.push_back(std::move(oldest));
   }
 }

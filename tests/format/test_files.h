@@ -75,7 +75,7 @@ inline ScannedFile ScanFile(const std::string& path) {
 // - Appends succeed until `space_left` bytes have been written; the append that does not fit
 //   writes what fits, then, like the POSIX implementation after a short write, truncates the
 //   file back to `size_before` and fails with ENOSPC.
-// - With `deny_create` set, MakeDirectories and CreateExclusive fail with EACCES.
+// - With `deny_create` set, OpenDirectory and CreateExclusive fail with EACCES.
 class FaultyFileSystem final : public FileSystem {
  public:
   static constexpr uint64_t kUnlimited = ~uint64_t{0};
@@ -83,13 +83,16 @@ class FaultyFileSystem final : public FileSystem {
   bool deny_create = false;
   int append_failures = 0;
 
-  Expected<void> MakeDirectories(const std::string& dir, bool private_dir) override {
+  Expected<int> OpenDirectory(const std::string& dir) override {
     if (deny_create) return MakeError("cannot create directory " + dir + ": Permission denied", EACCES);
-    return real_.MakeDirectories(dir, private_dir);
+    return real_.OpenDirectory(dir);
   }
-  Expected<int> CreateExclusive(const std::string& path) override {
-    if (deny_create) return MakeError("cannot create " + path + ": Permission denied", EACCES);
-    return real_.CreateExclusive(path);
+  Expected<int> CreateExclusive(int dir_fd, const std::string& dir_path,
+                                const std::string& name) override {
+    if (deny_create) {
+      return MakeError("cannot create " + dir_path + "/" + name + ": Permission denied", EACCES);
+    }
+    return real_.CreateExclusive(dir_fd, dir_path, name);
   }
   Expected<void> Append(int fd, std::span<const uint8_t> data, uint64_t size_before) override {
     if (space_left != kUnlimited && data.size() > space_left) {
@@ -104,7 +107,9 @@ class FaultyFileSystem final : public FileSystem {
   }
   Expected<void> Sync(int fd) override { return real_.Sync(fd); }
   void Close(int fd) override { real_.Close(fd); }
-  Expected<void> Remove(const std::string& path) override { return real_.Remove(path); }
+  Expected<void> Remove(int dir_fd, const std::string& dir_path, const std::string& name) override {
+    return real_.Remove(dir_fd, dir_path, name);
+  }
 
  private:
   FileSystem& real_ = PosixFileSystem();

@@ -34,6 +34,10 @@ struct RetiredFile {
 // Owns the file being written and the list of this recording's files. Single-threaded: only the
 // writer thread calls it.
 //
+// Security: the directory is opened and vetted once (FileSystem::OpenDirectory: ours, not writable
+// by others, not a symlink) and held by descriptor; files are created (0600) and deleted relative
+// to it. It is opened again, and vetted again, only after a failed open or rotation.
+//
 // Durability: a file is fdatasync'ed when it is closed (rotation or stop) and at most every
 // fsync_interval_ms while appending. Files are created with O_EXCL and only appended to, so an
 // old file is never partly overwritten; a failed append is truncated back to the last whole chunk.
@@ -48,7 +52,7 @@ class RollingFileSink {
   RollingFileSink(const RollingFileSink&) = delete;
   RollingFileSink& operator=(const RollingFileSink&) = delete;
 
-  // Creates the directory and the first file.
+  // Creates or vets the directory, then creates the first file.
   Expected<void> Open();
   // True when a chunk of `next_chunk_bytes` should go into a new file (size or age limit). A file
   // always takes at least one chunk with records, however large its preamble is.
@@ -74,12 +78,14 @@ class RollingFileSink {
   Expected<void> OpenNext();
   Expected<void> CloseCurrent(std::span<const uint8_t> trailer);
   void EnforceRetention();
-  std::string PathFor(uint32_t index) const;
+  Expected<void> OpenDirectory();
+  std::string NameFor(uint32_t index) const;
 
   RollingFileOptions options_;
   FileSystem& fs_;
   Clock clock_;
   Preamble preamble_;
+  int dir_fd_ = -1;
   int fd_ = -1;
   uint32_t next_index_ = 0;
   int64_t opened_ns_ = 0;
