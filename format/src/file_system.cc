@@ -146,7 +146,7 @@ class Posix final : public FileSystem {
 
 }  // namespace
 
-Expected<int> OpenVettedDirectory(const std::string& dir, DirPrivacy privacy) {
+Expected<int> OpenVettedDirectory(const std::string& dir, DirPrivacy privacy, bool create) {
   if (dir.empty()) return MakeError("empty directory name");
   std::vector<std::string> parts;
   for (size_t pos = 0; pos < dir.size();) {
@@ -163,8 +163,8 @@ Expected<int> OpenVettedDirectory(const std::string& dir, DirPrivacy privacy) {
     const std::string& name = parts[i];
     const bool last = i + 1 == parts.size();
     walked = walked.empty() ? name : Join(walked, name);
-    created = ::mkdirat(current.get(), name.c_str(), 0700) == 0;
-    if (!created && errno != EEXIST) {
+    created = create && ::mkdirat(current.get(), name.c_str(), 0700) == 0;
+    if (create && !created && errno != EEXIST) {
       return MakeError(Describe("cannot create directory", walked, errno), errno);
     }
     // Parents may be symlinks (/var/run -> /run); the directory itself may not.
@@ -172,7 +172,7 @@ Expected<int> OpenVettedDirectory(const std::string& dir, DirPrivacy privacy) {
     const int next = ::openat(current.get(), name.c_str(), flags);
     if (next < 0) {
       const int err = errno;
-      if (last) return std::unexpected(WhyNotADirectory(current.get(), name, walked, err));
+      if (last) return cupmon::unexpected(WhyNotADirectory(current.get(), name, walked, err));
       return MakeError(Describe("cannot open directory", walked, err), err);
     }
     current.reset(next);
@@ -182,7 +182,7 @@ Expected<int> OpenVettedDirectory(const std::string& dir, DirPrivacy privacy) {
   struct stat st {};
   if (::fstat(current.get(), &st) != 0) return MakeError(Describe("cannot stat", dir, errno), errno);
   if (auto vetted = CheckModeAndOwner(st, dir, privacy); !vetted) {
-    return std::unexpected(vetted.error());
+    return cupmon::unexpected(vetted.error());
   }
   if (::faccessat(current.get(), ".", W_OK | X_OK, AT_EACCESS) != 0) {
     const int err = errno;

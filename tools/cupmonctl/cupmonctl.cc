@@ -128,7 +128,9 @@ int Request(const Context& ctx, int pid, const cupmon::pb::ControlRequest& reque
 }
 
 int List(const Context& ctx) {
-  const auto processes = cupmon::control::ListMonitored(ctx.registry_dir, /*remove_stale=*/true);
+  const auto listed = cupmon::control::ListMonitored(ctx.registry_dir, /*remove_stale=*/true);
+  if (!listed) return Unreachable(ctx, 0, listed.error());
+  const auto& processes = *listed;
   cupmon::pb::ControlRequest request;
   request.mutable_status();
   if (!ctx.json) std::printf("%-8s %-14s %-40s %s\n", "PID", "STATE", "OUTPUT DIR", "COMMAND");

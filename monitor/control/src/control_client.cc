@@ -65,13 +65,21 @@ std::string ReadCommand(int pid) {
   return raw;
 }
 
-}  // namespace
+// Opens the registry as FindSocket documents; -1 (no error) when it does not exist.
+ClientExpected<int> OpenRegistry(const std::string& registry_dir) {
+  auto fd = OpenPrivateDir(registry_dir, /*create=*/false);
+  if (fd) return *fd;
+  if (fd.error().sys_errno == ENOENT) return -1;
+  return Fail(ClientError::Code::kUntrusted, "registry: " + fd.error().message);
+}
 
-ClientExpected<std::string> FindSocket(int pid, const std::string& registry_dir) {
+ClientExpected<std::string> FindSocketIn(int registry_fd, const std::string& registry_dir, int pid) {
   if (pid <= 0) return Fail(ClientError::Code::kNotMonitored, "invalid pid " + std::to_string(pid));
   const std::string link = SocketFileName(registry_dir, pid);
   char target[4096];
-  const ssize_t n = ::readlink(link.c_str(), target, sizeof(target) - 1);
+  const ssize_t n = registry_fd < 0 ? -1
+                                    : ::readlinkat(registry_fd, SocketBaseName(pid).c_str(), target,
+                                                   sizeof(target) - 1);
   if (n <= 0) {
     return Fail(ClientError::Code::kNotMonitored,
                 "pid " + std::to_string(pid) + " is not monitored (no " + link + ")");
@@ -83,6 +91,16 @@ ClientExpected<std::string> FindSocket(int pid, const std::string& registry_dir)
                 "pid " + std::to_string(pid) + " is not monitored any more (stale " + link + ")");
   }
   return path;
+}
+
+}  // namespace
+
+ClientExpected<std::string> FindSocket(int pid, const std::string& registry_dir) {
+  if (pid <= 0) return Fail(ClientError::Code::kNotMonitored, "invalid pid " + std::to_string(pid));
+  auto registry = OpenRegistry(registry_dir);
+  if (!registry) return std::unexpected(registry.error());
+  Fd owned(*registry);
+  return FindSocketIn(owned.get(), registry_dir, pid);
 }
 
 ClientExpected<pb::ControlReply> Call(const std::string& socket_path, const pb::ControlRequest& request,
@@ -100,6 +118,23 @@ ClientExpected<pb::ControlReply> Call(const std::string& socket_path, const pb::
     // Unix sockets connect at once or fail (EAGAIN: backlog full).
     return Fail(ClientError::Code::kConnect,
                 "cannot connect to " + socket_path + ": " + std::strerror(errno));
+  }
+  // Who serves the socket, before a byte is sent: a socket that another user planted in the
+  // registry (or one named with --socket) must neither see our request nor answer it.
+  ucred cred{};
+  socklen_t cred_len = sizeof(cred);
+  if (::getsockopt(fd.get(), SOL_SOCKET, SO_PEERCRED, &cred, &cred_len) != 0) {
+    return Fail(ClientError::Code::kUntrusted, "cannot read who serves " + socket_path + ": " +
+                                                   std::strerror(errno) + "; nothing was sent");
+  }
+  const uid_t own = ::geteuid();
+  if (!PeerAllowed(cred.uid, own)) {
+    return Fail(ClientError::Code::kUntrusted,
+                "refusing " + socket_path + ": it is served by uid " + std::to_string(cred.uid) +
+                    " (pid " + std::to_string(cred.pid) + "), not by uid " + std::to_string(own) +
+                    " or root; it may be someone else's socket planted where cupmonctl looks (check " +
+                    "the registry directory); nothing was sent. To control another user's process, " +
+                    "run cupmonctl as that user");
   }
   const std::string frame = EncodeFrame(request);
   size_t sent = 0;
@@ -146,10 +181,18 @@ ClientExpected<pb::ControlReply> Call(const std::string& socket_path, const pb::
   return reply;
 }
 
-std::vector<MonitoredProcess> ListMonitored(const std::string& registry_dir, bool remove_stale) {
+ClientExpected<std::vector<MonitoredProcess>> ListMonitored(const std::string& registry_dir,
+                                                            bool remove_stale) {
   std::vector<MonitoredProcess> out;
-  DIR* dir = ::opendir(registry_dir.c_str());
-  if (dir == nullptr) return out;
+  auto registry = OpenRegistry(registry_dir);
+  if (!registry) return std::unexpected(registry.error());
+  if (*registry < 0) return out;
+  DIR* dir = ::fdopendir(*registry);  // owns the descriptor from here on
+  if (dir == nullptr) {
+    ::close(*registry);
+    return out;
+  }
+  const int registry_fd = ::dirfd(dir);
   while (const dirent* entry = ::readdir(dir)) {
     const std::string name = entry->d_name;
     constexpr std::string_view kSuffix = ".sock";
@@ -159,9 +202,9 @@ std::vector<MonitoredProcess> ListMonitored(const std::string& registry_dir, boo
       continue;
     }
     const int pid = std::stoi(digits);
-    auto socket = FindSocket(pid, registry_dir);
+    auto socket = FindSocketIn(registry_fd, registry_dir, pid);
     if (!socket) {
-      if (remove_stale) ::unlink((registry_dir + "/" + name).c_str());
+      if (remove_stale) ::unlinkat(registry_fd, name.c_str(), 0);
       continue;
     }
     out.push_back(MonitoredProcess{pid, *socket, ReadCommand(pid)});

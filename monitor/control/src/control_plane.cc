@@ -129,6 +129,8 @@ class ControlPlane::Core : public std::enable_shared_from_this<ControlPlane::Cor
   asio::steady_timer accept_retry_;
   std::string socket_path_;
   std::string registry_link_;
+  int control_dir_fd_ = -1;   // vetted control_dir, from Start() to Stop()
+  int registry_dir_fd_ = -1;  // vetted registry_dir, when a registry entry is made
   bool started_ = false;
   bool stopped_ = false;
   bool socket_bound_ = false;
@@ -237,8 +239,6 @@ Expected<void> ControlPlane::Core::Start() {
   if (auto valid = ValidateWindowDurationMs(options_.default_window_ms); !valid) {
     return MakeError("default window: " + valid.error().message);
   }
-  if (auto dir = EnsurePrivateDir(options_.control_dir); !dir) return dir;
-
   std::string dir = options_.control_dir;
   if (dir.front() != '/') {  // the registry symlink must hold an absolute path
     char cwd[4096];
@@ -252,23 +252,51 @@ Expected<void> ControlPlane::Core::Start() {
     return MakeError("control socket path " + socket_path_ + " is longer than " +
                      std::to_string(sizeof(addr.sun_path) - 1) + " bytes; choose a shorter control_dir");
   }
-  std::memcpy(addr.sun_path, socket_path_.c_str(), socket_path_.size() + 1);
+  // Held open until Stop(): the socket and the registry entry are made and removed relative to the
+  // directories that were vetted, whatever happens to their paths meanwhile.
+  auto control_fd = OpenPrivateDir(options_.control_dir);
+  if (!control_fd) return cupmon::unexpected(control_fd.error());
+  control_dir_fd_ = *control_fd;
 
+  const auto close_dirs = [this] {
+    for (int* fd : {&control_dir_fd_, &registry_dir_fd_}) {
+      if (*fd >= 0) ::close(*fd);
+      *fd = -1;
+    }
+  };
   std::string registry_dir = options_.registry_dir.empty() ? DefaultRegistryDir() : options_.registry_dir;
   if (registry_dir != options_.control_dir && registry_dir != dir) {
-    if (auto made = EnsurePrivateDir(registry_dir); !made) {
-      return MakeError("registry: " + made.error().message, made.error().sys_errno);
+    auto registry_fd = OpenPrivateDir(registry_dir);
+    if (!registry_fd) {
+      close_dirs();
+      return MakeError("registry: " + registry_fd.error().message, registry_fd.error().sys_errno);
     }
+    registry_dir_fd_ = *registry_fd;
     registry_link_ = SocketFileName(registry_dir, ::getpid());
   }
+  const std::string entry = SocketBaseName(::getpid());
+  // bind() takes a path, not a directory descriptor: name the vetted directory through
+  // /proc/self/fd so the socket lands in it even if its path was swapped for a symlink since.
+  // Without /proc, the path itself (then only the 0700 check guards it).
+  const std::string via_fd = "/proc/self/fd/" + std::to_string(control_dir_fd_) + "/" + entry;
+  const std::string& bind_path = ::access(("/proc/self/fd/" + std::to_string(control_dir_fd_)).c_str(),
+                                          X_OK) == 0 && via_fd.size() < sizeof(addr.sun_path)
+                                     ? via_fd
+                                     : socket_path_;
+  std::memcpy(addr.sun_path, bind_path.c_str(), bind_path.size() + 1);
 
   // Created close-on-exec and non-blocking in one call: asio's acceptor would use plain socket().
   const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd < 0) return MakeError(Errno("socket(AF_UNIX)", errno), errno);
+  if (fd < 0) {
+    const int err = errno;
+    close_dirs();
+    return MakeError(Errno("socket(AF_UNIX)", err), err);
+  }
   boost::system::error_code ec;
   acceptor_.assign(Stream(), fd, ec);
   if (ec) {
     ::close(fd);
+    close_dirs();
     return MakeError("cannot register the control socket: " + ec.message());
   }
   const auto fail = [this](std::string message, int err) {
@@ -278,17 +306,19 @@ Expected<void> ControlPlane::Core::Start() {
     return MakeError(std::move(message), err);
   };
   // Our pid owns this name: a file there is left over from an earlier process with the same pid.
-  ::unlink(socket_path_.c_str());
+  ::unlinkat(control_dir_fd_, entry.c_str(), 0);
   if (::bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) != 0) {
     return fail(Errno("bind " + socket_path_, errno), errno);
   }
   socket_bound_ = true;
   // The directory is 0700, so nobody can reach the socket between bind() and this chmod.
-  if (::chmod(socket_path_.c_str(), 0600) != 0) return fail(Errno("chmod " + socket_path_, errno), errno);
+  if (::fchmodat(control_dir_fd_, entry.c_str(), 0600, 0) != 0) {
+    return fail(Errno("chmod " + socket_path_, errno), errno);
+  }
   if (::listen(fd, 16) != 0) return fail(Errno("listen " + socket_path_, errno), errno);
   if (!registry_link_.empty()) {
-    ::unlink(registry_link_.c_str());
-    if (::symlink(socket_path_.c_str(), registry_link_.c_str()) != 0) {
+    ::unlinkat(registry_dir_fd_, entry.c_str(), 0);
+    if (::symlinkat(socket_path_.c_str(), registry_dir_fd_, entry.c_str()) != 0) {
       const int err = errno;
       const std::string message = Errno("registry symlink " + registry_link_, err);
       registry_link_.clear();
@@ -592,16 +622,21 @@ pb::ControlReply ControlPlane::Core::CloseWindow() {
 }
 
 void ControlPlane::Core::RemoveFiles() {
-  if (!registry_link_.empty()) {
+  const std::string entry = SocketBaseName(::getpid());
+  if (!registry_link_.empty() && registry_dir_fd_ >= 0) {
     // Only remove the entry if it is still ours (a later process with our pid may have replaced it).
     char target[4096];
-    const ssize_t n = ::readlink(registry_link_.c_str(), target, sizeof(target));
+    const ssize_t n = ::readlinkat(registry_dir_fd_, entry.c_str(), target, sizeof(target));
     if (n > 0 && std::string(target, static_cast<size_t>(n)) == socket_path_) {
-      ::unlink(registry_link_.c_str());
+      ::unlinkat(registry_dir_fd_, entry.c_str(), 0);
     }
   }
-  if (socket_bound_) ::unlink(socket_path_.c_str());
+  if (socket_bound_ && control_dir_fd_ >= 0) ::unlinkat(control_dir_fd_, entry.c_str(), 0);
   socket_bound_ = false;
+  for (int* fd : {&control_dir_fd_, &registry_dir_fd_}) {
+    if (*fd >= 0) ::close(*fd);
+    *fd = -1;
+  }
 }
 
 void ControlPlane::Core::Stop() {

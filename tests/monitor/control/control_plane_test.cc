@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include <fstream>
 #include <set>
 
 #include "control_test_util.h"
@@ -281,10 +282,11 @@ TEST_F(ControlPlaneTest, PermissionsRegistryAndDiscovery) {
   ASSERT_TRUE(found.has_value()) << found.error().message;
   EXPECT_EQ(*found, socket);
   const auto listed = ListMonitored(options_.registry_dir, /*remove_stale=*/false);
-  ASSERT_EQ(listed.size(), 1u);
-  EXPECT_EQ(listed[0].pid, ::getpid());
-  EXPECT_EQ(listed[0].socket_path, socket);
-  EXPECT_FALSE(listed[0].command.empty());
+  ASSERT_TRUE(listed.has_value()) << listed.error().message;
+  ASSERT_EQ(listed->size(), 1u);
+  EXPECT_EQ((*listed)[0].pid, ::getpid());
+  EXPECT_EQ((*listed)[0].socket_path, socket);
+  EXPECT_FALSE((*listed)[0].command.empty());
 }
 
 TEST_F(ControlPlaneTest, ListRemovesStaleEntries) {
@@ -300,8 +302,9 @@ TEST_F(ControlPlaneTest, ListRemovesStaleEntries) {
   ASSERT_EQ(::symlink((root_ + "/nowhere.sock").c_str(), vanished.c_str()), 0);
 
   const auto listed = ListMonitored(options_.registry_dir, /*remove_stale=*/true);
-  ASSERT_EQ(listed.size(), 1u);
-  EXPECT_EQ(listed[0].pid, ::getpid());
+  ASSERT_TRUE(listed.has_value()) << listed.error().message;
+  ASSERT_EQ(listed->size(), 1u);
+  EXPECT_EQ((*listed)[0].pid, ::getpid());
   struct stat st {};
   EXPECT_NE(::lstat(stale.c_str(), &st), 0);
   EXPECT_NE(::lstat(vanished.c_str(), &st), 0);
@@ -434,6 +437,46 @@ TEST_F(ControlPlaneTest, CloseCancelsScheduledWindows) {
   EXPECT_NE(closed->message().find("cancelled 1 scheduled"), std::string::npos) << closed->message();
   auto again = Send(close);
   EXPECT_FALSE(again->ok());  // nothing left to cancel or close
+}
+
+}  // namespace
+}  // namespace cupmon::control
+
+namespace cupmon::control {
+namespace {
+
+// The control and registry directories are held by descriptor from Start() to Stop(): after their
+// paths are swapped for symlinks to directories of someone else's choosing, Stop() removes the
+// socket and the registry entry from the directories it created them in, and nothing elsewhere.
+TEST_F(ControlPlaneTest, StopCleansUpInTheVettedDirectoriesAfterTheirPathsWereSwapped) {
+  ASSERT_TRUE(StartPlane().has_value());
+  const std::string entry = std::to_string(::getpid()) + ".sock";
+  const std::string decoy = root_ + "/decoy";
+  ASSERT_EQ(::mkdir(decoy.c_str(), 0700), 0);
+  const std::string decoy_file = decoy + "/" + entry;
+  std::ofstream(decoy_file) << "not cupmon's";
+  for (const std::string& dir : {options_.control_dir, options_.registry_dir}) {
+    ASSERT_EQ(::rename(dir.c_str(), (dir + ".moved").c_str()), 0);
+    ASSERT_EQ(::symlink(decoy.c_str(), dir.c_str()), 0);
+  }
+  RunOnIo([&] { plane_->Stop(); });
+  struct stat st {};
+  EXPECT_EQ(::stat(decoy_file.c_str(), &st), 0) << "a file in the decoy was removed";
+  EXPECT_NE(::lstat((options_.control_dir + ".moved/" + entry).c_str(), &st), 0);
+  EXPECT_NE(::lstat((options_.registry_dir + ".moved/" + entry).c_str(), &st), 0);
+}
+
+TEST_F(ControlPlaneTest, RefusesARegistryOpenToOthers) {
+  ASSERT_EQ(::mkdir(options_.registry_dir.c_str(), 0700), 0);
+  ASSERT_EQ(::chmod(options_.registry_dir.c_str(), 0777), 0);
+  auto started = StartPlane();
+  ASSERT_FALSE(started.has_value());
+  EXPECT_NE(started.error().message.find("registry: refusing directory " + options_.registry_dir +
+                                         ": group or others have access (mode 0777"),
+            std::string::npos)
+      << started.error().message;
+  // Nothing left behind in the control directory either.
+  EXPECT_NE(::access(SocketFileName(options_.control_dir, ::getpid()).c_str(), F_OK), 0);
 }
 
 }  // namespace

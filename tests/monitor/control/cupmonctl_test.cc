@@ -1,10 +1,14 @@
 // Runs the built cupmonctl binary against a live ControlPlane in this process and checks its exit
-// codes: 0 ok, 1 refused by the monitor, 2 usage error, 3 not monitored / unreachable.
+// codes: 0 ok, 1 refused by the monitor, 2 usage error, 3 not monitored / unreachable / refused
+// because another user serves the socket or the registry is open to others.
+#include <fcntl.h>
+#include <signal.h>
 #include <sys/wait.h>
 
 #include <cstdio>
 
 #include "control_test_util.h"
+#include "cupmon/control/private_dir.h"
 
 #ifndef CUPMONCTL_PATH
 #error "CUPMONCTL_PATH must name the cupmonctl binary"
@@ -129,6 +133,130 @@ TEST_F(CupmonctlTest, RefusalByMonitorExits1) {
   const RunResult r = RunCtl(Ctl("window " + Pid() + " --duration 1s"));
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("a window is already open"), std::string::npos) << r.output;
+}
+
+}  // namespace
+}  // namespace cupmon::control
+
+namespace cupmon::control {
+namespace {
+
+// A socket served by another uid (65534), planted in our registry: the client must refuse it after
+// connect, before sending a byte, and cupmonctl must say so. Needs root to run a child as 65534.
+class UntrustedServerTest : public CupmonctlTest {
+ protected:
+  void TearDown() override {
+    if (server_ > 0) {
+      ::kill(server_, SIGKILL);
+      ::waitpid(server_, nullptr, 0);
+    }
+    CupmonctlTest::TearDown();
+  }
+
+  // Forks a server as uid 65534 listening on `path`; it reports through `bytes_pipe_` how many
+  // bytes each connection sent it, and answers with an ok status reply.
+  bool StartServerAsNobody(const std::string& path) {
+    if (::pipe2(bytes_pipe_, O_CLOEXEC) != 0) return false;
+    int ready[2];
+    if (::pipe2(ready, O_CLOEXEC) != 0) return false;
+    // Built before fork: the child of this threaded process only makes system calls.
+    pb::ControlReply reply;
+    reply.set_ok(true);
+    reply.mutable_status()->set_pid(4242);
+    const std::string frame = EncodeFrame(reply);
+    server_ = ::fork();
+    if (server_ == 0) {
+      if (::setresgid(65534, 65534, 65534) != 0 || ::setresuid(65534, 65534, 65534) != 0) ::_exit(90);
+      const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      sockaddr_un addr{};
+      addr.sun_family = AF_UNIX;
+      std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+      if (::bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) != 0) ::_exit(91);
+      ::chmod(path.c_str(), 0666);
+      if (::listen(fd, 8) != 0) ::_exit(92);
+      if (::write(ready[1], "r", 1) != 1) ::_exit(93);
+      for (;;) {
+        const int c = ::accept4(fd, nullptr, nullptr, SOCK_CLOEXEC);
+        if (c < 0) continue;
+        ::send(c, frame.data(), frame.size(), MSG_NOSIGNAL);  // answers without being asked
+        timeval tv{1, 0};
+        ::setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+        char buf[256];
+        uint32_t got = 0;
+        ssize_t n;
+        while ((n = ::recv(c, buf, sizeof(buf), 0)) > 0) got += static_cast<uint32_t>(n);
+        if (::write(bytes_pipe_[1], &got, sizeof(got)) != sizeof(got)) ::_exit(94);
+        ::close(c);
+      }
+    }
+    ::close(ready[1]);
+    char c = 0;
+    const bool ok = ::read(ready[0], &c, 1) == 1;
+    ::close(ready[0]);
+    ::close(bytes_pipe_[1]);
+    return ok;
+  }
+
+  // Bytes the server received on its next connection.
+  uint32_t BytesReceived() {
+    uint32_t got = ~0u;
+    if (::read(bytes_pipe_[0], &got, sizeof(got)) != sizeof(got)) return ~0u;
+    return got;
+  }
+
+  pid_t server_ = -1;
+  int bytes_pipe_[2] = {-1, -1};
+};
+
+TEST_F(UntrustedServerTest, SocketOfAnotherUidIsRefusedBeforeAnythingIsSent) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to run a server as uid 65534";
+  // A directory the other user can write in, as /tmp would be.
+  const std::string theirs = root_ + "/theirs";
+  ASSERT_EQ(::mkdir(theirs.c_str(), 0700), 0);
+  ASSERT_EQ(::chown(theirs.c_str(), 65534, 65534), 0);
+  ASSERT_EQ(::chmod(root_.c_str(), 0711), 0);
+  const std::string socket = theirs + "/planted.sock";
+  ASSERT_TRUE(StartServerAsNobody(socket));
+
+  auto reply = Call(socket, testing::ControlPlaneFixture::StatusRequest(), std::chrono::seconds(5));
+  ASSERT_FALSE(reply.has_value()) << "the planted server's reply was accepted";
+  EXPECT_EQ(reply.error().code, ClientError::Code::kUntrusted);
+  EXPECT_NE(reply.error().message.find("served by uid 65534"), std::string::npos)
+      << reply.error().message;
+  EXPECT_EQ(BytesReceived(), 0u);
+
+  // Planted in our own registry under the pid of a live process (ours): cupmonctl refuses it.
+  ASSERT_EQ(::mkdir(options_.registry_dir.c_str(), 0700), 0);
+  ASSERT_EQ(::symlink(socket.c_str(), SocketFileName(options_.registry_dir, ::getpid()).c_str()), 0);
+  const RunResult r = RunCtl(Ctl("window " + Pid() + " --duration 1s"));
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_NE(r.output.find("refusing " + socket + ": it is served by uid 65534"), std::string::npos)
+      << r.output;
+  EXPECT_EQ(BytesReceived(), 0u);
+  const RunResult named = RunCtl("--socket " + socket + " status 1");
+  EXPECT_EQ(named.exit_code, 3) << named.output;
+  EXPECT_EQ(BytesReceived(), 0u);
+}
+
+TEST_F(CupmonctlTest, RegistryOpenToOthersIsRefusedAndAMissingOneIsEmpty) {
+  auto missing = FindSocket(::getpid(), options_.registry_dir);
+  ASSERT_FALSE(missing.has_value());
+  EXPECT_EQ(missing.error().code, ClientError::Code::kNotMonitored);
+  auto none = ListMonitored(options_.registry_dir, /*remove_stale=*/true);
+  ASSERT_TRUE(none.has_value());
+  EXPECT_TRUE(none->empty());
+  EXPECT_NE(::access(options_.registry_dir.c_str(), F_OK), 0);  // the client creates nothing
+
+  ASSERT_EQ(::mkdir(options_.registry_dir.c_str(), 0700), 0);
+  ASSERT_EQ(::chmod(options_.registry_dir.c_str(), 0733), 0);  // others may plant entries
+  auto found = FindSocket(::getpid(), options_.registry_dir);
+  ASSERT_FALSE(found.has_value());
+  EXPECT_EQ(found.error().code, ClientError::Code::kUntrusted);
+  EXPECT_NE(found.error().message.find("mode 0733"), std::string::npos) << found.error().message;
+  const RunResult r = RunCtl(Ctl("list"));
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_NE(r.output.find("refusing directory " + options_.registry_dir), std::string::npos)
+      << r.output;
 }
 
 }  // namespace

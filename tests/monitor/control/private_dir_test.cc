@@ -61,12 +61,22 @@ TEST_F(PrivateDirTest, RefusesSymlinkAndFile) {
   ASSERT_EQ(::mkdir(real.c_str(), 0700), 0);
   const std::string link = root_ + "/link";
   ASSERT_EQ(::symlink(real.c_str(), link.c_str()), 0);
-  EXPECT_FALSE(EnsurePrivateDir(link).has_value());
+  auto linked = EnsurePrivateDir(link);
+  ASSERT_FALSE(linked.has_value());
+  EXPECT_NE(linked.error().message.find(link + ": it is a symbolic link"), std::string::npos)
+      << linked.error().message;
   const std::string file = root_ + "/file";
   FILE* f = std::fopen(file.c_str(), "w");
   ASSERT_NE(f, nullptr);
   std::fclose(f);
-  EXPECT_FALSE(EnsurePrivateDir(file).has_value());
+  auto filed = EnsurePrivateDir(file);
+  ASSERT_FALSE(filed.has_value());
+  EXPECT_NE(filed.error().message.find("not a directory"), std::string::npos) << filed.error().message;
+  // Without `create`, a missing directory is reported as missing and not made.
+  auto missing = OpenPrivateDir(root_ + "/missing", /*create=*/false);
+  ASSERT_FALSE(missing.has_value());
+  EXPECT_EQ(missing.error().sys_errno, ENOENT);
+  EXPECT_NE(::access((root_ + "/missing").c_str(), F_OK), 0);
 }
 
 TEST(DefaultRegistryDirTest, UsesXdgRuntimeDirOrTmp) {

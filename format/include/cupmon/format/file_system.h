@@ -47,6 +47,7 @@ enum class DirPrivacy {
 // 1001, not 1000", "group-writable (mode 0775)") and how to fix it. Existing parents are not
 // vetted (they may be shared, like /tmp); each is resolved once on the way down, relative to the
 // one above, so nothing is looked up by path twice. Returns the descriptor; the caller closes it.
-Expected<int> OpenVettedDirectory(const std::string& dir, DirPrivacy privacy);
+// With `create` false nothing is created: a missing directory is an error with errno ENOENT.
+Expected<int> OpenVettedDirectory(const std::string& dir, DirPrivacy privacy, bool create = true);
 
 }  // namespace cupmon
