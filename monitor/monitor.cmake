@@ -1,13 +1,19 @@
 # cupmon::monitor (static, for tests and tools) and libcupmon.so (the injectable library). Both need
 # the CUPTI headers; libcupti itself is loaded with dlopen at run time, never linked.
 set(CUPMON_MONITOR_SOURCES
+  ${CMAKE_CURRENT_SOURCE_DIR}/src/activity_intake.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/src/buffer_pool.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/src/busy_time.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/src/callback_watch.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/src/config.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/src/control_loop.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/src/cupti_loader.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/src/cupti_mux.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/src/driver_probe.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/src/monitor.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/src/recording_pipeline.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/src/session_facts.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/src/string_table.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/src/trace_window.cc
 )
 

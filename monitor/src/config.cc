@@ -215,6 +215,23 @@ void ApplyControlEnvironment(MonitorConfig* c, std::vector<std::string>* warning
     else c->control_dir = v;
   }
   if (const char* v = getenv_fn("CUPMON_REGISTRY_DIR"); v && *v) c->registry_dir = v;
+  if (const char* v = getenv_fn("CUPMON_EXIT_TIMEOUT_MS")) {
+    auto r = ParseInt<uint32_t>(v);
+    if (!r || *r > 600000)
+      warnings->push_back(std::string("CUPMON_EXIT_TIMEOUT_MS='") + v +
+                          "' is invalid (expected 0 to 600000 ms); using the default " +
+                          std::to_string(c->exit_timeout_ms));
+    else
+      c->exit_timeout_ms = *r;
+  }
+  if (const char* v = getenv_fn("CUPMON_TERM_FLUSH")) {
+    const std::string_view t = Trim(v);
+    if (t == "1" || t == "on") c->term_flush = true;
+    else if (t == "0" || t == "off") c->term_flush = false;
+    else
+      warnings->push_back(std::string("CUPMON_TERM_FLUSH='") + v +
+                          "' is invalid (expected 1, 0, on or off); using the default 1");
+  }
   if (const char* v = getenv_fn("CUPMON_SIGNAL")) {
     if (auto sig = ParseSignal(v); sig) c->signal_number = *sig;
     else

@@ -10,6 +10,7 @@
 #include <pthread.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
 
 #include "cupmon/monitor/cupti_api.h"
@@ -48,6 +49,17 @@ bool CuptiCallsInterposed() noexcept {
   order.self = self.dli_fname ? self.dli_fname : "";
   dl_iterate_phdr(VisitObject, &order);
   return order.cupti_at < 0 || (order.self_at >= 0 && order.self_at < order.cupti_at);
+}
+
+bool PreloadedByEnvironment() noexcept {
+  const char* preload = std::getenv("LD_PRELOAD");
+  Dl_info self{};
+  if (!preload || !dladdr(reinterpret_cast<void*>(&PreloadedByEnvironment), &self) ||
+      !self.dli_fname)
+    return false;
+  const char* base = std::strrchr(self.dli_fname, '/');
+  base = base ? base + 1 : self.dli_fname;
+  return *base && std::strstr(preload, base) != nullptr;
 }
 
 CuptiMux* ProcessCuptiMux() noexcept {

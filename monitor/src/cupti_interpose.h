@@ -10,6 +10,9 @@ class CuptiMux;
 // definition (libcupmon.so was preloaded, or loaded globally ahead of libcupti).
 bool CuptiCallsInterposed() noexcept;
 
+// True when LD_PRELOAD names this library (its file name), as cupmon-run --preload sets it.
+bool PreloadedByEnvironment() noexcept;
+
 // The process-wide multiplexer over the dlopen'd libcupti, created on first use and never
 // destroyed (CUPTI may call its trampolines until exit). Null when libcupti cannot be loaded.
 CuptiMux* ProcessCuptiMux() noexcept;

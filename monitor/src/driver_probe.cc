@@ -6,7 +6,7 @@
 
 namespace cupmon {
 
-DriverInfo ProbeCudaDriver(bool initialize_driver) {
+DriverInfo ProbeCudaDriver() {
   DriverInfo info;
   // The runtime is whatever the application loaded; look it up without loading another one.
   using RtVersionFn = int (*)(int*);
@@ -28,15 +28,12 @@ DriverInfo ProbeCudaDriver(bool initialize_driver) {
   int v = 0;
   if (driver_version && driver_version(&v) == CUDA_SUCCESS) info.driver_version = v;
   int n = 0;
-  // cuDeviceGetCount fails with CUDA_ERROR_NOT_INITIALIZED before cuInit. Injection runs inside
-  // cuInit and must never call it; the C API, started before the application's first CUDA call,
-  // calls cuInit(0) itself (the application is about to, and cuInit is thread-safe).
+  // cuDeviceGetCount fails with CUDA_ERROR_NOT_INITIALIZED before cuInit. cupmon never calls
+  // cuInit: doing so behind the application's back fixes CUDA_VISIBLE_DEVICES early and breaks
+  // programs that fork before they use CUDA. The writer probes at the first completed buffer,
+  // when CUDA is up; a recording with no GPU activity has no devices in its header.
   if (!count || !get) return info;
-  CUresult r = count(&n);
-  if (r == CUDA_ERROR_NOT_INITIALIZED && initialize_driver) {
-    if (auto init = reinterpret_cast<CUresult (*)(unsigned)>(sym("cuInit")); init && init(0) == CUDA_SUCCESS)
-      r = count(&n);
-  }
+  const CUresult r = count(&n);
   if (r != CUDA_SUCCESS) return info;
   for (int i = 0; i < n; ++i) {
     CUdevice dev{};

@@ -7,6 +7,7 @@
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
+#include <chrono>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -22,13 +23,18 @@ namespace cupmon {
 namespace {
 
 // g_mu serialises start/stop/flush from the entry points; CUPTI callbacks never take it, and the
-// monitor's Stop()/Flush() only call CUPTI without holding the monitor's own callback locks.
-std::mutex g_mu;
-Monitor* g_monitor = nullptr;      // leaked on purpose: CUPTI may call back until exit
-// g_monitor for the annotation calls, which do not take g_mu. A replaced monitor is deleted in
-// StartLocked only after it stopped; this is cleared before that.
+// monitor's Stop()/Flush() only call CUPTI without holding the monitor's own callback locks. Timed,
+// so that exit never waits without end for an application thread that holds it.
+std::timed_mutex g_mu;
+Monitor* g_monitor = nullptr;  // never freed: CUPTI may call back until exit
+// g_monitor for the annotation calls, which do not take g_mu. Stopped monitors are retired, never
+// freed, so a pointer read here stays valid however a concurrent stop and restart interleave.
 std::atomic<Monitor*> g_active_monitor{nullptr};
-CuptiApi* g_cupti = nullptr;       // leaked on purpose: libcupti is never unloaded
+// Restarts through the C API keep the stopped monitor (its pool, whose memory is released by
+// stop only when CUPTI holds none of its buffers). Bounded.
+constexpr int kMaxStarts = 64;
+int g_starts = 0;
+CuptiApi* g_cupti = nullptr;  // leaked on purpose: libcupti is never unloaded
 thread_local std::string t_last_error;
 
 void Say(const std::string& line) { std::fprintf(stderr, "cupmon: %s\n", line.c_str()); }
@@ -39,15 +45,25 @@ std::string KindList(const std::vector<uint32_t>& kinds) {
   return s;
 }
 
-// The forced flush at exit (registered once, for either entry point).
+// The forced flush at exit (registered once, for either entry point). A forked child takes no
+// lock at all: a parent thread may have held one at the fork, and it is never released there.
 void StopAtExit() {
-  std::lock_guard<std::mutex> g(g_mu);
-  if (!g_monitor || Monitor::InForkedChild()) return;
+  if (Monitor::InForkedChild()) return;
+  Monitor* m = g_active_monitor.load(std::memory_order_acquire);
+  if (!m) return;
+  const auto timeout = std::chrono::milliseconds(m->config().exit_timeout_ms);
+  std::unique_lock<std::timed_mutex> g(g_mu, std::defer_lock);
+  if (!g.try_lock_for(timeout)) {
+    Say("exit: an application thread is inside a cupmon call; not waiting for it (the last "
+        "flush period of records may be lost)");
+    return;
+  }
+  if (!g_monitor) return;
   // Preloaded: the other client's statics may already be destroyed at exit, so its callbacks are
   // never called from cupmon's final flush, and the multiplexer stays attached (detaching would
   // register them with CUPTI again).
   if (CuptiMux* mux = CuptiMux::Current()) mux->ForgetClientAtExit();
-  g_monitor->Stop();
+  g_monitor->Stop(timeout);
 }
 
 // Starts the process-wide monitor. Caller holds g_mu.
@@ -58,12 +74,14 @@ Expected<void> StartLocked(MonitorConfig config, const char* entry_point) {
     if (!g_monitor->stopped())
       return MakeError(std::string("cupmon is already running in this process (started by ") +
                        g_monitor->entry_point() + "); a second start is refused");
-    if (g_monitor->GetStats().buffers_in_flight > 0)
+    if (g_monitor->buffers_in_flight() > 0)
       return MakeError("the previous monitor still has buffers inside CUPTI; cannot restart");
-    g_active_monitor.store(nullptr, std::memory_order_release);
-    delete g_monitor;
-    g_monitor = nullptr;
+    // The stopped monitor is retired, not freed: an annotation call on another thread may still
+    // hold its pointer.
   }
+  if (g_starts >= kMaxStarts)
+    return MakeError("cupmon was started " + std::to_string(kMaxStarts) +
+                     " times in this process; further starts are refused");
   if (!g_cupti) {
     auto loaded = LoadCupti();
     if (!loaded) return std::unexpected(loaded.error());
@@ -75,6 +93,11 @@ Expected<void> StartLocked(MonitorConfig config, const char* entry_point) {
   // Preloaded (cupmon-run --preload): other CUPTI clients' calls reach our entry points, and the
   // monitor runs on the multiplexer that shares CUPTI with them (docs/COEXISTENCE.md).
   CuptiMux* mux = CuptiCallsInterposed() ? ProcessCuptiMux() : nullptr;
+  // Said only when another client's calls can reach the multiplexer: libcupmon.so preloaded or
+  // linked in. Injected by the driver into a program with no libcupti of its own, nobody else
+  // calls CUPTI through us, so saying "sharing" there would mislead (seen on the H200).
+  const bool interposed_for_clients =
+      mux && (std::string_view(entry_point) != "injection" || PreloadedByEnvironment());
   if (mux) o.cupti = mux;
   o.entry_point = entry_point;
   auto m = Monitor::Start(std::move(o));
@@ -82,13 +105,14 @@ Expected<void> StartLocked(MonitorConfig config, const char* entry_point) {
     if (mux) mux->Detach();  // CUPTI stays as the other client (if any) set it up
     return std::unexpected(m.error());
   }
+  ++g_starts;
   g_monitor = m->release();
   g_active_monitor.store(g_monitor, std::memory_order_release);
   static std::once_flag atexit_once;
   std::call_once(atexit_once, [] { std::atexit(StopAtExit); });
   Say(std::string("monitoring pid ") + std::to_string(getpid()) + " (" +
       KindList(g_monitor->enabled_kinds()) + ") into " + g_monitor->config().output_dir +
-      (mux ? "; sharing CUPTI with other clients (preloaded)" : ""));
+      (mux && interposed_for_clients ? "; sharing CUPTI with other clients (preloaded)" : ""));
   return {};
 }
 
@@ -113,7 +137,7 @@ CUPMON_API int InitializeInjection(void) {
     std::vector<std::string> warnings;
     cupmon::ApplyEnvironment(&config, &warnings);
     for (const auto& w : warnings) cupmon::Say(w);
-    std::lock_guard<std::mutex> g(g_mu);
+    std::lock_guard<std::timed_mutex> g(g_mu);
     if (auto r = cupmon::StartLocked(std::move(config), "injection"); !r) {
       cupmon::Say(r.error().message + "; the application runs unmonitored");
       return 1;
@@ -172,7 +196,7 @@ CUPMON_API int cupmon_start(const cupmon_config* c) {
     config.zero_buffers = c->zero_buffers != 0;
     cupmon::ApplyControlEnvironment(&config, &warnings);
     for (const auto& w : warnings) cupmon::Say(w);
-    std::lock_guard<std::mutex> g(g_mu);
+    std::lock_guard<std::timed_mutex> g(g_mu);
     if (auto r = cupmon::StartLocked(std::move(config), "api"); !r)
       return cupmon::Fail(r.error().message);
     cupmon::t_last_error.clear();
@@ -186,10 +210,10 @@ CUPMON_API int cupmon_start(const cupmon_config* c) {
 
 CUPMON_API int cupmon_stop(void) {
   try {
-    std::lock_guard<std::mutex> g(g_mu);
-    if (!g_monitor || g_monitor->stopped()) return cupmon::Fail("cupmon is not running");
     if (cupmon::Monitor::InForkedChild()) return cupmon::Fail("monitoring is off in a forked child");
-    g_monitor->Stop();
+    std::lock_guard<std::timed_mutex> g(g_mu);
+    if (!g_monitor || g_monitor->stopped()) return cupmon::Fail("cupmon is not running");
+    g_monitor->Stop(std::chrono::milliseconds(g_monitor->config().exit_timeout_ms));
     if (cupmon::CuptiMux* mux = cupmon::CuptiMux::Current()) mux->Detach();
     return 0;
   } catch (...) {
@@ -199,9 +223,10 @@ CUPMON_API int cupmon_stop(void) {
 
 CUPMON_API int cupmon_flush(void) {
   try {
-    std::lock_guard<std::mutex> g(g_mu);
-    if (!g_monitor || g_monitor->stopped()) return cupmon::Fail("cupmon is not running");
+    // Before any lock: in a forked child, a lock held by a parent thread at the fork stays held.
     if (cupmon::Monitor::InForkedChild()) return cupmon::Fail("monitoring is off in a forked child");
+    std::lock_guard<std::timed_mutex> g(g_mu);
+    if (!g_monitor || g_monitor->stopped()) return cupmon::Fail("cupmon is not running");
     g_monitor->FlushAndWait();
     return 0;
   } catch (...) {
@@ -213,9 +238,11 @@ CUPMON_API int cupmon_get_stats(cupmon_stats* out) {
   try {
     if (!out) return cupmon::Fail("null stats pointer");
     *out = cupmon_stats{};
-    std::lock_guard<std::mutex> g(g_mu);
-    if (!g_monitor) return cupmon::Fail("cupmon was never started in this process");
-    const cupmon::MonitorStats s = g_monitor->GetStats();
+    // No lock: the active monitor is never freed, and GetStats reads snapshots. In a forked child
+    // the numbers are the parent's as of the fork (running = 0).
+    cupmon::Monitor* m = cupmon::g_active_monitor.load(std::memory_order_acquire);
+    if (!m) return cupmon::Fail("cupmon was never started in this process");
+    const cupmon::MonitorStats s = m->GetStats();
     out->buffers_completed = s.buffers_completed;
     out->records = s.records;
     out->raw_bytes = s.raw_bytes;
@@ -228,7 +255,7 @@ CUPMON_API int cupmon_get_stats(cupmon_stats* out) {
     out->buffers_free = s.buffers_free;
     out->buffers_in_flight = s.buffers_in_flight;
     out->strings = s.strings;
-    out->running = g_monitor->stopped() || cupmon::Monitor::InForkedChild() ? 0 : 1;
+    out->running = m->stopped() || cupmon::Monitor::InForkedChild() ? 0 : 1;
     return 0;
   } catch (...) {
     return cupmon::Fail("internal error");
@@ -260,7 +287,7 @@ CUPMON_API int cupmon_window_open(uint32_t duration_ms, const char* kinds) {
         for (uint32_t k : cupmon::ParseKinds(name, &unused)) kind_list.push_back(k);
       }
     }
-    std::lock_guard<std::mutex> g(g_mu);
+    std::lock_guard<std::timed_mutex> g(g_mu);
     if (!g_monitor || g_monitor->stopped()) return cupmon::Fail("cupmon is not running");
     auto id = g_monitor->RequestWindow(duration_ms, std::move(kind_list), cupmon::pb::TRIGGER_API);
     if (!id) return cupmon::Fail(id.error().message);
@@ -272,7 +299,7 @@ CUPMON_API int cupmon_window_open(uint32_t duration_ms, const char* kinds) {
 
 CUPMON_API int cupmon_window_close(void) {
   try {
-    std::lock_guard<std::mutex> g(g_mu);
+    std::lock_guard<std::timed_mutex> g(g_mu);
     if (!g_monitor || g_monitor->stopped()) return cupmon::Fail("cupmon is not running");
     if (auto r = g_monitor->RequestCloseWindow(); !r) return cupmon::Fail(r.error().message);
     return 0;

@@ -399,13 +399,13 @@ TEST(TraceWindowTest, BadRequestsAreRefusedWithoutTouchingCupti) {
   unknown.kinds = {"RUNTIME", "KERNEL"};  // KERNEL is a CUPTI kind, but not a window kind
   unknown.source = pb::TRIGGER_SOCKET;
   Expected<uint32_t> r = MakeError("not run");
-  ASSERT_TRUE((*m)->RunOnControl([&] { r = (*m)->OpenWindow(unknown); }));
+  ASSERT_TRUE((*m)->RunOnControl([&] { r = (*m)->control_target().OpenWindow(unknown); }));
   ASSERT_FALSE(r);
   EXPECT_NE(r.error().message.find("KERNEL"), std::string::npos) << r.error().message;
 
   control::WindowRequest zero;
   zero.duration_ms = 0;
-  ASSERT_TRUE((*m)->RunOnControl([&] { r = (*m)->OpenWindow(zero); }));
+  ASSERT_TRUE((*m)->RunOnControl([&] { r = (*m)->control_target().OpenWindow(zero); }));
   EXPECT_FALSE(r);
   EXPECT_FALSE((*m)->RequestWindow(control::kMaxWindowMs + 1, {}, pb::TRIGGER_API));
   EXPECT_FALSE((*m)->RequestWindow(UINT32_MAX, {}, pb::TRIGGER_API));

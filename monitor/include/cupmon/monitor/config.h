@@ -51,6 +51,12 @@ struct MonitorConfig {
   std::string control_dir;      // empty: <output_dir>/control
   std::string registry_dir;     // empty: the control library's default (cupmonctl looks there)
   int signal_number = 12;       // SIGUSR2; 0: no signal trigger
+  // Process policy (docs/RELIABILITY.md). Stop at exit, and the final flush on SIGTERM/SIGINT,
+  // wait at most this long for the writer (a hung file system must not hang the job's exit).
+  uint32_t exit_timeout_ms = 2000;
+  // SIGTERM and SIGINT without a handler of the application: flush (bounded by exit_timeout_ms),
+  // then the default action (the process ends as it would have without cupmon).
+  bool term_flush = true;
   std::string metrics_address;  // "127.0.0.1:9464"; empty: no metrics endpoint
   bool metrics_allow_remote = false;  // CUPMON_METRICS_ALLOW_REMOTE=1: a non-loopback address
 };
@@ -73,7 +79,8 @@ using GetEnvFn = const char* (*)(const char*);
 void ApplyEnvironment(MonitorConfig* config, std::vector<std::string>* warnings,
                       GetEnvFn getenv_fn = nullptr);
 
-// Applies only the control-plane variables (CUPMON_CONTROL_DIR, CUPMON_REGISTRY_DIR, CUPMON_SIGNAL,
+// Applies only the control-plane and process-policy variables (CUPMON_CONTROL_DIR,
+// CUPMON_REGISTRY_DIR, CUPMON_EXIT_TIMEOUT_MS, CUPMON_TERM_FLUSH, CUPMON_SIGNAL,
 // CUPMON_WINDOW_MS, CUPMON_WINDOW_KINDS, CUPMON_API_FILTER, CUPMON_METRICS_ADDRESS,
 // CUPMON_METRICS_ALLOW_REMOTE). The C API reads
 // these from the environment because cupmon_config has no fields for them; ApplyEnvironment calls it.

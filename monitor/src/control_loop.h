@@ -1,0 +1,142 @@
+// ControlLoop: the control thread's part of a monitor: one Boost.Asio io_context that owns the
+// flush and stats timers, clock calibration, the takeover watch, the trace window, the control
+// plane (socket, signal trigger) and the metrics endpoint.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include "callback_watch.h"
+#include "cupmon.pb.h"
+#include "cupmon/control/control_plane.h"
+#include "cupmon/metrics/metrics_server.h"
+#include "cupmon/monitor/buffer_pool.h"
+#include "cupmon/monitor/cupti_api.h"
+#include "cupmon/monitor/fault_injection.h"
+#include "cupmon/monitor/trace_window.h"
+#include "monitor_counters.h"
+#include "recording_pipeline.h"
+#include "session_facts.h"
+#include "writer_queue.h"
+
+namespace cupmon {
+
+// Threading: everything runs on the control thread; other threads reach it through Post() or
+// RunAndWait(). Its handlers read the writer's state only through RecordingPipeline::Snapshot()
+// and never list directories or wait for I/O, so the window's duration timer is never held up.
+// Flush and rotate requests are rate-limited for the same reason. CUPTI is called (flush, enable,
+// dropped records) holding no lock of the monitor.
+//
+// Exception boundary: the thread body restarts io_context::run() after an exception escapes a
+// handler (counted as a control fault); the timers' handlers catch their own and re-arm.
+class ControlLoop final : public control::ControlTarget, public metrics::MetricsSource {
+ public:
+  struct Parts {
+    const SessionFacts& facts;
+    CuptiApi& cupti;
+    BufferPool& pool;
+    WriterQueue& queue;
+    RecordingPipeline& pipeline;
+    MonitorCounters& counters;
+    // Adds every part's counters to a stats message (session; any thread).
+    std::function<void(pb::Stats*)> fill_stats;
+    FaultInjector faults;
+  };
+  static constexpr auto kMinFlushInterval = std::chrono::milliseconds(100);
+  static constexpr auto kMinRotateInterval = std::chrono::seconds(1);
+
+  explicit ControlLoop(Parts parts);
+  ~ControlLoop() override;
+  ControlLoop(const ControlLoop&) = delete;
+  ControlLoop& operator=(const ControlLoop&) = delete;
+
+  // Starting thread: creates the trace window, arms the timers and starts the thread, which then
+  // starts the control plane and the metrics endpoint. Throws std::system_error when the thread
+  // cannot be created (the session catches it).
+  void Start();
+  // Any thread but the control thread: closes an open window (note "stop"), the socket, the
+  // signal trigger and the endpoint, then stops the io_context and waits up to `timeout` for the
+  // thread. False when it did not end in time (it is left running; the caller must not free the
+  // loop then).
+  bool Stop(std::chrono::milliseconds timeout);
+  bool joined() const { return !thread_.joinable(); }
+  void Join();  // waits without a deadline (tests, destruction)
+
+  // Runs `task` on the control thread and waits for it (at once when called on that thread);
+  // false when the control thread is gone. Never from CUPTI's callbacks.
+  bool RunAndWait(std::function<void()> task);
+
+  Expected<uint32_t> RequestWindow(uint32_t duration_ms, std::vector<uint32_t> kinds,
+                                   pb::TriggerSource source);
+  Expected<void> RequestCloseWindow();
+
+  std::string control_socket_path() const;
+  uint16_t metrics_port() const { return metrics_port_.load(); }
+  uint64_t windows_opened() const { return window_ ? window_->windows_opened() : 0; }
+  bool window_open() const { return window_ && window_->is_open(); }
+  // Called once at stop, after the thread joined: the takeover gap still open, if any.
+  void EndOpenGap();
+
+  // control::ControlTarget (control thread).
+  pb::StatusReply Status() override;
+  Expected<uint32_t> OpenWindow(const control::WindowRequest& request) override;
+  Expected<void> CloseWindow() override;
+  Expected<void> Flush() override;
+  Expected<void> Rotate() override;
+  // metrics::MetricsSource (control thread).
+  metrics::MetricsSnapshot Snapshot() override;
+
+  // Drop counts since the last poll (cuptiActivityGetNumDroppedRecords resets on read).
+  void PollDropped();
+
+ private:
+  void Run() noexcept;
+  void StartEndpoints();
+  void ShutdownEndpoints() noexcept;
+  void ScheduleFlush();
+  void ScheduleStats();
+  void OnFlushTick();
+  void OnStatsTick();
+  void CheckClockDomain();
+  void NoteCalibrationWritten(const pb::CalibrationSample& s);
+  void CheckCallbacks();
+  void WriteGapMarker(bool begin, uint32_t gap, uint64_t cupti_ns, const std::string& note);
+  void Post(std::function<void(RecordingWriter&)> task);
+
+  Parts parts_;
+  boost::asio::io_context io_;
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
+  boost::asio::steady_timer flush_timer_{io_};
+  boost::asio::steady_timer stats_timer_{io_};
+  std::thread thread_;
+  std::atomic<bool> stopping_{false};
+
+  // Control thread only (created in Start before the thread runs).
+  std::unique_ptr<TraceWindow> window_;
+  std::unique_ptr<control::ControlPlane> control_;
+  std::unique_ptr<metrics::MetricsServer> metrics_;
+  std::unique_ptr<CallbackWatch> watch_;
+  uint64_t last_active_cupti_ns_ = 0;  // CUPTI time of the last tick that saw callbacks run
+  std::vector<size_t> fill_;            // per pool slot: bytes CUPTI had written at the last tick
+  bool gap_warned_ = false;
+  // The last two calibration samples written (start, stats timer, CheckClockDomain).
+  pb::CalibrationSample cal_last_, cal_prev_;
+  int cal_written_ = 0;
+  std::chrono::steady_clock::time_point last_flush_{}, last_rotate_{};
+
+  // Written on the control thread while Start() waits for it; read by any thread after.
+  std::string control_socket_;
+  std::atomic<uint16_t> metrics_port_{0};
+};
+
+}  // namespace cupmon

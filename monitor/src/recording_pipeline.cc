@@ -1,0 +1,341 @@
+// RecordingPipeline: the writer thread's loop, the recording header, and the published snapshot.
+#include "recording_pipeline.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "cupmon/format/recording_writer.h"
+
+#ifndef CUPMON_VERSION_STRING
+#define CUPMON_VERSION_STRING "0.0.0"
+#endif
+
+namespace cupmon {
+namespace {
+
+void Warn(const std::string& line) { std::fprintf(stderr, "cupmon: %s\n", line.c_str()); }
+
+std::string HostName() {
+  char host[256] = {};
+  if (gethostname(host, sizeof(host) - 1) != 0) return "unknown";
+  return host;
+}
+
+int64_t ProcessStartUnixNs() {
+  // /proc/self/stat field 22 is the start time in clock ticks after boot; /proc/stat has btime.
+  const std::string stat = ReadSmallFile("/proc/self/stat");
+  const size_t paren = stat.rfind(')');
+  if (paren == std::string::npos) return 0;
+  size_t pos = paren + 2;  // field 3 starts here
+  for (int field = 3; field < 22 && pos < stat.size(); ++field) {
+    pos = stat.find(' ', pos);
+    if (pos == std::string::npos) return 0;
+    ++pos;
+  }
+  const unsigned long long ticks = std::strtoull(stat.c_str() + pos, nullptr, 10);
+  const std::string pstat = ReadSmallFile("/proc/stat");
+  const size_t b = pstat.find("btime ");
+  if (b == std::string::npos) return 0;
+  const long long btime = std::strtoll(pstat.c_str() + b + 6, nullptr, 10);
+  const long hz = sysconf(_SC_CLK_TCK);
+  if (hz <= 0) return 0;
+  return btime * 1'000'000'000LL + static_cast<int64_t>(ticks) * (1'000'000'000LL / hz);
+}
+
+}  // namespace
+
+std::string ReadSmallFile(const char* path) {
+  std::string out;
+  const int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return out;
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = read(fd, buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    out.append(buf, static_cast<size_t>(n));
+    if (out.size() > (1u << 20)) break;
+  }
+  close(fd);
+  return out;
+}
+
+std::vector<std::string> ProcessCommandLine() {
+  std::vector<std::string> out;
+  const std::string cmdline = ReadSmallFile("/proc/self/cmdline");
+  for (size_t pos = 0; pos < cmdline.size();) {
+    const size_t end = cmdline.find('\0', pos);
+    out.push_back(cmdline.substr(pos, end == std::string::npos ? end : end - pos));
+    if (end == std::string::npos) break;
+    pos = end + 1;
+  }
+  return out;
+}
+
+RecordingPipeline::RecordingPipeline(const SessionFacts& facts, BufferPool& pool,
+                                     StringTable& strings, WriterQueue& queue,
+                                     MonitorCounters& counters, Options options)
+    : facts_(facts),
+      pool_(pool),
+      strings_(strings),
+      queue_(queue),
+      counters_(counters),
+      options_(std::move(options)),
+      busy_(facts) {}
+
+RecordingPipeline::~RecordingPipeline() = default;
+
+WriterItem RecordingPipeline::FinalTask(std::function<void(RecordingWriter&)> task) {
+  WriterItem item;
+  item.task = std::move(task);
+  item.needs_file = true;
+  return item;
+}
+
+void RecordingPipeline::Run() noexcept {
+  std::vector<WriterItem> batch;
+  for (;;) {
+    try {
+      if (!queue_.PopAll(&batch)) break;
+    } catch (...) {
+      counters_.writer_faults.fetch_add(1, std::memory_order_relaxed);
+      continue;
+    }
+    for (WriterItem& item : batch) {
+      try {
+        MaybeFault(options_.faults, "writer.item");
+        Process(item);
+      } catch (...) {
+        // The item is lost, the thread and the host process are not.
+        counters_.writer_faults.fetch_add(1, std::memory_order_relaxed);
+        if (item.buffer) counters_.lost_buffers.fetch_add(1, std::memory_order_relaxed);
+      }
+      if (item.buffer) pool_.Release(item.buffer);
+    }
+    batch.clear();
+    try {
+      Publish();
+    } catch (...) {
+      counters_.writer_faults.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+  // Buffers that were queued when the loop ended (a fault in PopAll's swap) go back to the pool.
+  for (WriterItem& item : batch)
+    if (item.buffer) pool_.Release(item.buffer);
+  {
+    std::lock_guard<std::mutex> lk(finished_mu_);
+    finished_.store(true, std::memory_order_release);
+  }
+  finished_cv_.notify_all();
+}
+
+void RecordingPipeline::Process(WriterItem& item) {
+  if (discard_.load(std::memory_order_acquire)) return;
+  if (!writer_ && (item.buffer || item.needs_file)) OpenWriter();
+  if (!writer_) {
+    if (item.buffer) {
+      // No file could be set up (OpenWriter threw): the buffer's records are lost, counted.
+      counters_.lost_buffers.fetch_add(1, std::memory_order_relaxed);
+    } else if (item.task && early_tasks_.size() < WriterQueue::kMaxTasks) {
+      early_tasks_.push_back(std::move(item.task));  // runs once the first file is open
+    }
+    return;
+  }
+  if (item.buffer) {
+    // Strings interned up to the completion of this buffer, ahead of its records.
+    strings_.TakeNew(&new_strings_);
+    if (!new_strings_.empty()) {
+      writer_->AddStrings(new_strings_);
+      new_strings_.clear();
+    }
+    if (item.valid > 0) {
+      writer_->WriteRawBuffer({item.buffer, item.valid}, 0, 0);
+      if (facts_.track_busy) busy_.Add(item.buffer, item.valid);
+    }
+    // Off the application's path: with zero_buffers, CUPTI skips zeroing on the launch thread.
+    if (facts_.config.zero_buffers) std::memset(item.buffer, 0, pool_.buffer_bytes());
+    return;
+  }
+  strings_.TakeNew(&new_strings_);  // annotation labels, ahead of any record using them
+  if (!new_strings_.empty()) {
+    writer_->AddStrings(new_strings_);
+    new_strings_.clear();
+  }
+  if (item.task) item.task(*writer_);
+}
+
+pb::RecordingHeader RecordingPipeline::BuildHeader() {
+  const MonitorConfig& c = facts_.config;
+  // Never cuInit: a buffer has completed (CUDA is up) or the monitor is stopping.
+  const DriverInfo driver = options_.driver_probe ? options_.driver_probe() : ProbeCudaDriver();
+  pb::RecordingHeader h;
+  h.set_recording_id(facts_.recording_id);
+  h.set_host(HostName());
+  h.set_pid(static_cast<uint32_t>(getpid()));
+  {
+    // The launcher's rank environment (torchrun, else Slurm): cupmon-decode merges ranks by it.
+    auto env = [](const char* name, const char* fallback) -> const char* {
+      const char* v = std::getenv(name);
+      return v && *v ? v : fallback ? std::getenv(fallback) : nullptr;
+    };
+    auto number = [](const char* v, auto set) {
+      if (!v || !*v) return;
+      char* end = nullptr;
+      const long n = std::strtol(v, &end, 10);
+      if (*end == '\0' && n >= 0 && n <= INT32_MAX) set(static_cast<int32_t>(n));
+    };
+    number(env("RANK", "SLURM_PROCID"), [&](int32_t n) { h.set_rank(n); });
+    number(env("LOCAL_RANK", "SLURM_LOCALID"), [&](int32_t n) { h.set_local_rank(n); });
+    number(env("WORLD_SIZE", "SLURM_NTASKS"), [&](int32_t n) { h.set_world_size(n); });
+    const char* run_id = std::getenv("TORCHELASTIC_RUN_ID");  // torchrun's default is "none"
+    const char* job = run_id && *run_id && std::strcmp(run_id, "none") != 0
+                          ? run_id
+                          : std::getenv("SLURM_JOB_ID");
+    if (job && *job) h.set_job_id(job);
+  }
+  for (std::string& arg : ProcessCommandLine()) h.add_command_line(std::move(arg));
+  h.set_process_start_unix_ns(ProcessStartUnixNs());
+  h.set_cupti_api_version(facts_.cupti_version);
+  h.set_cuda_driver_version(driver.driver_version);
+  h.set_cuda_runtime_version(driver.runtime_version);
+  for (const auto& d : driver.devices) *h.add_devices() = d;
+  for (uint32_t k : facts_.enabled_kinds) h.add_enabled_kinds(k);
+  for (uint32_t kind = 0; kind < RecordSizeTable::kMaxKind; ++kind) {
+    if (!facts_.sizes.Size(kind)) continue;
+    pb::RecordSize* rs = h.add_record_sizes();
+    rs->set_kind(kind);
+    rs->set_size(facts_.sizes.Size(kind));
+  }
+  pb::Config* pc = h.mutable_config();
+  pc->set_output_dir(c.output_dir);
+  for (uint32_t k : c.kinds) pc->add_always_on_kinds(k);
+  pc->set_buffer_bytes(c.buffer_bytes);
+  pc->set_pool_bytes(c.pool_bytes);
+  pc->set_flush_period_ms(c.flush_ms);
+  pc->set_file_bytes(c.file_bytes);
+  pc->set_retention_bytes(c.retention_bytes);
+  pc->set_retention_files(c.retention_files);
+  pc->set_zstd_level(c.zstd_level);
+  pc->set_encoding(static_cast<uint32_t>(c.encoding));
+  pc->set_entry_point(facts_.entry_point);
+  h.set_cupmon_version(CUPMON_VERSION_STRING);
+  h.set_synthetic(facts_.synthetic);
+  return h;
+}
+
+void RecordingPipeline::OpenWriter() {
+  // A throw from here leaves writer_ null: the next buffer tries again (counted as a fault).
+  MaybeFault(options_.faults, "writer.open");
+  pb::RecordingHeader h = BuildHeader();
+  const MonitorConfig& c = facts_.config;
+  RecordingWriterOptions wo;
+  wo.files.directory = c.output_dir;
+  char stamp[32] = {};
+  const time_t now = time(nullptr);
+  tm utc{};
+  gmtime_r(&now, &utc);
+  strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%S", &utc);
+  const std::string prefix =
+      std::string("cupmon-") + stamp + "-" + h.host() + "-" + std::to_string(h.pid());
+  wo.files.prefix = prefix;
+  wo.files.file_bytes = c.file_bytes;
+  wo.files.retention_bytes = c.retention_bytes;
+  wo.files.retention_files = c.retention_files;
+  wo.encoding = c.encoding;
+  wo.zstd_level = c.zstd_level;
+  FileSystem& fs = options_.fs ? *options_.fs : PosixFileSystem();
+  auto writer = std::make_unique<RecordingWriter>(std::move(wo), std::move(h), fs);
+  if (auto r = writer->Open(); !r)
+    Warn("cannot write into " + c.output_dir + ": " + r.error().message +
+         "; the application continues, and lost data is counted");
+  writer->WriteCalibration(facts_.start_calibration);
+  {
+    std::lock_guard<std::mutex> lk(snapshot_mu_);
+    prefix_ = prefix;
+  }
+  writer_ = std::move(writer);
+  // Tasks that came before the first buffer (window markers, calibration), in their order.
+  std::vector<std::function<void(RecordingWriter&)>> early;
+  early.swap(early_tasks_);
+  for (auto& task : early) {
+    try {
+      task(*writer_);
+    } catch (...) {
+      counters_.writer_faults.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+}
+
+void RecordingPipeline::CountFiles(PipelineSnapshot* s) {
+  // Files of this recording on disk now (retention deletes old ones): one directory listing at
+  // most once a second, here on the writer thread (it does I/O anyway), never on the control
+  // thread that serves scrapes.
+  const auto now = std::chrono::steady_clock::now();
+  std::string prefix;
+  {
+    std::lock_guard<std::mutex> lk(snapshot_mu_);
+    prefix = prefix_;
+  }
+  if (!prefix.empty() && now - last_listing_ >= std::chrono::seconds(1)) {
+    last_listing_ = now;
+    uint64_t files = 0, bytes = 0;
+    const std::string& dir = facts_.config.output_dir;
+    if (DIR* d = opendir(dir.c_str())) {
+      while (dirent* e = readdir(d)) {
+        const std::string_view name(e->d_name);
+        if (!name.starts_with(prefix)) continue;
+        struct stat st{};
+        if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode)) {
+          ++files;
+          bytes += static_cast<uint64_t>(st.st_size);
+        }
+      }
+      closedir(d);
+    }
+    files_ = files;
+    disk_bytes_ = bytes;
+  }
+  s->files = files_;
+  s->disk_bytes = disk_bytes_;
+}
+
+void RecordingPipeline::Publish() {
+  PipelineSnapshot s;
+  if (writer_) {
+    s.stats = writer_->stats();
+    s.current_file = writer_->current_file();
+    s.last_write_error = writer_->last_error();
+  }
+  if (facts_.track_busy) {
+    s.device_busy = busy_.Devices();
+    s.stream_busy = busy_.Streams();
+  }
+  CountFiles(&s);
+  std::lock_guard<std::mutex> lk(snapshot_mu_);
+  snapshot_ = std::move(s);
+}
+
+PipelineSnapshot RecordingPipeline::Snapshot() const {
+  std::lock_guard<std::mutex> lk(snapshot_mu_);
+  return snapshot_;
+}
+
+std::string RecordingPipeline::file_prefix() const {
+  std::lock_guard<std::mutex> lk(snapshot_mu_);
+  return prefix_;
+}
+
+bool RecordingPipeline::WaitFinished(std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lk(finished_mu_);
+  return finished_cv_.wait_for(lk, timeout, [&] { return finished_.load(); });
+}
+
+}  // namespace cupmon

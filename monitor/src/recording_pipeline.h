@@ -1,0 +1,115 @@
+// RecordingPipeline: the writer thread's part of a monitor. It owns the RecordingWriter and turns
+// queued buffers and tasks into chunks in the rolling files.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "busy_time.h"
+#include "cupmon.pb.h"
+#include "cupmon/format/file_system.h"
+#include "cupmon/metrics/metrics_server.h"
+#include "cupmon/monitor/buffer_pool.h"
+#include "cupmon/monitor/fault_injection.h"
+#include "cupmon/monitor/monitor.h"
+#include "monitor_counters.h"
+#include "session_facts.h"
+#include "string_table.h"
+#include "writer_queue.h"
+
+namespace cupmon {
+
+class RecordingWriter;
+
+// What other threads may know of the writer: a copy published after each batch.
+struct PipelineSnapshot {
+  pb::Stats stats;  // the writer's counters (records, bytes, write errors, ...)
+  std::string current_file;
+  std::string last_write_error;
+  std::vector<metrics::DeviceBusy> device_busy;
+  std::vector<metrics::StreamBusy> stream_busy;
+  uint64_t files = 0;       // this recording's files on disk (listed at most once a second)
+  uint64_t disk_bytes = 0;
+};
+
+// Threading: Run() is the writer thread's body; everything but Snapshot(), WaitFinished() and
+// finished() is that thread's. Snapshot() copies under snapshot_mu_, which the writer holds only to
+// publish. The writer never calls CUPTI.
+//
+// Exception boundary: each item is processed inside its own try; an exception (bad_alloc, a
+// system_error from the standard library) drops that item, counts a writer fault, returns a
+// buffer to the pool, and the loop goes on. Nothing the writer does ends the host process.
+//
+// The first file opens at the first completed buffer, or at stop: a completed buffer means CUDA is
+// up, so the devices can be read without initialising CUDA (the writer never calls cuInit).
+// Tasks queued before that are kept in order and run once the file is open.
+class RecordingPipeline {
+ public:
+  struct Options {
+    FileSystem* fs = nullptr;                 // not owned
+    std::function<DriverInfo()> driver_probe;  // null: ProbeCudaDriver()
+    FaultInjector faults;
+  };
+
+  RecordingPipeline(const SessionFacts& facts, BufferPool& pool, StringTable& strings,
+                    WriterQueue& queue, MonitorCounters& counters, Options options);
+  ~RecordingPipeline();
+  RecordingPipeline(const RecordingPipeline&) = delete;
+  RecordingPipeline& operator=(const RecordingPipeline&) = delete;
+
+  // The writer thread: runs until the queue is closed and drained. noexcept.
+  void Run() noexcept;
+  // Tasks may call this to publish at once (FlushAndWait's callers read the snapshot next).
+  void Publish();
+  // Marks the next file open as forced even without a buffer (the final task at stop).
+  static WriterItem FinalTask(std::function<void(RecordingWriter&)> task);
+
+  // A start that failed: from now on every item is dropped and no file is ever created.
+  void Discard() { discard_.store(true, std::memory_order_release); }
+
+  PipelineSnapshot Snapshot() const;
+  bool finished() const { return finished_.load(std::memory_order_acquire); }
+  // Waits up to `timeout` for Run() to return. Any thread but the writer.
+  bool WaitFinished(std::chrono::milliseconds timeout);
+  // The prefix of this recording's file names (set when the first file opens).
+  std::string file_prefix() const;
+
+ private:
+  void Process(WriterItem& item);
+  void OpenWriter();
+  pb::RecordingHeader BuildHeader();
+  void CountFiles(PipelineSnapshot* s);
+
+  const SessionFacts& facts_;
+  BufferPool& pool_;
+  StringTable& strings_;
+  WriterQueue& queue_;
+  MonitorCounters& counters_;
+  const Options options_;
+
+  // Writer thread only.
+  std::unique_ptr<RecordingWriter> writer_;
+  std::vector<std::function<void(RecordingWriter&)>> early_tasks_;
+  std::vector<pb::StringEntry> new_strings_;
+  BusyTime busy_;
+  std::chrono::steady_clock::time_point last_listing_{};
+  uint64_t files_ = 0, disk_bytes_ = 0;
+
+  mutable std::mutex snapshot_mu_;  // guards snapshot_ and prefix_
+  PipelineSnapshot snapshot_;
+  std::string prefix_;
+
+  std::mutex finished_mu_;
+  std::condition_variable finished_cv_;
+  std::atomic<bool> finished_{false};
+  std::atomic<bool> discard_{false};
+};
+
+}  // namespace cupmon

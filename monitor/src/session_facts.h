@@ -1,0 +1,62 @@
+// SessionFacts: what a monitor learns once at start (CUPTI version, record sizes, field offsets,
+// the kinds that CUPTI enabled, the recording id), frozen before any of its threads starts.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cupmon.pb.h"
+#include "cupmon/format/record_sizes.h"
+#include "cupmon/monitor/config.h"
+#include "cupmon/monitor/cupti_api.h"
+
+namespace cupmon {
+
+// Offsets of the fields the monitor reads in records of one kind; 0: the layout of the loaded
+// libcupti is not known for that kind, so the field is never read.
+struct BusyOffsets {
+  uint32_t start = 0, end = 0, device = 0, stream = 0;
+};
+
+// Threading: built by the session on the starting thread (ProbeSessionFacts, then
+// Monitor::Start fills enabled_kinds), then shared read-only by every part of the monitor. Nothing
+// writes it after the writer and control threads started.
+struct SessionFacts {
+  MonitorConfig config;             // normalized
+  std::string entry_point;          // "injection", "api", "test-double"
+  bool synthetic = false;
+  uint32_t cupti_version = 0;
+  RecordSizeTable sizes;
+  // False when cuptiActivityGetNextRecord could not be probed: `sizes` is then the CUPTI 13.0
+  // table, good enough to walk buffers for the decoder's sake but never used to read pointers.
+  bool sizes_probed = false;
+  // Offsets of string pointers in records of the loaded CUPTI; 0: not read (size mismatch, or the
+  // sizes were not probed).
+  uint32_t kernel_name_offset = 0;
+  uint32_t marker_name_offset = 0;
+  uint32_t marker_domain_offset = 0;
+  // GPU busy time for the metrics endpoint (only when it is on).
+  bool track_busy = false;
+  BusyOffsets kernel, memcpy, memcpy2, memset;
+  std::vector<uint32_t> enabled_kinds;  // the always-on kinds CUPTI accepted
+  std::vector<uint32_t> runtime_filter, driver_filter;
+  uint64_t recording_id = 0;
+  pb::Calibration start_calibration;
+};
+
+// Probes the record sizes and fills the offsets, the API filter and the recording id. Warnings
+// (size probe failed, unknown API names) go to `warnings`. Starting thread, before any callback is
+// registered.
+SessionFacts ProbeSessionFacts(CuptiApi& cupti, MonitorConfig config, std::string entry_point,
+                               bool synthetic, std::vector<std::string>* warnings);
+
+// One {cuptiGetTimestamp, CLOCK_REALTIME midpoint, CLOCK_MONOTONIC} sample. Any thread.
+pb::CalibrationSample TakeCalibrationSample(CuptiApi& cupti);
+int64_t ClockNs(int clock_id);
+
+// Process facts read from /proc (any thread; small reads, at most 1 MiB).
+std::string ReadSmallFile(const char* path);
+std::vector<std::string> ProcessCommandLine();
+
+}  // namespace cupmon

@@ -1,0 +1,87 @@
+// WriterQueue: the hand-over from CUPTI's completion thread and the control thread to the writer.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <vector>
+
+namespace cupmon {
+
+class RecordingWriter;
+
+// A completed CUPTI buffer (buffer != null) or a task that runs on the writer thread in order
+// with the buffers queued before it.
+struct WriterItem {
+  uint8_t* buffer = nullptr;
+  size_t valid = 0;
+  std::function<void(RecordingWriter&)> task;
+  // A task that needs the file open even when no buffer came before it (the final task at stop);
+  // other tasks queued before the first buffer wait for it.
+  bool needs_file = false;
+};
+
+// Multi-producer, one consumer. Buffers are bounded by the pool that owns them and are always
+// accepted while open; tasks are bounded (kMaxTasks) so that a flood of requests cannot grow
+// memory: a task beyond it is refused and counted. The lock is held only to move items, never
+// while calling CUPTI or doing I/O; the two vectors keep their capacity, so the steady state does
+// not allocate.
+class WriterQueue {
+ public:
+  static constexpr size_t kMaxTasks = 4096;
+
+  // False when closed (the caller still owns the buffer) or, for a task, when full.
+  bool Push(WriterItem item) {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      if (closed_) return false;
+      if (!item.buffer) {
+        if (tasks_ >= kMaxTasks) {
+          tasks_dropped_.fetch_add(1, std::memory_order_relaxed);
+          return false;
+        }
+        ++tasks_;
+      }
+      items_.push_back(std::move(item));
+    }
+    cv_.notify_one();
+    return true;
+  }
+  // Writer thread: waits for items and swaps them into `out` (cleared first). False once the
+  // queue is closed and drained.
+  bool PopAll(std::vector<WriterItem>* out) {
+    out->clear();
+    std::unique_lock<std::mutex> lk(mu_);
+    cv_.wait(lk, [&] { return !items_.empty() || closed_; });
+    if (items_.empty()) return false;
+    out->swap(items_);
+    tasks_ = 0;
+    return true;
+  }
+  // No more items after this; the writer drains what is queued, then PopAll returns false.
+  void Close() {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      closed_ = true;
+    }
+    cv_.notify_one();
+  }
+  bool closed() const {
+    std::lock_guard<std::mutex> lk(mu_);
+    return closed_;
+  }
+  uint64_t tasks_dropped() const { return tasks_dropped_.load(std::memory_order_relaxed); }
+
+ private:
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<WriterItem> items_;
+  size_t tasks_ = 0;
+  bool closed_ = false;
+  std::atomic<uint64_t> tasks_dropped_{0};
+};
+
+}  // namespace cupmon
