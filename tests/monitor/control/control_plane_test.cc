@@ -481,3 +481,183 @@ TEST_F(ControlPlaneTest, RefusesARegistryOpenToOthers) {
 
 }  // namespace
 }  // namespace cupmon::control
+
+namespace cupmon::control {
+namespace {
+
+// Bad clients over the real socket: each is answered or closed, and the server serves on.
+class BadClientTest : public ControlPlaneFixture {
+ protected:
+  void ExpectStillServing() {
+    auto status = Send(StatusRequest());
+    ASSERT_TRUE(status.has_value()) << status.error().message;
+    EXPECT_TRUE(status->ok());
+  }
+  // Sends `bytes` on a new connection and returns the reply, if the server sent one.
+  std::optional<pb::ControlReply> SendRaw(const std::string& bytes, bool* closed_after = nullptr) {
+    const int fd = ConnectRaw();
+    EXPECT_GE(fd, 0);
+    EXPECT_TRUE(WriteAll(fd, bytes));
+    auto reply = ReadReply(fd);
+    if (closed_after != nullptr) *closed_after = ServerClosed(fd);
+    ::close(fd);
+    return reply;
+  }
+};
+
+TEST_F(BadClientTest, TruncatedFrameThenHangUpIsDroppedWithoutAReply) {
+  ASSERT_TRUE(StartPlane().has_value());
+  const std::string frame = EncodeFrame(StatusRequest());
+  for (size_t cut : {size_t{1}, size_t{3}, frame.size() - 1}) {
+    const int fd = ConnectRaw();
+    ASSERT_GE(fd, 0);
+    ASSERT_TRUE(WriteAll(fd, frame.substr(0, cut)));
+    ::shutdown(fd, SHUT_WR);  // the peer is done: the server sees EOF inside the frame
+    EXPECT_FALSE(ReadReply(fd).has_value()) << "cut at " << cut;
+    ::close(fd);
+  }
+  ExpectStillServing();
+  const ControlCounters c = Counters();
+  EXPECT_EQ(c.requests, 1u);  // only the status above
+  EXPECT_EQ(c.malformed, 0u);
+  EXPECT_EQ(target_.open_count(), 0u);
+}
+
+TEST_F(BadClientTest, UnknownRequestTypeIsMalformedAndClosed) {
+  ASSERT_TRUE(StartPlane().has_value());
+  // Field 6 of ControlRequest, as a newer client might send: parses, but no request is set.
+  const std::string unknown("\x32\x00", 2);
+  bool closed = false;
+  auto reply = SendRaw(Prefix(static_cast<uint32_t>(unknown.size())) + unknown, &closed);
+  ASSERT_TRUE(reply.has_value());
+  EXPECT_FALSE(reply->ok());
+  EXPECT_NE(reply->error().find("malformed request: 2 bytes"), std::string::npos) << reply->error();
+  EXPECT_TRUE(closed);
+  // Garbage protobuf (a field with a wire type that does not exist) as well.
+  auto garbage = SendRaw(Prefix(3) + std::string("\x0f\x01\x02", 3), &closed);
+  ASSERT_TRUE(garbage.has_value());
+  EXPECT_FALSE(garbage->ok());
+  EXPECT_TRUE(closed);
+  EXPECT_EQ(Counters().malformed, 2u);
+  ExpectStillServing();
+}
+
+TEST_F(BadClientTest, HugeDurationAndExtremeStartTimesAreRefusedOnAnOpenConnection) {
+  ASSERT_TRUE(StartPlane().has_value());
+  const int fd = ConnectRaw();
+  ASSERT_GE(fd, 0);
+  struct Case {
+    uint32_t duration_ms;
+    int64_t at;
+    const char* expect;
+  };
+  for (const Case& c : {Case{0xFFFFFFFFu, 0, "exceeds the limit"},
+                        Case{100, INT64_MIN, "in the past"}, Case{100, INT64_MAX, "ahead"},
+                        Case{100, -1, "in the past"}}) {
+    pb::ControlRequest open;
+    open.mutable_open_window()->set_duration_ms(c.duration_ms);
+    open.mutable_open_window()->set_at_unix_ms(c.at);
+    ASSERT_TRUE(WriteAll(fd, EncodeFrame(open)));
+    auto reply = ReadReply(fd);  // a validation error keeps the connection open
+    ASSERT_TRUE(reply.has_value()) << c.expect;
+    EXPECT_FALSE(reply->ok());
+    EXPECT_NE(reply->error().find(c.expect), std::string::npos) << reply->error();
+  }
+  ASSERT_TRUE(WriteAll(fd, EncodeFrame(StatusRequest())));
+  auto status = ReadReply(fd);
+  ASSERT_TRUE(status.has_value());
+  EXPECT_TRUE(status->ok());
+  ::close(fd);
+  EXPECT_EQ(target_.open_count(), 0u);
+  EXPECT_EQ(Counters().windows_scheduled, 0u);
+}
+
+TEST_F(BadClientTest, OversizedPrefixIsRefusedWithoutReadingTheBody) {
+  ASSERT_TRUE(StartPlane().has_value());  // default limit, 64 KiB
+  bool closed = false;
+  auto reply = SendRaw(Prefix(64 * 1024 + 1), &closed);  // no body follows: none is awaited
+  ASSERT_TRUE(reply.has_value());
+  EXPECT_NE(reply->error().find("65537 bytes exceeds the limit of 65536"), std::string::npos)
+      << reply->error();
+  EXPECT_TRUE(closed);
+  ExpectStillServing();
+}
+
+// A slow-loris client trickles a valid frame one byte at a time, each well inside the read
+// timeout: the deadline runs from the start of the request, not from the last byte, so it is
+// closed, while other clients are served in between.
+TEST_F(BadClientTest, SlowLorisHitsTheDeadline) {
+  options_.read_timeout_ms = 300;
+  ASSERT_TRUE(StartPlane().has_value());
+  const int fd = ConnectRaw();
+  ASSERT_GE(fd, 0);
+  pb::ControlRequest big;
+  big.mutable_open_window()->set_duration_ms(100);
+  for (int i = 0; i < 20; ++i) big.mutable_open_window()->add_kinds("RUNTIME");
+  const std::string frame = EncodeFrame(big);
+  ASSERT_GT(frame.size(), 40u);
+  bool closed_early = false;
+  const auto begin = std::chrono::steady_clock::now();
+  for (size_t i = 0; i < frame.size(); ++i) {
+    if (::send(fd, frame.data() + i, 1, MSG_NOSIGNAL) != 1) {
+      closed_early = true;  // EPIPE / ECONNRESET: the server closed it
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (i == 2) ExpectStillServing();
+  }
+  EXPECT_TRUE(closed_early || ServerClosed(fd));
+  EXPECT_FALSE(ReadReply(fd).has_value());
+  ::close(fd);
+  // The whole frame took >= 40 x 50 ms = 2 s, far beyond the 300 ms deadline.
+  EXPECT_GE(std::chrono::steady_clock::now() - begin, std::chrono::milliseconds(300));
+  EXPECT_EQ(Counters().timeouts, 1u);
+  EXPECT_EQ(target_.open_count(), 0u);
+  ExpectStillServing();
+}
+
+// Many connections at once, far over max_connections, some silent, some closing at once: the
+// ones over the limit are closed, the silent ones time out, and afterwards the server serves again
+// without having leaked a descriptor.
+TEST_F(BadClientTest, ManyConnectionsAreShedAndServingResumes) {
+  options_.max_connections = 8;
+  options_.read_timeout_ms = 200;
+  ASSERT_TRUE(StartPlane().has_value());
+  auto count_fds = [] {
+    return static_cast<size_t>(std::distance(std::filesystem::directory_iterator("/proc/self/fd"),
+                                             std::filesystem::directory_iterator()));
+  };
+  // The server closes its side of a finished connection a moment after the client saw the reply.
+  auto settles_at = [&](size_t want) {
+    for (int i = 0; i < 200 && count_fds() != want; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return count_fds();
+  };
+  ExpectStillServing();  // lazily created descriptors exist before counting
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  const size_t fds_before = count_fds();
+  std::vector<int> clients;
+  for (int i = 0; i < 100; ++i) {
+    const int fd = ConnectRaw();
+    if (fd < 0) continue;  // the backlog (16) was full: refused by the kernel, also fine
+    clients.push_back(fd);
+  }
+  ASSERT_GE(clients.size(), 16u);
+  size_t closed = 0;
+  for (int fd : clients) {
+    closed += ServerClosed(fd) ? 1 : 0;  // over the limit at once, the others by their deadline
+    ::close(fd);
+  }
+  EXPECT_EQ(closed, clients.size());
+  const ControlCounters c = Counters();
+  EXPECT_GE(c.rejected_connections, 1u);
+  EXPECT_GE(c.timeouts, 1u);
+  EXPECT_EQ(c.rejected_connections + c.timeouts, clients.size());  // each shed one way or the other
+  EXPECT_EQ(c.connections, c.timeouts + 1);                        // + the first status request
+  ExpectStillServing();
+  EXPECT_EQ(settles_at(fds_before), fds_before);
+}
+
+}  // namespace
+}  // namespace cupmon::control
