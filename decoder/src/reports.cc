@@ -41,6 +41,37 @@ std::string Printf(const char* fmt, ...) {
 
 std::string Hex(uint64_t v) { return Printf("0x%" PRIx64, v); }
 
+// "N records (K kernel; by kind 10=K 5=M) in C chunks not written (W write errors)".
+std::string LostBeforeDisk(const pb::Stats& s) {
+  std::string text = std::to_string(s.lost_records()) + " records (" +
+                     std::to_string(s.lost_kernel_records()) + " kernel";
+  if (s.lost_records_by_kind_size()) {
+    text += "; by kind";
+    for (const auto& k : s.lost_records_by_kind())
+      text += " " + std::to_string(k.kind()) + "=" + std::to_string(k.count());
+  }
+  return text + ") in " + std::to_string(s.chunks_lost()) + " chunks not written (" +
+         std::to_string(s.write_errors()) + " write errors)";
+}
+
+// Records the writer took in (Stats.records) against where they went. Only a recording that ended
+// cleanly has final stats; otherwise records after its last stats chunk are not in them.
+std::string RecordBalance(const TraceCounts& c) {
+  const uint64_t decoded = c.records + c.records_not_decoded;
+  const uint64_t accounted = decoded + c.stats.lost_records() + c.stats.records_deleted();
+  std::string text = std::to_string(c.stats.records()) + " in, " + std::to_string(decoded) +
+                     " decoded, " + std::to_string(c.stats.lost_records()) + " lost before disk, " +
+                     std::to_string(c.stats.records_deleted()) + " deleted by retention";
+  if (!c.have_stats) return "no stats chunk";
+  if (!c.stats_final) return text + " (stats not final: the recording did not end with a footer)";
+  if (accounted == c.stats.records()) return text + ": all accounted for";
+  return text + ": " +
+         (accounted < c.stats.records()
+              ? std::to_string(c.stats.records() - accounted) + " not accounted for"
+              : std::to_string(accounted - c.stats.records()) + " more than the writer counted");
+}
+
+
 std::string IsoTime(int64_t unix_ns) {
   const time_t secs = static_cast<time_t>(unix_ns / 1'000'000'000);
   int64_t frac = unix_ns % 1'000'000'000;
@@ -259,6 +290,8 @@ class SummarySink : public RowSink {
     out << "\n==cupmon== Drops: " << c.stats.dropped_records() << " dropped records, "
         << c.stats.pool_exhausted() << " buffer requests unmet, " << c.unknown_timestamps
         << " records with unknown timestamps, " << c.buffers_stopped << " buffers cut short\n";
+    if (c.stats.chunks_lost() || c.stats.lost_records())
+      out << "==cupmon== Lost before disk: " << LostBeforeDisk(c.stats) << "\n";
     out << "==cupmon== Integrity: " << integrity.files << " files, " << integrity.chunks
         << " chunks, " << integrity.damaged_ranges << " damaged ranges ("
         << integrity.damaged_bytes << " bytes), " << integrity.missing_chunks
@@ -753,6 +786,8 @@ void PrintInfo(std::ostream& out, const TraceBuilder& b, const Recording& r,
       << c.stats.zero_timestamp_records() << " zero-timestamp records, " << c.stats.write_errors()
       << " write errors, " << c.stats.chunks_lost() << " chunks lost, " << c.stats.files_deleted()
       << " files deleted by retention\n";
+  out << "  lost before disk: " << LostBeforeDisk(c.stats) << "\n";
+  out << "  records: " << RecordBalance(c) << "\n";
   out << "  integrity: " << integrity.damaged_ranges << " damaged ranges (" << integrity.damaged_bytes
       << " bytes), " << integrity.undecodable_chunks << " undecodable chunks, "
       << integrity.unknown_chunk_types << " unknown chunk types, " << integrity.sequence_gaps
@@ -1095,6 +1130,17 @@ int RunReport(ReportKind kind, const std::vector<std::string>& paths, const Repo
     if (c.stats.dropped_records())
       err << "cupmon-decode: warning: " << who << "CUPTI dropped " << c.stats.dropped_records()
           << " record(s)\n";
+    if (c.stats.chunks_lost() || c.stats.lost_records())
+      err << "cupmon-decode: warning: " << who
+          << "lost before disk: " << LostBeforeDisk(c.stats) << "\n";
+    // Damage already explains a shortfall; without it, records the writer counted but that are
+    // neither decoded, lost nor deleted mean the counters or the files are wrong.
+    if (c.stats_final && !integrity.HasWarnings() &&
+        c.stats.records() != c.records + c.records_not_decoded + c.stats.lost_records() +
+                                 c.stats.records_deleted()) {
+      err << "cupmon-decode: warning: " << who << "records: " << RecordBalance(c) << "\n";
+      warnings = true;
+    }
     warnings |= integrity.HasWarnings() || c.HasWarnings();
     if (!merged) continue;
 

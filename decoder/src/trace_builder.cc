@@ -231,10 +231,12 @@ void TraceBuilder::OnCalibration(const pb::Calibration& c) {
 void TraceBuilder::OnStats(const pb::Stats& stats) {
   counts_.have_stats = true;
   counts_.stats = stats;
+  counts_.stats_final = false;
 }
 
 void TraceBuilder::OnFooter(const pb::Footer& footer) {
   if (footer.has_stats()) OnStats(footer.stats());
+  counts_.stats_final = footer.has_stats() && footer.recording_ended();
 }
 
 void TraceBuilder::OnRawBuffer(const RawBufferPrefix& /*prefix*/, std::span<const uint8_t> records,

@@ -3,6 +3,8 @@
 
 #include <time.h>
 
+#include <algorithm>
+
 #include "cupmon/format/crc32c.h"
 
 namespace cupmon {
@@ -23,6 +25,21 @@ constexpr size_t kCompressMessagesAbove = 4096;
 
 bool IsGpuActivity(uint32_t kind) {
   return kind == 1 || kind == 2 || kind == 3 || kind == 10 || kind == 22;
+}
+
+// Adds `n` to the entry for `kind` in a repeated KindCount field kept in ascending kind order.
+void AddKindCount(google::protobuf::RepeatedPtrField<pb::KindCount>* counts, uint32_t kind,
+                  uint64_t n) {
+  int at = 0;
+  while (at < counts->size() && counts->Get(at).kind() < kind) ++at;
+  if (at < counts->size() && counts->Get(at).kind() == kind) {
+    counts->Mutable(at)->set_count(counts->Get(at).count() + n);
+    return;
+  }
+  pb::KindCount* added = counts->Add();
+  added->set_kind(kind);
+  added->set_count(n);
+  for (int i = counts->size() - 1; i > at; --i) counts->SwapElements(i, i - 1);
 }
 
 }  // namespace
@@ -102,6 +119,12 @@ std::vector<uint8_t> RecordingWriter::Preamble(uint32_t file_index) {
     ++chunks_in_file_;
   }
   FrameMessage(ChunkType::kStats, stats_, &out);
+  // Format 1.1: the metadata chunk again, so one damaged byte in either copy leaves the file
+  // decodable on its own (docs/FORMAT.md section 6). It goes after the string table and stats
+  // rather than next to the first copy so that a short burst of damage is less likely to take
+  // both; it still comes before any raw buffer, which needs its record-size table.
+  FrameMessage(ChunkType::kMetadata, header_, &out);
+  ++chunks_in_file_;
   StampAll(&out);
   return out;
 }
@@ -126,14 +149,25 @@ std::vector<uint8_t> RecordingWriter::Footer(bool ended) {
   return out;
 }
 
-void RecordingWriter::Emit(std::span<uint8_t> bytes, uint64_t records, uint64_t kernel_records) {
+void RecordingWriter::CountLost(const RecordsByKind* records) {
+  stats_.set_chunks_lost(stats_.chunks_lost() + 1);
+  if (!records) return;
+  for (const auto& [kind, n] : *records) {
+    stats_.set_lost_records(stats_.lost_records() + n);
+    if (kind == 3 || kind == 10) stats_.set_lost_kernel_records(stats_.lost_kernel_records() + n);
+    AddKindCount(stats_.mutable_lost_records_by_kind(), kind, n);
+  }
+}
+
+void RecordingWriter::Emit(std::span<uint8_t> bytes, uint64_t records, uint64_t kernel_records,
+                           const RecordsByKind* by_kind) {
   if (closed_) return;
   if (sink_.ShouldRotate(bytes.size())) Rotate();
   Stamp(bytes.data());
   auto r = sink_.Append(bytes, records, kernel_records);
   if (!r) {
     Fail(r.error());
-    stats_.set_chunks_lost(stats_.chunks_lost() + 1);
+    CountLost(by_kind);
     return;
   }
   ++chunks_in_file_;
@@ -153,7 +187,13 @@ void RecordingWriter::WriteRawBuffer(std::span<const uint8_t> valid, uint32_t co
                                      uint32_t stream_id, uint32_t flags) {
   if (closed_) return;
   uint64_t kernels = 0, memcpys = 0, memsets = 0, zero_ts = 0;
+  by_kind_.clear();
   const WalkResult walk = WalkRecords(valid, sizes_, [&](uint32_t kind, std::span<const uint8_t> rec) {
+    // A buffer holds a handful of kinds: a linear search is cheaper than a map.
+    auto it = std::find_if(by_kind_.begin(), by_kind_.end(),
+                           [kind](const auto& e) { return e.first == kind; });
+    if (it == by_kind_.end()) it = by_kind_.emplace(by_kind_.end(), kind, 0);
+    ++it->second;
     if (kind == 10 || kind == 3) ++kernels;
     else if (kind == 1 || kind == 22) ++memcpys;
     else if (kind == 2) ++memsets;
@@ -167,6 +207,15 @@ void RecordingWriter::WriteRawBuffer(std::span<const uint8_t> valid, uint32_t co
                                        : RawBufferPrefix::kUnknownCount,
                          flags};
   if (!walk.complete) stats_.set_truncated_buffers(stats_.truncated_buffers() + 1);
+  // Records in: counted whether or not the chunk reaches the disk, so that records in = records
+  // decoded + lost_records (+ records_deleted by retention).
+  stats_.set_buffers_completed(stats_.buffers_completed() + 1);
+  stats_.set_records(stats_.records() + walk.records);
+  stats_.set_raw_bytes(stats_.raw_bytes() + valid.size());
+  stats_.set_kernel_records(stats_.kernel_records() + kernels);
+  stats_.set_memcpy_records(stats_.memcpy_records() + memcpys);
+  stats_.set_memset_records(stats_.memset_records() + memsets);
+  stats_.set_zero_timestamp_records(stats_.zero_timestamp_records() + zero_ts);
 
   encoded_.resize(kRawBufferPrefixSize);
   EncodeRawBufferPrefix(prefix, encoded_.data());
@@ -175,21 +224,14 @@ void RecordingWriter::WriteRawBuffer(std::span<const uint8_t> valid, uint32_t co
   auto used = encoder_.Encode(valid, sizes_, options_.encoding, &body);
   if (!used) {
     Fail(used.error());
-    stats_.set_chunks_lost(stats_.chunks_lost() + 1);
+    CountLost(&by_kind_);
     body.swap(framed_);
     return;
   }
   encoded_.insert(encoded_.end(), body.begin(), body.end());
   body.clear();
   Frame(ChunkType::kRawBuffer, *used, encoded_, static_cast<uint32_t>(valid.size()), &body);
-  stats_.set_buffers_completed(stats_.buffers_completed() + 1);
-  stats_.set_records(stats_.records() + walk.records);
-  stats_.set_raw_bytes(stats_.raw_bytes() + valid.size());
-  stats_.set_kernel_records(stats_.kernel_records() + kernels);
-  stats_.set_memcpy_records(stats_.memcpy_records() + memcpys);
-  stats_.set_memset_records(stats_.memset_records() + memsets);
-  stats_.set_zero_timestamp_records(stats_.zero_timestamp_records() + zero_ts);
-  Emit(body, walk.records, kernels);
+  Emit(body, walk.records, kernels, &by_kind_);
   body.clear();
   framed_.swap(body);
 }

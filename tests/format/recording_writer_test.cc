@@ -7,8 +7,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <map>
 
 #include "test_data.h"
 #include "test_files.h"
@@ -114,14 +116,19 @@ TEST(RecordingWriterTest, RealRecordsRoundTripWithPreambleAndFooter) {
   EXPECT_EQ(std::filesystem::path(files[0]).filename(), "cupmon-testhost-4242-000000.cupmon");
   const ScannedFile f = ScanFile(files[0]);
   EXPECT_TRUE(f.damage.empty());
-  ASSERT_GE(f.chunks.size(), 5u);
+  ASSERT_GE(f.chunks.size(), 6u);
   EXPECT_EQ(f.chunks[0].header.type, T(ChunkType::kMetadata));
   EXPECT_EQ(f.chunks[1].header.type, T(ChunkType::kStats));  // no strings yet at open
-  EXPECT_EQ(f.chunks[2].header.type, T(ChunkType::kStringTable));
+  // Format 1.1: the preamble ends with a second, identical metadata chunk.
+  ASSERT_EQ(f.chunks[2].header.type, T(ChunkType::kMetadata));
+  EXPECT_TRUE(std::equal(f.chunks[0].payload.begin(), f.chunks[0].payload.end(),
+                         f.chunks[2].payload.begin(), f.chunks[2].payload.end()));
+  EXPECT_EQ(f.chunks[3].header.type, T(ChunkType::kStringTable));
   for (size_t i = 0; i < f.chunks.size(); ++i) EXPECT_EQ(f.chunks[i].header.sequence, i);
   const auto meta = Parse<pb::RecordingHeader>(f.chunks[0]);
   EXPECT_EQ(meta.host(), "testhost");
   EXPECT_EQ(meta.format_major(), kFormatMajor);
+  EXPECT_EQ(meta.format_minor(), 1u);
   EXPECT_EQ(meta.file_index(), 0u);
   EXPECT_EQ(meta.record_sizes_size(), 16);
   ASSERT_EQ(f.chunks.back().header.type, T(ChunkType::kFooter));
@@ -136,10 +143,10 @@ TEST(RecordingWriterTest, RealRecordsRoundTripWithPreambleAndFooter) {
   AppendRawBytes(f, &back, &records);
   EXPECT_EQ(back, all);
   EXPECT_EQ(records, 48936u);
-  const RawBufferPrefix p = DecodeRawBufferPrefix(f.chunks[3].payload.data());
+  const RawBufferPrefix p = DecodeRawBufferPrefix(f.chunks[4].payload.data());
   EXPECT_EQ(p.context_id, 1u);
   EXPECT_EQ(p.stream_id, 7u);
-  EXPECT_EQ(f.chunks[3].header.encoding, T(Encoding::kColumnsDeltaZstd));
+  EXPECT_EQ(f.chunks[4].header.encoding, T(Encoding::kColumnsDeltaZstd));
 }
 
 TEST(RecordingWriterTest, EveryFileRestatesMetadataAndStrings) {
@@ -180,6 +187,9 @@ TEST(RecordingWriterTest, EveryFileRestatesMetadataAndStrings) {
       // Every string a record in this file may point to has been restated or appears later.
       EXPECT_GE(table.entries_size(), static_cast<int>(i));
       EXPECT_GT(f.chunks[0].header.sequence, last_seq);
+      // Then the stats, then the metadata again (the second copy).
+      ASSERT_EQ(f.chunks[3].header.type, T(ChunkType::kMetadata));
+      EXPECT_EQ(Parse<pb::RecordingHeader>(f.chunks[3]).file_index(), i);
     }
     ASSERT_EQ(f.chunks.back().header.type, T(ChunkType::kFooter));
     const auto footer = Parse<pb::Footer>(f.chunks.back());
@@ -294,6 +304,80 @@ TEST(RecordingWriterTest, FullDiskIsCountedAndWritingResumes) {
   }
   EXPECT_EQ(back, written);
   EXPECT_EQ(w.stats().zero_timestamp_records(), 20u * 29u);  // 200 records, every 7th zero
+}
+
+// A buffer of `kernels` kernel (kind 10), `memcpys` memcpy (kind 1) and `runtime` runtime API
+// (kind 5) records, interleaved; the bytes other than kind and timestamps are zero.
+std::vector<uint8_t> MixedRecords(size_t kernels, size_t memcpys, size_t runtime, uint64_t t0) {
+  std::vector<uint8_t> out;
+  auto add = [&](uint32_t kind, size_t size) {
+    const size_t at = out.size();
+    out.resize(at + size, 0);
+    PutLe32(out.data() + at, kind);
+    PutLe64(out.data() + at + 16, t0 + at);
+    PutLe64(out.data() + at + 24, t0 + at + 10);
+  };
+  for (size_t i = 0; i < std::max({kernels, memcpys, runtime}); ++i) {
+    if (i < kernels) add(10, 216);
+    if (i < memcpys) add(1, 96);
+    if (i < runtime) add(5, 40);
+  }
+  return out;
+}
+
+// Issue 13: a full disk lost chunks whose records nobody could see. Every record of a chunk that
+// is not written is counted as lost, by kind, so records in = records on disk + records lost.
+TEST(RecordingWriterTest, FullDiskCountsTheLostRecordsByKind) {
+  TempDir dir;
+  FaultyFileSystem fs;
+  RecordingWriter w(Options(dir.path()), TestHeader(true), fs);
+  ASSERT_TRUE(w.Open().has_value());
+  uint64_t t = 1;
+  auto write = [&](size_t k, size_t m, size_t r) {
+    w.WriteRawBuffer(MixedRecords(k, m, r, t), 1, 1);
+    t += 1'000'000;
+  };
+  write(30, 4, 50);
+  fs.space_left = 0;  // the disk is full: the next three buffers never reach it
+  write(11, 2, 7);
+  write(13, 0, 5);
+  write(0, 3, 1);
+  fs.space_left = FaultyFileSystem::kUnlimited;
+  write(20, 1, 9);
+  w.Close(0);
+
+  const pb::Stats& s = w.stats();
+  EXPECT_EQ(s.chunks_lost(), 3u);
+  EXPECT_EQ(s.lost_records(), 11u + 2 + 7 + 13 + 5 + 3 + 1);
+  EXPECT_EQ(s.lost_kernel_records(), 24u);
+  ASSERT_EQ(s.lost_records_by_kind_size(), 3);  // ascending kind
+  EXPECT_EQ(s.lost_records_by_kind(0).kind(), 1u);
+  EXPECT_EQ(s.lost_records_by_kind(0).count(), 5u);
+  EXPECT_EQ(s.lost_records_by_kind(1).kind(), 5u);
+  EXPECT_EQ(s.lost_records_by_kind(1).count(), 13u);
+  EXPECT_EQ(s.lost_records_by_kind(2).kind(), 10u);
+  EXPECT_EQ(s.lost_records_by_kind(2).count(), 24u);
+
+  // What is on disk plus what was counted lost is what came in, kind by kind.
+  uint64_t on_disk = 0;
+  std::map<uint32_t, uint64_t> disk_by_kind;
+  RecordSizeTable sizes = RecordSizeTable::Cupti13();
+  for (const auto& p : ListFiles(dir.path())) {
+    const ScannedFile f = ScanFile(p);
+    std::vector<uint8_t> raw;
+    AppendRawBytes(f, &raw);
+    WalkRecords(raw, sizes, [&](uint32_t kind, std::span<const uint8_t>) {
+      ++on_disk;
+      ++disk_by_kind[kind];
+    });
+  }
+  EXPECT_EQ(s.records(), on_disk + s.lost_records());
+  EXPECT_EQ(s.kernel_records(), disk_by_kind[10] + s.lost_kernel_records());
+  EXPECT_EQ(s.memcpy_records(), disk_by_kind[1] + s.lost_records_by_kind(0).count());
+  // The footer carries the same counters.
+  const ScannedFile last = ScanFile(ListFiles(dir.path()).back());
+  const auto footer = Parse<pb::Footer>(last.chunks.back());
+  EXPECT_EQ(footer.stats().lost_records(), s.lost_records());
 }
 
 TEST(RecordingWriterTest, UnwritableDirectoryIsCountedAndRecovers) {

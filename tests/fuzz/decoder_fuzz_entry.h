@@ -37,7 +37,7 @@ inline uint64_t DecodeFuzzInput(const uint8_t* data, size_t size) {
   TraceBuilder builder(TraceFilter{}, &sink, /*horizon=*/64, ReorderOptions{16, 1000});
   ReadIntegrity integrity;
   SequenceTracker sequences;
-  RecordingFile file{"fuzz.cupmon", size, 0};
+  RecordingFile file{"fuzz.cupmon", size, 0, {}};
   ReadFileBytes(std::span<const uint8_t>(data, size), file, builder, &integrity, &sequences);
   FinishSequences(sequences, &integrity);
   builder.Finish();

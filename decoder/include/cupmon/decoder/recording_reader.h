@@ -19,6 +19,10 @@ struct RecordingFile {
   std::string path;
   uint64_t bytes = 0;
   uint32_t file_index = 0;
+  // Empty when the file has a readable metadata chunk of its own. Otherwise every copy of it is
+  // damaged: the file was matched to its recording by name (<prefix>-<seq>.cupmon, file_index
+  // from <seq>) and is decoded with the header of this other file of the recording.
+  std::string header_from;
 };
 
 // All files of one monitored process, in file_index order.
@@ -34,9 +38,11 @@ struct DirectoryListing {
   std::vector<std::string> refused;   // "path: why" for *.cupmon files that cannot be read at all
 };
 
-// Lists `path`, a directory or a single .cupmon file. Each file is opened and its first metadata
-// chunk read. Files that are not cupmon's (no magic at offset 0), are empty, come from a future
-// major format version or carry no readable header are refused with a message.
+// Lists `path`, a directory or a single .cupmon file. Each file is opened and its first readable
+// metadata chunk read. Files that are empty, hold no good chunk at all (not cupmon's), or come
+// from a future major format version are refused with a message. A file whose every metadata
+// copy is damaged is kept when another file of the same name prefix (`<prefix>-<seq>.cupmon`)
+// has a header: it joins that recording (RecordingFile::header_from); otherwise it is refused.
 Expected<DirectoryListing> ListRecordings(const std::string& path);
 
 // A read-only mapping of a whole file. Empty files map to an empty span.
@@ -96,18 +102,21 @@ struct ReadIntegrity {
   uint64_t earlier_files_gone = 0;  // first present index > 0 (usually retention)
   uint64_t unreadable_files = 0;
   uint64_t files_without_footer = 0;  // cut files (crash, or the file still being written)
+  uint64_t borrowed_headers = 0;  // files decoded with another file's header (their own damaged)
   std::vector<std::string> messages;
 
   // Damage a user should be warned about (exit code 1).
   bool HasWarnings() const {
     return damaged_ranges || undecodable_chunks || unknown_chunk_types || sequence_gaps ||
-           missing_files || unreadable_files;
+           missing_files || unreadable_files || borrowed_headers;
   }
   void Note(std::string message);
 };
 
 // Streams every chunk of `recording` to `visitor`, file by file, in order. Memory use is one file
 // mapping plus one decompressed chunk. Never fails as a whole: problems go to `integrity`.
+// A file with no readable header of its own (RecordingFile::header_from) gets the recording's
+// header through OnHeader before its first chunk, so its raw buffers can be walked.
 // `progress`, when set, is called after every chunk with the bytes of the recording's files read
 // so far (files before the current one count whole) and their total.
 using ReadProgressFn = std::function<void(uint64_t done_bytes, uint64_t total_bytes)>;

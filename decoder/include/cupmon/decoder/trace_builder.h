@@ -83,6 +83,9 @@ struct TraceCounts {
   uint64_t calibration_domain_changes = 0;  // CUPTI's clock switched domain; not a warning
   bool have_stats = false;
   pb::Stats stats;  // latest Stats (or Footer stats) chunk
+  // The latest stats came from the footer of a recording that ended (stop): nothing was written
+  // after them, so records in = decoded + lost before disk + deleted by retention must hold.
+  bool stats_final = false;
   std::vector<std::string> messages;    // first few descriptions of the above
   // Facts worth one line that are not problems (CUPTI's clock changed domain): "note:", exit 0.
   std::vector<std::string> notes;
@@ -92,7 +95,8 @@ struct TraceCounts {
   // Problems that make the exit code 1.
   bool HasWarnings() const {
     return unknown_timestamps || unresolved_names || buffers_stopped || duplicate_api_correlation ||
-           calibration_non_monotonic || stats.dropped_records() || stats.pool_exhausted();
+           calibration_non_monotonic || stats.dropped_records() || stats.pool_exhausted() ||
+           stats.chunks_lost() || stats.lost_records();
   }
 };
 

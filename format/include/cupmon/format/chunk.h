@@ -11,7 +11,7 @@
 namespace cupmon {
 
 inline constexpr uint8_t kFormatMajor = 1;
-inline constexpr uint8_t kFormatMinor = 0;
+inline constexpr uint8_t kFormatMinor = 1;  // 1.1: two metadata copies per preamble
 inline constexpr uint32_t kChunkMagic = 0x4E4D5043;  // "CPMN" as little-endian bytes
 inline constexpr size_t kChunkHeaderSize = 32;
 inline constexpr size_t kRawBufferPrefixSize = 16;

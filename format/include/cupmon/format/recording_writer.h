@@ -5,6 +5,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cupmon.pb.h"
@@ -60,8 +61,14 @@ class RecordingWriter {
              uint32_t uncompressed_length, std::vector<uint8_t>* out);
   void FrameMessage(ChunkType type, const google::protobuf::MessageLite& msg,
                     std::vector<uint8_t>* out);
-  // Writes one framed chunk, rotating first if needed; assigns its sequence number.
-  void Emit(std::span<uint8_t> chunk, uint64_t records, uint64_t kernel_records);
+  // Records of one raw buffer by kind, in the order the kinds first appear (few entries).
+  using RecordsByKind = std::vector<std::pair<uint32_t, uint64_t>>;
+  // Writes one framed chunk, rotating first if needed; assigns its sequence number. `by_kind`
+  // (raw buffers only) is what the chunk holds, counted as lost when the write fails.
+  void Emit(std::span<uint8_t> chunk, uint64_t records, uint64_t kernel_records,
+            const RecordsByKind* by_kind = nullptr);
+  // Counts one chunk that will never be on disk, and the records it held (Stats.lost_*).
+  void CountLost(const RecordsByKind* records);
   void Stamp(uint8_t* header);
   void StampAll(std::vector<uint8_t>* chunks);
   std::vector<uint8_t> Preamble(uint32_t file_index);
@@ -80,6 +87,7 @@ class RecordingWriter {
   uint64_t chunks_in_file_ = 0;
   bool closed_ = false;
   std::string last_error_;
+  RecordsByKind by_kind_;  // the current raw buffer's, reused
   std::vector<uint8_t> encoded_;
   std::vector<uint8_t> framed_;
   std::string serialized_;
