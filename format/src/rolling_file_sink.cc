@@ -39,7 +39,7 @@ Expected<void> RollingFileSink::OpenDirectory() {
   if (dir_fd_ >= 0) fs_.Close(dir_fd_);
   dir_fd_ = -1;
   auto dir = fs_.OpenDirectory(options_.directory);
-  if (!dir) return std::unexpected(dir.error());
+  if (!dir) return cupmon::unexpected(dir.error());
   dir_fd_ = *dir;
   return {};
 }
@@ -56,7 +56,7 @@ Expected<void> RollingFileSink::OpenNext() {
   const std::string name = NameFor(index);
   const std::string path = options_.directory + "/" + name;
   auto fd = fs_.CreateExclusive(dir_fd_, options_.directory, name);
-  if (!fd) return std::unexpected(fd.error());
+  if (!fd) return cupmon::unexpected(fd.error());
   ++next_index_;
   fd_ = *fd;
   current_ = RetiredFile{path, 0, 0, 0};
