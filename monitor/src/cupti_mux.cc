@@ -60,6 +60,7 @@ CUptiResult CuptiMux::ActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc
     attached_.store(true, std::memory_order_release);
     UpdateMaskLocked();
   }
+  drops_.Restart(DropShare::kCupmon);
   EnsurePending();
   return r;
 }
@@ -173,6 +174,9 @@ CUptiResult CuptiMux::ClientRegisterCallbacks(CUpti_BuffersCallbackRequestFunc r
       if (!attached_.load(std::memory_order_acquire)) {
         const CUptiResult r = real_.ActivityRegisterCallbacks(request, complete);
         if (r == CUPTI_SUCCESS) {
+          if (request != client_request_.load(std::memory_order_acquire) ||
+              complete != client_complete_.load(std::memory_order_acquire))
+            drops_.Restart(DropShare::kClient);
           client_request_.store(request, std::memory_order_release);
           client_complete_.store(complete, std::memory_order_release);
           UpdateMaskLocked();
@@ -185,6 +189,7 @@ CUptiResult CuptiMux::ClientRegisterCallbacks(CUpti_BuffersCallbackRequestFunc r
       if (request == client_request_.load(std::memory_order_acquire) &&
           complete == client_complete_.load(std::memory_order_acquire))
         return CUPTI_SUCCESS;
+      drops_.Restart(DropShare::kClient);  // drops before its session were cupmon's alone
       client_request_.store(request, std::memory_order_release);
       client_complete_.store(complete, std::memory_order_release);
       UpdateMaskLocked();
@@ -305,10 +310,48 @@ CUptiResult CuptiMux::ClientRegisterTimestampCallback(CUpti_TimestampCallbackFun
   }
 }
 
+uint64_t DropShare::Take(Reader who, CUcontext context, uint32_t stream, uint64_t read_from_cupti) {
+  std::lock_guard<std::mutex> lk(mu_);
+  auto it = queues_.find({context, stream});
+  if (it == queues_.end()) {
+    if (queues_.size() >= kMaxQueues) return read_from_cupti;
+    it = queues_.emplace(std::make_pair(context, stream), Queue{}).first;
+  }
+  Queue& q = it->second;
+  q.total += read_from_cupti;
+  const uint64_t share = q.total - q.seen[who];
+  q.seen[who] = q.total;
+  return share;
+}
+
+void DropShare::Restart(Reader who) {
+  std::lock_guard<std::mutex> lk(mu_);
+  for (auto& [key, q] : queues_) q.seen[who] = q.total;
+}
+
+CUptiResult CuptiMux::ActivityGetNumDroppedRecords(CUcontext ctx, uint32_t stream,
+                                                   size_t* dropped) {
+  if (!dropped) return CUPTI_ERROR_INVALID_PARAMETER;
+  size_t read = 0;
+  const CUptiResult r = real_.ActivityGetNumDroppedRecords(ctx, stream, &read);
+  if (r != CUPTI_SUCCESS) return r;
+  *dropped = static_cast<size_t>(drops_.Take(DropShare::kCupmon, ctx, stream, read));
+  return CUPTI_SUCCESS;
+}
+
 CUptiResult CuptiMux::ClientGetNumDroppedRecords(CUcontext context, uint32_t stream_id,
                                                  size_t* dropped) noexcept {
   try {
-    return real_.ActivityGetNumDroppedRecords(context, stream_id, dropped);
+    if (!dropped) return CUPTI_ERROR_INVALID_PARAMETER;
+    size_t read = 0;
+    // Inside the client's callback as delivered by the mux, deliver_mu_ is held (and CUPTI's own
+    // lock too when CUPTI's thread delivers): CUPTI is not asked; cupmon's polls feed drops_.
+    if (!t_delivering) {
+      const CUptiResult r = real_.ActivityGetNumDroppedRecords(context, stream_id, &read);
+      if (r != CUPTI_SUCCESS) return r;
+    }
+    *dropped = static_cast<size_t>(drops_.Take(DropShare::kClient, context, stream_id, read));
+    return CUPTI_SUCCESS;
   } catch (...) {
     return CUPTI_ERROR_UNKNOWN;
   }

@@ -6,7 +6,9 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <mutex>
+#include <utility>
 
 #include "cupmon/monitor/cupti_api.h"
 
@@ -43,10 +45,42 @@ namespace cupmon {
 //  - deliver_mu_ guards the pending client buffer; held while calling the client's request and
 //    completed callbacks (on CUPTI's thread, or on the thread of a client call). Never held while
 //    calling real CUPTI, except ActivityGetNextRecord, which only walks memory.
+//  - drops_ has its own lock, never held while calling CUPTI; GetNumDroppedRecords is never
+//    called with deliver_mu_ held (a client asking from inside its callback is answered from
+//    drops_ alone).
 //  - FlushAll is never called with a lock of ours held. A client that calls cuptiActivityFlushAll
 //    from inside its own buffer callback (while the mux delivers) gets success without a flush.
 //  - the delivery mask and the client's callbacks are atomics, read by the completed trampoline.
 // Only one mux exists per process at a time (the trampolines reach it through a global).
+// Dropped-record counts shared by two readers. CUPTI's cuptiActivityGetNumDroppedRecords resets
+// its count on every read, so two clients forwarding their reads would each see only the drops
+// since the other's read. DropShare keeps, per (context, stream) queue, the running total read from
+// CUPTI and each reader's mark; a reader gets total - mark and moves its mark to the total. Every
+// drop reaches each reader exactly once, whoever's read took it out of CUPTI.
+// Thread-safety: any thread; mu_ guards queues_ and is never held while CUPTI is called (the
+// caller reads CUPTI first, then calls Take).
+class DropShare {
+ public:
+  enum Reader : int { kCupmon = 0, kClient = 1 };
+  // At most this many queues are tracked; reads of further queues get only what they read from
+  // CUPTI themselves (no sharing). cupmon reads the global queue (nullptr, 0) only.
+  static constexpr size_t kMaxQueues = 1024;
+  // Adds `read_from_cupti` (what this reader just read from CUPTI for the queue) to the total and
+  // returns the reader's share.
+  uint64_t Take(Reader who, CUcontext context, uint32_t stream, uint64_t read_from_cupti);
+  // The reader starts now (cupmon attaches; the client registers its callbacks): drops read from
+  // CUPTI before are not its own and are not handed to it.
+  void Restart(Reader who);
+
+ private:
+  struct Queue {
+    uint64_t total = 0;
+    std::array<uint64_t, 2> seen{};
+  };
+  std::mutex mu_;
+  std::map<std::pair<CUcontext, uint32_t>, Queue> queues_;
+};
+
 class CuptiMux final : public CuptiApi {
  public:
   static constexpr uint32_t kMaxKinds = 256;  // CUPTI 13.0 has about 60 kinds
@@ -68,10 +102,10 @@ class CuptiMux final : public CuptiApi {
   CUptiResult ActivityDisable(CUpti_ActivityKind kind) override;
   CUptiResult ActivityFlushAll(uint32_t flag) override { return real_.ActivityFlushAll(flag); }
   CUptiResult ActivityFlushPeriod(uint32_t ms) override { return real_.ActivityFlushPeriod(ms); }
+  // cupmon's share of the drops of queue (ctx, stream): every drop since cupmon's last call, even
+  // those the client's calls read from CUPTI meanwhile (DropShare below). Not from a callback.
   CUptiResult ActivityGetNumDroppedRecords(CUcontext ctx, uint32_t stream,
-                                           size_t* dropped) override {
-    return real_.ActivityGetNumDroppedRecords(ctx, stream, dropped);
-  }
+                                           size_t* dropped) override;
   CUptiResult ActivitySetAttribute(CUpti_ActivityAttribute a, size_t* size, void* v) override {
     return real_.ActivitySetAttribute(a, size, v);
   }
@@ -131,6 +165,11 @@ class CuptiMux final : public CuptiApi {
   // Real FlushAll with the same flag (cupmon's completed callback feeds the client), then the
   // pending buffer goes to the client (a forced flush hands it back even when empty).
   CUptiResult ClientFlushAll(uint32_t flag) noexcept;
+  // The client's share of the drops of queue (context, stream_id): every drop since its last call,
+  // including those cupmon's polls read from CUPTI. From inside the client's own buffer callback
+  // while the mux delivers (Kineto asks there), CUPTI is not asked (a lock of ours is held): the
+  // answer holds the drops read from CUPTI so far, so those since cupmon's last poll come at the
+  // client's next call.
   CUptiResult ClientGetNumDroppedRecords(CUcontext context, uint32_t stream_id,
                                          size_t* dropped) noexcept;
   // While attached, CUPTI is not torn down: the client's own kinds go off, its pending buffer goes
@@ -203,6 +242,8 @@ class CuptiMux final : public CuptiApi {
   size_t pending_max_records_ = 0;  // 0: no limit
   size_t pending_records_ = 0;
   CUpti_BuffersCallbackCompleteFunc pending_owner_ = nullptr;  // completed callback to hand it to
+
+  DropShare drops_;
 
   std::atomic<uint64_t> client_buffers_{0}, client_records_{0}, undelivered_{0}, null_buffers_{0},
       unwalkable_{0}, reentrant_flushes_{0}, registered_timestamp_callbacks_{0};

@@ -8,6 +8,15 @@
 #include "cupmon/format/check.h"
 
 namespace cupmon::testing {
+namespace {
+// True while this thread runs a buffer callback for the fake.
+thread_local bool t_in_callback = false;
+struct InCallbackScope {
+  InCallbackScope() : was(t_in_callback) { t_in_callback = true; }
+  ~InCallbackScope() { t_in_callback = was; }
+  bool was;
+};
+}  // namespace
 
 FakeCupti::FakeCupti() : worker_([this] { WorkerLoop(); }) {}
 
@@ -74,10 +83,12 @@ bool FakeCupti::Producer::Append(uint32_t kind, const void* record, size_t size)
   if (!buffer_) {
     uint8_t* b = nullptr;
     size_t s = 0, max_records = 0;
-    if (auto request = fake_->request_.load()) request(&b, &s, &max_records);
+    if (auto request = fake_->request_.load()) {
+      InCallbackScope in_callback;
+      request(&b, &s, &max_records);
+    }
     if (!b || s < size) {
-      fake_->dropped_total_.fetch_add(1);
-      fake_->dropped_unread_.fetch_add(1);
+      fake_->AddDropped(nullptr, 0, 1);
       return false;
     }
     // Real CUPTI zeroes each buffer it is given (CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER at
@@ -280,7 +291,10 @@ void FakeCupti::WorkerLoop() {
     const Completed c = pending_.front();
     pending_.pop_front();
     lk.unlock();
-    if (auto complete = complete_.load()) complete(nullptr, 0, c.buffer, c.size, c.valid);
+    if (auto complete = complete_.load()) {
+      InCallbackScope in_callback;
+      complete(nullptr, 0, c.buffer, c.size, c.valid);
+    }
     lk.lock();
     ++delivered_;
     worker_cv_.notify_all();
@@ -373,8 +387,20 @@ CUptiResult FakeCupti::ActivityFlushAll(uint32_t flag) {
 
 CUptiResult FakeCupti::ActivityFlushPeriod(uint32_t) { return CUPTI_SUCCESS; }
 
-CUptiResult FakeCupti::ActivityGetNumDroppedRecords(CUcontext, uint32_t, size_t* dropped) {
-  *dropped = dropped_unread_.exchange(0);
+void FakeCupti::AddDropped(CUcontext context, uint32_t stream, uint64_t n) {
+  std::lock_guard<std::mutex> lk(dropped_mu_);
+  dropped_unread_[{context, stream}] += n;
+  dropped_total_.fetch_add(n);
+}
+
+CUptiResult FakeCupti::ActivityGetNumDroppedRecords(CUcontext context, uint32_t stream_id,
+                                                    size_t* dropped) {
+  if (!dropped) return CUPTI_ERROR_INVALID_PARAMETER;
+  if (t_in_callback) dropped_in_callback_.fetch_add(1);
+  std::lock_guard<std::mutex> lk(dropped_mu_);
+  auto it = dropped_unread_.find({context, stream_id});
+  *dropped = it == dropped_unread_.end() ? 0 : static_cast<size_t>(it->second);
+  if (it != dropped_unread_.end()) it->second = 0;  // read resets, as in CUPTI
   return CUPTI_SUCCESS;
 }
 

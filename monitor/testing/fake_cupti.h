@@ -23,8 +23,9 @@ namespace cupmon::testing {
 //    buffers); it calls the buffer-request callback on its own thread when it needs a buffer;
 //  - full buffers are completed on the fake's own worker thread (like CUPTI's), concurrently with
 //    requests on the producer threads;
-//  - when the request callback gives no buffer, the record is dropped and counted, and
-//    ActivityGetNumDroppedRecords returns (and resets) that count;
+//  - when the request callback gives no buffer, the record is dropped and counted in the global
+//    queue (context nullptr, stream 0); ActivityGetNumDroppedRecords returns (and resets) the count
+//    of the queue it is asked for, as CUPTI does (AddDropped puts drops into any queue);
 //  - ActivityFlushAll blocks until the completion callbacks ran; a forced flush also hands back
 //    empty buffers, a non-forced one only buffers holding records;
 //  - kernel records point to name strings that the fake owns;
@@ -85,6 +86,12 @@ class FakeCupti final : public CuptiApi {
   void FailEnableWith(CUptiResult r) { fail_enable_ = r; }
   bool kind_enabled(uint32_t kind) const;
   uint64_t forced_flushes() const { return forced_flushes_.load(); }
+  // Test-double behaviour: `n` records dropped in queue (context, stream), as real CUPTI counts
+  // per context and stream. Counted in dropped_total().
+  void AddDropped(CUcontext context, uint32_t stream, uint64_t n);
+  // ActivityGetNumDroppedRecords calls made from inside a buffer callback the fake was running
+  // (CUPTI_NOTES.md: never do that while holding a lock the callbacks take).
+  uint64_t dropped_queries_inside_callbacks() const { return dropped_in_callback_.load(); }
   // "Enable(5)", "Disable(5)", "EnableRuntimeApi(17,0)", "EnableDriverApi(9,0)", in call order.
   std::vector<std::string> calls() const;
   bool api_filtered(uint32_t kind, uint32_t cbid) const;
@@ -139,7 +146,7 @@ class FakeCupti final : public CuptiApi {
   std::atomic<CUpti_BuffersCallbackRequestFunc> request_{nullptr};
   std::atomic<CUpti_BuffersCallbackCompleteFunc> complete_{nullptr};
   std::atomic<uint64_t> enabled_mask_lo_{0}, enabled_mask_hi_{0};
-  std::atomic<uint64_t> produced_{0}, dropped_total_{0}, dropped_unread_{0};
+  std::atomic<uint64_t> produced_{0}, dropped_total_{0}, dropped_in_callback_{0};
   std::atomic<uint64_t> produced_by_kind_[64] = {};
   std::atomic<uint64_t> forced_flushes_{0};
   std::atomic<int64_t> timestamp_shift_{0};
@@ -151,6 +158,8 @@ class FakeCupti final : public CuptiApi {
   std::vector<std::string> calls_;
   std::set<std::pair<uint32_t, uint32_t>> filters_;  // (kind, cbid) switched off
   std::map<std::pair<std::thread::id, uint32_t>, std::vector<uint64_t>> external_;
+  std::mutex dropped_mu_;  // guards dropped_unread_
+  std::map<std::pair<CUcontext, uint32_t>, uint64_t> dropped_unread_;  // per queue, until read
 
   std::mutex producers_mu_;
   std::vector<std::unique_ptr<Producer>> producers_;

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -60,6 +61,10 @@ struct OtherClient {
   size_t max_records = 0;
   bool give_null = false;
   CuptiMux* flush_from_callback = nullptr;  // calls ClientFlushAll inside its completed callback
+  // Like Kineto's bufferCompleted: asks for the dropped count of the buffer's (context, stream)
+  // inside its completed callback, and adds it up.
+  CuptiMux* drops_from_callback = nullptr;
+  uint64_t drops_seen_in_callback = 0;
 
   ~OtherClient() {
     for (uint8_t* b : outstanding) std::free(b);
@@ -81,9 +86,16 @@ void CUPTIAPI ClientRequest(uint8_t** buffer, size_t* size, size_t* max_records)
   *max_records = g_client->max_records;
 }
 
-void CUPTIAPI ClientComplete(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid) {
+void CUPTIAPI ClientComplete(CUcontext ctx, uint32_t stream, uint8_t* buffer, size_t,
+                             size_t valid) {
   if (g_client->flush_from_callback) g_client->flush_from_callback->ClientFlushAll(0);
+  size_t dropped = 0;
+  if (g_client->drops_from_callback &&
+      g_client->drops_from_callback->ClientGetNumDroppedRecords(ctx, stream, &dropped) !=
+          CUPTI_SUCCESS)
+    dropped = 0;
   std::lock_guard<std::mutex> lk(g_client->mu);
+  g_client->drops_seen_in_callback += dropped;
   if (!g_client->outstanding.erase(buffer)) {
     ++g_client->unknown_buffers;  // as Kineto: log, leave the buffer alone
     return;
@@ -404,6 +416,151 @@ TEST_F(CuptiMuxTest, WithoutCupmonTheClientTalksToCuptiUnchanged) {
   ASSERT_EQ(mux.ClientDisable(CUPTI_ACTIVITY_KIND_MEMCPY), CUPTI_SUCCESS);
   EXPECT_FALSE(fake_.kind_enabled(kMemcpy));
   EXPECT_EQ(Outstanding(), 0u);
+}
+
+// ---- Dropped-record counts: CUPTI resets its count at every read ----
+
+CUpti_BuffersCallbackRequestFunc NoBufferRequest() {
+  return [](uint8_t** b, size_t* s, size_t* m) {
+    *b = nullptr;
+    *s = 0;
+    *m = 0;
+  };
+}
+CUpti_BuffersCallbackCompleteFunc NoopComplete() {
+  return [](CUcontext, uint32_t, uint8_t*, size_t, size_t) {};
+}
+
+size_t CupmonDrops(CuptiMux& mux, CUcontext ctx = nullptr, uint32_t stream = 0) {
+  size_t d = ~size_t{0};
+  EXPECT_EQ(mux.ActivityGetNumDroppedRecords(ctx, stream, &d), CUPTI_SUCCESS);
+  return d;
+}
+size_t ClientDrops(CuptiMux& mux, CUcontext ctx = nullptr, uint32_t stream = 0) {
+  size_t d = ~size_t{0};
+  EXPECT_EQ(mux.ClientGetNumDroppedRecords(ctx, stream, &d), CUPTI_SUCCESS);
+  return d;
+}
+
+TEST_F(CuptiMuxTest, BothSidesSeeEveryDropWhoeverReadsCuptiFirst) {
+  CuptiMux mux(fake_);
+  // cupmon attached with a request callback that never gives a buffer: every record is dropped.
+  ASSERT_EQ(mux.ActivityRegisterCallbacks(NoBufferRequest(), NoopComplete()), CUPTI_SUCCESS);
+  ASSERT_EQ(mux.ActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), CUPTI_SUCCESS);
+  ASSERT_EQ(mux.ClientRegisterCallbacks(ClientRequest, ClientComplete), CUPTI_SUCCESS);
+  FakeCupti::Producer* p = fake_.NewProducer();
+  for (int i = 0; i < 3; ++i) EXPECT_FALSE(p->Kernel(name_, 1, 2));
+  ASSERT_EQ(fake_.dropped_total(), 3u);
+
+  // The client's read empties CUPTI's count; cupmon still gets the three, and the other way round.
+  EXPECT_EQ(ClientDrops(mux), 3u);
+  EXPECT_EQ(CupmonDrops(mux), 3u);
+  for (int i = 0; i < 2; ++i) EXPECT_FALSE(p->Kernel(name_, 3, 4));
+  EXPECT_EQ(CupmonDrops(mux), 2u);
+  EXPECT_EQ(ClientDrops(mux), 2u);
+  // Nothing twice.
+  EXPECT_EQ(CupmonDrops(mux), 0u);
+  EXPECT_EQ(ClientDrops(mux), 0u);
+
+  // Interleaved: each side gets the drops since its own last read.
+  fake_.AddDropped(nullptr, 0, 4);
+  EXPECT_EQ(ClientDrops(mux), 4u);
+  fake_.AddDropped(nullptr, 0, 1);
+  EXPECT_EQ(CupmonDrops(mux), 5u);
+  EXPECT_EQ(ClientDrops(mux), 1u);
+
+  // CUPTI counts per (context, stream) queue; so does the share.
+  int ctx_storage = 0;
+  auto* ctx = reinterpret_cast<CUcontext>(&ctx_storage);
+  fake_.AddDropped(ctx, 7, 6);
+  fake_.AddDropped(nullptr, 0, 1);
+  EXPECT_EQ(ClientDrops(mux, ctx, 7), 6u);
+  EXPECT_EQ(CupmonDrops(mux), 1u);
+  EXPECT_EQ(CupmonDrops(mux, ctx, 7), 6u);
+  EXPECT_EQ(CupmonDrops(mux, ctx, 8), 0u);
+  EXPECT_EQ(ClientDrops(mux), 1u);
+  EXPECT_EQ(ClientDrops(mux, ctx, 7), 0u);
+
+  // A client registering (new) callbacks starts its count there: drops cupmon read before are not
+  // its own.
+  fake_.AddDropped(nullptr, 0, 9);
+  EXPECT_EQ(CupmonDrops(mux), 9u);
+  auto other_complete = [](CUcontext c, uint32_t s, uint8_t* b, size_t n, size_t v) {
+    ClientComplete(c, s, b, n, v);
+  };
+  ASSERT_EQ(mux.ClientRegisterCallbacks(ClientRequest, other_complete), CUPTI_SUCCESS);
+  EXPECT_EQ(ClientDrops(mux), 0u);
+  fake_.AddDropped(nullptr, 0, 2);
+  EXPECT_EQ(ClientDrops(mux), 2u);
+  EXPECT_EQ(CupmonDrops(mux), 2u);
+
+  size_t* null_count = nullptr;
+  EXPECT_EQ(mux.ClientGetNumDroppedRecords(nullptr, 0, null_count), CUPTI_ERROR_INVALID_PARAMETER);
+  EXPECT_EQ(mux.ActivityGetNumDroppedRecords(nullptr, 0, null_count),
+            CUPTI_ERROR_INVALID_PARAMETER);
+  EXPECT_EQ(mux.ClientFinalize(), CUPTI_SUCCESS);
+  EXPECT_EQ(Outstanding(), 0u);
+}
+
+TEST_F(CuptiMuxTest, ConcurrentReadersBothCountEveryDrop) {
+  CuptiMux mux(fake_);
+  ASSERT_EQ(mux.ActivityRegisterCallbacks(NoBufferRequest(), NoopComplete()), CUPTI_SUCCESS);
+  constexpr uint64_t kDrops = 20000;
+  std::atomic<bool> done{false};
+  uint64_t cupmon_sum = 0, client_sum = 0;
+  std::thread cupmon_reader([&] {
+    while (!done.load()) cupmon_sum += CupmonDrops(mux);
+  });
+  std::thread client_reader([&] {
+    while (!done.load()) client_sum += ClientDrops(mux);
+  });
+  for (uint64_t i = 0; i < kDrops; ++i) fake_.AddDropped(nullptr, 0, 1);
+  done.store(true);
+  cupmon_reader.join();
+  client_reader.join();
+  cupmon_sum += CupmonDrops(mux);
+  client_sum += ClientDrops(mux);
+  EXPECT_EQ(cupmon_sum, kDrops);
+  EXPECT_EQ(client_sum, kDrops);
+}
+
+TEST_F(CuptiMuxTest, KinetoAsksForDropsInsideItsCallbackAndBothSidesGetThemAll) {
+  // Kineto's bufferCompleted calls cuptiActivityGetNumDroppedRecords(ctx, stream) for every buffer.
+  // The mux delivers the client's buffers with its own lock held (on CUPTI's thread, inside CUPTI's
+  // callback, or on a client call), so it must not ask CUPTI there; and neither side's reads may
+  // take drops away from the other: the monitor's stats and the client's sum both hold all seven.
+  CuptiMux mux(fake_);
+  const std::string dir = TempDir("drops");
+  auto m = Monitor::Start(Options(&mux, dir));
+  ASSERT_TRUE(m) << m.error().message;
+  FakeCupti::Producer* p = fake_.NewProducer();
+  client_.drops_from_callback = &mux;
+  client_.max_records = 4;  // its buffers fill inside the mux's delivery, on the fake's thread
+  ASSERT_EQ(mux.ClientRegisterCallbacks(ClientRequest, ClientComplete), CUPTI_SUCCESS);
+  ASSERT_EQ(mux.ClientEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), CUPTI_SUCCESS);
+  Produce(p, 40, 1'000);
+  fake_.AddDropped(nullptr, 0, 5);
+  (*m)->FlushAndWait();  // cupmon's poll reads the five from CUPTI
+  Produce(p, 40, 100'000);
+  fake_.AddDropped(nullptr, 0, 2);  // read from CUPTI by nobody yet
+  ASSERT_EQ(mux.ClientFlushAll(0), CUPTI_SUCCESS);
+  ASSERT_EQ(mux.ClientDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), CUPTI_SUCCESS);
+  ASSERT_EQ(mux.ClientFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED), CUPTI_SUCCESS);
+  {
+    std::lock_guard<std::mutex> lk(client_.mu);
+    EXPECT_GT(client_.completed, 10u);
+    // Answered from what cupmon's poll read: the two still inside CUPTI come at its next call.
+    EXPECT_EQ(client_.drops_seen_in_callback, 5u);
+  }
+  EXPECT_EQ(ClientCount(kKernel), 80u);
+  // Outside its callbacks the client's call reads CUPTI: the remaining two.
+  EXPECT_EQ(ClientDrops(mux), 2u);
+  (*m)->Stop();
+  EXPECT_EQ(fake_.dropped_queries_inside_callbacks(), 0u);
+  const auto rb = testing::ReadRecording(dir);
+  EXPECT_EQ(rb.last_stats.dropped_records(), 7u);
+  EXPECT_EQ(rb.records_by_kind.at(kKernel), 80u);
+  client_.drops_from_callback = nullptr;
 }
 
 // ---- Without preload: CallbackWatch and the monitor's gap markers ----
