@@ -10,7 +10,6 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <utility>
 #include <vector>
 
 namespace cupmon {
@@ -29,26 +28,6 @@ std::string OctalMode(mode_t mode) {
 std::string Join(const std::string& dir, const std::string& name) {
   return dir.empty() || dir.back() == '/' ? dir + name : dir + "/" + name;
 }
-
-// Owns a descriptor during the walk.
-class ScopedFd {
- public:
-  explicit ScopedFd(int fd) : fd_(fd) {}
-  ~ScopedFd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  ScopedFd(const ScopedFd&) = delete;
-  ScopedFd& operator=(const ScopedFd&) = delete;
-  int get() const { return fd_; }
-  int release() { return std::exchange(fd_, -1); }
-  void reset(int fd) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = fd;
-  }
-
- private:
-  int fd_;
-};
 
 // Why `name` in `parent_fd` could not be opened as a directory without following a symlink.
 Error WhyNotADirectory(int parent_fd, const std::string& name, const std::string& path, int err) {
@@ -155,7 +134,7 @@ Expected<int> OpenVettedDirectory(const std::string& dir, DirPrivacy privacy, bo
     pos = end + 1;
   }
   const char* start = dir.front() == '/' ? "/" : ".";
-  ScopedFd current(::open(start, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  UniqueFd current(::open(start, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (current.get() < 0) return MakeError(Describe("cannot open directory", start, errno), errno);
   std::string walked = dir.front() == '/' ? "/" : "";
   bool created = false;
@@ -191,6 +170,11 @@ Expected<int> OpenVettedDirectory(const std::string& dir, DirPrivacy privacy, bo
                      err);
   }
   return current.release();
+}
+
+void UniqueFd::reset(int fd) {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = fd;
 }
 
 FileSystem& PosixFileSystem() {

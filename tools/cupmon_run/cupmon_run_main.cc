@@ -1,8 +1,9 @@
-// cupmon-run: runs a program with libcupmon.so injected through CUDA_INJECTION64_PATH (and, with
-// --preload, also in LD_PRELOAD, so that cupmon shares CUPTI with torch.profiler and other CUPTI
-// clients: docs/COEXISTENCE.md), configured by CUPMON_* variables built from its options. It execs
+// cupmon-run: runs a program with libcupmon.so injected through CUDA_INJECTION64_PATH and, unless
+// --no-preload, also in LD_PRELOAD, so that cupmon shares CUPTI with torch.profiler and other CUPTI
+// clients (docs/COEXISTENCE.md), configured by CUPMON_* variables built from its options. It execs
 // the program, so the exit status is the program's own.
 #include <limits.h>
+#include <link.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -26,13 +27,73 @@ std::string SelfDir() {
 
 // --lib, then next to this binary, then the install layout (../lib), then the build tree.
 std::string FindLibrary(const std::string& explicit_path) {
-  if (!explicit_path.empty()) return explicit_path;
+  // Absolute: children that change directory must still find it (LD_PRELOAD is inherited).
+  if (!explicit_path.empty()) return std::filesystem::absolute(explicit_path).lexically_normal();
   const std::string dir = SelfDir();
   for (const std::string& c : {dir + "/libcupmon.so", dir + "/../lib/libcupmon.so",
                                std::string(CUPMON_BUILD_LIBRARY)}) {
     if (access(c.c_str(), R_OK) == 0) return std::filesystem::absolute(c).lexically_normal();
   }
   return "";
+}
+
+// ld.so splits LD_PRELOAD at ':' and ' '.
+std::vector<std::string> PreloadEntries(const std::string& value) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : value) {
+    if (c == ':' || c == ' ') {
+      if (!cur.empty()) out.push_back(cur);
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  if (!cur.empty()) out.push_back(cur);
+  return out;
+}
+
+// The sanitizer runtime this cupmon-run was built with (an ASan or TSan build of cupmon): its
+// libcupmon.so is instrumented too and needs the runtime first in the initial library list of an
+// uninstrumented program. Empty in a normal build.
+std::string SanitizerRuntime() {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  std::string found;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* data) noexcept -> int {
+        const std::string name = info->dlpi_name ? info->dlpi_name : "";
+        const std::string base = std::filesystem::path(name).filename().string();
+        if (base.starts_with("libasan.so") || base.starts_with("libtsan.so")) {
+          *static_cast<std::string*>(data) = name;
+          return 1;
+        }
+        return 0;
+      },
+      &found);
+  return found;
+#else
+  return "";
+#endif
+}
+
+// LD_PRELOAD for the program: the user's entries stay in front, in their order (an ASan runtime of
+// the user's must stay first), cupmon's library goes after them; the sanitizer runtime of a
+// sanitizer build goes first. Nothing is added twice (cupmon-run under cupmon-run).
+std::string PreloadValue(const char* old, const std::string& library) {
+  std::vector<std::string> entries = PreloadEntries(old ? old : "");
+  auto has = [&](const std::string& path) {
+    for (const std::string& e : entries) {
+      std::error_code ec;
+      if (e == path || std::filesystem::equivalent(e, path, ec)) return true;
+    }
+    return false;
+  };
+  const std::string runtime = SanitizerRuntime();
+  if (!runtime.empty() && !has(runtime)) entries.insert(entries.begin(), runtime);
+  if (!has(library)) entries.push_back(library);
+  std::string value;
+  for (const std::string& e : entries) value += (value.empty() ? "" : ":") + e;
+  return value;
 }
 
 }  // namespace
@@ -44,13 +105,18 @@ int main(int argc, char** argv) {
       "  cupmon-run -- python3 train.py --epochs 3\n"
       "  cupmon-run -o /data/cupmon --file-size 128M --retention-bytes 20G -- ./my_cuda_app\n"
       "  cupmon-run --kinds concurrent_kernel,memcpy,memset,memcpy2 -- ./app\n"
-      "  cupmon-run --preload -- python3 train.py   # torch.profiler keeps working alongside\n"
+      "  cupmon-run --no-preload -- ./app   # injection only (docs/COEXISTENCE.md)\n"
+      "libcupmon.so goes into LD_PRELOAD (after entries already there) as well as into\n"
+      "CUDA_INJECTION64_PATH, so that torch.profiler and other CUPTI clients share CUPTI with\n"
+      "cupmon. Child processes inherit both; in a program that never starts CUDA the library\n"
+      "does nothing. --no-preload: injection only; another CUPTI client then takes CUPTI from\n"
+      "cupmon (the gap is marked) and loses it again after CUPMON_RECLAIM_MS.\n"
       "Options left out keep the library's defaults (see monitor/README.md); CUPMON_* variables\n"
       "already set in the environment are kept unless an option overrides them.\n"
       "The exit status is the program's.");
   std::string lib, output_dir, kinds, buffer_size, pool_size, file_size, retention_bytes, encoding;
   int flush_ms = -1, retention_files = -1, zstd_level = INT_MIN, zero_buffers = -1;
-  bool preload = false;
+  bool preload = false, no_preload = false;
   std::vector<std::string> command;
   app.add_option("--lib", lib, "libcupmon.so to inject (default: found next to cupmon-run)");
   app.add_option("-o,--output-dir", output_dir, "CUPMON_OUTPUT_DIR: where the files go");
@@ -64,10 +130,13 @@ int main(int argc, char** argv) {
   app.add_option("--zstd-level", zstd_level, "CUPMON_ZSTD_LEVEL (1)");
   app.add_option("--encoding", encoding, "CUPMON_ENCODING: columns-delta, columns, zstd, stored");
   app.add_option("--zero-buffers", zero_buffers, "CUPMON_ZERO_BUFFERS: 1 = writer pre-zeroes (0)");
-  app.add_flag("--preload", preload,
-               "also put libcupmon.so in LD_PRELOAD: cupmon then shares CUPTI with other CUPTI "
-               "clients in the program (torch.profiler/Kineto) instead of losing it to them "
-               "(docs/COEXISTENCE.md)");
+  auto* preload_flag = app.add_flag(
+      "--preload", preload, "the default: also put libcupmon.so in LD_PRELOAD (kept for scripts)");
+  app.add_flag("--no-preload", no_preload,
+               "CUDA_INJECTION64_PATH only, LD_PRELOAD left alone: cupmon then loses CUPTI to "
+               "another CUPTI client (torch.profiler) for CUPMON_RECLAIM_MS instead of sharing it "
+               "(docs/COEXISTENCE.md)")
+      ->excludes(preload_flag);
   app.add_option("command", command, "the program and its arguments (after --)")->required();
   CLI11_PARSE(app, argc, argv);
 
@@ -78,11 +147,17 @@ int main(int argc, char** argv) {
     return 127;
   }
   setenv("CUDA_INJECTION64_PATH", library.c_str(), 1);
-  if (preload) {
-    // The same path as the injection, so that the driver's dlopen finds the preloaded copy.
-    const char* old = std::getenv("LD_PRELOAD");
-    const std::string value = old && *old ? library + ":" + old : library;
-    setenv("LD_PRELOAD", value.c_str(), 1);
+  if (!no_preload) {
+    if (library.find_first_of(": ") != std::string::npos) {
+      // ld.so would split the path and print an error in every process of the job.
+      std::fprintf(stderr,
+                   "cupmon: %s cannot go into LD_PRELOAD (it holds ':' or ' '); injection only, "
+                   "so another CUPTI client would take CUPTI from cupmon (docs/COEXISTENCE.md)\n",
+                   library.c_str());
+    } else {
+      // The same path as the injection, so that the driver's dlopen finds the preloaded copy.
+      setenv("LD_PRELOAD", PreloadValue(std::getenv("LD_PRELOAD"), library).c_str(), 1);
+    }
   }
   auto set = [](const char* var, const std::string& v) {
     if (!v.empty()) setenv(var, v.c_str(), 1);

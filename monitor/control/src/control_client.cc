@@ -18,6 +18,7 @@
 
 #include "cupmon/control/private_dir.h"
 #include "cupmon/control/protocol.h"
+#include "cupmon/format/file_system.h"
 
 namespace cupmon::control {
 namespace {
@@ -27,21 +28,6 @@ using Clock = std::chrono::steady_clock;
 std::unexpected<ClientError> Fail(ClientError::Code code, std::string message) {
   return std::unexpected<ClientError>(ClientError{code, std::move(message)});
 }
-
-// Owns a descriptor.
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
 
 // Waits until `fd` is ready for `events` or the deadline passes. false on timeout.
 bool WaitFor(int fd, short events, Clock::time_point deadline) {
@@ -99,7 +85,7 @@ ClientExpected<std::string> FindSocket(int pid, const std::string& registry_dir)
   if (pid <= 0) return Fail(ClientError::Code::kNotMonitored, "invalid pid " + std::to_string(pid));
   auto registry = OpenRegistry(registry_dir);
   if (!registry) return std::unexpected(registry.error());
-  Fd owned(*registry);
+  UniqueFd owned(*registry);
   return FindSocketIn(owned.get(), registry_dir, pid);
 }
 
@@ -112,7 +98,7 @@ ClientExpected<pb::ControlReply> Call(const std::string& socket_path, const pb::
     return Fail(ClientError::Code::kConnect, "socket path too long: " + socket_path);
   }
   std::memcpy(addr.sun_path, socket_path.c_str(), socket_path.size() + 1);
-  Fd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
   if (fd.get() < 0) return Fail(ClientError::Code::kConnect, std::string("socket: ") + std::strerror(errno));
   if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) != 0) {
     // Unix sockets connect at once or fail (EAGAIN: backlog full).

@@ -11,14 +11,14 @@ The training loop is train_mlp.py's model (24-layer MLP, AdamW, batch 64): `befo
 --profile whole the profiler covers every step instead (the ground truth for "every kernel").
 
 Checks:
-  1. preload-profiler  under `cupmon-run --preload`, torch.profiler's kernel events for its steps
+  1. preload-profiler  under `cupmon-run` (preloaded by default), torch.profiler's kernel events for its steps
                        equal (per kernel name) those of an identical run without cupmon;
   2. preload-cupmon    cupmon's files hold every kernel of the whole run (per kernel name at least
                        the count torch.profiler saw over the whole run), and no gap is marked;
      preload-timestamps every one of those kernels has timestamps; the kernels without are counted
                        by phase (before / during / after the profiler's steps), and compared with
                        the same preloaded run without the profiler;
-  3. plain-gap         without --preload, cupmon marks the profiler's takeover as a gap with an
+  3. plain-gap         with `cupmon-run --no-preload`, cupmon marks the profiler's takeover as a gap with an
                        end, and records kernels again after the profiler's session;
   4. exclusive-tool    (when compute-sanitizer exists) cupmon under compute-sanitizer: the program
                        exits 0; cupmon's stderr lines are shown.
@@ -222,7 +222,7 @@ def main():
     # 1 + 2: preloaded, the profiler in the middle.
     rec = os.path.join(out, "preload")
     js = os.path.join(out, "preload.json")
-    rc = run([cupmon_run, "--preload", "-o", rec, "--"] + child_cmd("middle", js),
+    rc = run([cupmon_run, "-o", rec, "--"] + child_cmd("middle", js),
              os.path.join(out, "preload.log"))
     pre = load(js)
     if rc or not pre:
@@ -253,7 +253,7 @@ def main():
             # tell whether the profiler's session causes them, the same run without the profiler.
             zero = zero_timestamps_by_phase(rows, pre["times"])
             rec_np, js_np = os.path.join(out, "preload-noprof"), os.path.join(out, "preload-noprof.json")
-            rc_np = run([cupmon_run, "--preload", "-o", rec_np, "--"] + child_cmd("none", js_np),
+            rc_np = run([cupmon_run, "-o", rec_np, "--"] + child_cmd("none", js_np),
                         os.path.join(out, "preload-noprof.log"))
             rows_np = []
             np_pre = load(js_np)
@@ -268,12 +268,12 @@ def main():
                    + (f"{sum(zero_np.values())} of {len(rows_np)}" if zero_np is not None
                       else f"run failed (exit {rc_np})"))
 
-    # 3: plain injection: the takeover is a marked gap, then cupmon takes CUPTI back.
+    # 3: plain injection (--no-preload): the takeover is a marked gap, then cupmon takes CUPTI back.
     rec = os.path.join(out, "plain")
     js = os.path.join(out, "plain.json")
     env = dict(os.environ, CUPMON_FLUSH_MS="200", CUPMON_RECLAIM_MS="2000")
     env.pop("LD_PRELOAD", None)
-    rc = run([cupmon_run, "-o", rec, "--"] + child_cmd("middle", js, "--after-s", "5"),
+    rc = run([cupmon_run, "--no-preload", "-o", rec, "--"] + child_cmd("middle", js, "--after-s", "5"),
              os.path.join(out, "plain.log"), env=env)
     pl = load(js)
     if rc or not pl:

@@ -31,6 +31,25 @@ class FileSystem {
   virtual Expected<void> Remove(int dir_fd, const std::string& dir_path, const std::string& name) = 0;
 };
 
+// Owns a file descriptor and closes it when destroyed (-1: none).
+class UniqueFd {
+ public:
+  explicit UniqueFd(int fd = -1) : fd_(fd) {}
+  ~UniqueFd() { reset(); }
+  UniqueFd(const UniqueFd&) = delete;
+  UniqueFd& operator=(const UniqueFd&) = delete;
+  int get() const { return fd_; }
+  int release() {
+    const int fd = fd_;
+    fd_ = -1;
+    return fd;
+  }
+  void reset(int fd = -1);
+
+ private:
+  int fd_;
+};
+
 // The real file system. Stateless; one shared instance.
 FileSystem& PosixFileSystem();
 

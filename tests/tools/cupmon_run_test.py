@@ -1,0 +1,184 @@
+"""Tests of cupmon-run (tools/cupmon_run/) as a user runs it: LD_PRELOAD is set by default (cupmon
+shares CUPTI with torch.profiler, docs/COEXISTENCE.md), after the user's own entries, never twice,
+and not at all with --no-preload; and a program that never uses CUDA (a shell, /bin/true, the
+preload_bystander test program) is left alone by the preloaded libcupmon.so: same threads, file
+descriptors and signal handlers as without it, no output, no files.
+
+Run by ctest (tests/tools/CMakeLists.txt) with CUPMON_RUN, CUPMON_LIB, PRELOAD_BYSTANDER,
+CUPMON_DECODE, CUPMONCTL and CUPMON_SANITIZE in the environment.
+"""
+
+import os
+import shutil
+import subprocess
+import tempfile
+import unittest
+
+CUPMON_RUN = os.environ.get("CUPMON_RUN", "")
+LIB = os.path.realpath(os.environ.get("CUPMON_LIB", "/nonexistent"))
+BYSTANDER = os.environ.get("PRELOAD_BYSTANDER", "")
+SANITIZE = os.environ.get("CUPMON_SANITIZE", "")
+DECODE = os.environ.get("CUPMON_DECODE", "")
+CTL = os.environ.get("CUPMONCTL", "")
+
+
+def sanitizer_runtime():
+    """The runtime a sanitizer build of cupmon-run puts first in LD_PRELOAD ('' otherwise)."""
+    name = {"address": "libasan.so", "thread": "libtsan.so"}
+    for key, lib in name.items():
+        if key in SANITIZE:
+            out = subprocess.run(["ldd", CUPMON_RUN], capture_output=True, text=True).stdout
+            for line in out.splitlines():
+                if lib in line and "=>" in line:
+                    return line.split("=>")[1].split("(")[0].strip()
+    return ""
+
+
+def a_real_library():
+    """An existing shared library other than cupmon's (this Python's libc), for a user's LD_PRELOAD."""
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            path = line.split()[-1]
+            if os.path.basename(path).startswith("libc.so"):
+                return path
+    raise AssertionError("no libc.so in /proc/self/maps")
+
+
+@unittest.skipUnless(CUPMON_RUN and os.path.exists(CUPMON_RUN), "CUPMON_RUN is not set")
+class CupmonRunTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="cupmon-run-test-")
+        # Every place cupmon could write to by default, empty: the checks below see any file.
+        self.dirs = {name: os.path.join(self.tmp, name)
+                     for name in ("home", "tmp", "runtime", "output")}
+        for d in self.dirs.values():
+            os.makedirs(d)
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def env(self, **extra):
+        env = {k: v for k, v in os.environ.items()
+               if k not in ("LD_PRELOAD", "CUDA_INJECTION64_PATH") and not k.startswith("CUPMON_")}
+        env.update(HOME=self.dirs["home"], TMPDIR=self.dirs["tmp"],
+                   XDG_RUNTIME_DIR=self.dirs["runtime"], CUPMON_OUTPUT_DIR=self.dirs["output"])
+        if "address" in SANITIZE:
+            # A sanitizer build preloads the ASan runtime into sh and true as well; their own
+            # allocations at exit are not what this build checks.
+            env["ASAN_OPTIONS"] = "detect_leaks=0"
+        env.update(extra)
+        return env
+
+    def run_cupmon(self, args, env=None, check=True):
+        r = subprocess.run([CUPMON_RUN] + args, capture_output=True, text=True, timeout=60,
+                           env=env if env is not None else self.env())
+        if check and r.returncode != 0:
+            raise AssertionError(f"cupmon-run {args} exited {r.returncode}\n{r.stdout}\n{r.stderr}")
+        return r
+
+    def preload_seen(self, args=(), env=None):
+        """LD_PRELOAD as the program sees it ('<unset>' when it is not set)."""
+        r = self.run_cupmon(list(args) + ["--", "sh", "-c", 'printf %s "${LD_PRELOAD-<unset>}"'],
+                            env=env)
+        return r.stdout
+
+    def expected(self, *user):
+        runtime = sanitizer_runtime()
+        return ":".join(([runtime] if runtime and runtime not in user else []) + list(user) + [LIB])
+
+    def files_written(self):
+        return sorted(os.path.relpath(os.path.join(root, f), self.tmp)
+                      for root, dirs, files in os.walk(self.tmp) for f in dirs + files
+                      if os.path.join(root, f) not in self.dirs.values())
+
+    def test_preload_is_the_default_and_preload_is_still_accepted(self):
+        self.assertEqual(self.preload_seen(), self.expected())
+        self.assertEqual(self.preload_seen(["--preload"]), self.expected())
+        r = self.run_cupmon(["--", "sh", "-c", 'printf %s "$CUDA_INJECTION64_PATH"'])
+        self.assertEqual(r.stdout, LIB)
+
+    def test_users_preload_stays_in_front_and_nothing_is_added_twice(self):
+        libc = a_real_library()
+        self.assertEqual(self.preload_seen(env=self.env(LD_PRELOAD=libc)), self.expected(libc))
+        # ld.so also separates with spaces; the user's entries keep their order.
+        self.assertEqual(self.preload_seen(env=self.env(LD_PRELOAD=f" {libc}  {libc}")),
+                         self.expected(libc, libc))
+        # cupmon-run under cupmon-run (a wrapper script that calls it again, torchrun under it).
+        once = self.preload_seen()
+        self.assertEqual(self.preload_seen(env=self.env(LD_PRELOAD=once)), once)
+
+    def test_no_preload_leaves_ld_preload_alone(self):
+        self.assertEqual(self.preload_seen(["--no-preload"]), "<unset>")
+        libc = a_real_library()
+        self.assertEqual(self.preload_seen(["--no-preload"], env=self.env(LD_PRELOAD=libc)), libc)
+        r = self.run_cupmon(["--no-preload", "--", "sh", "-c", 'printf %s "$CUDA_INJECTION64_PATH"'])
+        self.assertEqual(r.stdout, LIB)
+        r = self.run_cupmon(["--preload", "--no-preload", "--", "true"], check=False)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("excludes", r.stderr)
+
+    def test_a_path_ld_preload_cannot_hold_is_not_preloaded(self):
+        spaced = os.path.join(self.tmp, "lib dir")
+        os.makedirs(spaced)
+        lib = os.path.join(spaced, "libcupmon.so")
+        shutil.copy(LIB, lib)
+        r = self.run_cupmon(["--lib", lib, "--", "sh", "-c",
+                             'printf "%s|%s" "${LD_PRELOAD-<unset>}" "$CUDA_INJECTION64_PATH"'])
+        self.assertEqual(r.stdout, "<unset>|" + lib)
+        self.assertEqual(len(r.stderr.splitlines()), 1, r.stderr)
+        self.assertIn("cannot go into LD_PRELOAD", r.stderr)
+
+    def test_relative_lib_becomes_absolute(self):
+        rel = os.path.relpath(LIB, self.tmp)
+        r = subprocess.run([CUPMON_RUN, "--lib", rel, "--", "sh", "-c", 'printf %s "$LD_PRELOAD"'],
+                           capture_output=True, text=True, timeout=60, cwd=self.tmp, env=self.env())
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout, self.expected())
+
+    @unittest.skipUnless(BYSTANDER, "PRELOAD_BYSTANDER is not set")
+    def test_program_without_cuda_is_left_alone(self):
+        env = self.env()
+        plain = subprocess.run([BYSTANDER], capture_output=True, text=True, timeout=60, env=env)
+        self.assertEqual(plain.returncode, 0, plain.stderr)
+        self.assertRegex(plain.stdout, r"cupmon 0\n$")
+        r = self.run_cupmon(["--", BYSTANDER])
+        # The library is there (so this compares something) and changed nothing the program sees.
+        self.assertEqual(r.stdout, plain.stdout.replace("cupmon 0", "cupmon 1"))
+        self.assertEqual(r.stderr, "")
+        self.assertEqual(self.files_written(), [])
+
+    def test_non_cuda_commands_print_nothing_and_write_nothing(self):
+        for cmd, out, code in ((["true"], "", 0), (["false"], "", 1),
+                               (["sh", "-c", "echo hello; (true); exit 3"], "hello\n", 3),
+                               (["sh", "-c", "sh -c 'echo child' | cat"], "child\n", 0)):
+            with self.subTest(cmd=cmd):
+                r = self.run_cupmon(["--"] + cmd, check=False)
+                self.assertEqual((r.returncode, r.stdout, r.stderr), (code, out, ""))
+        self.assertEqual(self.files_written(), [])
+
+    @unittest.skipUnless(DECODE and CTL, "CUPMON_DECODE or CUPMONCTL is not set")
+    @unittest.expectedFailure
+    def test_cupmons_own_tools_run_under_the_preload(self):
+        # Known problem (docs/COEXISTENCE.md): the preloaded libcupmon.so and cupmon-decode /
+        # cupmonctl both register cupmon.proto with the shared libprotobuf, which aborts (exit 134)
+        # before main. Remove the expectedFailure marker when that is fixed.
+        for tool in (DECODE, CTL):
+            with self.subTest(tool=tool):
+                r = self.run_cupmon(["--", tool, "--help"], check=False)
+                self.assertEqual(r.returncode, 0, r.stderr)
+
+    @unittest.skipUnless(DECODE and CTL, "CUPMON_DECODE or CUPMONCTL is not set")
+    def test_cupmons_own_tools_run_with_no_preload(self):
+        for tool in (DECODE, CTL):
+            with self.subTest(tool=tool):
+                r = self.run_cupmon(["--no-preload", "--", tool, "--help"], check=False)
+                self.assertEqual(r.returncode, 0, r.stderr)
+
+    def test_help_names_both_ways(self):
+        r = self.run_cupmon(["--help"])
+        self.assertIn("--no-preload", r.stdout)
+        self.assertIn("--preload", r.stdout)
+
+
+if __name__ == "__main__":
+    unittest.main()
