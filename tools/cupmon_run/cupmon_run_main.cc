@@ -109,8 +109,9 @@ int main(int argc, char** argv) {
       "libcupmon.so goes into LD_PRELOAD (after entries already there) as well as into\n"
       "CUDA_INJECTION64_PATH, so that torch.profiler and other CUPTI clients share CUPTI with\n"
       "cupmon. Child processes inherit both; in a program that never starts CUDA the library\n"
-      "does nothing. --no-preload: injection only; another CUPTI client then takes CUPTI from\n"
-      "cupmon (the gap is marked) and loses it again after CUPMON_RECLAIM_MS.\n"
+      "does nothing (but cupmon-decode and cupmonctl abort under it for now: run them outside\n"
+      "the job). --no-preload: injection only; another CUPTI client then takes CUPTI from\n"
+      "cupmon (a marked gap) until cupmon takes it back after CUPMON_RECLAIM_MS.\n"
       "Options left out keep the library's defaults (see monitor/README.md); CUPMON_* variables\n"
       "already set in the environment are kept unless an option overrides them.\n"
       "The exit status is the program's.");
