@@ -36,6 +36,13 @@ BufferPool::BufferPool(uint8_t* base, size_t buffer_bytes, size_t count)
 BufferPool::~BufferPool() { munmap(base_, buffer_bytes_ * count_); }
 
 uint8_t* BufferPool::Acquire() noexcept {
+  // Exhausted: answer at once instead of scanning every slot on each request, when the job is
+  // already behind. in_use_ can lag a concurrent Release by a moment; that request then gets no
+  // buffer, as it would have a moment earlier.
+  if (in_use_.load(std::memory_order_relaxed) >= count_) {
+    exhausted_.fetch_add(1, std::memory_order_relaxed);
+    return nullptr;
+  }
   const size_t start = next_.fetch_add(1, std::memory_order_relaxed) % count_;
   for (size_t i = 0; i < count_; ++i) {
     const size_t slot = (start + i) % count_;

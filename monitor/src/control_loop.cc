@@ -353,6 +353,10 @@ void ControlLoop::CheckCallbacks() {
 
 void ControlLoop::StartEndpoints() {
   const MonitorConfig& c = parts_.facts.config;
+  if (c.term_flush && parts_.on_termination_signal) {
+    term_ = std::make_unique<TerminationSignals>(io_, parts_.on_termination_signal);
+    term_->Start();
+  }
   if (c.control) {
     control::ControlOptions co;
     co.control_dir = c.control_dir;
@@ -398,6 +402,7 @@ void ControlLoop::ShutdownEndpoints() noexcept {
     parts_.counters.control_faults.fetch_add(1, std::memory_order_relaxed);
   }
   try {
+    if (term_) term_->Stop();
     if (control_) control_->Stop();
     if (metrics_) metrics_->Stop();
   } catch (...) {

@@ -27,6 +27,7 @@
 #include "monitor_counters.h"
 #include "recording_pipeline.h"
 #include "session_facts.h"
+#include "termination_signals.h"
 #include "writer_queue.h"
 
 namespace cupmon {
@@ -51,6 +52,9 @@ class ControlLoop final : public control::ControlTarget, public metrics::Metrics
     // Adds every part's counters to a stats message (session; any thread).
     std::function<void(pb::Stats*)> fill_stats;
     FaultInjector faults;
+    // SIGTERM/SIGINT caught (termination_signals.h), on the control thread; must not block it.
+    // Null: those signals are left alone.
+    std::function<void(int)> on_termination_signal;
   };
   static constexpr auto kMinFlushInterval = std::chrono::milliseconds(100);
   static constexpr auto kMinRotateInterval = std::chrono::seconds(1);
@@ -125,6 +129,7 @@ class ControlLoop final : public control::ControlTarget, public metrics::Metrics
   std::unique_ptr<TraceWindow> window_;
   std::unique_ptr<control::ControlPlane> control_;
   std::unique_ptr<metrics::MetricsServer> metrics_;
+  std::unique_ptr<TerminationSignals> term_;
   std::unique_ptr<CallbackWatch> watch_;
   uint64_t last_active_cupti_ns_ = 0;  // CUPTI time of the last tick that saw callbacks run
   std::vector<size_t> fill_;            // per pool slot: bytes CUPTI had written at the last tick

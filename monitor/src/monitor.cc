@@ -7,7 +7,9 @@
 #include <pthread.h>
 #include <time.h>
 
+#include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <future>
 #include <thread>
 
@@ -20,6 +22,7 @@
 #include "recording_pipeline.h"
 #include "session_facts.h"
 #include "string_table.h"
+#include "termination_signals.h"
 #include "writer_queue.h"
 
 namespace cupmon {
@@ -151,10 +154,27 @@ Expected<void> Monitor::Init() {
     pipeline_->Run();
   });
   ControlLoop::Parts parts{f,          cupti_,     *pool_, *queue_, *pipeline_, *counters_,
-                           [this](pb::Stats* s) { FillStats(s); }, options_.fault_injector};
+                           [this](pb::Stats* s) { FillStats(s); }, options_.fault_injector,
+                           [this](int sig) { OnTerminationSignal(sig); }};
   control_ = std::make_unique<ControlLoop>(std::move(parts));
   control_->Start();
   return {};
+}
+
+void Monitor::OnTerminationSignal(int sig) {
+  // Control thread: the flush needs the control thread to stop, so it runs on a thread of its
+  // own. A second signal meanwhile ends the process at once (the default action is back).
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  ::sigaction(sig, &dfl, nullptr);
+  std::thread([this, sig] {
+    pthread_setname_np(pthread_self(), "cupmon-term");
+    Warn(std::string("signal ") + strsignal(sig) + ": final flush (at most " +
+         std::to_string(facts_->config.exit_timeout_ms) + " ms), then the default action");
+    Stop(std::chrono::milliseconds(facts_->config.exit_timeout_ms));
+    TerminationSignals::RaiseDefault(sig);
+  }).detach();  // throws when no thread can be made: the caller then raises at once
 }
 
 void Monitor::Abandon() noexcept {
@@ -244,6 +264,9 @@ void Monitor::FlushAndWait() {
     pipeline_->Publish();
     done->set_value();
   };
+  // Only the queued task holds the promise now: a task dropped by a writer fault breaks it, which
+  // ends the wait at once instead of after the timeout.
+  done.reset();
   if (!queue_->Push(std::move(item))) return;
   if (written.wait_for(kFlushWaitTimeout) != std::future_status::ready)
     Warn("flush: the writer did not finish within 10 s (a slow file system?); not waiting");

@@ -4,9 +4,11 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <thread>
 
 #include "cupmon/monitor/cupti_api.h"
 #include "cupmon/monitor/monitor.h"
@@ -40,6 +42,17 @@ inline MonitorOptions TestDoubleOptions(CuptiApi* cupti, const std::string& dir)
     return info;
   };
   return o;
+}
+
+// Waits for an asynchronous event of the monitor's threads (signal, timer) with a generous bound.
+template <typename Pred>
+bool WaitFor(Pred pred) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!pred()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return true;
 }
 
 }  // namespace cupmon::testing

@@ -2,6 +2,8 @@
 // length-prefixed requests under a deadline, and turns signals and scheduled requests into windows.
 #include "cupmon/control/control_plane.h"
 
+#include "cupmon/control/fork_child_cleanup.h"
+
 #include <fcntl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -66,9 +68,14 @@ bool SameHandler(const struct sigaction& a, const struct sigaction& b) {
   return a.sa_handler == b.sa_handler;
 }
 
+// Left behind by Stop() where SIG_DFL was, so that a stray trigger signal after stop does not end
+// the process. Not the application's: a later Start() takes the signal again.
+void QuietAfterStop(int) {}
+
 bool IsRealHandler(const struct sigaction& action) {
   if ((action.sa_flags & SA_SIGINFO) != 0) return action.sa_sigaction != nullptr;
-  return action.sa_handler != SIG_DFL && action.sa_handler != SIG_IGN;
+  return action.sa_handler != SIG_DFL && action.sa_handler != SIG_IGN &&
+         action.sa_handler != QuietAfterStop;
 }
 
 std::string Errno(const std::string& what, int err) { return what + ": " + std::strerror(err); }
@@ -299,8 +306,10 @@ Expected<void> ControlPlane::Core::Start() {
     close_dirs();
     return MakeError("cannot register the control socket: " + ec.message());
   }
+  CloseInForkedChild(fd);  // a forked child must not keep listening on the parent's socket
   const auto fail = [this](std::string message, int err) {
     boost::system::error_code ignored;
+    ForgetForkedChildFd(acceptor_.native_handle());
     acceptor_.close(ignored);
     RemoveFiles();
     return MakeError(std::move(message), err);
@@ -353,6 +362,9 @@ Expected<void> ControlPlane::Core::InstallSignal() {
   ours.sa_flags |= SA_RESTART;
   ::sigaction(sig, &ours, nullptr);
   previous_action_ = previous;
+  // A forked child gets the application's disposition back: our handler there would feed a pipe
+  // that no thread reads.
+  RestoreInForkedChild(sig, previous);
   our_action_ = ours;
   signal_installed_ = true;
   WaitSignal();
@@ -369,6 +381,18 @@ void ControlPlane::Core::RemoveSignal() {
   boost::system::error_code ec;
   signals_.cancel(ec);
   signals_.clear(ec);  // leaves SIG_DFL behind: put back what belongs there
+  ForgetForkedChildSignal(sig);
+  if (still_ours && (previous_action_.sa_flags & SA_SIGINFO) == 0 &&
+      (previous_action_.sa_handler == SIG_DFL || previous_action_.sa_handler == QuietAfterStop)) {
+    // A stray trigger signal after stop must not end the process (SIGUSR2's default action):
+    // leave a handler that does nothing. Handlers are reset at exec, so children are unaffected.
+    struct sigaction quiet {};
+    quiet.sa_handler = QuietAfterStop;
+    sigemptyset(&quiet.sa_mask);
+    quiet.sa_flags = SA_RESTART;
+    ::sigaction(sig, &quiet, nullptr);
+    return;
+  }
   ::sigaction(sig, still_ours ? &previous_action_ : &now, nullptr);
 }
 
@@ -643,6 +667,7 @@ void ControlPlane::Core::Stop() {
   if (stopped_) return;
   stopped_ = true;
   boost::system::error_code ec;
+  if (acceptor_.is_open()) ForgetForkedChildFd(acceptor_.native_handle());
   acceptor_.close(ec);
   accept_retry_.cancel();
   for (auto& weak : sessions_) {

@@ -64,7 +64,12 @@ TEST_F(SignalTriggerTest, SignalOpensDefaultWindow) {
   }
   EXPECT_EQ(Counters().signals, 2u);
   RunOnIo([&] { plane_->Stop(); });
-  EXPECT_EQ(CurrentHandler(), SIG_DFL);  // what was there before Start
+  // SIG_DFL was there before Start, but SIGUSR2's default action ends the process: a stray
+  // trigger signal after stop must neither do that nor open a window.
+  EXPECT_NE(CurrentHandler(), SIG_DFL);
+  ASSERT_EQ(::raise(SIGUSR2), 0);
+  EXPECT_EQ(Counters().signals, 2u);
+  EXPECT_EQ(target_.open_count(), 2u);
 }
 
 TEST_F(SignalTriggerTest, SignalOffInstallsNothing) {

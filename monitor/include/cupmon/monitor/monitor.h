@@ -160,6 +160,7 @@ class Monitor final {
   explicit Monitor(MonitorOptions options);
   Expected<void> Init();
   void Abandon() noexcept;
+  void OnTerminationSignal(int sig);
   void FillStats(pb::Stats* s) const;
 
   MonitorOptions options_;

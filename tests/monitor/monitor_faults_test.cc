@@ -1,0 +1,420 @@
+// Fault injection: the host process survives faults in the monitor's own threads, a hung file
+// system at stop, fork storms and termination signals, and every loss is counted. CUPTI is the
+// test double (monitor/testing/fake_cupti.h); nothing here touches a GPU.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdio>
+#include <filesystem>
+#include <mutex>
+#include <new>
+#include <system_error>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "cupmon/monitor/monitor.h"
+#include "monitor/src/string_table.h"
+#include "monitor/testing/fake_cupti.h"
+#include "monitor_fixture.h"
+#include "recording_reader.h"
+
+namespace cupmon {
+namespace {
+
+using testing::FakeCupti;
+using testing::ReadRecording;
+
+std::string TempDir(const std::string& name) {
+  return testing::FreshTestDir("cupmon-faults-test", name);
+}
+
+size_t CupmonFiles(const std::string& dir) {
+  size_t n = 0;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec))
+    if (e.path().extension() == ".cupmon") ++n;
+  return n;
+}
+
+// Throws `what` at the `nth` (1-based) call of `point`, once, or at every call when nth is 0.
+struct Injector {
+  std::string point;
+  int nth = 1;
+  enum { kBadAlloc, kSystemError } what = kBadAlloc;
+  std::shared_ptr<std::atomic<int>> calls = std::make_shared<std::atomic<int>>(0);
+  FaultInjector Make() const {
+    return [*this](std::string_view p) {
+      if (p != point) return;
+      const int n = ++*calls;
+      if (nth != 0 && n != nth) return;
+      if (what == kBadAlloc) throw std::bad_alloc();
+      throw std::system_error(EAGAIN, std::generic_category(), "thread creation refused");
+    };
+  }
+};
+
+using testing::WaitFor;
+
+TEST(MonitorFaultsTest, RefusedThreadCreationLeavesTheJobRunningUnmonitored) {
+  for (const char* point : {"start.writer_thread", "start.control_thread"}) {
+    SCOPED_TRACE(point);
+    FakeCupti fake;
+    const std::string dir = TempDir(std::string("nothread-") + point);
+    MonitorOptions o = testing::TestDoubleOptions(&fake, dir);
+    Injector inj{point, 1, Injector::kSystemError};
+    o.fault_injector = inj.Make();
+    auto m = Monitor::Start(std::move(o));
+    ASSERT_FALSE(m);
+    EXPECT_NE(m.error().message.find("start failed"), std::string::npos) << m.error().message;
+    EXPECT_NE(m.error().message.find("thread creation refused"), std::string::npos);
+    // Undone: the kinds are off again and no file was created.
+    EXPECT_FALSE(fake.kind_enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+    EXPECT_EQ(CupmonFiles(dir), 0u);
+    // The process can start a monitor again afterwards.
+    FakeCupti fake2;
+    auto again = Monitor::Start(testing::TestDoubleOptions(&fake2, dir + "-again"));
+    ASSERT_TRUE(again) << again.error().message;
+    (*again)->Stop();
+  }
+}
+
+TEST(MonitorFaultsTest, AllocationFailureOnTheWriterDropsOneBufferAndWritingGoesOn) {
+  FakeCupti fake;
+  const std::string dir = TempDir("writer-badalloc");
+  MonitorOptions o = testing::TestDoubleOptions(&fake, dir);
+  o.config.buffer_bytes = 64 << 10;
+  // Items alternate buffer, flush task, buffer, ...: item 3 is the second buffer.
+  Injector inj{"writer.item", 3};
+  o.fault_injector = inj.Make();
+  auto m = Monitor::Start(std::move(o));
+  ASSERT_TRUE(m) << m.error().message;
+  FakeCupti::Producer* p = fake.NewProducer();
+  const uint32_t k = fake.AddKernelName("k");
+  // One buffer at a time, each handed over before the next.
+  constexpr int kPerBuffer = (64 << 10) / 216;
+  for (int b = 0; b < 6; ++b) {
+    for (int i = 0; i < kPerBuffer; ++i) ASSERT_TRUE(p->Kernel(k, 1 + i, 2 + i));
+    (*m)->FlushAndWait();
+  }
+  const MonitorStats st = (*m)->GetStats();
+  (*m)->Stop();
+  EXPECT_EQ(st.writer_faults, 1u);
+  EXPECT_EQ(st.lost_buffers, 1u);
+  const auto rb = ReadRecording(dir);
+  EXPECT_EQ(rb.damage, 0u);
+  EXPECT_TRUE(rb.have_footer_ended);
+  EXPECT_EQ(rb.records, 5u * kPerBuffer);  // exactly the one buffer's records are missing
+  EXPECT_EQ(rb.last_stats.writer_faults(), 1u);
+  EXPECT_EQ(rb.last_stats.lost_buffers(), 1u);
+  EXPECT_EQ(rb.kernels_without_name, 0u);
+}
+
+TEST(MonitorFaultsTest, AllocationFailureWhileInterningLosesThatBufferOnly) {
+  FakeCupti fake;
+  const std::string dir = TempDir("intern-badalloc");
+  MonitorOptions o = testing::TestDoubleOptions(&fake, dir);
+  Injector inj{"intern", 1};
+  o.fault_injector = inj.Make();
+  auto m = Monitor::Start(std::move(o));
+  ASSERT_TRUE(m) << m.error().message;
+  FakeCupti::Producer* p = fake.NewProducer();
+  const uint32_t k = fake.AddKernelName("named_kernel");
+  for (int i = 0; i < 100; ++i) ASSERT_TRUE(p->Kernel(k, 1 + i, 2 + i));
+  (*m)->FlushAndWait();  // the first completion: its interning throws inside CUPTI's callback
+  for (int i = 0; i < 100; ++i) ASSERT_TRUE(p->Kernel(k, 1 + i, 2 + i));
+  (*m)->Stop();
+  const MonitorStats st = (*m)->GetStats();
+  EXPECT_EQ(st.intake_faults, 1u);
+  EXPECT_EQ(st.lost_buffers, 1u);
+  const auto rb = ReadRecording(dir);
+  EXPECT_EQ(rb.records, 100u);
+  EXPECT_EQ(rb.kernels_by_name.at("named_kernel"), 100u);  // interned again with the next buffer
+}
+
+TEST(MonitorFaultsTest, ControlTimerFaultsAreCountedAndTheTimerKeepsFlushing) {
+  FakeCupti fake;
+  const std::string dir = TempDir("control-tick");
+  MonitorOptions o = testing::TestDoubleOptions(&fake, dir);
+  o.config.flush_ms = 10;
+  Injector inj{"control.tick", 0};  // every tick throws until `armed` is cleared
+  auto armed = std::make_shared<std::atomic<bool>>(true);
+  auto calls = inj.calls;
+  o.fault_injector = [armed, calls](std::string_view p) {
+    if (p != "control.tick" || !armed->load()) return;
+    ++*calls;
+    throw std::bad_alloc();
+  };
+  auto m = Monitor::Start(std::move(o));
+  ASSERT_TRUE(m) << m.error().message;
+  ASSERT_TRUE(WaitFor([&] { return calls->load() >= 3; }));
+  armed->store(false);
+  FakeCupti::Producer* p = fake.NewProducer();
+  const uint32_t k = fake.AddKernelName("k");
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(p->Kernel(k, 1 + i, 2 + i));
+  // No explicit flush: only the timer's periodic flush can hand the buffer over.
+  EXPECT_TRUE(WaitFor([&] { return (*m)->GetStats().records == 10; }));
+  EXPECT_GE((*m)->GetStats().control_faults, 3u);
+  (*m)->Stop();
+}
+
+// A file system whose appends block until released: a hung NFS mount at exit.
+class HungFileSystem final : public FileSystem {
+ public:
+  void Hang() {
+    std::lock_guard<std::mutex> lk(mu_);
+    hung_ = true;
+  }
+  void Release() {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      hung_ = false;
+    }
+    cv_.notify_all();
+  }
+  bool blocked() const { return blocked_.load(); }
+  Expected<int> OpenDirectory(const std::string& dir) override {
+    return real_.OpenDirectory(dir);
+  }
+  Expected<int> CreateExclusive(int dir_fd, const std::string& dir_path,
+                                const std::string& name) override {
+    return real_.CreateExclusive(dir_fd, dir_path, name);
+  }
+  Expected<void> Append(int fd, std::span<const uint8_t> data, uint64_t size_before) override {
+    std::unique_lock<std::mutex> lk(mu_);
+    if (hung_) blocked_ = true;
+    cv_.wait(lk, [&] { return !hung_; });
+    lk.unlock();
+    return real_.Append(fd, data, size_before);
+  }
+  Expected<void> Sync(int fd) override { return real_.Sync(fd); }
+  void Close(int fd) override { real_.Close(fd); }
+  Expected<void> Remove(int dir_fd, const std::string& dir_path,
+                        const std::string& name) override {
+    return real_.Remove(dir_fd, dir_path, name);
+  }
+
+ private:
+  FileSystem& real_ = PosixFileSystem();
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool hung_ = false;
+  std::atomic<bool> blocked_{false};
+};
+
+TEST(MonitorFaultsTest, StopWithAHungFileSystemGivesUpAfterItsTimeout) {
+  FakeCupti fake;
+  HungFileSystem fs;
+  const std::string dir = TempDir("hung-fs");
+  MonitorOptions o = testing::TestDoubleOptions(&fake, dir);
+  o.fs = &fs;
+  auto m = Monitor::Start(std::move(o));
+  ASSERT_TRUE(m) << m.error().message;
+  FakeCupti::Producer* p = fake.NewProducer();
+  const uint32_t k = fake.AddKernelName("k");
+  for (int i = 0; i < 100; ++i) ASSERT_TRUE(p->Kernel(k, 1 + i, 2 + i));
+  (*m)->FlushAndWait();
+  fs.Hang();
+  for (int i = 0; i < 100; ++i) ASSERT_TRUE(p->Kernel(k, 1 + i, 2 + i));
+  // Without the bound this never returns while the file system hangs.
+  EXPECT_FALSE((*m)->Stop(std::chrono::milliseconds(300)));
+  EXPECT_TRUE(fs.blocked());
+  EXPECT_TRUE((*m)->GetStats().stop_timed_out);
+  fs.Release();
+  m->reset();  // joins the writer, which finishes once the file system answers
+  const auto rb = ReadRecording(dir);
+  EXPECT_EQ(rb.damage, 0u);
+  EXPECT_GE(rb.records, 100u);  // what was written before the hang is intact
+}
+
+// True when this process has an AF_UNIX socket open whose bound name ends in `path`'s file name
+// (the control plane binds through a directory descriptor, so the name may not be `path` itself).
+bool HoldsSocketBoundTo(const std::string& path) {
+  const std::string name = std::filesystem::path(path).filename().string();
+  for (int fd = 0; fd < 1024; ++fd) {
+    sockaddr_un addr{};
+    socklen_t len = sizeof(addr);
+    if (getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) continue;
+    const std::string bound(addr.sun_path);
+    if (addr.sun_family == AF_UNIX && bound.size() >= name.size() &&
+        bound.compare(bound.size() - name.size(), name.size(), name) == 0)
+      return true;
+  }
+  return false;
+}
+
+TEST(MonitorFaultsTest, ForkStormWithExitInChildrenWhileTheParentFlushesAndScrapes) {
+  FakeCupti fake;
+  const std::string dir = TempDir("fork-storm");
+  MonitorOptions o = testing::TestDoubleOptions(&fake, dir);
+  o.config.flush_ms = 5;
+  auto m = Monitor::Start(std::move(o));
+  ASSERT_TRUE(m) << m.error().message;
+  const std::string socket = (*m)->control_socket_path();
+  ASSERT_FALSE(socket.empty());
+  ASSERT_TRUE(HoldsSocketBoundTo(socket));
+  std::atomic<bool> done{false};
+  const uint32_t k = fake.AddKernelName("k");
+  std::thread producer([&] {
+    FakeCupti::Producer* p = fake.NewProducer();
+    for (uint64_t i = 0; !done.load(); ++i) {
+      p->Kernel(k, i + 1, i + 2);
+      if (i % 2000 == 0) (*m)->FlushAndWait();
+    }
+  });
+  std::thread scraper([&] {
+    while (!done.load()) {
+      (void)(*m)->GetStats();
+      pb::StatusReply status;
+      (*m)->RunOnControl([&] { status = (*m)->control_target().Status(); });
+    }
+  });
+  int bad = 0;
+  for (int i = 0; i < 40; ++i) {
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      // The child: the monitor's calls return at once, no listener is left, exit() ends it.
+      (*m)->FlushAndWait();
+      (void)(*m)->GetStats();
+      if (HoldsSocketBoundTo(socket)) _exit(3);
+      if ((*m)->RequestWindow(10, {}, pb::TRIGGER_API)) _exit(4);
+      exit(0);
+    }
+    int status = 0;
+    // Bounded: a child that hangs is killed and counted.
+    for (int waited = 0;; ++waited) {
+      const pid_t r = waitpid(pid, &status, WNOHANG);
+      if (r == pid) break;
+      if (waited > 2000) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) ++bad;
+  }
+  done = true;
+  producer.join();
+  scraper.join();
+  EXPECT_EQ(bad, 0);
+  (*m)->Stop();
+  const auto rb = ReadRecording(dir);
+  EXPECT_EQ(rb.damage, 0u);
+  EXPECT_EQ(rb.records, fake.produced());
+}
+
+struct TermResult {
+  int status = 0;
+  uint64_t produced = 0;
+};
+
+TermResult RunTermChild(const std::string& dir, bool app_handler, bool term_flush = true) {
+  TermResult r;
+  int pipe_fds[2];
+  if (pipe2(pipe_fds, O_CLOEXEC) != 0) return r;
+  const pid_t pid = fork();
+  if (pid == 0) {
+    dup2(pipe_fds[1], 3);
+    if (!term_flush) setenv("CUPMON_TERM_FLUSH", "0", 1);
+    execl(CUPMON_TERM_CHILD, CUPMON_TERM_CHILD, dir.c_str(), "3",
+          app_handler ? "app-handler" : nullptr, nullptr);
+    _exit(127);
+  }
+  close(pipe_fds[1]);
+  FILE* in = fdopen(pipe_fds[0], "r");
+  unsigned long long produced = 0;
+  if (std::fscanf(in, "produced %llu", &produced) == 1) r.produced = produced;
+  fclose(in);
+  kill(pid, SIGTERM);
+  waitpid(pid, &r.status, 0);
+  return r;
+}
+
+TEST(MonitorFaultsTest, SigtermWithoutAnApplicationHandlerFlushesThenEndsTheProcess) {
+  const std::string dir = TempDir("sigterm");
+  const TermResult r = RunTermChild(dir, false);
+  ASSERT_EQ(r.produced, 5000u);
+  // Ended by the signal, as it would have been without cupmon...
+  ASSERT_TRUE(WIFSIGNALED(r.status)) << r.status;
+  EXPECT_EQ(WTERMSIG(r.status), SIGTERM);
+  // ...but with CUPTI's buffers flushed and the file closed.
+  const auto rb = ReadRecording(dir);
+  EXPECT_EQ(rb.damage, 0u);
+  EXPECT_EQ(rb.records, 5000u);
+  EXPECT_TRUE(rb.have_footer_ended);
+}
+
+TEST(MonitorFaultsTest, SigtermWithTheFlushTurnedOffLosesWhatCuptiHeld) {
+  // The counter-check of the test above: without the flush the records in CUPTI are gone.
+  const std::string dir = TempDir("sigterm-off");
+  const TermResult r = RunTermChild(dir, false, /*term_flush=*/false);
+  ASSERT_EQ(r.produced, 5000u);
+  ASSERT_TRUE(WIFSIGNALED(r.status));
+  EXPECT_EQ(WTERMSIG(r.status), SIGTERM);
+  EXPECT_EQ(ReadRecording(dir).records, 0u);
+}
+
+TEST(MonitorFaultsTest, SigtermWithAnApplicationHandlerIsLeftToTheApplication) {
+  const std::string dir = TempDir("sigterm-app");
+  const TermResult r = RunTermChild(dir, true);
+  ASSERT_EQ(r.produced, 5000u);
+  ASSERT_TRUE(WIFEXITED(r.status)) << r.status;
+  EXPECT_EQ(WEXITSTATUS(r.status), 42);  // the application's handler ran
+}
+
+TEST(StringTableTest, NamesAndLabelsBeyondTheirByteCapsAreRefusedAndCounted) {
+  StringTable::Limits limits;
+  limits.max_label_bytes = 4 * (10 + 96);  // room for four 10-byte labels
+  limits.max_label_length = 64;
+  StringTable table(limits);
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(table.InternLabel("label-" + std::to_string(1000 + i)));
+  auto refused = table.InternLabel("label-9999");
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message.find("reuse labels"), std::string::npos);
+  EXPECT_EQ(table.labels_refused(), 1u);
+  // A known label is still answered (from this thread's cache, without the table's lock).
+  auto again = table.InternLabel("label-1000");
+  ASSERT_TRUE(again);
+  EXPECT_EQ(table.InternLabel("label-1000").value(), *again);
+  EXPECT_FALSE(table.InternLabel(std::string(65, 'x')));  // too long
+  std::vector<pb::StringEntry> entries;
+  table.TakeNew(&entries);
+  EXPECT_EQ(entries.size(), 4u);
+  EXPECT_EQ(entries[0].pointer(), table.InternLabel("label-1000").value());
+}
+
+TEST(StringTableTest, KernelNamesStopAtTheByteCap) {
+  // Kernel records from the test double, interned through a real table with a small cap.
+  FakeCupti fake;
+  std::vector<std::string> warnings;
+  SessionFacts facts = ProbeSessionFacts(fake, MonitorConfig{}, "test-double", true, &warnings);
+  ASSERT_NE(facts.kernel_name_offset, 0u);
+  StringTable::Limits limits;
+  limits.max_bytes = 3 * (100 + 96);
+  StringTable table(limits);
+  alignas(8) uint8_t buffer[216 * 5] = {};
+  std::vector<std::string> names;
+  for (int i = 0; i < 5; ++i) names.push_back(std::string(100, static_cast<char>('a' + i)));
+  for (int i = 0; i < 5; ++i) {
+    uint8_t* rec = buffer + 216 * i;
+    const uint32_t kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+    std::memcpy(rec, &kind, 4);
+    const uint64_t ptr = reinterpret_cast<uint64_t>(names[i].c_str());
+    std::memcpy(rec + facts.kernel_name_offset, &ptr, 8);
+  }
+  table.InternBuffer(facts, buffer, sizeof(buffer));
+  EXPECT_EQ(table.strings(), 3u);
+  EXPECT_EQ(table.strings_refused(), 2u);
+  EXPECT_LE(table.bytes(), limits.max_bytes);
+}
+
+}  // namespace
+}  // namespace cupmon
