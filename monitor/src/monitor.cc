@@ -315,6 +315,8 @@ MonitorStats Monitor::GetStats() const {
   out.last_write_error = snap.last_write_error;
   out.dropped_records = s.dropped_records();
   out.lost_buffers = s.lost_buffers();
+  out.lost_records = s.lost_records();
+  out.lost_kernel_records = s.lost_kernel_records();
   out.pool_exhausted = s.pool_exhausted();
   out.buffers_free = s.buffers_free();
   out.buffers_in_flight = s.buffers_in_flight();

@@ -194,6 +194,10 @@ TEST(MonitorTest, UnwritableDirectoryCountsLossesAndKeepsRunning) {
   EXPECT_GT(s.write_errors, 0u);
   EXPECT_GT(s.chunks_lost, 0u);
   EXPECT_FALSE(s.last_write_error.empty());
+  // Every record taken in is accounted for: none reached a disk, all 100 are counted as lost.
+  EXPECT_EQ(s.records, 100u);
+  EXPECT_EQ(s.lost_records, 100u);
+  EXPECT_EQ(s.lost_kernel_records, 100u);
   EXPECT_EQ(s.buffers_in_flight, 0u);  // buffers were recycled although nothing was written
   (*m)->Stop();
   std::filesystem::remove_all(base);

@@ -2,6 +2,8 @@
 // are accepted with accept4(SOCK_CLOEXEC), read under one deadline and closed after one response.
 #include "cupmon/metrics/metrics_server.h"
 
+#include "cupmon/control/fork_child_cleanup.h"
+
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -300,6 +302,7 @@ Expected<void> MetricsServer::Core::Start() {
                                             : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
   acceptor_.assign(endpoint.protocol(), fd, ec);
   if (ec) return fail("metrics: cannot register the listener: " + ec.message(), 0);
+  control::CloseInForkedChild(fd);  // a forked child must not keep the parent's port
   started_ = true;
   AcceptNext();
   return {};
@@ -361,6 +364,7 @@ void MetricsServer::Core::Stop() {
   if (stopped_) return;
   stopped_ = true;
   boost::system::error_code ec;
+  if (acceptor_.is_open()) control::ForgetForkedChildFd(acceptor_.native_handle());
   acceptor_.close(ec);
   accept_retry_.cancel();
   for (auto& weak : sessions_) {

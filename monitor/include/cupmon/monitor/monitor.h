@@ -78,6 +78,10 @@ struct MonitorStats {
   uint64_t buffers_in_flight = 0;
   uint64_t strings = 0;
   uint64_t lost_buffers = 0;  // completed buffers lost before the files (faults, stop)
+  // Records in chunks that could not be written (a full disk, write errors): records taken in =
+  // records on disk + lost_records + records deleted by retention.
+  uint64_t lost_records = 0;
+  uint64_t lost_kernel_records = 0;
   uint64_t windows_opened = 0;
   bool window_open = false;
   // Another CUPTI client took CUPTI's callbacks (docs/COEXISTENCE.md).
