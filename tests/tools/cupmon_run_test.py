@@ -34,6 +34,13 @@ def sanitizer_runtime():
     return ""
 
 
+def users_preload(*entries):
+    """LD_PRELOAD as a user sets it. In an ASan build cupmon-run itself needs the ASan runtime first
+    (it refuses to start otherwise), so the user's list starts with it there."""
+    runtime = sanitizer_runtime() if "address" in SANITIZE else ""
+    return ":".join(([runtime] if runtime else []) + list(entries))
+
+
 def a_real_library():
     """An existing shared library other than cupmon's (this Python's libc), for a user's LD_PRELOAD."""
     with open("/proc/self/maps") as maps:
@@ -99,18 +106,20 @@ class CupmonRunTest(unittest.TestCase):
 
     def test_users_preload_stays_in_front_and_nothing_is_added_twice(self):
         libc = a_real_library()
-        self.assertEqual(self.preload_seen(env=self.env(LD_PRELOAD=libc)), self.expected(libc))
+        self.assertEqual(self.preload_seen(env=self.env(LD_PRELOAD=users_preload(libc))),
+                         self.expected(*users_preload(libc).split(":")))
         # ld.so also separates with spaces; the user's entries keep their order.
-        self.assertEqual(self.preload_seen(env=self.env(LD_PRELOAD=f" {libc}  {libc}")),
-                         self.expected(libc, libc))
+        spaced = users_preload(libc).replace(":", " ") + f"  {libc}"
+        self.assertEqual(self.preload_seen(env=self.env(LD_PRELOAD=" " + spaced)),
+                         self.expected(*spaced.split()))
         # cupmon-run under cupmon-run (a wrapper script that calls it again, torchrun under it).
         once = self.preload_seen()
         self.assertEqual(self.preload_seen(env=self.env(LD_PRELOAD=once)), once)
 
     def test_no_preload_leaves_ld_preload_alone(self):
         self.assertEqual(self.preload_seen(["--no-preload"]), "<unset>")
-        libc = a_real_library()
-        self.assertEqual(self.preload_seen(["--no-preload"], env=self.env(LD_PRELOAD=libc)), libc)
+        user = users_preload(a_real_library())
+        self.assertEqual(self.preload_seen(["--no-preload"], env=self.env(LD_PRELOAD=user)), user)
         r = self.run_cupmon(["--no-preload", "--", "sh", "-c", 'printf %s "$CUDA_INJECTION64_PATH"'])
         self.assertEqual(r.stdout, LIB)
         r = self.run_cupmon(["--preload", "--no-preload", "--", "true"], check=False)
