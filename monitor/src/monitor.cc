@@ -256,17 +256,17 @@ void Monitor::FlushAndWait() {
   auto done = std::make_shared<std::promise<void>>();
   std::future<void> written = done->get_future();
   WriterItem item;
-  item.task = [this, done](RecordingWriter& w) {
+  item.task = [this](RecordingWriter& w) {
     FillStats(&w.stats());
     w.WriteStats(ClockNs(CLOCK_REALTIME));
-    // Publish now: GetStats and the metrics endpoint read the published copy, and the caller
-    // reads them as soon as this returns.
+  };
+  // Also when there is no file yet (no buffer came so far) or the task faulted: the caller is
+  // woken in every case. Publish now: GetStats and the metrics endpoint read the published copy,
+  // and the caller reads them as soon as this returns.
+  item.after = [this, done] {
     pipeline_->Publish();
     done->set_value();
   };
-  // Only the queued task holds the promise now: a task dropped by a writer fault breaks it, which
-  // ends the wait at once instead of after the timeout.
-  done.reset();
   if (!queue_->Push(std::move(item))) return;
   if (written.wait_for(kFlushWaitTimeout) != std::future_status::ready)
     Warn("flush: the writer did not finish within 10 s (a slow file system?); not waiting");

@@ -119,6 +119,13 @@ void RecordingPipeline::Run() noexcept {
         if (item.buffer) counters_.lost_buffers.fetch_add(1, std::memory_order_relaxed);
       }
       if (item.buffer) pool_.Release(item.buffer);
+      if (item.after) {
+        try {
+          item.after();
+        } catch (...) {
+          counters_.writer_faults.fetch_add(1, std::memory_order_relaxed);
+        }
+      }
     }
     batch.clear();
     try {

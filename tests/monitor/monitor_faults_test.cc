@@ -12,6 +12,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <filesystem>
+#include <future>
 #include <mutex>
 #include <new>
 #include <system_error>
@@ -114,6 +115,25 @@ TEST(MonitorFaultsTest, AllocationFailureOnTheWriterDropsOneBufferAndWritingGoes
   EXPECT_EQ(rb.last_stats.writer_faults(), 1u);
   EXPECT_EQ(rb.last_stats.lost_buffers(), 1u);
   EXPECT_EQ(rb.kernels_without_name, 0u);
+}
+
+TEST(MonitorFaultsTest, FlushBeforeTheFirstBufferReturnsAndCreatesNoFile) {
+  // The first file waits for the first completed buffer (CUDA is up then: devices without
+  // cuInit); a flush before that must not wait for a file that does not exist yet.
+  FakeCupti fake;
+  const std::string dir = TempDir("early-flush");
+  auto m = Monitor::Start(testing::TestDoubleOptions(&fake, dir));
+  ASSERT_TRUE(m) << m.error().message;
+  auto flushed = std::async(std::launch::async, [&] { (*m)->FlushAndWait(); });
+  ASSERT_EQ(flushed.wait_for(std::chrono::seconds(5)), std::future_status::ready);
+  EXPECT_EQ(CupmonFiles(dir), 0u);
+  FakeCupti::Producer* p = fake.NewProducer();
+  const uint32_t k = fake.AddKernelName("k");
+  ASSERT_TRUE(p->Kernel(k, 1, 2));
+  (*m)->FlushAndWait();
+  EXPECT_EQ(CupmonFiles(dir), 1u);
+  (*m)->Stop();
+  EXPECT_EQ(ReadRecording(dir).records, 1u);
 }
 
 TEST(MonitorFaultsTest, AllocationFailureWhileInterningLosesThatBufferOnly) {
