@@ -26,7 +26,7 @@ def main():
             kind, _, count = item.partition("=")
             if kind == "10":
                 figures["kernels"] += int(count)
-    for m in re.finditer(r"lost before disk: (\d+) records \((\d+) kernel\)", text):
+    for m in re.finditer(r"^\s+lost before disk: (\d+) records \((\d+) kernel", text, re.M):
         figures["lost_kernels"] += int(m.group(2))
     for m in re.finditer(r"records: (\d+) in, (\d+) decoded, (\d+) lost before disk", text):
         figures["records_in"] += int(m.group(1))
