@@ -178,8 +178,10 @@ void UniqueFd::reset(int fd) {
 }
 
 FileSystem& PosixFileSystem() {
-  static Posix fs;
-  return fs;
+  // Never destroyed: the monitor's final close at exit (an atexit handler registered before this
+  // object would be) and a writer thread still running past a bounded stop both use it.
+  static Posix* fs = new Posix;
+  return *fs;
 }
 
 }  // namespace cupmon

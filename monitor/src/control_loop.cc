@@ -315,8 +315,8 @@ void ControlLoop::CheckCallbacks() {
              "callbacks: cupmon records nothing until " +
              (reclaim ? "it takes them back in " + std::to_string(reclaim) + " ms"
                       : std::string("stop (CUPMON_RECLAIM_MS=0)")) +
-             "; the gap is marked in the recording. To share CUPTI instead, run with "
-             "cupmon-run --preload (docs/COEXISTENCE.md)");
+             "; the gap is marked in the recording. To share CUPTI instead, start the job with "
+             "cupmon-run (it preloads libcupmon.so unless --no-preload; docs/COEXISTENCE.md)");
       }
       return;
     }
