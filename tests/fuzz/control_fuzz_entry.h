@@ -5,13 +5,17 @@
 // (tests/monitor/control/control_fuzz_regression_test.cc) call it.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 
 #include <boost/asio/io_context.hpp>
+#include <google/protobuf/stubs/logging.h>
 
 #include "cupmon.pb.h"
 #include "cupmon/control/control_plane.h"
@@ -77,6 +81,24 @@ class FuzzTarget final : public control::ControlTarget {
   }
   uint8_t flags_;
 };
+
+// libprotobuf writes its log to stderr, which in the monitor is the application's: no request may
+// make it log (it did for invalid UTF-8 in a window kind). The fuzzer aborts on any message; the
+// regression test counts them.
+inline std::atomic<uint64_t>& ProtobufLogMessages() {
+  static std::atomic<uint64_t> count{0};
+  return count;
+}
+inline void CountProtobufLogs(google::protobuf::LogLevel, const char* file, int line,
+                              const std::string& message) {
+  std::fprintf(stderr, "protobuf logged (%s:%d): %s\n", file, line, message.c_str());
+  ProtobufLogMessages().fetch_add(1);
+}
+inline void AbortOnProtobufLog(google::protobuf::LogLevel level, const char* file, int line,
+                               const std::string& message) {
+  CountProtobufLogs(level, file, line, message);
+  std::abort();
+}
 
 struct ControlFuzzResult {
   uint64_t frames = 0;        // complete frames handed to the plane (oversized ones included)

@@ -78,6 +78,10 @@ SEEDS = {
     "garbage": b"\0" + frame(b"\xff\xff\xff\xff\xff"),
     "unknown-request-type": b"\0" + frame(field(6, 2, b"")),
     "wrong-wire-type": b"\0" + frame(field(2, 0, varint(5))),
+    # Strings protobuf would complain about on stderr (invalid UTF-8), and a valid non-ASCII one.
+    "kinds-invalid-utf8": b"\0" + frame(field(2, 2, field(1, 0, varint(100)) +
+                                            field(2, 2, b"RUN\xff\xfeTIME"))),
+    "kinds-valid-utf8-unknown": b"\0" + frame(open_window(100, ["RUNTIME\u00e9"])),
     "oversized-prefix": b"\0" + struct.pack("<I", 0xFFFFFFFF) + b"xyz",
     "oversized-small-limit": b"\x04" + frame(open_window(100, ["runtime"] * 12)),
     "truncated": b"\0" + struct.pack("<I", 10) + b"abc",

@@ -505,7 +505,7 @@ RequestOutcome ControlPlane::Core::HandleRequestBody(std::string_view body) noex
     pb::ControlRequest request;
     // An unknown request type (a newer client's oneof field) parses as an unknown field with
     // nothing set: it is malformed to this server, not an empty status request.
-    if (body.size() > static_cast<size_t>(INT32_MAX) ||
+    if (body.size() > static_cast<size_t>(INT32_MAX) || !ControlRequestParsesQuietly(body) ||
         !request.ParseFromArray(body.data(), static_cast<int>(body.size())) ||
         request.request_case() == pb::ControlRequest::REQUEST_NOT_SET) {
       Bump(counters_.malformed);

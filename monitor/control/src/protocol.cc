@@ -9,6 +9,7 @@
 #include <string>
 
 #include <google/protobuf/message_lite.h>
+#include <google/protobuf/unknown_field_set.h>
 
 namespace cupmon::control {
 
@@ -26,6 +27,63 @@ std::string EncodeFrame(const google::protobuf::MessageLite& message) {
 uint32_t DecodeLengthPrefix(const unsigned char (&prefix)[kLengthPrefixBytes]) {
   return static_cast<uint32_t>(prefix[0]) | (static_cast<uint32_t>(prefix[1]) << 8) |
          (static_cast<uint32_t>(prefix[2]) << 16) | (static_cast<uint32_t>(prefix[3]) << 24);
+}
+
+bool IsValidUtf8(std::string_view text) {
+  const auto* p = reinterpret_cast<const unsigned char*>(text.data());
+  const auto* end = p + text.size();
+  while (p < end) {
+    const unsigned char c = *p;
+    if (c < 0x80) {
+      ++p;
+      continue;
+    }
+    size_t n = 0;
+    unsigned char lo = 0x80, hi = 0xBF;  // allowed range of the second byte
+    if (c >= 0xC2 && c <= 0xDF) {
+      n = 1;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      n = 2;
+      if (c == 0xE0) lo = 0xA0;  // overlong
+      if (c == 0xED) hi = 0x9F;  // surrogates
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      n = 3;
+      if (c == 0xF0) lo = 0x90;  // overlong
+      if (c == 0xF4) hi = 0x8F;  // above U+10FFFF
+    } else {
+      return false;
+    }
+    if (static_cast<size_t>(end - p) <= n) return false;
+    if (p[1] < lo || p[1] > hi) return false;
+    for (size_t i = 2; i <= n; ++i) {
+      if (p[i] < 0x80 || p[i] > 0xBF) return false;
+    }
+    p += n + 1;
+  }
+  return true;
+}
+
+bool ControlRequestParsesQuietly(std::string_view body) {
+  using google::protobuf::UnknownField;
+  using google::protobuf::UnknownFieldSet;
+  // Parsed without a schema first: no UTF-8 checks, no logging.
+  UnknownFieldSet request;
+  if (!request.ParseFromArray(body.data(), static_cast<int>(body.size()))) return false;
+  for (int i = 0; i < request.field_count(); ++i) {
+    const UnknownField& field = request.field(i);
+    // ControlRequest.open_window = 2, OpenWindowRequest.kinds = 2: the only string fields.
+    if (field.number() != 2 || field.type() != UnknownField::TYPE_LENGTH_DELIMITED) continue;
+    UnknownFieldSet open_window;
+    if (!open_window.ParseFromString(field.length_delimited())) return false;
+    for (int j = 0; j < open_window.field_count(); ++j) {
+      const UnknownField& kind = open_window.field(j);
+      if (kind.number() == 2 && kind.type() == UnknownField::TYPE_LENGTH_DELIMITED &&
+          !IsValidUtf8(kind.length_delimited())) {
+        return false;
+      }
+    }
+  }
+  return true;
 }
 
 bool PeerAllowed(uid_t peer_uid, uid_t own_uid) { return peer_uid == own_uid || peer_uid == 0; }

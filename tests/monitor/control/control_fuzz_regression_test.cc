@@ -33,10 +33,15 @@ fuzz::ControlFuzzResult Replay(const std::string& bytes) {
 TEST(ControlFuzzRegressionTest, SeedCorpusGivesTheExpectedReplies) {
   const auto seeds = FilesIn(std::string(CUPMON_SOURCE_DIR) + "/tests/fuzz/control_corpus");
   ASSERT_GE(seeds.size(), 20u);
+  // No request may make libprotobuf write to stderr (the application's, in the monitor).
+  auto* previous = google::protobuf::SetLogHandler(fuzz::CountProtobufLogs);
+  const uint64_t logged_before = fuzz::ProtobufLogMessages().load();
   for (const auto& [name, bytes] : seeds) {
     SCOPED_TRACE(name);
     (void)Replay(bytes);  // every seed, including any a fuzzing run added
   }
+  EXPECT_EQ(fuzz::ProtobufLogMessages().load(), logged_before);
+  google::protobuf::SetLogHandler(previous);
   // A few seeds whose outcome is known: valid requests are served, bad ones refused and, where the
   // framing is broken, the connection ends.
   const auto expect = [&](const char* name, uint64_t ok, uint64_t errors, bool closed) {
@@ -61,6 +66,8 @@ TEST(ControlFuzzRegressionTest, SeedCorpusGivesTheExpectedReplies) {
   expect("empty-body", 0, 1, true);
   expect("oversized-prefix", 0, 1, true);
   expect("oversized-small-limit", 0, 1, true);
+  expect("kinds-invalid-utf8", 0, 1, true);       // malformed, without protobuf's log line
+  expect("kinds-valid-utf8-unknown", 0, 1, false);  // valid UTF-8: an unknown kind, no close
   expect("truncated", 0, 0, false);
   EXPECT_EQ(Replay(seeds.at("open-window")).windows_opened, 1u);
   EXPECT_EQ(Replay(seeds.at("duration-huge")).windows_opened, 0u);

@@ -108,3 +108,37 @@ TEST(ProtocolTest, NextAlignedIsStrictlyLaterMultiple) {
 
 }  // namespace
 }  // namespace cupmon::control
+
+namespace cupmon::control {
+namespace {
+
+TEST(ProtocolTest, Utf8IsCheckedAsRfc3629) {
+  EXPECT_TRUE(IsValidUtf8(""));
+  EXPECT_TRUE(IsValidUtf8("RUNTIME"));
+  EXPECT_TRUE(IsValidUtf8("\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80"));  // é € 😀
+  EXPECT_TRUE(IsValidUtf8("\xf4\x8f\xbf\xbf"));                      // U+10FFFF
+  EXPECT_FALSE(IsValidUtf8("\xff"));
+  EXPECT_FALSE(IsValidUtf8("\xc0\xaf"));          // overlong '/'
+  EXPECT_FALSE(IsValidUtf8("\xe0\x80\xaf"));      // overlong
+  EXPECT_FALSE(IsValidUtf8("\xed\xa0\x80"));      // surrogate U+D800
+  EXPECT_FALSE(IsValidUtf8("\xf4\x90\x80\x80"));  // above U+10FFFF
+  EXPECT_FALSE(IsValidUtf8("\xe2\x82"));          // cut short
+  EXPECT_FALSE(IsValidUtf8("a\x80"));             // lone continuation byte
+}
+
+TEST(ProtocolTest, RequestsWithInvalidUtf8KindsDoNotParseQuietly) {
+  pb::ControlRequest request;
+  request.mutable_open_window()->set_duration_ms(100);
+  request.mutable_open_window()->add_kinds("RUNTIME");
+  std::string bytes = request.SerializeAsString();
+  EXPECT_TRUE(ControlRequestParsesQuietly(bytes));
+  const size_t at = bytes.find("RUNTIME");
+  ASSERT_NE(at, std::string::npos);
+  bytes[at + 3] = '\xff';
+  EXPECT_FALSE(ControlRequestParsesQuietly(bytes));
+  EXPECT_FALSE(ControlRequestParsesQuietly(std::string("\x0f\x01", 2)));  // not wire format
+  EXPECT_TRUE(ControlRequestParsesQuietly(""));  // empty: parses (and is then refused as empty)
+}
+
+}  // namespace
+}  // namespace cupmon::control

@@ -36,6 +36,16 @@ inline constexpr std::array<std::string_view, 6> kWindowKindNames = {
 std::string EncodeFrame(const google::protobuf::MessageLite& message);
 uint32_t DecodeLengthPrefix(const unsigned char (&prefix)[kLengthPrefixBytes]);
 
+// True when protobuf parses `body` as a ControlRequest without logging anything: it is well-formed
+// wire format and every string field (the window kinds) is valid UTF-8. libprotobuf writes an
+// `[libprotobuf ERROR ...]` line to stderr, which is the application's, for a string field with
+// invalid UTF-8 (seen by cupmon_control_fuzz); the server calls this first and treats such bytes
+// as malformed, so no client can write into the host job's log.
+bool ControlRequestParsesQuietly(std::string_view body);
+
+// RFC 3629 UTF-8: no overlong forms, no surrogates, nothing above U+10FFFF.
+bool IsValidUtf8(std::string_view text);
+
 // SO_PEERCRED policy: a peer may talk to the monitor when it runs as the monitor's effective uid or as
 // root. Everyone else is refused.
 bool PeerAllowed(uid_t peer_uid, uid_t own_uid);
