@@ -59,6 +59,7 @@ int main(int argc, char** argv) {
       "  cupmon-decode gpu-trace rec/ --kernel 'gemm' --limit 20\n"
       "  cupmon-decode kern-exec rec/ --window 3\n"
       "  cupmon-decode export rec/ --format chrome-json -o trace.json   # open in ui.perfetto.dev\n"
+      "  cupmon-decode export job/ --format perfetto -o job.pftrace   # Perfetto's own binary format\n"
       "  cupmon-decode info rec/\n"
       "  cupmon-decode summary job/rank0 job/rank1   # several ranks: per rank and in total\n"
       "  cupmon-decode export job/ --format chrome-json -o job.json   # job/rank*/: one process per rank\n"
@@ -79,7 +80,8 @@ int main(int argc, char** argv) {
       {"api-trace", "One line per CUDA runtime/driver API call, with what it launched", ReportKind::kApiTrace},
       {"kern-exec", "Per kernel: API start and duration, queue time, kernel start/duration, total",
        ReportKind::kKernExec},
-      {"export", "Machine-readable export: chrome-json (Perfetto), csv or jsonl", ReportKind::kExport},
+      {"export", "Machine-readable export: chrome-json, perfetto (.pftrace), csv or jsonl",
+       ReportKind::kExport},
       {"info", "Recordings, files, chunks, windows, drops and an integrity report", ReportKind::kInfo},
   };
   std::map<CLI::App*, ReportKind> kinds;
@@ -87,8 +89,10 @@ int main(int argc, char** argv) {
     CLI::App* sub = app.add_subcommand(c.name, c.help);
     AddCommon(sub, &args);
     if (c.kind == ReportKind::kExport)
-      sub->add_option("--format", format, "chrome-json, csv or jsonl")
-          ->check(CLI::IsMember({"chrome-json", "csv", "jsonl"}));
+      sub->add_option("--format", format,
+                      "chrome-json, perfetto (binary protobuf .pftrace: needs -o or a redirected "
+                      "stdout), csv or jsonl")
+          ->check(CLI::IsMember({"chrome-json", "perfetto", "csv", "jsonl"}));
     kinds[sub] = c.kind;
   }
   try {
@@ -110,8 +114,16 @@ int main(int argc, char** argv) {
   opt.limit = args.limit;
   opt.reorder_rows = args.reorder_rows;
   opt.recursive = args.recursive;
-  opt.format = format == "csv" ? ExportFormat::kCsv : format == "jsonl" ? ExportFormat::kJsonl
-                                                                        : ExportFormat::kChromeJson;
+  opt.format = format == "csv"        ? ExportFormat::kCsv
+               : format == "jsonl"    ? ExportFormat::kJsonl
+               : format == "perfetto" ? ExportFormat::kPerfetto
+                                      : ExportFormat::kChromeJson;
+  if (kind == ReportKind::kExport && opt.format == ExportFormat::kPerfetto && args.output.empty() &&
+      isatty(STDOUT_FILENO)) {
+    std::cerr << "cupmon-decode: --format perfetto writes binary protobuf; give -o FILE.pftrace "
+                 "or redirect standard output\n";
+    return cupmon::decoder::kExitUnusable;
+  }
   // Traces and exports stream to stdout while they read: a progress line redrawn on the same
   // terminal would tear through them. Summary and info write only once reading is done.
   const bool streams_to_terminal = args.output.empty() && isatty(STDOUT_FILENO) &&
@@ -137,7 +149,7 @@ int main(int argc, char** argv) {
   }
   std::ofstream file;
   if (!args.output.empty()) {
-    file.open(args.output, std::ios::out | std::ios::trunc);
+    file.open(args.output, std::ios::out | std::ios::trunc | std::ios::binary);
     if (!file) {
       std::cerr << "cupmon-decode: cannot write " << args.output << "\n";
       return cupmon::decoder::kExitUnusable;

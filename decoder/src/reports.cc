@@ -18,6 +18,7 @@
 
 #include "cupmon/decoder/progress_line.h"
 #include "cupmon/decoder/rank_listing.h"
+#include "export/perfetto_sink.h"
 
 namespace cupmon::decoder {
 namespace {
@@ -747,6 +748,27 @@ class ChromeSink : public LimitedSink {
   std::map<std::string, std::pair<int64_t, int64_t>> annotations_;
 };
 
+// export --format perfetto: the row limit and the report's per-recording calls, handed to the
+// Perfetto writer (export/perfetto_sink.cc), which writes its own binary output.
+class PerfettoExport : public LimitedSink {
+ public:
+  PerfettoExport(std::ostream& out, std::optional<uint64_t> limit)
+      : LimitedSink(out, limit), perfetto_(out) {}
+  void Begin(const TraceBuilder& b, const Recording& r, size_t index) override {
+    perfetto_.Begin(b, r, index, rank_);
+  }
+  void End(const TraceBuilder& b, const Recording& r, const ReadIntegrity&) override {
+    perfetto_.End(b, r);
+  }
+  void Close() override { perfetto_.Close(); }
+
+ protected:
+  void Write(const Row& row) override { perfetto_.Write(row); }
+
+ private:
+  PerfettoSink perfetto_;
+};
+
 class NullSink : public RowSink {
  public:
   void OnRow(const Row&) override {}
@@ -1055,6 +1077,8 @@ int RunReport(ReportKind kind, const std::vector<std::string>& paths, const Repo
         trace = std::make_unique<CsvSink>(out, options.limit);
       else if (options.format == ExportFormat::kJsonl)
         trace = std::make_unique<JsonlSink>(out, options.limit);
+      else if (options.format == ExportFormat::kPerfetto)
+        trace = std::make_unique<PerfettoExport>(out, options.limit);
       else
         trace = std::make_unique<ChromeSink>(out, options.limit),
         chrome = static_cast<ChromeSink*>(trace.get());

@@ -1,6 +1,7 @@
 // Writes a synthetic recording (CUPTI TEST DOUBLE, not GPU data) into a directory:
 //   cupmon-make-sample tests/data/synthetic-sample   the small synthetic sample (golden tests write their own)
 //   cupmon-make-sample /tmp/big 10000000          N records (WriteLarge), to time cupmon-decode
+//   cupmon-make-sample --overlap DIR              overlapping slices on one stream and one thread
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -114,15 +115,77 @@ size_t WriteLarge(const std::string& dir, uint64_t records) {
   return written;
 }
 
+// Slices that overlap on one track, for the Perfetto export's lanes (tests/decoder/
+// perfetto_export_test.py knows these times): a CUDA graph launch whose five kernels CUPTI reports
+// on one stream, three of them running at once, and a driver call inside a runtime call on one
+// thread. Expected lanes: stream 7 three (kernels at 30-80, 80-100, 100-120, 122-128 and 150-160 us
+// share the first; 122-128 comes last in its buffer, so it is late when rows are not reordered),
+// thread 101 two.
+size_t WriteOverlap(const std::string& dir) {
+  using namespace cupmon::testing;
+  cupmon::RecordingWriter w(WriterOptions(dir, "cupmon-overlap-4242"), SyntheticHeader());
+  CUPMON_CHECK(w.Open().has_value());
+  constexpr uint64_t kGemm = 0x7f0000002000, kCopy = 0x7f0000004000;
+  std::vector<cupmon::pb::StringEntry> strings(3);
+  strings[0].set_id(1), strings[0].set_pointer(kGemm), strings[0].set_text("_Z10gemm_tiledILi16EEvPKfS1_Pfi");
+  strings[1].set_id(2), strings[1].set_pointer(kCopy), strings[1].set_text("copy_kernel");
+  strings[2].set_id(3), strings[2].set_pointer(9), strings[2].set_text("step 1");  // annotation
+  w.AddStrings(strings);
+  cupmon::pb::Calibration cal;
+  auto* s0 = cal.add_samples();
+  s0->set_cupti_ns(kT0);
+  s0->set_realtime_ns(static_cast<int64_t>(kT0) + 2000);
+  s0->set_monotonic_ns(1000);
+  w.WriteCalibration(cal);
+  cupmon::pb::WindowMarker begin;
+  begin.set_window_id(1);
+  begin.set_edge(cupmon::pb::WindowMarker::BEGIN);
+  begin.set_source(cupmon::pb::TRIGGER_SOCKET);
+  begin.set_cupti_ns(kT0 + 1'000);
+  w.WriteWindowMarker(begin);
+  const uint64_t t = kT0;
+  auto us = [](uint64_t n) { return n * 1000; };
+  BufferBuilder api;
+  api.Runtime(t + us(10), t + us(20), 1, 311)               // cudaGraphLaunch: five kernels
+      .External(2, 9)
+      .Runtime(t + us(130), t + us(140), 2, 211)            // cudaLaunchKernel
+      .Driver(t + us(132), t + us(138), 3, 307);            // cuLaunchKernel inside it
+  BufferBuilder gpu;
+  gpu.Kernel(t + us(30), t + us(80), 1, kGemm)
+      .Kernel(t + us(35), t + us(60), 1, kCopy)
+      .Kernel(t + us(40), t + us(90), 1, kGemm)
+      .Kernel(t + us(80), t + us(100), 1, kCopy)
+      .Kernel(t + us(100), t + us(120), 1, kGemm)
+      .Kernel(t + us(150), t + us(160), 2, kGemm)
+      .Kernel(t + us(155), t + us(170), 3, kCopy, 8)
+      .Kernel(t + us(122), t + us(128), 4, kCopy);  // delivered late: fits lane 1's gap
+  w.WriteRawBuffer(gpu.bytes(), 1, 7);
+  w.WriteRawBuffer(api.bytes(), 0, 0);
+  cupmon::pb::WindowMarker end = begin;
+  end.set_edge(cupmon::pb::WindowMarker::END);
+  end.set_cupti_ns(kT0 + 200'000);
+  end.set_note("duration");
+  w.WriteWindowMarker(end);
+  w.WriteStats(static_cast<int64_t>(kT0) + 300'000);
+  w.Close(static_cast<int64_t>(kT0) + 300'000);
+  return api.records() + gpu.records();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc == 3 && std::strcmp(argv[1], "--overlap") == 0) {
+    const size_t n = WriteOverlap(argv[2]);
+    std::printf("wrote a synthetic recording (%zu records, CUPTI test double) to %s\n", n, argv[2]);
+    return 0;
+  }
   const bool help = argc > 1 && (std::strcmp(argv[1], "-h") == 0 || std::strcmp(argv[1], "--help") == 0);
   if (help || (argc != 2 && argc != 3) || argv[1][0] == '-') {
     std::fprintf(help ? stdout : stderr,
-                 "usage: %s DIR [RECORDS]\n"
+                 "usage: %s DIR [RECORDS] | --overlap DIR\n"
                  "Writes a synthetic recording (CUPTI test double, not GPU data) into DIR: the small\n"
-                 "sample, or RECORDS records of a training-like mix for timing cupmon-decode.\n"
+                 "sample, RECORDS records of a training-like mix for timing cupmon-decode, or\n"
+                 "(--overlap) slices that overlap on one stream and on one thread.\n"
                  "  %s /tmp/sample\n  %s /tmp/big 10000000\n",
                  argv[0], argv[0], argv[0]);
     return help ? 0 : 2;

@@ -14,7 +14,8 @@
 namespace cupmon::decoder {
 
 enum class ReportKind { kSummary, kGpuTrace, kApiTrace, kKernExec, kExport, kInfo };
-enum class ExportFormat { kChromeJson, kCsv, kJsonl };
+// kPerfetto: Perfetto's protobuf trace format (.pftrace), binary.
+enum class ExportFormat { kChromeJson, kCsv, kJsonl, kPerfetto };
 
 struct ReportOptions {
   TraceFilter filter;
