@@ -3,7 +3,9 @@
 // 1. reader: chunk scan, CRC, zstd and the columnar inverse (format/, the floor under the decoder);
 // 2. reader + record walk (kinds and sizes only);
 // 3. summary and 4. chrome-json/csv exports and gpu-trace through RunReport into a discarding
-// stream (chrome-json also per trace event, counted in an untimed second pass).
+// stream (chrome-json also per trace event, counted in an untimed second pass), and export
+// perfetto; 5. the Perfetto writer alone (export/perfetto_sink.cc) on rows captured beforehand
+// (up to 2M; the sink's own cost without reading or decoding).
 // Prints records (or events) per second of wall and of process CPU time: CPU time is the figure to
 // compare on a machine shared with other work.
 #include <time.h>
@@ -16,6 +18,8 @@
 #include "cupmon/decoder/record_layout.h"
 #include "cupmon/decoder/recording_reader.h"
 #include "cupmon/decoder/reports.h"
+#include "cupmon/decoder/trace_builder.h"
+#include "export/perfetto_sink.h"
 
 namespace {
 
@@ -81,6 +85,51 @@ void Report(const char* what, uint64_t n, const char* unit, double wall, double 
               static_cast<double>(n) / cpu / 1e6, unit, static_cast<double>(n) / wall / 1e6, unit);
 }
 
+// Keeps copies of the first `cap` rows (their names point into the builder, which outlives them).
+class CaptureSink : public RowSink {
+ public:
+  explicit CaptureSink(size_t cap) : cap_(cap) {}
+  void OnRow(const Row& row) override {
+    if (rows.size() < cap_) rows.push_back(row);
+  }
+  std::vector<Row> rows;
+
+ private:
+  size_t cap_;
+};
+
+// The Perfetto writer alone: rows of the first recording, decoded and captured first (untimed),
+// then written `repeat` times into a discarding stream.
+void BenchPerfettoSink(const Recording& rec) {
+  CaptureSink capture(2'000'000);
+  TraceBuilder builder(TraceFilter{}, &capture, 1 << 16, ReorderOptions{1 << 16, 0});
+  ReadIntegrity integrity;
+  ReadRecording(rec, builder, &integrity);
+  builder.Finish();
+  constexpr int kRepeat = 5;
+  CountingBuf buf;
+  std::ostream out(&buf);
+  uint64_t slices = 0, packets = 0;
+  const double w0 = Now(CLOCK_MONOTONIC), c0 = Now(CLOCK_PROCESS_CPUTIME_ID);
+  for (int i = 0; i < kRepeat; ++i) {
+    PerfettoSink sink(out);
+    sink.Begin(builder, rec, 0, nullptr);
+    for (const Row& r : capture.rows) sink.Write(r);
+    sink.End(builder, rec);
+    sink.Close();
+    slices += sink.slices();
+    packets += sink.packets();
+  }
+  const double w = Now(CLOCK_MONOTONIC) - w0, c = Now(CLOCK_PROCESS_CPUTIME_ID) - c0;
+  std::printf("perfetto writer alone: %zu rows of recording %llx, written %d times\n",
+              capture.rows.size(), static_cast<unsigned long long>(rec.id), kRepeat);
+  Report("  rows (slices)", slices, "rows", w, c);
+  Report("  track events (begin+end)", 2 * slices, "events", w, c);
+  Report("  packets", packets, "packets", w, c);
+  std::printf("  (%llu output bytes per pass)\n",
+              static_cast<unsigned long long>(buf.bytes / kRepeat));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -117,6 +166,7 @@ int main(int argc, char** argv) {
   for (const Run& run : {Run{"summary", ReportKind::kSummary, ExportFormat::kChromeJson},
                          Run{"export chrome-json", ReportKind::kExport, ExportFormat::kChromeJson},
                          Run{"export csv", ReportKind::kExport, ExportFormat::kCsv},
+                         Run{"export perfetto", ReportKind::kExport, ExportFormat::kPerfetto},
                          Run{"gpu-trace", ReportKind::kGpuTrace, ExportFormat::kChromeJson}}) {
     CountingBuf buf;
     std::ostream out(&buf), err(&buf);
@@ -137,5 +187,10 @@ int main(int argc, char** argv) {
       Report("  as trace events", events, "events", w, c);
     }
   }
+  for (const auto& r : listing->recordings)
+    if (!r.files.empty() && r.files.front().bytes > 4096) {  // skip empty launcher recordings
+      BenchPerfettoSink(r);
+      break;
+    }
   return 0;
 }
