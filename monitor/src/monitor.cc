@@ -291,6 +291,7 @@ void Monitor::FillStats(pb::Stats* s) const {
   s->set_labels_refused(strings_->labels_refused());
   s->set_tasks_dropped(queue_->tasks_dropped());
   s->set_control_requests_limited(get(c.requests_limited));
+  if (InForkedChild()) return;  // the multiplexer's counters sit behind its lock
   if (auto* mux = dynamic_cast<CuptiMux*>(&cupti_)) {
     const CuptiMux::Counters mc = mux->counters();
     s->set_shared_client_records(mc.client_records);
@@ -301,7 +302,10 @@ void Monitor::FillStats(pb::Stats* s) const {
 MonitorStats Monitor::GetStats() const {
   MonitorStats out;
   if (!pipeline_) return out;
-  const PipelineSnapshot snap = pipeline_->Snapshot();
+  // A forked child takes no lock (a parent thread may have held the snapshot's at the fork, and it
+  // is never released there): only the counters that are atomics, as of the fork.
+  const bool child = InForkedChild();
+  const PipelineSnapshot snap = child ? PipelineSnapshot{} : pipeline_->Snapshot();
   pb::Stats s = snap.stats;
   FillStats(&s);
   out.buffers_completed = s.buffers_completed();

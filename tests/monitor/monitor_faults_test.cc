@@ -279,7 +279,7 @@ TEST(MonitorFaultsTest, ForkStormWithExitInChildrenWhileTheParentFlushesAndScrap
   FakeCupti fake;
   const std::string dir = TempDir("fork-storm");
   MonitorOptions o = testing::TestDoubleOptions(&fake, dir);
-  o.config.flush_ms = 5;
+  o.config.flush_ms = 50;  // the timer flushes during the storm; short enough, and no false gap under ASan
   auto m = Monitor::Start(std::move(o));
   ASSERT_TRUE(m) << m.error().message;
   const std::string socket = (*m)->control_socket_path();
@@ -302,6 +302,7 @@ TEST(MonitorFaultsTest, ForkStormWithExitInChildrenWhileTheParentFlushesAndScrap
     }
   });
   int bad = 0;
+  std::string statuses;
   for (int i = 0; i < 40; ++i) {
     const pid_t pid = fork();
     ASSERT_GE(pid, 0);
@@ -326,12 +327,17 @@ TEST(MonitorFaultsTest, ForkStormWithExitInChildrenWhileTheParentFlushesAndScrap
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) ++bad;
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+      ++bad;
+      statuses += " child " + std::to_string(i) + ": " +
+                  (WIFEXITED(status) ? "exit " + std::to_string(WEXITSTATUS(status))
+                                     : "signal " + std::to_string(WTERMSIG(status)));
+    }
   }
   done = true;
   producer.join();
   scraper.join();
-  EXPECT_EQ(bad, 0);
+  EXPECT_EQ(bad, 0) << statuses;
   (*m)->Stop();
   const auto rb = ReadRecording(dir);
   EXPECT_EQ(rb.damage, 0u);
