@@ -63,7 +63,12 @@ def load_schema(shared, work):
 def export(decode, inputs, fmt, out, extra):
     r = subprocess.run([decode, "export", *inputs, "--format", fmt, "-o", out, *extra],
                        stderr=subprocess.PIPE, text=True)
+    # 1 is cupmon-decode's "warnings" exit code (a damaged or dropping input still exports), and
+    # also what a sanitizer exits with by default: its report is looked for in stderr.
     if not check(r.returncode in (0, 1), f"export {fmt} {extra} exited {r.returncode}: {r.stderr}"):
+        sys.exit(1)
+    if not check("Sanitizer" not in r.stderr and "runtime error:" not in r.stderr,
+                 f"export {fmt} {extra}: sanitizer report: {r.stderr[-2000:]}"):
         sys.exit(1)
 
 
