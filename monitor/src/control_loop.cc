@@ -70,8 +70,8 @@ void ControlLoop::Start() {
   cal_written_ = 1;
   MaybeFault(parts_.faults, "start.control_thread");
   thread_ = std::thread([this] { Run(); });
-  ScheduleFlush();
-  ScheduleStats();
+  SchedulePeriodic(flush_timer_, parts_.facts.config.flush_ms, &ControlLoop::OnFlushTick);
+  SchedulePeriodic(stats_timer_, parts_.facts.config.stats_ms, &ControlLoop::OnStatsTick);
   RunAndWait([this] { StartEndpoints(); });
 }
 
@@ -155,19 +155,20 @@ void ControlLoop::Post(std::function<void(RecordingWriter&)> task) {
 
 // ---- Timers ----
 
-void ControlLoop::ScheduleFlush() {
-  const uint32_t ms = parts_.facts.config.flush_ms;
-  if (ms == 0) return;
-  flush_timer_.expires_after(std::chrono::milliseconds(ms));
-  flush_timer_.async_wait([this](const boost::system::error_code& ec) noexcept {
+void ControlLoop::SchedulePeriodic(boost::asio::steady_timer& timer, uint32_t period_ms,
+                                   void (ControlLoop::*tick)()) {
+  if (period_ms == 0) return;
+  timer.expires_after(std::chrono::milliseconds(period_ms));
+  timer.async_wait([this, &timer, period_ms, tick](const boost::system::error_code& ec) noexcept {
     if (ec || stopping_.load()) return;
+    // The tick's faults are counted and the timer re-armed: a fault never stops the flushing.
     try {
-      OnFlushTick();
+      (this->*tick)();
     } catch (...) {
       parts_.counters.control_faults.fetch_add(1, std::memory_order_relaxed);
     }
     try {
-      ScheduleFlush();
+      SchedulePeriodic(timer, period_ms, tick);
     } catch (...) {
       parts_.counters.control_faults.fetch_add(1, std::memory_order_relaxed);
     }
@@ -182,25 +183,6 @@ void ControlLoop::OnFlushTick() {
   parts_.cupti.ActivityFlushAll(0);
   PollDropped();
   CheckCallbacks();
-}
-
-void ControlLoop::ScheduleStats() {
-  const uint32_t ms = parts_.facts.config.stats_ms;
-  if (ms == 0) return;
-  stats_timer_.expires_after(std::chrono::milliseconds(ms));
-  stats_timer_.async_wait([this](const boost::system::error_code& ec) noexcept {
-    if (ec || stopping_.load()) return;
-    try {
-      OnStatsTick();
-    } catch (...) {
-      parts_.counters.control_faults.fetch_add(1, std::memory_order_relaxed);
-    }
-    try {
-      ScheduleStats();
-    } catch (...) {
-      parts_.counters.control_faults.fetch_add(1, std::memory_order_relaxed);
-    }
-  });
 }
 
 void ControlLoop::OnStatsTick() {

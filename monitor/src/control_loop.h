@@ -107,8 +107,9 @@ class ControlLoop final : public control::ControlTarget, public metrics::Metrics
   void Run() noexcept;
   void StartEndpoints();
   void ShutdownEndpoints() noexcept;
-  void ScheduleFlush();
-  void ScheduleStats();
+  // Arms `timer` to run `tick` every `period_ms` (0: never) on the control thread.
+  void SchedulePeriodic(boost::asio::steady_timer& timer, uint32_t period_ms,
+                        void (ControlLoop::*tick)());
   void OnFlushTick();
   void OnStatsTick();
   void CheckClockDomain();
