@@ -58,6 +58,11 @@ uint8_t* BufferPool::Acquire() noexcept {
   return nullptr;
 }
 
+bool BufferPool::ReleaseMemory() noexcept {
+  if (in_use() != 0) return false;
+  return madvise(base_, buffer_bytes_ * count_, MADV_DONTNEED) == 0;
+}
+
 bool BufferPool::Owns(const uint8_t* p) const noexcept {
   if (p < base_ || p >= base_ + buffer_bytes_ * count_) return false;
   return static_cast<size_t>(p - base_) % buffer_bytes_ == 0;

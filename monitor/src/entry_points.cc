@@ -30,8 +30,8 @@ Monitor* g_monitor = nullptr;  // never freed: CUPTI may call back until exit
 // g_monitor for the annotation calls, which do not take g_mu. Stopped monitors are retired, never
 // freed, so a pointer read here stays valid however a concurrent stop and restart interleave.
 std::atomic<Monitor*> g_active_monitor{nullptr};
-// Restarts through the C API keep the stopped monitor (its pool, whose memory is released by
-// stop only when CUPTI holds none of its buffers). Bounded.
+// Restarts through the C API keep the stopped monitor; its stop gave the pool's pages back when
+// CUPTI held none of its buffers (a restart is refused otherwise). Bounded.
 constexpr int kMaxStarts = 64;
 int g_starts = 0;
 CuptiApi* g_cupti = nullptr;  // leaked on purpose: libcupti is never unloaded

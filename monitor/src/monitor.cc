@@ -240,6 +240,9 @@ bool Monitor::Stop(std::chrono::milliseconds timeout) {
     writer_thread_->join();
     if (pool_->in_use() > 0)
       Warn(std::to_string(pool_->in_use()) + " activity buffers were still held by CUPTI at stop");
+    // A stopped monitor is kept, not freed (entry_points.cc): it should not keep its buffers'
+    // pages resident too.
+    pool_->ReleaseMemory();
   }
   if (!in_time) stop_timed_out_ = true;
   // Another monitor may start now. A buffer CUPTI completes after this is not returned to the pool

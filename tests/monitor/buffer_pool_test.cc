@@ -1,6 +1,7 @@
 // Tests for BufferPool: bounded, exhaustion counted, buffers reused.
 #include "cupmon/monitor/buffer_pool.h"
 
+#include <cstring>
 #include <set>
 #include <thread>
 #include <vector>
@@ -50,6 +51,21 @@ TEST(BufferPoolTest, ConcurrentAcquireNeverHandsOutABufferTwice) {
   for (auto& th : threads) th.join();
   EXPECT_EQ(errors.load(), 0);
   EXPECT_EQ(p.in_use(), 0u);
+}
+
+TEST(BufferPoolTest, ReleaseMemoryOnlyWhenNothingIsHandedOutAndBuffersReadAsZeros) {
+  auto pool = BufferPool::Create(64 << 10, 4);
+  ASSERT_TRUE(pool) << pool.error().message;
+  uint8_t* b = (*pool)->Acquire();
+  ASSERT_NE(b, nullptr);
+  std::memset(b, 0xab, 64 << 10);
+  EXPECT_FALSE((*pool)->ReleaseMemory());  // a buffer is out: nothing is given back
+  EXPECT_EQ(b[100], 0xab);
+  (*pool)->Release(b);
+  EXPECT_TRUE((*pool)->ReleaseMemory());
+  uint8_t* again = (*pool)->Acquire();
+  ASSERT_NE(again, nullptr);
+  for (size_t i = 0; i < (64u << 10); i += 4096) ASSERT_EQ(again[i], 0) << i;  // pages were dropped
 }
 
 }  // namespace

@@ -28,6 +28,11 @@ class BufferPool {
   uint8_t* Acquire() noexcept;
   // Returns a buffer obtained from Acquire(). Lock-free.
   void Release(uint8_t* buffer) noexcept;
+  // Gives the pages of every buffer back to the kernel (MADV_DONTNEED) when none is handed out;
+  // the mapping stays, and a buffer touched again reads as zeros. For a stopped monitor that is
+  // kept (never freed) after a C API restart. Returns false (and does nothing) while any buffer is
+  // in use.
+  bool ReleaseMemory() noexcept;
   // True when `p` is the start of one of this pool's buffers.
   bool Owns(const uint8_t* p) const noexcept;
   // Slot `slot`'s buffer while it is handed out, else null (a racy snapshot, for the control
