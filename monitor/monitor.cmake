@@ -7,8 +7,6 @@ set(CUPMON_MONITOR_SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/src/callback_watch.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/src/config.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/src/control_loop.cc
-  ${CMAKE_CURRENT_SOURCE_DIR}/src/cupti_loader.cc
-  ${CMAKE_CURRENT_SOURCE_DIR}/src/cupti_mux.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/src/driver_probe.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/src/monitor.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/src/recording_pipeline.cc
@@ -18,7 +16,14 @@ set(CUPMON_MONITOR_SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/src/trace_window.cc
 )
 
-add_library(cupmon_monitor STATIC ${CUPMON_MONITOR_SOURCES})
+# The CUPTI loader and multiplexer: in the static library, and on their own in
+# libcupmon-preload.so (below) for libcupmon.so.
+set(CUPMON_CUPTI_SOURCES
+  ${CMAKE_CURRENT_SOURCE_DIR}/src/cupti_loader.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/src/cupti_mux.cc
+)
+
+add_library(cupmon_monitor STATIC ${CUPMON_MONITOR_SOURCES} ${CUPMON_CUPTI_SOURCES})
 add_library(cupmon::monitor ALIAS cupmon_monitor)
 target_include_directories(cupmon_monitor PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/include
                            ${CUDAToolkit_INCLUDE_DIRS})
@@ -32,6 +37,29 @@ add_library(cupmon_monitor_testing STATIC ${CMAKE_CURRENT_SOURCE_DIR}/testing/fa
 target_include_directories(cupmon_monitor_testing PUBLIC ${PROJECT_SOURCE_DIR})
 target_link_libraries(cupmon_monitor_testing PUBLIC cupmon::monitor PRIVATE cupmon_warnings)
 
+# libcupmon-preload.so: what cupmon-run puts in LD_PRELOAD (docs/COEXISTENCE.md). CUPTI's
+# interposed activity entry points, the CUPTI loader and the multiplexer, and nothing else: it
+# needs only libc and the C++ runtime, so the children of a job that never start CUDA (shells,
+# compilers, cupmon-decode) load no protobuf, zstd or monitor code, and it starts no thread.
+# It exports the interposed entry points and, for libcupmon.so, the multiplexer's C++ API.
+add_library(cupmon_preload SHARED
+  ${CUPMON_CUPTI_SOURCES}
+  ${CMAKE_CURRENT_SOURCE_DIR}/src/cupti_interpose.cc)
+set_target_properties(cupmon_preload PROPERTIES
+  OUTPUT_NAME cupmon-preload
+  CXX_VISIBILITY_PRESET hidden
+  VISIBILITY_INLINES_HIDDEN ON
+  LINK_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/src/libcupmon-preload.map)
+target_include_directories(cupmon_preload PRIVATE
+  ${CMAKE_CURRENT_SOURCE_DIR}/include
+  $<TARGET_PROPERTY:cupmon_format,INTERFACE_INCLUDE_DIRECTORIES>
+  ${CUDAToolkit_INCLUDE_DIRS})
+target_link_libraries(cupmon_preload PRIVATE cupmon_warnings Threads::Threads ${CMAKE_DL_LIBS})
+target_link_options(cupmon_preload PRIVATE
+  -Wl,--version-script=${CMAKE_CURRENT_SOURCE_DIR}/src/libcupmon-preload.map
+  -Wl,--gc-sections -Wl,-z,nodelete -Wl,--no-undefined)
+install(TARGETS cupmon_preload EXPORT cupmonTargets LIBRARY DESTINATION lib)
+
 # libcupmon.so: the monitor plus format and proto objects, with zstd linked statically (protobuf:
 # see below) and every symbol hidden except InitializeInjection and cupmon_* (libcupmon.map), so that the copies
 # of zstd/protobuf inside torch or the application cannot clash with ours.
@@ -41,7 +69,6 @@ target_link_libraries(cupmon_monitor_testing PUBLIC cupmon::monitor PRIVATE cupm
 add_library(cupmon_shared SHARED
   ${CUPMON_MONITOR_SOURCES}
   ${CMAKE_CURRENT_SOURCE_DIR}/src/entry_points.cc
-  ${CMAKE_CURRENT_SOURCE_DIR}/src/cupti_interpose.cc
   $<TARGET_OBJECTS:cupmon_format>
   $<TARGET_OBJECTS:cupmon_proto>
   $<TARGET_OBJECTS:cupmon_control>
@@ -50,6 +77,8 @@ add_library(cupmon_shared SHARED
 add_dependencies(cupmon_shared cupmon_format cupmon_proto cupmon_control cupmon_metrics)
 set_target_properties(cupmon_shared PROPERTIES
   OUTPUT_NAME cupmon
+  # libcupmon-preload.so lies beside it, in the build tree and installed.
+  INSTALL_RPATH "$ORIGIN"
   CXX_VISIBILITY_PRESET hidden
   VISIBILITY_INLINES_HIDDEN ON
   LINK_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/src/libcupmon.map)
@@ -62,8 +91,8 @@ target_include_directories(cupmon_shared PRIVATE
   ${Protobuf_INCLUDE_DIRS}
   ${CUDAToolkit_INCLUDE_DIRS})
 target_compile_definitions(cupmon_shared PRIVATE CUPMON_VERSION_STRING="${PROJECT_VERSION}")
-target_link_libraries(cupmon_shared PRIVATE cupmon_warnings Boost::headers Threads::Threads
-                      ${CMAKE_DL_LIBS})
+target_link_libraries(cupmon_shared PRIVATE cupmon_warnings cupmon_preload Boost::headers
+                      Threads::Threads ${CMAKE_DL_LIBS})
 if(CUPMON_ZSTD_STATIC)
   target_link_libraries(cupmon_shared PRIVATE ${CUPMON_ZSTD_STATIC})
 else()

@@ -1,4 +1,4 @@
-// libcupmon.so's definitions of CUPTI's activity entry points. With libcupmon.so preloaded, another
+// libcupmon-preload.so's definitions of CUPTI's activity entry points. Preloaded, it makes another
 // CUPTI client's calls (torch.profiler/Kineto, ...) land here instead of in libcupti and go through
 // the process's CuptiMux; cupmon itself calls libcupti through its dlopen handle. Thin shims only:
 // the logic is in cupti_mux.cc. docs/COEXISTENCE.md.
@@ -21,7 +21,7 @@
 namespace cupmon {
 
 namespace {
-// Load order of libcupmon.so and of the first libcupti in the link map (-1: not loaded).
+// Load order of libcupmon-preload.so and of the first libcupti in the link map (-1: not loaded).
 struct LoadOrder {
   const char* self = nullptr;
   int index = 0, self_at = -1, cupti_at = -1;
@@ -44,7 +44,8 @@ bool CuptiCallsInterposed() noexcept {
   if (found.dli_fbase != self.dli_fbase) return false;
   // Being in the global scope is not enough: a libcupti loaded before us (torch imports it long
   // before cuInit loads an injection library) has had its callers bound to it already, as seen on
-  // the H200. Only a libcupmon.so loaded ahead of libcupti (LD_PRELOAD, or linked in) interposes.
+  // the H200. Only a libcupmon-preload.so loaded ahead of libcupti (LD_PRELOAD, or a
+  // program linked against libcupmon.so) interposes.
   LoadOrder order;
   order.self = self.dli_fname ? self.dli_fname : "";
   dl_iterate_phdr(VisitObject, &order);

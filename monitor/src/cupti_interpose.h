@@ -1,20 +1,26 @@
-// The interposed CUPTI activity entry points of libcupmon.so (cupti_interpose.cc, shared library
-// only): what the entry points need to know about them.
+// The interposed CUPTI activity entry points of libcupmon-preload.so (cupti_interpose.cc): what
+// libcupmon.so's entry points need to know about them. libcupmon-preload.so is the small library
+// cupmon-run puts in LD_PRELOAD: the interposed entry points, the CUPTI loader and the
+// multiplexer, with no dependency beyond libc and the C++ runtime, so that a preloaded child
+// process that never starts CUDA (a compiler, a shell, cupmon-decode) loads nothing else of
+// cupmon's. libcupmon.so needs it (DT_NEEDED), so a process has one multiplexer either way.
 #pragma once
+
+#include "cupmon/monitor/cupti_api.h"
 
 namespace cupmon {
 
 class CuptiMux;
 
-// True when the process's calls to cuptiActivityRegisterCallbacks resolve to libcupmon.so's
-// definition (libcupmon.so was preloaded, or loaded globally ahead of libcupti).
-bool CuptiCallsInterposed() noexcept;
+// True when the process's calls to cuptiActivityRegisterCallbacks resolve to libcupmon-preload.so's
+// definition (it was preloaded, or loaded ahead of libcupti as libcupmon.so's dependency).
+CUPMON_PRELOAD_API bool CuptiCallsInterposed() noexcept;
 
-// True when LD_PRELOAD names this library (its file name), as cupmon-run --preload sets it.
-bool PreloadedByEnvironment() noexcept;
+// True when LD_PRELOAD names libcupmon-preload.so (its file name), as cupmon-run sets it.
+CUPMON_PRELOAD_API bool PreloadedByEnvironment() noexcept;
 
 // The process-wide multiplexer over the dlopen'd libcupti, created on first use and never
 // destroyed (CUPTI may call its trampolines until exit). Null when libcupti cannot be loaded.
-CuptiMux* ProcessCuptiMux() noexcept;
+CUPMON_PRELOAD_API CuptiMux* ProcessCuptiMux() noexcept;
 
 }  // namespace cupmon

@@ -59,7 +59,7 @@ namespace cupmon {
 // drop reaches each reader exactly once, whoever's read took it out of CUPTI.
 // Thread-safety: any thread; mu_ guards queues_ and is never held while CUPTI is called (the
 // caller reads CUPTI first, then calls Take).
-class DropShare {
+class CUPMON_PRELOAD_API DropShare {
  public:
   enum Reader : int { kCupmon = 0, kClient = 1 };
   // At most this many queues are tracked; reads of further queues get only what they read from
@@ -81,7 +81,7 @@ class DropShare {
   std::map<std::pair<CUcontext, uint32_t>, Queue> queues_;
 };
 
-class CuptiMux final : public CuptiApi {
+class CUPMON_PRELOAD_API CuptiMux final : public CuptiApi {
  public:
   static constexpr uint32_t kMaxKinds = 256;  // CUPTI 13.0 has about 60 kinds
 

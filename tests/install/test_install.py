@@ -73,8 +73,8 @@ class InstallTest(unittest.TestCase):
             "share/cupmon/python/pyproject.toml", "share/cupmon/python/cupmon/__init__.py",
             "share/cupmon/python/cupmon/_capi.py",
         ]
-        capi = ["bin/cupmon-run", "lib/libcupmon.so", "include/cupmon/cupmon.h",
-                "lib/pkgconfig/cupmon.pc"]
+        capi = ["bin/cupmon-run", "lib/libcupmon.so", "lib/libcupmon-preload.so",
+                "include/cupmon/cupmon.h", "lib/pkgconfig/cupmon.pc"]
         for rel in always + (capi if HAVE_CAPI else []):
             with self.subTest(path=rel):
                 self.assertTrue(os.path.isfile(self.path(rel)), f"{rel} is not installed")
@@ -104,9 +104,17 @@ class InstallTest(unittest.TestCase):
             return
         # cupmon-run picks the libcupmon.so of its own prefix (../lib), not the build tree's. `sh` is
         # not a CUDA program, so nothing is injected: it only prints what it was given.
-        out = run([self.path("bin/cupmon-run"), "-o", os.path.join(self.tmp, "run-out"), "--",
-                   "sh", "-c", 'printf %s "$CUDA_INJECTION64_PATH"'], env=env)
-        self.assertEqual(os.path.realpath(out), os.path.realpath(self.path("lib/libcupmon.so")))
+        r = subprocess.run([self.path("bin/cupmon-run"), "-o", os.path.join(self.tmp, "run-out"),
+                            "--", "sh", "-c", 'printf "%s|%s" "$CUDA_INJECTION64_PATH" "$LD_PRELOAD"'],
+                           capture_output=True, text=True, timeout=60, env=env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        injected, preloaded = r.stdout.split("|")
+        self.assertEqual(os.path.realpath(injected), os.path.realpath(self.path("lib/libcupmon.so")))
+        # The prefix holds a space, which LD_PRELOAD cannot: cupmon-run names the
+        # libcupmon-preload.so it found beside the library and runs with injection only.
+        self.assertIn(" ", self.prefix)
+        self.assertEqual(preloaded, "")
+        self.assertIn(self.path("lib/libcupmon-preload.so") + " cannot go into LD_PRELOAD", r.stderr)
 
     def consumer_build_dir(self, name):
         d = os.path.join(self.tmp, name)
@@ -145,6 +153,12 @@ class InstallTest(unittest.TestCase):
                     for line in run(["ldd", exe], env=env).splitlines() if "libcupmon.so =>" in line]
         self.assertEqual([os.path.realpath(p) for p in resolved],
                          [os.path.realpath(self.path("lib", "libcupmon.so"))])
+        # libcupmon.so finds libcupmon-preload.so beside it (its RUNPATH $ORIGIN).
+        resolved = [line.split("=>", 1)[1].rsplit("(", 1)[0].strip()
+                    for line in run(["ldd", exe], env=env).splitlines()
+                    if "libcupmon-preload.so =>" in line]
+        self.assertEqual([os.path.realpath(p) for p in resolved],
+                         [os.path.realpath(self.path("lib", "libcupmon-preload.so"))])
         out = run([exe, os.path.join(self.tmp, "capi-out")], env=env)
         # No GPU here: a clean failure with cupmon's explanation. On a GPU machine it starts.
         self.assertRegex(out, r"^(start failed: \S.*|started)\n$")

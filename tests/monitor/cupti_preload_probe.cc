@@ -1,6 +1,6 @@
-// Run with LD_PRELOAD=libcupmon.so (ctest does): an application linked against libcupti, as
-// torch/Kineto is, must reach libcupmon.so's CUPTI entry points, and with cupmon not running they
-// must behave exactly as libcupti's own. No GPU needed. Exit 0 when all holds, 1 otherwise.
+// Run with LD_PRELOAD=libcupmon-preload.so (ctest does, as cupmon-run does): an application linked
+// against libcupti, as torch/Kineto is, must reach libcupmon-preload.so's CUPTI entry points, and
+// with cupmon not running they must behave exactly as libcupti's own. No GPU needed. Exit 0 when all holds, 1 otherwise.
 #include <cupti.h>
 #include <dlfcn.h>
 
@@ -28,8 +28,8 @@ void CUPTIAPI Complete(CUcontext, uint32_t, uint8_t*, size_t, size_t) {}
 int main() {
   Dl_info info{};
   void* sym = dlsym(RTLD_DEFAULT, "cuptiActivityEnable");
-  Check(sym && dladdr(sym, &info) && info.dli_fname && std::strstr(info.dli_fname, "libcupmon"),
-        "cuptiActivityEnable resolves to libcupmon.so");
+  Check(sym && dladdr(sym, &info) && info.dli_fname && std::strstr(info.dli_fname, "libcupmon-preload.so"),
+        "cuptiActivityEnable resolves to libcupmon-preload.so");
   // libcupti's own definitions, for comparison.
   void* lib = dlopen("libcupti.so.13", RTLD_NOW | RTLD_NOLOAD);
   if (!lib) lib = dlopen("libcupti.so", RTLD_NOW | RTLD_NOLOAD);
@@ -44,7 +44,7 @@ int main() {
         "cuptiActivityRegisterCallbacks forwarded");
   const CUptiResult mine = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMSET);
   const CUptiResult real = real_enable(CUPTI_ACTIVITY_KIND_MEMSET);
-  std::printf("cuptiActivityEnable: %d through libcupmon, %d from libcupti\n", mine, real);
+  std::printf("cuptiActivityEnable: %d through libcupmon-preload, %d from libcupti\n", mine, real);
   Check(mine == real, "cuptiActivityEnable answers as libcupti does");
   cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MEMSET);
   cuptiActivityEnableContext(nullptr, CUPTI_ACTIVITY_KIND_MEMSET);

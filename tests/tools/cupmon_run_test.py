@@ -1,11 +1,12 @@
-"""Tests of cupmon-run (tools/cupmon_run/) as a user runs it: LD_PRELOAD is set by default (cupmon
-shares CUPTI with torch.profiler, docs/COEXISTENCE.md), after the user's own entries, never twice,
-and not at all with --no-preload; and a program that never uses CUDA (a shell, /bin/true, the
-preload_bystander test program) is left alone by the preloaded libcupmon.so: same threads, file
-descriptors and signal handlers as without it, no output, no files.
+"""Tests of cupmon-run (tools/cupmon_run/) as a user runs it: LD_PRELOAD gets libcupmon-preload.so by
+default (cupmon shares CUPTI with torch.profiler, docs/COEXISTENCE.md), after the user's own
+entries, never twice, and not at all with --no-preload; and a program that never uses CUDA (a
+shell, /bin/true, the preload_bystander test program, cupmon's own tools) is left alone by it: same
+threads, file descriptors and signal handlers as without it, no output, no files, none of
+libcupmon.so's dependencies loaded.
 
-Run by ctest (tests/tools/CMakeLists.txt) with CUPMON_RUN, CUPMON_LIB, PRELOAD_BYSTANDER,
-CUPMON_DECODE, CUPMONCTL and CUPMON_SANITIZE in the environment.
+Run by ctest (tests/tools/CMakeLists.txt) with CUPMON_RUN, CUPMON_LIB, CUPMON_PRELOAD_LIB,
+PRELOAD_BYSTANDER, CUPMON_DECODE, CUPMONCTL and CUPMON_SANITIZE in the environment.
 """
 
 import os
@@ -16,6 +17,7 @@ import unittest
 
 CUPMON_RUN = os.environ.get("CUPMON_RUN", "")
 LIB = os.path.realpath(os.environ.get("CUPMON_LIB", "/nonexistent"))
+PRELOAD_LIB = os.path.realpath(os.environ.get("CUPMON_PRELOAD_LIB", "/nonexistent"))
 BYSTANDER = os.environ.get("PRELOAD_BYSTANDER", "")
 SANITIZE = os.environ.get("CUPMON_SANITIZE", "")
 DECODE = os.environ.get("CUPMON_DECODE", "")
@@ -91,7 +93,8 @@ class CupmonRunTest(unittest.TestCase):
 
     def expected(self, *user):
         runtime = sanitizer_runtime()
-        return ":".join(([runtime] if runtime and runtime not in user else []) + list(user) + [LIB])
+        return ":".join(([runtime] if runtime and runtime not in user else []) + list(user) +
+                        [PRELOAD_LIB])
 
     def files_written(self):
         return sorted(os.path.relpath(os.path.join(root, f), self.tmp)
@@ -131,11 +134,33 @@ class CupmonRunTest(unittest.TestCase):
         os.makedirs(spaced)
         lib = os.path.join(spaced, "libcupmon.so")
         shutil.copy(LIB, lib)
+        shutil.copy(PRELOAD_LIB, os.path.join(spaced, "libcupmon-preload.so"))
         r = self.run_cupmon(["--lib", lib, "--", "sh", "-c",
                              'printf "%s|%s" "${LD_PRELOAD-<unset>}" "$CUDA_INJECTION64_PATH"'])
         self.assertEqual(r.stdout, "<unset>|" + lib)
         self.assertEqual(len(r.stderr.splitlines()), 1, r.stderr)
         self.assertIn("cannot go into LD_PRELOAD", r.stderr)
+
+    def test_a_library_without_its_preload_library_is_injected_only(self):
+        alone = os.path.join(self.tmp, "alone")
+        os.makedirs(alone)
+        lib = os.path.join(alone, "libcupmon.so")
+        shutil.copy(LIB, lib)
+        r = self.run_cupmon(["--lib", lib, "--", "sh", "-c",
+                             'printf "%s|%s" "${LD_PRELOAD-<unset>}" "$CUDA_INJECTION64_PATH"'])
+        self.assertEqual(r.stdout, "<unset>|" + lib)
+        self.assertEqual(len(r.stderr.splitlines()), 1, r.stderr)
+        self.assertIn(os.path.join(alone, "libcupmon-preload.so") + " not found beside " + lib,
+                      r.stderr)
+
+    def test_a_preloaded_program_without_cuda_loads_nothing_else_of_cupmons(self):
+        r = self.run_cupmon(["--", "cat", "/proc/self/maps"])
+        loaded = {os.path.basename(line.split()[-1]) for line in r.stdout.splitlines()
+                  if "/" in line}
+        self.assertIn("libcupmon-preload.so", loaded)
+        for name in loaded:
+            for unwanted in ("libcupmon.so", "libprotobuf", "libzstd", "libcupti"):
+                self.assertFalse(name.startswith(unwanted), f"{name} loaded: {sorted(loaded)}")
 
     def test_relative_lib_becomes_absolute(self):
         rel = os.path.relpath(LIB, self.tmp)
@@ -166,11 +191,9 @@ class CupmonRunTest(unittest.TestCase):
         self.assertEqual(self.files_written(), [])
 
     @unittest.skipUnless(DECODE and CTL, "CUPMON_DECODE or CUPMONCTL is not set")
-    @unittest.expectedFailure
     def test_cupmons_own_tools_run_under_the_preload(self):
-        # Known problem (docs/COEXISTENCE.md): the preloaded libcupmon.so and cupmon-decode /
-        # cupmonctl both register cupmon.proto with the shared libprotobuf, which aborts (exit 134)
-        # before main. Remove the expectedFailure marker when that is fixed.
+        # Once libcupmon.so itself was preloaded, and it and cupmon-decode / cupmonctl both
+        # registered cupmon.proto with the shared libprotobuf, which aborted (exit 134) before main.
         for tool in (DECODE, CTL):
             with self.subTest(tool=tool):
                 r = self.run_cupmon(["--", tool, "--help"], check=False)

@@ -1,7 +1,7 @@
 // Test program for cupmon-run (tests/tools/cupmon_run_test.py): a program that never uses CUDA, as
 // the shell scripts and helper processes of a job are. It prints its thread count, its open file
-// descriptors, its caught-signal mask and whether libcupmon.so is mapped, so that the test can
-// compare a run with libcupmon.so preloaded against one without.
+// descriptors, its caught-signal mask and whether libcupmon-preload.so is mapped, so that the test
+// can compare a run with it preloaded (cupmon-run's default) against one without.
 #include <dirent.h>
 #include <link.h>
 
@@ -35,7 +35,9 @@ bool CupmonMapped() {
       [](dl_phdr_info* info, size_t, void* data) -> int {
         const char* name = info->dlpi_name ? info->dlpi_name : "";
         const size_t n = std::strlen(name);
-        if (n >= 12 && std::strcmp(name + n - 12, "libcupmon.so") == 0) *static_cast<bool*>(data) = true;
+        constexpr size_t kLen = sizeof("libcupmon-preload.so") - 1;
+        if (n >= kLen && std::strcmp(name + n - kLen, "libcupmon-preload.so") == 0)
+          *static_cast<bool*>(data) = true;
         return 0;
       },
       &found);

@@ -1,6 +1,6 @@
 // cupmon-run: runs a program with libcupmon.so injected through CUDA_INJECTION64_PATH and, unless
-// --no-preload, also in LD_PRELOAD, so that cupmon shares CUPTI with torch.profiler and other CUPTI
-// clients (docs/COEXISTENCE.md), configured by CUPMON_* variables built from its options. It execs
+// --no-preload, libcupmon-preload.so (found beside it) in LD_PRELOAD, so that cupmon shares CUPTI
+// with torch.profiler and other CUPTI clients (docs/COEXISTENCE.md), configured by CUPMON_* variables built from its options. It execs
 // the program, so the exit status is the program's own.
 #include <limits.h>
 #include <link.h>
@@ -106,12 +106,12 @@ int main(int argc, char** argv) {
       "  cupmon-run -o /data/cupmon --file-size 128M --retention-bytes 20G -- ./my_cuda_app\n"
       "  cupmon-run --kinds concurrent_kernel,memcpy,memset,memcpy2 -- ./app\n"
       "  cupmon-run --no-preload -- ./app   # injection only (docs/COEXISTENCE.md)\n"
-      "libcupmon.so goes into LD_PRELOAD (after entries already there) as well as into\n"
-      "CUDA_INJECTION64_PATH, so that torch.profiler and other CUPTI clients share CUPTI with\n"
-      "cupmon. Child processes inherit both; in a program that never starts CUDA the library\n"
-      "does nothing (but cupmon-decode and cupmonctl abort under it for now: run them outside\n"
-      "the job). --no-preload: injection only; another CUPTI client then takes CUPTI from\n"
-      "cupmon (a marked gap) until cupmon takes it back after CUPMON_RECLAIM_MS.\n"
+      "libcupmon.so goes into CUDA_INJECTION64_PATH, and the small libcupmon-preload.so beside\n"
+      "it into LD_PRELOAD (after entries already there), so that torch.profiler and other CUPTI\n"
+      "clients share CUPTI with cupmon. Child processes inherit both; a program that never\n"
+      "starts CUDA loads only libcupmon-preload.so, which then does nothing. --no-preload:\n"
+      "injection only; another CUPTI client then takes CUPTI from cupmon (a marked gap) until\n"
+      "cupmon takes it back after CUPMON_RECLAIM_MS.\n"
       "Options left out keep the library's defaults (see monitor/README.md); CUPMON_* variables\n"
       "already set in the environment are kept unless an option overrides them.\n"
       "The exit status is the program's.");
@@ -132,7 +132,7 @@ int main(int argc, char** argv) {
   app.add_option("--encoding", encoding, "CUPMON_ENCODING: columns-delta, columns, zstd, stored");
   app.add_option("--zero-buffers", zero_buffers, "CUPMON_ZERO_BUFFERS: 1 = writer pre-zeroes (0)");
   auto* preload_flag = app.add_flag(
-      "--preload", preload, "the default: also put libcupmon.so in LD_PRELOAD (kept for scripts)");
+      "--preload", preload, "the default: also put libcupmon-preload.so in LD_PRELOAD (kept for scripts)");
   app.add_flag("--no-preload", no_preload,
                "CUDA_INJECTION64_PATH only, LD_PRELOAD left alone: cupmon then loses CUPTI to "
                "another CUPTI client (torch.profiler) for CUPMON_RECLAIM_MS instead of sharing it "
@@ -149,15 +149,23 @@ int main(int argc, char** argv) {
   }
   setenv("CUDA_INJECTION64_PATH", library.c_str(), 1);
   if (!no_preload) {
-    if (library.find_first_of(": ") != std::string::npos) {
+    // The interposed CUPTI entry points live in a library of their own beside libcupmon.so, which
+    // needs it: libcupmon.so's dependency then resolves to the preloaded copy.
+    const std::string preload_library =
+        (std::filesystem::path(library).parent_path() / "libcupmon-preload.so").string();
+    if (access(preload_library.c_str(), R_OK) != 0) {
+      std::fprintf(stderr,
+                   "cupmon: %s not found beside %s; injection only, so another CUPTI client "
+                   "would take CUPTI from cupmon (docs/COEXISTENCE.md)\n",
+                   preload_library.c_str(), library.c_str());
+    } else if (preload_library.find_first_of(": ") != std::string::npos) {
       // ld.so would split the path and print an error in every process of the job.
       std::fprintf(stderr,
                    "cupmon: %s cannot go into LD_PRELOAD (it holds ':' or ' '); injection only, "
                    "so another CUPTI client would take CUPTI from cupmon (docs/COEXISTENCE.md)\n",
-                   library.c_str());
+                   preload_library.c_str());
     } else {
-      // The same path as the injection, so that the driver's dlopen finds the preloaded copy.
-      setenv("LD_PRELOAD", PreloadValue(std::getenv("LD_PRELOAD"), library).c_str(), 1);
+      setenv("LD_PRELOAD", PreloadValue(std::getenv("LD_PRELOAD"), preload_library).c_str(), 1);
     }
   }
   auto set = [](const char* var, const std::string& v) {

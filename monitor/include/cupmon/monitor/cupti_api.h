@@ -9,6 +9,10 @@
 
 #include "cupmon/format/error.h"
 
+// What libcupmon-preload.so defines and libcupmon.so uses (the CUPTI loader and multiplexer,
+// docs/COEXISTENCE.md): default visibility also where the rest of a library is built hidden.
+#define CUPMON_PRELOAD_API __attribute__((visibility("default")))
+
 namespace cupmon {
 
 // Thread-safety: implementations are called from the control thread, the writer thread (never) and
@@ -66,6 +70,6 @@ class CuptiApi {
 // Loads libcupti with dlopen (RTLD_NOW | RTLD_LOCAL) so that libcupmon.so does not need it at link
 // time: "libcupti.so.13", "libcupti.so", then $CUDA_HOME and /usr/local/cuda library folders.
 // The library is never unloaded (dlclose without cuptiFinalize has crashed CUPTI 13.0-13.1).
-Expected<std::unique_ptr<CuptiApi>> LoadCupti();
+CUPMON_PRELOAD_API Expected<std::unique_ptr<CuptiApi>> LoadCupti();
 
 }  // namespace cupmon
