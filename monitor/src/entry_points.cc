@@ -3,11 +3,13 @@
 #include <pthread.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cctype>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <chrono>
+#include <cstring>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -234,6 +236,26 @@ CUPMON_API int cupmon_flush(void) {
   }
 }
 
+namespace cupmon {
+namespace {
+void FillBase(const MonitorStats& s, const Monitor& m, cupmon_stats* out) {
+  out->buffers_completed = s.buffers_completed;
+  out->records = s.records;
+  out->raw_bytes = s.raw_bytes;
+  out->compressed_bytes = s.compressed_bytes;
+  out->dropped_records = s.dropped_records;
+  out->pool_exhausted = s.pool_exhausted;
+  out->zero_timestamp_records = s.zero_timestamp_records;
+  out->write_errors = s.write_errors;
+  out->chunks_lost = s.chunks_lost;
+  out->buffers_free = s.buffers_free;
+  out->buffers_in_flight = s.buffers_in_flight;
+  out->strings = s.strings;
+  out->running = m.stopped() || Monitor::InForkedChild() ? 0 : 1;
+}
+}  // namespace
+}  // namespace cupmon
+
 CUPMON_API int cupmon_get_stats(cupmon_stats* out) {
   try {
     if (!out) return cupmon::Fail("null stats pointer");
@@ -242,20 +264,40 @@ CUPMON_API int cupmon_get_stats(cupmon_stats* out) {
     // the numbers are the parent's as of the fork (running = 0).
     cupmon::Monitor* m = cupmon::g_active_monitor.load(std::memory_order_acquire);
     if (!m) return cupmon::Fail("cupmon was never started in this process");
+    cupmon::FillBase(m->GetStats(), *m, out);
+    return 0;
+  } catch (...) {
+    return cupmon::Fail("internal error");
+  }
+}
+
+CUPMON_API int cupmon_get_stats_sized(cupmon_stats_sized* out, size_t size) {
+  try {
+    if (!out) return cupmon::Fail("null stats pointer");
+    if (size < sizeof(out->filled))
+      return cupmon::Fail("cupmon_get_stats_sized: size " + std::to_string(size) +
+                          " is below 8 (pass sizeof(cupmon_stats_sized))");
+    cupmon::Monitor* m = cupmon::g_active_monitor.load(std::memory_order_acquire);
+    if (!m) return cupmon::Fail("cupmon was never started in this process");
     const cupmon::MonitorStats s = m->GetStats();
-    out->buffers_completed = s.buffers_completed;
-    out->records = s.records;
-    out->raw_bytes = s.raw_bytes;
-    out->compressed_bytes = s.compressed_bytes;
-    out->dropped_records = s.dropped_records;
-    out->pool_exhausted = s.pool_exhausted;
-    out->zero_timestamp_records = s.zero_timestamp_records;
-    out->write_errors = s.write_errors;
-    out->chunks_lost = s.chunks_lost;
-    out->buffers_free = s.buffers_free;
-    out->buffers_in_flight = s.buffers_in_flight;
-    out->strings = s.strings;
-    out->running = m->stopped() || cupmon::Monitor::InForkedChild() ? 0 : 1;
+    cupmon_stats_sized full{};
+    cupmon::FillBase(s, *m, &full.base);
+    full.lost_buffers = s.lost_buffers;
+    full.lost_records = s.lost_records;
+    full.lost_kernel_records = s.lost_kernel_records;
+    full.windows_opened = s.windows_opened;
+    full.cupti_gaps = s.cupti_gaps;
+    full.writer_faults = s.writer_faults;
+    full.control_faults = s.control_faults;
+    full.intake_faults = s.intake_faults;
+    full.strings_refused = s.strings_refused;
+    full.labels_refused = s.labels_refused;
+    full.tasks_dropped = s.tasks_dropped;
+    full.window_open = s.window_open ? 1 : 0;
+    full.stop_timed_out = s.stop_timed_out ? 1 : 0;
+    // An older caller gets the fields it knows; a newer one learns from `filled` where ours end.
+    full.filled = std::min(size, sizeof(full));
+    std::memcpy(out, &full, full.filled);
     return 0;
   } catch (...) {
     return cupmon::Fail("internal error");

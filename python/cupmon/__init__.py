@@ -155,12 +155,29 @@ def flush():
 
 
 def stats():
-    """Counters since start, as a dict (cupmon_stats fields; `running` is a bool)."""
-    raw = ctypes.create_string_buffer(ctypes.sizeof(_capi.CupmonStats) + _capi.SLACK_BYTES)
-    _check(_lib().cupmon_get_stats(raw), "cupmon_get_stats")
-    s = _capi.CupmonStats.from_buffer(raw)
-    out = {name: getattr(s, name) for name, _ in _capi.CupmonStats._fields_ if name != "reserved"}
+    """Counters since start, as a dict: cupmon_stats' fields (`running` a bool) and, from a library
+    that has cupmon_get_stats_sized, the later ones it filled (lost_records, faults, ...)."""
+    lib = _lib()
+    if not hasattr(lib, "cupmon_get_stats_sized"):
+        raw = ctypes.create_string_buffer(ctypes.sizeof(_capi.CupmonStats) + _capi.SLACK_BYTES)
+        _check(lib.cupmon_get_stats(raw), "cupmon_get_stats")
+        s = _capi.CupmonStats.from_buffer(raw)
+        out = {name: getattr(s, name) for name, _ in _capi.CupmonStats._fields_ if name != "reserved"}
+        out["running"] = bool(out["running"])
+        return out
+    sized = _capi.CupmonStatsSized()
+    _check(lib.cupmon_get_stats_sized(ctypes.byref(sized), ctypes.sizeof(sized)),
+           "cupmon_get_stats_sized")
+    out = {name: getattr(sized.base, name) for name, _ in _capi.CupmonStats._fields_
+           if name != "reserved"}
     out["running"] = bool(out["running"])
+    for name, ctype in _capi.CupmonStatsSized._fields_[2:]:
+        # Only what an older library filled: the rest is not in its struct.
+        if getattr(_capi.CupmonStatsSized, name).offset + ctypes.sizeof(ctype) <= sized.filled:
+            out[name] = getattr(sized, name)
+    for flag in ("window_open", "stop_timed_out"):
+        if flag in out:
+            out[flag] = bool(out[flag])
     return out
 
 

@@ -30,6 +30,7 @@ OPTIONAL_SYMBOLS = (
     "cupmon_window_close",
     "cupmon_annotation_push",
     "cupmon_annotation_pop",
+    "cupmon_get_stats_sized",
 )
 
 
@@ -67,6 +68,27 @@ class CupmonStats(ctypes.Structure):
         ("strings", ctypes.c_uint64),
         ("running", ctypes.c_uint32),
         ("reserved", ctypes.c_uint32),
+    ]
+
+
+class CupmonStatsSized(ctypes.Structure):
+    """cupmon_stats_sized: `filled` (bytes the library wrote), cupmon_stats, then later counters."""
+    _fields_ = [
+        ("filled", ctypes.c_uint64),
+        ("base", CupmonStats),
+        ("lost_buffers", ctypes.c_uint64),
+        ("lost_records", ctypes.c_uint64),
+        ("lost_kernel_records", ctypes.c_uint64),
+        ("windows_opened", ctypes.c_uint64),
+        ("cupti_gaps", ctypes.c_uint64),
+        ("writer_faults", ctypes.c_uint64),
+        ("control_faults", ctypes.c_uint64),
+        ("intake_faults", ctypes.c_uint64),
+        ("strings_refused", ctypes.c_uint64),
+        ("labels_refused", ctypes.c_uint64),
+        ("tasks_dropped", ctypes.c_uint64),
+        ("window_open", ctypes.c_uint32),
+        ("stop_timed_out", ctypes.c_uint32),
     ]
 
 
@@ -165,6 +187,9 @@ def _declare(lib):
     if hasattr(lib, "cupmon_annotation_push"):
         lib.cupmon_annotation_push.argtypes = [ctypes.c_char_p]
         lib.cupmon_annotation_push.restype = ctypes.c_int
+    if hasattr(lib, "cupmon_get_stats_sized"):
+        lib.cupmon_get_stats_sized.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+        lib.cupmon_get_stats_sized.restype = ctypes.c_int
     if hasattr(lib, "cupmon_annotation_pop"):
         lib.cupmon_annotation_pop.argtypes = []
         lib.cupmon_annotation_pop.restype = ctypes.c_int

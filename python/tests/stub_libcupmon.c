@@ -76,6 +76,18 @@ int cupmon_get_stats(cupmon_stats* stats) {
 const char* cupmon_last_error(void) { return g_error; }
 
 #ifdef STUB_WITH_WINDOWS
+/* Fills like an older library that knows only up to lost_records, so the module must read `filled`. */
+int cupmon_get_stats_sized(cupmon_stats_sized* stats, size_t size) {
+  cupmon_stats_sized full;
+  size_t n = offsetof(cupmon_stats_sized, lost_kernel_records);
+  if (cupmon_get_stats(&full.base) != 0) return -1;
+  full.filled = size < n ? size : n;
+  full.lost_buffers = 2;
+  full.lost_records = 5000;
+  memcpy(stats, &full, full.filled);
+  return 0;
+}
+
 int cupmon_window_open(uint32_t duration_ms, const char* kinds) {
   char entry[600];
   snprintf(entry, sizeof(entry), "window_open %u %s", duration_ms, kinds ? kinds : "(null)");

@@ -80,7 +80,8 @@ class StructLayoutTest(Scratch):
     """The ctypes mirror must match the C header byte for byte."""
 
     def test_fields_sizes_and_offsets_match_the_c_header(self):
-        structs = {"cupmon_config": _capi.CupmonConfig, "cupmon_stats": _capi.CupmonStats}
+        structs = {"cupmon_config": _capi.CupmonConfig, "cupmon_stats": _capi.CupmonStats,
+                   "cupmon_stats_sized": _capi.CupmonStatsSized}
         lines = ["#include <stddef.h>", "#include <stdio.h>", '#include "cupmon/cupmon.h"',
                  "int main(void) {"]
         for cname in structs:
@@ -232,6 +233,10 @@ class StubWrapperTest(Scratch):
             self.assertEqual(s["dropped_records"], 7)
             self.assertEqual(s["strings"], 99)
             self.assertNotIn("reserved", s)
+            # From cupmon_get_stats_sized, as far as this (older-shaped) stub filled it.
+            self.assertEqual((s["lost_buffers"], s["lost_records"]), (2, 5000))
+            self.assertNotIn("lost_kernel_records", s)
+            self.assertNotIn("stop_timed_out", s)
             cupmon.flush()
         self.assertFalse(cupmon.stats()["running"])
         self.assertEqual(self.lib.stub_log(), b"start;flush;stop;")

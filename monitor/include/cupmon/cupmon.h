@@ -3,6 +3,7 @@
 #ifndef CUPMON_CUPMON_H_
 #define CUPMON_CUPMON_H_
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -50,6 +51,29 @@ typedef struct cupmon_stats {
   uint32_t reserved;
 } cupmon_stats;
 
+/* Every counter of cupmon_stats and those added since, for cupmon_get_stats_sized(). Fields are only
+ * ever appended: a caller passes the size it was built with, the library fills what both know and
+ * says in `filled` how many bytes that was, so either side may be the newer one. */
+typedef struct cupmon_stats_sized {
+  uint64_t filled; /* bytes the library wrote, this field included */
+  cupmon_stats base;
+  uint64_t lost_buffers; /* completed CUPTI buffers dropped before the writer (faults, stop) */
+  /* Records in chunks that could not be written (a full disk, write errors): records taken in =
+   * records in the files + lost_records + records deleted by retention. */
+  uint64_t lost_records;
+  uint64_t lost_kernel_records; /* of lost_records: KERNEL and CONCURRENT_KERNEL */
+  uint64_t windows_opened;
+  uint64_t cupti_gaps;       /* another CUPTI client took CUPTI (docs/COEXISTENCE.md) */
+  uint64_t writer_faults;    /* faults absorbed instead of ending the process (docs/RELIABILITY.md) */
+  uint64_t control_faults;
+  uint64_t intake_faults;
+  uint64_t strings_refused;  /* names not kept: the string table is full */
+  uint64_t labels_refused;   /* annotation pushes refused: the label registry is full */
+  uint64_t tasks_dropped;    /* writer tasks dropped: the writer queue was full */
+  uint32_t window_open;      /* 1 while a trace window is open */
+  uint32_t stop_timed_out;   /* 1 when the stop gave up waiting (CUPMON_EXIT_TIMEOUT_MS) */
+} cupmon_stats_sized;
+
 CUPMON_API void cupmon_config_init(cupmon_config* config);
 /* Starts monitoring. 0 on success, -1 on error (see cupmon_last_error). A second start while one is
  * running (including one started by CUDA_INJECTION64_PATH) is an error. */
@@ -60,6 +84,10 @@ CUPMON_API int cupmon_stop(void);
 CUPMON_API int cupmon_flush(void);
 /* Fills *stats. 0, or -1 when no monitor was ever started. */
 CUPMON_API int cupmon_get_stats(cupmon_stats* stats);
+/* Fills the first `size` bytes of *stats at most (size = sizeof(cupmon_stats_sized) as the caller
+ * knows it, at least 8) and sets stats->filled. 0, or -1: null pointer, size below 8, no monitor
+ * was ever started. */
+CUPMON_API int cupmon_get_stats_sized(cupmon_stats_sized* stats, size_t size);
 /* Trace windows (monitor/README.md, docs/CONTROL.md). Opens a window now: the window kinds are
  * enabled on top of the always-on kinds for duration_ms (0: the configured default, CUPMON_WINDOW_MS
  * or 5000). kinds: NULL or "" for the configured window kinds, else a comma-separated list of
