@@ -258,8 +258,8 @@ void RecordingPipeline::OpenWriter() {
   wo.files.retention_files = c.retention_files;
   wo.encoding = c.encoding;
   wo.zstd_level = c.zstd_level;
-  FileSystem& fs = options_.fs ? *options_.fs : PosixFileSystem();
-  auto writer = std::make_unique<RecordingWriter>(std::move(wo), std::move(h), fs);
+  fs_ = std::make_unique<ForkClosingFileSystem>(options_.fs ? *options_.fs : PosixFileSystem());
+  auto writer = std::make_unique<RecordingWriter>(std::move(wo), std::move(h), *fs_);
   if (auto r = writer->Open(); !r)
     Warn("cannot write into " + c.output_dir + ": " + r.error().message +
          "; the application continues, and lost data is counted");

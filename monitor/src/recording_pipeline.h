@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "busy_time.h"
+#include "fork_closing_file_system.h"
 #include "cupmon.pb.h"
 #include "cupmon/format/file_system.h"
 #include "cupmon/metrics/metrics_server.h"
@@ -95,6 +96,8 @@ class RecordingPipeline {
   const Options options_;
 
   // Writer thread only.
+  // Declared before writer_, which uses it until destroyed.
+  std::unique_ptr<ForkClosingFileSystem> fs_;
   std::unique_ptr<RecordingWriter> writer_;
   std::vector<std::function<void(RecordingWriter&)>> early_tasks_;
   std::vector<pb::StringEntry> new_strings_;

@@ -17,6 +17,7 @@
 #include <new>
 #include <system_error>
 #include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -338,6 +339,60 @@ TEST(MonitorFaultsTest, ForkStormWithExitInChildrenWhileTheParentFlushesAndScrap
   producer.join();
   scraper.join();
   EXPECT_EQ(bad, 0) << statuses;
+  (*m)->Stop();
+  const auto rb = ReadRecording(dir);
+  EXPECT_EQ(rb.damage, 0u);
+  EXPECT_EQ(rb.records, fake.produced());
+}
+
+// Descriptors of this process open on `dir` or on a file in it (from /proc/self/fd).
+std::vector<int> FdsInto(const std::string& dir) {
+  std::vector<int> fds;
+  const std::string canonical = std::filesystem::canonical(dir).string();
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) {
+    std::error_code ec;
+    const std::string target = std::filesystem::read_symlink(e.path(), ec).string();
+    if (!ec && (target == canonical || target.rfind(canonical + "/", 0) == 0))
+      fds.push_back(std::stoi(e.path().filename().string()));
+  }
+  return fds;
+}
+
+TEST(MonitorFaultsTest, AForkedChildKeepsNoRecordingFileOrDirectoryOpen) {
+  // A child forked without exec (DataLoader workers) that kept the open recording file would keep
+  // its disk space after retention deletes it, for as long as the child lives.
+  FakeCupti fake;
+  const std::string dir = TempDir("fork-fds");
+  auto m = Monitor::Start(testing::TestDoubleOptions(&fake, dir));
+  ASSERT_TRUE(m) << m.error().message;
+  FakeCupti::Producer* p = fake.NewProducer();
+  const uint32_t k = fake.AddKernelName("k");
+  p->Kernel(k, 1, 2);
+  (*m)->FlushAndWait();
+  const std::vector<int> parent = FdsInto(dir);
+  // The recordings' directory, the file being written, and the control plane's vetted control
+  // and registry directories (below `dir` in the test double's options).
+  ASSERT_GE(parent.size(), 4u) << "the directories and the file being written are open";
+  int pipe_fds[2];
+  ASSERT_EQ(pipe(pipe_fds), 0);
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    close(pipe_fds[0]);
+    const std::string left = std::to_string(FdsInto(dir).size());
+    (void)!write(pipe_fds[1], left.data(), left.size());
+    _exit(0);
+  }
+  close(pipe_fds[1]);
+  char buf[16] = {};
+  const ssize_t n = read(pipe_fds[0], buf, sizeof(buf) - 1);
+  close(pipe_fds[0]);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_GT(n, 0);
+  EXPECT_EQ(std::string(buf), "0") << "descriptors into " << dir << " left open in the child";
+  EXPECT_EQ(FdsInto(dir), parent) << "the parent keeps its own";
+  p->Kernel(k, 3, 4);
   (*m)->Stop();
   const auto rb = ReadRecording(dir);
   EXPECT_EQ(rb.damage, 0u);

@@ -261,12 +261,15 @@ Expected<void> ControlPlane::Core::Start() {
   }
   // Held open until Stop(): the socket and the registry entry are made and removed relative to the
   // directories that were vetted, whatever happens to their paths meanwhile.
+  // A forked child keeps neither (fork_child_cleanup.h).
   auto control_fd = OpenPrivateDir(options_.control_dir);
   if (!control_fd) return cupmon::unexpected(control_fd.error());
   control_dir_fd_ = *control_fd;
+  CloseInForkedChild(control_dir_fd_);
 
   const auto close_dirs = [this] {
     for (int* fd : {&control_dir_fd_, &registry_dir_fd_}) {
+      ForgetForkedChildFd(*fd);
       if (*fd >= 0) ::close(*fd);
       *fd = -1;
     }
@@ -279,6 +282,7 @@ Expected<void> ControlPlane::Core::Start() {
       return MakeError("registry: " + registry_fd.error().message, registry_fd.error().sys_errno);
     }
     registry_dir_fd_ = *registry_fd;
+    CloseInForkedChild(registry_dir_fd_);
     registry_link_ = SocketFileName(registry_dir, ::getpid());
   }
   const std::string entry = SocketBaseName(::getpid());
@@ -658,6 +662,7 @@ void ControlPlane::Core::RemoveFiles() {
   if (socket_bound_ && control_dir_fd_ >= 0) ::unlinkat(control_dir_fd_, entry.c_str(), 0);
   socket_bound_ = false;
   for (int* fd : {&control_dir_fd_, &registry_dir_fd_}) {
+    ForgetForkedChildFd(*fd);
     if (*fd >= 0) ::close(*fd);
     *fd = -1;
   }
