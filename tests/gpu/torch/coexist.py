@@ -20,6 +20,9 @@ Checks:
                        the same preloaded run without the profiler;
   3. plain-gap         with `cupmon-run --no-preload`, cupmon marks the profiler's takeover as a gap with an
                        end, and records kernels again after the profiler's session;
+     plain-short       the same with cupmon's defaults (1 s flush, reclaim after 10 s) and a run that ends
+                       right after the profiler's steps: whatever cupmon lost is marked as a gap
+                       (with or without an end), or nothing is lost;
   4. exclusive-tool    (when compute-sanitizer exists) cupmon under compute-sanitizer: the program
                        exits 0; cupmon's stderr lines are shown.
 """
@@ -295,6 +298,23 @@ def main():
                f"{sum(kernels_only(pl['counts']).values())} (without cupmon {sum(p0.values())})"
                + "".join(f"\n    {l}" for l in gap_lines[:3])
                + "".join(f"\n    stderr: {l}" for l in warned[:4]))
+
+    # 3b: a short job, cupmon's defaults: a loss must not be silent.
+    rec = os.path.join(out, "plain-short")
+    js = os.path.join(out, "plain-short.json")
+    env = {k: v for k, v in os.environ.items()
+           if k != "LD_PRELOAD" and k not in ("CUPMON_FLUSH_MS", "CUPMON_RECLAIM_MS")}
+    rc = run([cupmon_run, "--no-preload", "-o", rec, "--"] + child_cmd("middle", js),
+             os.path.join(out, "plain-short.log"), env=env)
+    if rc or not load(js):
+        result("plain-short", False, f"run failed (exit {rc}); see {out}/plain-short.log")
+    else:
+        gaps, gap_lines = cupmon_gaps(build, rec, out, "plain-short")
+        counts, _ = cupmon_kernels(build, rec, out, "plain-short")
+        kept, whole = sum((counts or {}).values()), sum(t0.values())
+        result("plain-short", kept >= whole or bool(gaps),
+               f"cupmon kept {kept} of {whole} kernels (the whole run without cupmon); gaps {gaps}"
+               + "".join(f"\n    {l}" for l in gap_lines[:3]))
 
     # 4: a tool that takes CUPTI exclusively.
     sanitizer = shutil.which("compute-sanitizer") or "/usr/local/cuda/bin/compute-sanitizer"
