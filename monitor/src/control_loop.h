@@ -90,6 +90,10 @@ class ControlLoop final : public control::ControlTarget, public metrics::Metrics
   bool window_open() const { return window_ && window_->is_open(); }
   // Called once at stop, after the thread joined: the takeover gap still open, if any.
   void EndOpenGap();
+  // After the thread joined: whether the takeover watch saw a gap open at stop, and the CUPTI
+  // time of its last tick that saw cupmon's callbacks run (0: none yet).
+  bool gap_open() const { return watch_ && watch_->in_gap(); }
+  uint64_t last_active_cupti_ns() const { return last_active_cupti_ns_; }
 
   // control::ControlTarget (control thread).
   pb::StatusReply Status() override;

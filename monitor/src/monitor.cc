@@ -211,13 +211,23 @@ bool Monitor::Stop(std::chrono::milliseconds timeout) {
   if (!control_ || !pipeline_) return true;
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   bool in_time = control_->Stop(timeout);
+  // A takeover the watch has not seen (a job shorter than a flush period, or one that ends before
+  // the watch's tick) must not be a silent loss: it is marked below from the buffers that never
+  // came back.
+  const bool gap_marked = !in_time || control_->gap_open();
+  const uint64_t last_active_ns = in_time ? control_->last_active_cupti_ns() : 0;
   if (in_time) control_->EndOpenGap();
   // Disable first, so that nothing new lands in buffers after the forced flush.
   for (uint32_t kind : enabled_kinds_) cupti_.ActivityDisable(static_cast<CUpti_ActivityKind>(kind));
   cupti_.ActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   control_->PollDropped();
   try {
-    queue_->Push(RecordingPipeline::FinalTask([this](RecordingWriter& w) {
+    queue_->Push(RecordingPipeline::FinalTask([this, gap_marked, last_active_ns](RecordingWriter& w) {
+      // Every buffer CUPTI completed to cupmon is written by now (this task comes after them).
+      // Buffers an earlier, reclaimed gap left with the other client are counted already.
+      const uint64_t known = counters_->stranded_buffers.load(std::memory_order_relaxed);
+      if (!gap_marked && pool_->in_use() > known)
+        MarkBuffersNotReturned(w, pool_->in_use() - known, last_active_ns);
       FillStats(&w.stats());
       pb::Calibration cal;
       *cal.add_samples() = TakeCalibrationSample(cupti_);
@@ -238,8 +248,13 @@ bool Monitor::Stop(std::chrono::milliseconds timeout) {
          "are intact; the last one may lack its footer (CUPMON_EXIT_TIMEOUT_MS)");
   } else {
     writer_thread_->join();
+    const uint64_t stranded = counters_->stranded_buffers.load(std::memory_order_relaxed);
     if (pool_->in_use() > 0)
-      Warn(std::to_string(pool_->in_use()) + " activity buffers were still held by CUPTI at stop");
+      Warn(std::to_string(pool_->in_use()) +
+           " activity buffers did not come back from CUPTI at stop: their records are lost " +
+           (stranded ? "(another CUPTI client took CUPTI's activity callbacks; marked in the "
+                       "recording)"
+                     : "(counted in the recording)"));
     // A stopped monitor is kept, not freed (entry_points.cc): it should not keep its buffers'
     // pages resident too.
     pool_->ReleaseMemory();
@@ -249,6 +264,32 @@ bool Monitor::Stop(std::chrono::milliseconds timeout) {
   // (the monitor, never freed in the library, keeps it).
   intake_->Unpublish();
   return in_time;
+}
+
+void Monitor::MarkBuffersNotReturned(RecordingWriter& w, uint64_t held, uint64_t last_active_ns) {
+  const uint32_t gap = static_cast<uint32_t>(counters_->cupti_gaps.fetch_add(1) + 1);
+  counters_->stranded_buffers.fetch_add(held, std::memory_order_relaxed);
+  uint64_t now_cupti = 0;
+  cupti_.GetTimestamp(&now_cupti);
+  // Since when: the last tick that saw cupmon's callbacks run, else the start of the session.
+  uint64_t since = last_active_ns;
+  if (since == 0 && facts_->start_calibration.samples_size() > 0)
+    since = facts_->start_calibration.samples(0).cupti_ns();
+  if (since == 0 || since > now_cupti) since = now_cupti;
+  pb::WindowMarker m;
+  m.set_window_id(gap);
+  m.set_edge(pb::WindowMarker::GAP_BEGIN);
+  m.set_cupti_ns(since);
+  m.set_realtime_ns(ClockNs(CLOCK_REALTIME));
+  m.set_note("at stop " + std::to_string(held) +
+             " cupmon buffers had not come back from CUPTI after its forced flush: their records "
+             "are lost; another CUPTI client probably registered its own activity callbacks "
+             "(seen at stop, not by the takeover watch)");
+  w.WriteWindowMarker(m);
+  m.set_edge(pb::WindowMarker::GAP_END);
+  m.set_cupti_ns(now_cupti);
+  m.set_note("recording stopped during the gap");
+  w.WriteWindowMarker(m);
 }
 
 void Monitor::FlushAndWait() {

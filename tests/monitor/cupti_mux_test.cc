@@ -778,6 +778,73 @@ TEST(TakeoverTest, AnotherClientTakingTheCallbacksIsMarkedCountedAndUndone) {
   g_other_buffers.clear();
 }
 
+TEST(TakeoverTest, ATakeoverShorterThanTheWatchIsMarkedAtStop) {
+  // The short job under plain injection: the other client takes CUPTI before the first
+  // flush tick could notice, and the job stops before the next one. The records in cupmon's
+  // buffers went to the other client: the recording must say so, not be silently empty.
+  {
+    std::lock_guard<std::mutex> lk(g_other_mu);
+    g_other_records = g_other_unknown = 0;
+  }
+  FakeCupti fake;
+  HoldingCupti cupti(fake);
+  const uint32_t name = fake.AddKernelName("k");
+  const std::string dir = TempDir("short-takeover");
+  MonitorOptions o = Options(&cupti, dir);
+  o.config.flush_ms = 60'000;  // no tick during the test
+  auto m = Monitor::Start(std::move(o));
+  ASSERT_TRUE(m) << m.error().message;
+  FakeCupti::Producer* p = fake.NewProducer();
+  cupti.hold = true;
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(p->Kernel(name, 100 + i, 101 + i));  // cupmon's buffer
+  ASSERT_EQ(fake.ActivityRegisterCallbacks(OtherRequest, OtherComplete), CUPTI_SUCCESS);
+  cupti.hold = false;
+  (*m)->Stop();  // its forced flush completes cupmon's buffer into the other client
+  const MonitorStats st = (*m)->GetStats();
+  EXPECT_EQ(st.cupti_gaps, 1u);
+  EXPECT_EQ(st.stranded_buffers, 1u);
+  {
+    std::lock_guard<std::mutex> lk(g_other_mu);
+    EXPECT_EQ(g_other_unknown, 1u);
+  }
+  auto listing = decoder::ListRecordings(dir);
+  ASSERT_TRUE(listing);
+  ASSERT_EQ(listing->recordings.size(), 1u) << "a file exists that says what happened";
+  MarkerCollector markers;
+  decoder::ReadIntegrity integrity;
+  decoder::ReadRecording(listing->recordings[0], markers, &integrity);
+  ASSERT_EQ(markers.markers.size(), 2u);
+  EXPECT_EQ(markers.markers[0].edge(), pb::WindowMarker::GAP_BEGIN);
+  EXPECT_EQ(markers.markers[1].edge(), pb::WindowMarker::GAP_END);
+  EXPECT_EQ(markers.markers[0].window_id(), 1u);
+  EXPECT_LE(markers.markers[0].cupti_ns(), markers.markers[1].cupti_ns());
+  EXPECT_NE(markers.markers[0].note().find("had not come back"), std::string::npos)
+      << markers.markers[0].note();
+  const auto rb = testing::ReadRecording(dir);
+  EXPECT_EQ(rb.last_stats.cupti_gaps(), 1u);
+  EXPECT_EQ(rb.last_stats.stranded_buffers(), 1u);
+  std::lock_guard<std::mutex> lk(g_other_mu);
+  for (uint8_t* b : g_other_buffers) std::free(b);
+  g_other_buffers.clear();
+}
+
+TEST(TakeoverTest, AHealthyStopMarksNoGap) {
+  FakeCupti fake;
+  const uint32_t name = fake.AddKernelName("k");
+  const std::string dir = TempDir("healthy-stop");
+  MonitorOptions o = Options(&fake, dir);
+  o.config.flush_ms = 60'000;
+  auto m = Monitor::Start(std::move(o));
+  ASSERT_TRUE(m) << m.error().message;
+  FakeCupti::Producer* p = fake.NewProducer();
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(p->Kernel(name, 100 + i, 101 + i));
+  (*m)->Stop();
+  EXPECT_EQ((*m)->GetStats().cupti_gaps, 0u);
+  const auto rb = testing::ReadRecording(dir);
+  EXPECT_EQ(rb.records_by_kind.at(kKernel), 10u);
+  EXPECT_EQ(rb.last_stats.cupti_gaps(), 0u);
+}
+
 // CUPTI's clock changes domain mid-recording (another client's timestamp callback; the fake's
 // GetTimestamp shift stands in for it). The flush tick writes a calibration sample at once, and the
 // decoder maps the kernels of both domains to the right wall times.

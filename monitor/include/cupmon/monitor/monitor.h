@@ -34,6 +34,7 @@ class ActivityIntake;
 class BufferPool;
 class ControlLoop;
 class RecordingPipeline;
+class RecordingWriter;
 class StringTable;
 class WriterQueue;
 struct MonitorCounters;
@@ -166,6 +167,9 @@ class Monitor final {
   void Abandon() noexcept;
   void OnTerminationSignal(int sig);
   void FillStats(pb::Stats* s) const;
+  // Stop, writer thread: `held` buffers that never came back from CUPTI's forced flush, with no
+  // takeover seen, are a lost interval: a GAP_BEGIN/GAP_END pair, counted as a gap and as stranded.
+  void MarkBuffersNotReturned(RecordingWriter& w, uint64_t held, uint64_t last_active_ns);
 
   MonitorOptions options_;
   CuptiApi& cupti_;
