@@ -713,11 +713,19 @@ bool WaitFor(Pred pred, int timeout_ms = 5000) {
   return pred();
 }
 
+// The other client's counters, before a test, and the buffers it was handed, after.
+void ResetOtherClient() {
+  std::lock_guard<std::mutex> lk(g_other_mu);
+  g_other_records = g_other_unknown = 0;
+}
+void FreeOtherClientBuffers() {
+  std::lock_guard<std::mutex> lk(g_other_mu);
+  for (uint8_t* b : g_other_buffers) std::free(b);
+  g_other_buffers.clear();
+}
+
 TEST(TakeoverTest, AnotherClientTakingTheCallbacksIsMarkedCountedAndUndone) {
-  {
-    std::lock_guard<std::mutex> lk(g_other_mu);
-    g_other_records = g_other_unknown = 0;
-  }
+  ResetOtherClient();
   FakeCupti fake;
   HoldingCupti cupti(fake);
   const uint32_t name = fake.AddKernelName("k");
@@ -773,19 +781,14 @@ TEST(TakeoverTest, AnotherClientTakingTheCallbacksIsMarkedCountedAndUndone) {
   EXPECT_NE(markers.markers[1].note().find("registered its callbacks and kinds again"),
             std::string::npos)
       << markers.markers[1].note();
-  std::lock_guard<std::mutex> lk(g_other_mu);
-  for (uint8_t* b : g_other_buffers) std::free(b);
-  g_other_buffers.clear();
+  FreeOtherClientBuffers();
 }
 
 TEST(TakeoverTest, ATakeoverShorterThanTheWatchIsMarkedAtStop) {
   // The short job under plain injection: the other client takes CUPTI before the first
   // flush tick could notice, and the job stops before the next one. The records in cupmon's
   // buffers went to the other client: the recording must say so, not be silently empty.
-  {
-    std::lock_guard<std::mutex> lk(g_other_mu);
-    g_other_records = g_other_unknown = 0;
-  }
+  ResetOtherClient();
   FakeCupti fake;
   HoldingCupti cupti(fake);
   const uint32_t name = fake.AddKernelName("k");
@@ -823,9 +826,7 @@ TEST(TakeoverTest, ATakeoverShorterThanTheWatchIsMarkedAtStop) {
   const auto rb = testing::ReadRecording(dir);
   EXPECT_EQ(rb.last_stats.cupti_gaps(), 1u);
   EXPECT_EQ(rb.last_stats.stranded_buffers(), 1u);
-  std::lock_guard<std::mutex> lk(g_other_mu);
-  for (uint8_t* b : g_other_buffers) std::free(b);
-  g_other_buffers.clear();
+  FreeOtherClientBuffers();
 }
 
 TEST(TakeoverTest, AHealthyStopMarksNoGap) {
