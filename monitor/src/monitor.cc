@@ -272,10 +272,13 @@ void Monitor::MarkBuffersNotReturned(RecordingWriter& w, uint64_t held, uint64_t
   uint64_t now_cupti = 0;
   cupti_.GetTimestamp(&now_cupti);
   // Since when: the last tick that saw cupmon's callbacks run, else the start of the session.
+  // (Another client may have switched CUPTI's clock since: Kineto does. Then when the loss began
+  // is not known, and the marker says so.)
   uint64_t since = last_active_ns;
   if (since == 0 && facts_->start_calibration.samples_size() > 0)
     since = facts_->start_calibration.samples(0).cupti_ns();
-  if (since == 0 || since > now_cupti) since = now_cupti;
+  const bool since_known = since != 0 && since <= now_cupti;
+  if (!since_known) since = now_cupti;
   pb::WindowMarker m;
   m.set_window_id(gap);
   m.set_edge(pb::WindowMarker::GAP_BEGIN);
@@ -284,7 +287,8 @@ void Monitor::MarkBuffersNotReturned(RecordingWriter& w, uint64_t held, uint64_t
   m.set_note("at stop " + std::to_string(held) +
              " cupmon buffers had not come back from CUPTI after its forced flush: their records "
              "are lost; another CUPTI client probably registered its own activity callbacks "
-             "(seen at stop, not by the takeover watch)");
+             "(seen at stop, not by the takeover watch" +
+             (since_known ? ")" : "; when it began is not known)"));
   w.WriteWindowMarker(m);
   m.set_edge(pb::WindowMarker::GAP_END);
   m.set_cupti_ns(now_cupti);
