@@ -39,8 +39,9 @@ target_link_libraries(cupmon_monitor_testing PUBLIC cupmon::monitor PRIVATE cupm
 
 # libcupmon-preload.so: what cupmon-run puts in LD_PRELOAD (docs/COEXISTENCE.md). CUPTI's
 # interposed activity entry points, the CUPTI loader and the multiplexer, and nothing else: it
-# needs only libc and the C++ runtime, so the children of a job that never start CUDA (shells,
-# compilers, cupmon-decode) load no protobuf, zstd or monitor code, and it starts no thread.
+# needs only libc (the C++ runtime is linked in, below), so the children of a job that never
+# start CUDA (shells, compilers, cupmon-decode) load no protobuf, zstd or monitor code, and it
+# starts no thread.
 # It exports the interposed entry points and, for libcupmon.so, the multiplexer's C++ API.
 add_library(cupmon_preload SHARED
   ${CUPMON_CUPTI_SOURCES}
@@ -55,8 +56,12 @@ target_include_directories(cupmon_preload PRIVATE
   $<TARGET_PROPERTY:cupmon_format,INTERFACE_INCLUDE_DIRECTORIES>
   ${CUDAToolkit_INCLUDE_DIRS})
 target_link_libraries(cupmon_preload PRIVATE cupmon_warnings Threads::Threads ${CMAKE_DL_LIBS})
+# The C++ runtime is linked in and hidden: preloaded, the library is loaded before the program's
+# own libraries, and a dependency on the system's libstdc++.so.6 would shadow a newer one that the
+# program brings (a conda environment's), whose symbol versions its modules then fail to find.
 target_link_options(cupmon_preload PRIVATE
   -Wl,--version-script=${CMAKE_CURRENT_SOURCE_DIR}/src/libcupmon-preload.map
+  -static-libstdc++ -static-libgcc -Wl,--exclude-libs,ALL
   -Wl,--gc-sections -Wl,-z,nodelete -Wl,--no-undefined)
 install(TARGETS cupmon_preload EXPORT cupmonTargets LIBRARY DESTINATION lib)
 

@@ -1,8 +1,8 @@
 // The interposed CUPTI activity entry points of libcupmon-preload.so (cupti_interpose.cc): what
 // libcupmon.so's entry points need to know about them. libcupmon-preload.so is the small library
 // cupmon-run puts in LD_PRELOAD: the interposed entry points, the CUPTI loader and the
-// multiplexer, with no dependency beyond libc and the C++ runtime, so that a preloaded child
-// process that never starts CUDA (a compiler, a shell, cupmon-decode) loads nothing else of
+// multiplexer, with no dependency beyond libc (the C++ runtime linked in), so that a preloaded
+// child process that never starts CUDA (a compiler, a shell, cupmon-decode) loads nothing else of
 // cupmon's. libcupmon.so needs it (DT_NEEDED), so a process has one multiplexer either way.
 #pragma once
 
