@@ -34,9 +34,6 @@ constexpr uint32_t kWindowsTid = 0;              // the thread row of cupmon's t
 
 std::string SysError(int err) { return std::strerror(err); }
 
-// "prefix: strerror" for a std::error_code.
-std::string Because(const std::error_code& ec) { return ec.message(); }
-
 }  // namespace
 
 std::optional<uint64_t> StepNumberOf(std::string_view label) {
@@ -277,7 +274,7 @@ Expected<void> KinetoSink::PrepareDirectory(const std::string& dir) {
     return unexpected(Error{"cannot write " + dir + ": not a directory", ENOTDIR});
   if (!fs::exists(st)) {
     fs::create_directories(dir, ec);
-    if (ec) return unexpected(Error{"cannot create " + dir + ": " + Because(ec), ec.value()});
+    if (ec) return unexpected(Error{"cannot create " + dir + ": " + ec.message(), ec.value()});
   }
   if (access(dir.c_str(), W_OK | X_OK) != 0) {
     const int err = errno;
