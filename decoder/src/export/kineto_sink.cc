@@ -349,7 +349,7 @@ void KinetoSink::End(const TraceBuilder& builder, const Recording& recording) {
   const Rank* rank = index_ < ranks_.size() ? ranks_[index_] : nullptr;
   const std::string who = rank ? rank->label : path_;
   if (writer_->rows() == 0)
-    notes_.push_back(who + ": no rows in the region: " + path_ +
+    notes_.push_back(who + ": no rows in the region (or past --limit): " + path_ +
                      " holds no events (HTA leaves out a rank without events)");
   writer_.reset();
   file_.close();
