@@ -42,7 +42,8 @@ void AddCommon(CLI::App* app, CommonArgs* a) {
   app->add_option("--kernel", a->kernel, "Only GPU activity whose name matches this ECMAScript regex");
   app->add_option("--pid", a->pid, "Only the recording of this process id");
   app->add_option("--limit", a->limit, "At most N rows (traces and exports)");
-  app->add_option("-o,--output", a->output, "Write to FILE instead of standard output");
+  app->add_option("-o,--output", a->output,
+                  "Write to FILE instead of standard output (export --format kineto: a DIR)");
   app->add_flag("--mangled", a->mangled, "Show kernel names as recorded, not demangled");
   app->add_option("--reorder-rows", a->reorder_rows,
                   "Traces/exports: rows held to sort by start time (default 65536; 0 keeps "
@@ -60,6 +61,7 @@ int main(int argc, char** argv) {
       "  cupmon-decode kern-exec rec/ --window 3\n"
       "  cupmon-decode export rec/ --format chrome-json -o trace.json   # open in ui.perfetto.dev\n"
       "  cupmon-decode export job/ --format perfetto -o job.pftrace   # Perfetto's own binary format\n"
+      "  cupmon-decode export job/ --format kineto -o hta/   # hta/rank0.json...: Kineto JSON for HTA\n"
       "  cupmon-decode info rec/\n"
       "  cupmon-decode summary job/rank0 job/rank1   # several ranks: per rank and in total\n"
       "  cupmon-decode export job/ --format chrome-json -o job.json   # job/rank*/: one process per rank\n"
@@ -80,7 +82,7 @@ int main(int argc, char** argv) {
       {"api-trace", "One line per CUDA runtime/driver API call, with what it launched", ReportKind::kApiTrace},
       {"kern-exec", "Per kernel: API start and duration, queue time, kernel start/duration, total",
        ReportKind::kKernExec},
-      {"export", "Machine-readable export: chrome-json, perfetto (.pftrace), csv or jsonl",
+      {"export", "Machine-readable export: chrome-json, perfetto (.pftrace), kineto, csv or jsonl",
        ReportKind::kExport},
       {"info", "Recordings, files, chunks, windows, drops and an integrity report", ReportKind::kInfo},
   };
@@ -91,8 +93,9 @@ int main(int argc, char** argv) {
     if (c.kind == ReportKind::kExport)
       sub->add_option("--format", format,
                       "chrome-json, perfetto (binary protobuf .pftrace: needs -o or a redirected "
-                      "stdout), csv or jsonl")
-          ->check(CLI::IsMember({"chrome-json", "perfetto", "csv", "jsonl"}));
+                      "stdout), kineto (-o DIR: one Kineto JSON trace per rank, DIR/rank0.json..., "
+                      "for Holistic Trace Analysis), csv or jsonl")
+          ->check(CLI::IsMember({"chrome-json", "perfetto", "kineto", "csv", "jsonl"}));
     kinds[sub] = c.kind;
   }
   try {
@@ -117,6 +120,7 @@ int main(int argc, char** argv) {
   opt.format = format == "csv"        ? ExportFormat::kCsv
                : format == "jsonl"    ? ExportFormat::kJsonl
                : format == "perfetto" ? ExportFormat::kPerfetto
+               : format == "kineto"   ? ExportFormat::kKineto
                                       : ExportFormat::kChromeJson;
   if (kind == ReportKind::kExport && opt.format == ExportFormat::kPerfetto && args.output.empty() &&
       isatty(STDOUT_FILENO)) {
@@ -148,7 +152,15 @@ int main(int argc, char** argv) {
     }
   }
   std::ofstream file;
-  if (!args.output.empty()) {
+  // --format kineto: -o names a directory, which the export creates and fills itself.
+  if (kind == ReportKind::kExport && opt.format == ExportFormat::kKineto) {
+    if (args.output.empty()) {
+      std::cerr << "cupmon-decode: --format kineto writes one file per rank: give -o DIR\n";
+      return cupmon::decoder::kExitUnusable;
+    }
+    opt.output_dir = std::move(args.output);
+    args.output.clear();
+  } else if (!args.output.empty()) {
     file.open(args.output, std::ios::out | std::ios::trunc | std::ios::binary);
     if (!file) {
       std::cerr << "cupmon-decode: cannot write " << args.output << "\n";

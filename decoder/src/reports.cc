@@ -18,7 +18,10 @@
 
 #include "cupmon/decoder/progress_line.h"
 #include "cupmon/decoder/rank_listing.h"
+#include "export/kineto_sink.h"
+#include "export/out_buf.h"
 #include "export/perfetto_sink.h"
+#include "export/trace_event_json.h"
 
 namespace cupmon::decoder {
 namespace {
@@ -111,89 +114,6 @@ const char* RowTypeName(RowType t) {
   return "?";
 }
 
-// The streaming sinks' output: rows are formatted into one large buffer (integers with
-// std::to_chars, no per-row stream calls or temporary strings) that goes to the stream in ~1 MiB
-// writes. Everything a sink writes passes through here, so its order is kept.
-class OutBuf {
- public:
-  explicit OutBuf(std::ostream& out)
-      : out_(out), buf_(new char[kFlushAt + kSlack]), cap_(kFlushAt + kSlack) {}
-  ~OutBuf() { Flush(); }
-  OutBuf(const OutBuf&) = delete;
-  OutBuf& operator=(const OutBuf&) = delete;
-
-  // Inlined so that literals become fixed-size copies (no strlen, no call per fragment).
-  [[gnu::always_inline]] OutBuf& operator<<(std::string_view s) {
-    Append(s.data(), s.size());
-    return *this;
-  }
-  [[gnu::always_inline]] OutBuf& operator<<(const char* s) { return *this << std::string_view(s); }
-  OutBuf& operator<<(const std::string& s) { return *this << std::string_view(s); }
-  [[gnu::always_inline]] OutBuf& operator<<(char c) {
-    if (size_ == cap_) [[unlikely]]
-      MakeRoom(1);
-    buf_[size_++] = c;
-    return *this;
-  }
-  template <typename T>
-    requires(std::is_integral_v<T> && !std::is_same_v<T, char> && !std::is_same_v<T, bool>)
-  OutBuf& operator<<(T v) {
-    if (cap_ - size_ < 24) [[unlikely]]
-      MakeRoom(24);
-    const auto r = std::to_chars(buf_.get() + size_, buf_.get() + size_ + 24, v);
-    size_ = static_cast<size_t>(r.ptr - buf_.get());
-    return *this;
-  }
-  // Appends `s` escaped for a JSON string body.
-  OutBuf& Json(std::string_view s) {
-    size_t plain = 0;
-    while (plain < s.size() && NeedsNoEscape(static_cast<unsigned char>(s[plain]))) ++plain;
-    if (plain == s.size()) return *this << s;
-    return *this << JsonEscape(s);
-  }
-  // Appends `s` as a CSV field in double quotes (quotes doubled).
-  OutBuf& Csv(std::string_view s) {
-    *this << '"';
-    for (char c : s) {
-      if (c == '"') *this << '"';
-      *this << c;
-    }
-    *this << '"';
-    return *this;
-  }
-  // Call after each row: writes the buffer out once it is large.
-  void EndRow() {
-    if (size_ >= kFlushAt) Flush();
-  }
-  void Flush() {
-    if (size_ == 0) return;
-    out_.write(buf_.get(), static_cast<std::streamsize>(size_));
-    size_ = 0;
-  }
-
- private:
-  [[gnu::always_inline]] void Append(const char* p, size_t n) {
-    if (cap_ - size_ < n) [[unlikely]]
-      MakeRoom(n);
-    std::memcpy(buf_.get() + size_, p, n);
-    size_ += n;
-  }
-  // Writes out what is buffered (order is kept) and grows the buffer if `n` still does not fit.
-  [[gnu::noinline]] void MakeRoom(size_t n) {
-    Flush();
-    if (n > cap_) {
-      cap_ = n;
-      buf_.reset(new char[cap_]);
-    }
-  }
-  static bool NeedsNoEscape(unsigned char c) { return c >= 0x20 && c != '"' && c != '\\'; }
-  static constexpr size_t kFlushAt = 1 << 20;
-  static constexpr size_t kSlack = 64 * 1024;  // a row rarely needs more; MakeRoom if it does
-  std::ostream& out_;
-  std::unique_ptr<char[]> buf_;
-  size_t size_ = 0, cap_;
-};
-
 // Keeps rows and the limit for the trace-like sinks.
 class LimitedSink : public RowSink {
  public:
@@ -208,6 +128,9 @@ class LimitedSink : public RowSink {
   virtual void Begin(const TraceBuilder& /*b*/, const Recording& /*r*/, size_t /*index*/) {}
   virtual void End(const TraceBuilder& /*b*/, const Recording& /*r*/, const ReadIntegrity& /*i*/) {}
   virtual void Close() { out_.Flush(); }
+  // After Close: reports problems of the output itself to `err` and returns the exit code they
+  // make (exports that write their own files).
+  virtual int Conclude(std::ostream& /*err*/) { return kExitClean; }
   // Merged (multi-rank) reports: the rank whose rows come next; call before Begin. Single
   // recordings never call it, so their output stays as it was.
   virtual void SetRank(const Rank* rank) { rank_ = rank; }
@@ -552,20 +475,20 @@ class JsonlSink : public LimitedSink {
 // slices at the end of each recording.
 class ChromeSink : public LimitedSink {
  public:
-  ChromeSink(std::ostream& out, std::optional<uint64_t> limit) : LimitedSink(out, limit) {
+  ChromeSink(std::ostream& out, std::optional<uint64_t> limit) : LimitedSink(out, limit), ev_(out_) {
     out_ << "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n";
   }
   // Merged timelines: every rank's times count from `base` (the earliest process start), so the
   // ranks share one wall-clock axis. 0: the first rank's first record.
   void SetCommonBase(int64_t base) {
     common_base_ = true;
-    base_ = base;
+    ev_.set_base(base);
   }
   void Begin(const TraceBuilder& b, const Recording& r, size_t index) override {
     builder_ = &b;
     rec_ = &r;
     index_ = index;
-    if (!common_base_) base_ = r.header.process_start_unix_ns();
+    if (!common_base_) ev_.set_base(r.header.process_start_unix_ns());
     if (rank_) {
       // One Perfetto process per rank under its OS pid; a pid seen on another host gets a
       // made-up one so the two ranks' tracks stay apart.
@@ -577,50 +500,50 @@ class ChromeSink : public LimitedSink {
     }
     gpu_tracks_.clear();
     cpu_threads_.clear();
-    annotations_.clear();
+    annotations_.Clear();
   }
   void End(const TraceBuilder& b, const Recording& r, const ReadIntegrity&) override {
-    if (!base_) base_ = b.origin_wall();
+    if (!ev_.base()) ev_.set_base(b.origin_wall());
     const uint32_t pid = rank_ ? rank_pid_ : r.header.pid();
     std::string cmd;
     for (const auto& a : r.header.command_line()) cmd += (cmd.empty() ? "" : " ") + a;
     if (rank_) {
-      Meta("process_name", pid, 0, rank_->label + (r.header.synthetic() ? " (SYNTHETIC)" : ""));
-      SortIndex(pid, 2 * index_);
+      ev_.Meta("process_name", pid, 0, rank_->label + (r.header.synthetic() ? " (SYNTHETIC)" : ""));
+      ev_.SortIndex(pid, 2 * index_);
     } else {
-      Meta("process_name", pid, 0,
-           "CPU pid " + std::to_string(pid) + (cmd.empty() ? "" : " " + cmd) +
-               (r.header.synthetic() ? " (SYNTHETIC)" : ""));
+      ev_.Meta("process_name", pid, 0,
+               "CPU pid " + std::to_string(pid) + (cmd.empty() ? "" : " " + cmd) +
+                   (r.header.synthetic() ? " (SYNTHETIC)" : ""));
     }
-    Meta("thread_name", pid, 0, "cupmon windows");
-    Meta("thread_name", pid, 1, "annotations");
-    for (uint32_t tid : cpu_threads_) Meta("thread_name", pid, tid, "thread " + std::to_string(tid));
+    ev_.Meta("thread_name", pid, 0, "cupmon windows");
+    ev_.Meta("thread_name", pid, 1, "annotations");
+    for (uint32_t tid : cpu_threads_) ev_.Meta("thread_name", pid, tid, "thread " + std::to_string(tid));
     std::set<uint32_t> devices;
     for (const auto& [dev, stream] : gpu_tracks_) {
       devices.insert(dev);
-      Meta("thread_name", GpuPid(dev), stream, "stream " + std::to_string(stream));
+      ev_.Meta("thread_name", GpuPid(dev), stream, "stream " + std::to_string(stream));
     }
     for (uint32_t dev : devices) {
       std::string name = "GPU " + std::to_string(dev);
       for (const auto& d : r.header.devices())
         if (d.id() == dev && !d.name().empty()) name += " " + d.name();
       if (rank_) {
-        Meta("process_name", GpuPid(dev), 0, name + " (" + rank_->label + ")");
-        SortIndex(GpuPid(dev), 2 * index_ + 1);
+        ev_.Meta("process_name", GpuPid(dev), 0, name + " (" + rank_->label + ")");
+        ev_.SortIndex(GpuPid(dev), 2 * index_ + 1);
       } else {
-        Meta("process_name", GpuPid(dev), 0, name + " (pid " + std::to_string(pid) + ")");
+        ev_.Meta("process_name", GpuPid(dev), 0, name + " (pid " + std::to_string(pid) + ")");
       }
     }
     for (const auto& [id, w] : b.windows()) {
       if (!w.begin) continue;
       const uint64_t end = w.end >= w.begin && w.end ? w.end : std::max(b.last_ts(), w.begin);
-      Slice("window " + std::to_string(id), "window", pid, 0, b.clock().ToWall(w.begin),
-            b.clock().ToWall(end) - b.clock().ToWall(w.begin),
-            "\"source\":\"" + JsonEscape(w.source) + "\",\"note\":\"" + JsonEscape(w.note) + "\"");
+      ev_.Slice("window " + std::to_string(id), "window", pid, 0, b.clock().ToWall(w.begin),
+                b.clock().ToWall(end) - b.clock().ToWall(w.begin),
+                "\"source\":\"" + JsonEscape(w.source) + "\",\"note\":\"" + JsonEscape(w.note) + "\"");
     out_.EndRow();
     }
-    for (const auto& [label, span] : annotations_)
-      Slice(label, "annotation", pid, 1, span.first, span.second - span.first, "");
+    for (const auto& [key, span] : annotations_.spans())
+      ev_.Slice(key.first, "annotation", pid, 1, span.start, span.end - span.start, "");
   }
   void Close() override {
     out_ << "\n]}\n";
@@ -630,16 +553,16 @@ class ChromeSink : public LimitedSink {
  protected:
   void Write(const Row& r) override {
     if (!r.valid_time) return;  // cannot be placed on a timeline; counted in the summary
-    if (!base_) base_ = builder_->origin_wall();
+    if (!ev_.base()) ev_.set_base(builder_->origin_wall());
     if (r.type == RowType::kApi) {
       if (r.tid != last_tid_ || cpu_threads_.empty()) {
         cpu_threads_.insert(r.tid);
         last_tid_ = r.tid;
       }
-      SliceHead(r.name, r.kind == 4 ? "cuda_driver" : "cuda_runtime", CpuPid(r.pid), r.tid,
-                r.wall_start, static_cast<int64_t>(r.duration));
+      ev_.SliceHead(r.name, r.kind == 4 ? "cuda_driver" : "cuda_runtime", CpuPid(r.pid), r.tid,
+                    r.wall_start, static_cast<int64_t>(r.duration));
       out_ << "\"correlation\":" << r.correlation << ",\"return\":" << r.return_value << "}}";
-      if (!r.annotation.empty()) Annotate(r);
+      annotations_.Add(r);
       return;
     }
     const uint32_t gpid = GpuPid(r.device);
@@ -647,8 +570,8 @@ class ChromeSink : public LimitedSink {
       gpu_tracks_.emplace(r.device, r.stream);
       last_track_ = {r.device, r.stream};
     }
-    SliceHead(r.name, RowTypeName(r.type), gpid, r.stream, r.wall_start,
-              static_cast<int64_t>(r.duration));
+    ev_.SliceHead(r.name, RowTypeName(r.type), gpid, r.stream, r.wall_start,
+                  static_cast<int64_t>(r.duration));
     out_ << "\"correlation\":" << r.correlation << ",\"context\":" << r.context;
     if (r.type == RowType::kKernel)
       out_ << ",\"grid\":\"" << r.grid[0] << ',' << r.grid[1] << ',' << r.grid[2]
@@ -661,91 +584,31 @@ class ChromeSink : public LimitedSink {
       out_.Json(r.annotation) << '"';
     }
     out_ << "}}";
-    if (r.has_api && r.api_valid_time) {
-      // A flow arrow from the launch call to this activity (one per activity: graphs fan out).
-      const uint64_t id = ++flow_id_;
-      Comma();
-      out_ << "{\"name\":\"launch\",\"cat\":\"flow\",\"ph\":\"s\",\"id\":" << id
-           << ",\"pid\":" << CpuPid(r.api_pid) << ",\"tid\":" << r.api_tid << ",\"ts\":";
-      Us(r.api_wall_start);
-      out_ << '}';
-      Comma();
-      out_ << "{\"name\":\"launch\",\"cat\":\"flow\",\"ph\":\"f\",\"bp\":\"e\",\"id\":" << id
-           << ",\"pid\":" << gpid << ",\"tid\":" << r.stream << ",\"ts\":";
-      Us(r.wall_start);
-      out_ << '}';
-    }
+    // A flow arrow from the launch call to this activity (one per activity: graphs fan out).
+    if (r.has_api && r.api_valid_time)
+      ev_.LaunchFlow("launch", "flow", ++flow_id_, r, CpuPid(r.api_pid), gpid);
   }
 
  private:
   // The Perfetto process of a CPU record: its own pid, or the rank's in merged timelines (the
   // rank's process is where its windows and device names are).
   uint32_t CpuPid(uint32_t record_pid) const { return rank_ ? rank_pid_ : record_pid; }
-  void SortIndex(uint32_t pid, size_t index) {
-    Comma();
-    out_ << "{\"name\":\"process_sort_index\",\"ph\":\"M\",\"pid\":" << pid
-         << ",\"tid\":0,\"ts\":0,\"args\":{\"sort_index\":" << index << "}}";
-  }
   uint32_t GpuPid(uint32_t device) const {
     return 1'000'000u + static_cast<uint32_t>(index_) * 1000u + device;
   }
-  // Microseconds since base_ with three decimals (exact ns).
-  void Us(int64_t wall) {
-    const int64_t rel = wall - base_;
-    const uint64_t a = rel < 0 ? 0 - static_cast<uint64_t>(rel) : static_cast<uint64_t>(rel);
-    if (rel < 0) out_ << '-';
-    const uint64_t frac = a % 1000;
-    out_ << a / 1000 << '.' << static_cast<char>('0' + frac / 100)
-         << static_cast<char>('0' + frac / 10 % 10) << static_cast<char>('0' + frac % 10);
-  }
-  void Comma() {
-    if (!first_) out_ << ",\n";
-    first_ = false;
-  }
-  // Writes an "X" event up to and including `"args":{`; the caller writes the args and "}}".
-  void SliceHead(std::string_view name, const char* cat, uint32_t pid, uint32_t tid, int64_t wall,
-                 int64_t dur) {
-    Comma();
-    out_ << "{\"name\":\"";
-    out_.Json(name) << "\",\"cat\":\"" << cat << "\",\"ph\":\"X\",\"pid\":" << pid
-                    << ",\"tid\":" << tid << ",\"ts\":";
-    Us(wall);
-    out_ << ",\"dur\":";
-    Us(base_ + dur);
-    out_ << ",\"args\":{";
-  }
-  void Slice(const std::string& name, const char* cat, uint32_t pid, uint32_t tid, int64_t wall,
-             int64_t dur, const std::string& args) {
-    SliceHead(name, cat, pid, tid, wall, dur);
-    out_ << args << "}}";
-  }
-  void Meta(const char* what, uint32_t pid, uint32_t tid, const std::string& name) {
-    Comma();
-    out_ << "{\"name\":\"" << what << "\",\"ph\":\"M\",\"pid\":" << pid << ",\"tid\":" << tid
-         << ",\"ts\":0,\"args\":{\"name\":\"";
-    out_.Json(name) << "\"}}";
-  }
-  void Annotate(const Row& r) {
-    auto [it, inserted] = annotations_.try_emplace(std::string(r.annotation), r.wall_start, r.wall_end);
-    if (!inserted) {
-      it->second.first = std::min(it->second.first, r.wall_start);
-      it->second.second = std::max(it->second.second, r.wall_end);
-    }
-  }
 
+  TraceEventWriter ev_;
   const Recording* rec_ = nullptr;
   size_t index_ = 0;
-  int64_t base_ = 0;
   bool common_base_ = false;
   uint32_t rank_pid_ = 0;
   std::set<uint32_t> rank_pids_;
-  bool first_ = true;
   uint64_t flow_id_ = 0;
   std::set<std::pair<uint32_t, uint32_t>> gpu_tracks_;
   std::pair<uint32_t, uint32_t> last_track_{0, 0};
   std::set<uint32_t> cpu_threads_;
   uint32_t last_tid_ = 0;
-  std::map<std::string, std::pair<int64_t, int64_t>> annotations_;
+  AnnotationSpans annotations_;
 };
 
 // export --format perfetto: the row limit and the report's per-recording calls, handed to the
@@ -767,6 +630,31 @@ class PerfettoExport : public LimitedSink {
 
  private:
   PerfettoSink perfetto_;
+};
+
+// export --format kineto: the row limit and the report's per-recording calls, handed to the
+// Kineto writer (export/kineto_sink.cc), which writes one file per rank into a directory. Steps
+// come from annotations; a step detector (`cupmon-decode steps`) plugs in as KinetoSink's
+// StepSource per rank.
+class KinetoExport : public LimitedSink {
+ public:
+  KinetoExport(std::ostream& out, std::optional<uint64_t> limit, const std::string& dir,
+               const std::vector<const Rank*>& ranks)
+      : LimitedSink(out, limit), kineto_(dir, ranks) {}
+  void Begin(const TraceBuilder& b, const Recording& r, size_t index) override {
+    kineto_.Begin(b, r, index);
+  }
+  void End(const TraceBuilder& b, const Recording& r, const ReadIntegrity&) override {
+    kineto_.End(b, r);
+  }
+  void Close() override { kineto_.Close(); }
+  int Conclude(std::ostream& err) override { return kineto_.Report(err); }
+
+ protected:
+  void Write(const Row& row) override { kineto_.Write(row); }
+
+ private:
+  KinetoSink kineto_;
 };
 
 class NullSink : public RowSink {
@@ -1079,6 +967,14 @@ int RunReport(ReportKind kind, const std::vector<std::string>& paths, const Repo
         trace = std::make_unique<JsonlSink>(out, options.limit);
       else if (options.format == ExportFormat::kPerfetto)
         trace = std::make_unique<PerfettoExport>(out, options.limit);
+      else if (options.format == ExportFormat::kKineto) {
+        // An unwritable directory fails before anything is read.
+        if (auto dir = KinetoSink::PrepareDirectory(options.output_dir); !dir) {
+          err << "cupmon-decode: " << dir.error().message << "\n";
+          return kExitUnusable;
+        }
+        trace = std::make_unique<KinetoExport>(out, options.limit, options.output_dir, chosen);
+      }
       else
         trace = std::make_unique<ChromeSink>(out, options.limit),
         chrome = static_cast<ChromeSink*>(trace.get());
@@ -1197,6 +1093,7 @@ int RunReport(ReportKind kind, const std::vector<std::string>& paths, const Repo
     results.push_back(std::move(r));
   }
   if (trace) trace->Close();
+  const int output_rc = trace ? trace->Conclude(err) : kExitClean;
 
   if (merged) {
     // A window that some ranks have and others lack: usually a rank that did not get the request.
@@ -1222,7 +1119,7 @@ int RunReport(ReportKind kind, const std::vector<std::string>& paths, const Repo
     }
   }
   out.flush();
-  return warnings ? kExitWarnings : kExitClean;
+  return std::max(output_rc, warnings ? kExitWarnings : kExitClean);
 }
 
 }  // namespace cupmon::decoder

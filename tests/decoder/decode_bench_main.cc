@@ -4,14 +4,18 @@
 // 2. reader + record walk (kinds and sizes only);
 // 3. summary and 4. chrome-json/csv exports and gpu-trace through RunReport into a discarding
 // stream (chrome-json also per trace event, counted in an untimed second pass), and export
-// perfetto; 5. the Perfetto writer alone (export/perfetto_sink.cc) on rows captured beforehand
-// (up to 2M; the sink's own cost without reading or decoding).
+// perfetto, and export kineto into a temporary directory (events counted afterwards, untimed);
+// 5. the Perfetto and Kineto writers alone (export/perfetto_sink.cc, export/kineto_sink.cc) on rows
+// captured beforehand (up to 2M; the sink's own cost without reading or decoding).
 // Prints records (or events) per second of wall and of process CPU time: CPU time is the figure to
 // compare on a machine shared with other work.
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <ostream>
 #include <streambuf>
 
@@ -19,6 +23,7 @@
 #include "cupmon/decoder/recording_reader.h"
 #include "cupmon/decoder/reports.h"
 #include "cupmon/decoder/trace_builder.h"
+#include "export/kineto_sink.h"
 #include "export/perfetto_sink.h"
 
 namespace {
@@ -98,14 +103,25 @@ class CaptureSink : public RowSink {
   size_t cap_;
 };
 
+// Up to 2M rows of one recording, decoded and kept (untimed) for the writer benchmarks, with the
+// builder their names point into.
+struct CapturedRows {
+  explicit CapturedRows(const Recording& rec)
+      : capture(2'000'000), builder(TraceFilter{}, &capture, 1 << 16, ReorderOptions{1 << 16, 0}) {
+    ReadIntegrity integrity;
+    ReadRecording(rec, builder, &integrity);
+    builder.Finish();
+  }
+  CaptureSink capture;
+  TraceBuilder builder;
+};
+
 // The Perfetto writer alone: rows of the first recording, decoded and captured first (untimed),
 // then written `repeat` times into a discarding stream.
 void BenchPerfettoSink(const Recording& rec) {
-  CaptureSink capture(2'000'000);
-  TraceBuilder builder(TraceFilter{}, &capture, 1 << 16, ReorderOptions{1 << 16, 0});
-  ReadIntegrity integrity;
-  ReadRecording(rec, builder, &integrity);
-  builder.Finish();
+  const CapturedRows captured(rec);
+  const TraceBuilder& builder = captured.builder;
+  const CaptureSink& capture = captured.capture;
   constexpr int kRepeat = 5;
   CountingBuf buf;
   std::ostream out(&buf);
@@ -128,6 +144,48 @@ void BenchPerfettoSink(const Recording& rec) {
   Report("  packets", packets, "packets", w, c);
   std::printf("  (%llu output bytes per pass)\n",
               static_cast<unsigned long long>(buf.bytes / kRepeat));
+}
+
+// The Kineto writer alone: as BenchPerfettoSink, one rank's trace per pass.
+void BenchKinetoWriter(const Recording& rec) {
+  const CapturedRows captured(rec);
+  const TraceBuilder& builder = captured.builder;
+  const CaptureSink& capture = captured.capture;
+  constexpr int kRepeat = 5;
+  CountingBuf buf;
+  std::ostream out(&buf);
+  uint64_t rows = 0, events = 0;
+  KinetoRank rank;
+  rank.label = "rank 0";
+  rank.file_name = "rank0.json";
+  rank.base = rec.header.process_start_unix_ns();
+  const double w0 = Now(CLOCK_MONOTONIC), c0 = Now(CLOCK_PROCESS_CPUTIME_ID);
+  for (int i = 0; i < kRepeat; ++i) {
+    KinetoTraceWriter writer(out);
+    writer.Begin(builder, rec, rank, nullptr);
+    for (const Row& r : capture.rows) writer.Write(r);
+    writer.End(builder, rec);
+    rows += writer.rows();
+    events += writer.events();
+  }
+  const double w = Now(CLOCK_MONOTONIC) - w0, c = Now(CLOCK_PROCESS_CPUTIME_ID) - c0;
+  std::printf("kineto writer alone: %zu rows of recording %llx, written %d times\n",
+              capture.rows.size(), static_cast<unsigned long long>(rec.id), kRepeat);
+  Report("  rows", rows, "rows", w, c);
+  Report("  trace events", events, "events", w, c);
+  std::printf("  (%llu output bytes per pass)\n",
+              static_cast<unsigned long long>(buf.bytes / kRepeat));
+}
+
+// Trace events in the files of a kineto export: one per line, lines that open an object.
+uint64_t KinetoEvents(const std::string& dir) {
+  uint64_t events = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    std::ifstream f(e.path());
+    std::string line;
+    while (std::getline(f, line)) events += line.rfind("{\"", 0) == 0;
+  }
+  return events;
 }
 
 }  // namespace
@@ -167,11 +225,18 @@ int main(int argc, char** argv) {
                          Run{"export chrome-json", ReportKind::kExport, ExportFormat::kChromeJson},
                          Run{"export csv", ReportKind::kExport, ExportFormat::kCsv},
                          Run{"export perfetto", ReportKind::kExport, ExportFormat::kPerfetto},
+                         Run{"export kineto", ReportKind::kExport, ExportFormat::kKineto},
                          Run{"gpu-trace", ReportKind::kGpuTrace, ExportFormat::kChromeJson}}) {
     CountingBuf buf;
     std::ostream out(&buf), err(&buf);
     ReportOptions opt;
     opt.format = run.format;
+    // kineto writes files: into a fresh directory (in memory where /dev/shm exists).
+    const std::string shm = std::filesystem::is_directory("/dev/shm") ? "/dev/shm" : "/tmp";
+    if (run.format == ExportFormat::kKineto) {
+      opt.output_dir = shm + "/cupmon-decode-bench-kineto-" + std::to_string(getpid());
+      std::filesystem::remove_all(opt.output_dir);
+    }
     const double w0 = Now(CLOCK_MONOTONIC), c0 = Now(CLOCK_PROCESS_CPUTIME_ID);
     RunReport(run.kind, dir, opt, out, err);
     const double w = Now(CLOCK_MONOTONIC) - w0, c = Now(CLOCK_PROCESS_CPUTIME_ID) - c0;
@@ -186,10 +251,15 @@ int main(int argc, char** argv) {
       const uint64_t events = lines.lines >= 2 ? lines.lines - 2 : 0;
       Report("  as trace events", events, "events", w, c);
     }
+    if (run.format == ExportFormat::kKineto) {
+      Report("  as trace events", KinetoEvents(opt.output_dir), "events", w, c);
+      std::filesystem::remove_all(opt.output_dir);
+    }
   }
   for (const auto& r : listing->recordings)
     if (!r.files.empty() && r.files.front().bytes > 4096) {  // skip empty launcher recordings
       BenchPerfettoSink(r);
+      BenchKinetoWriter(r);
       break;
     }
   return 0;

@@ -2,6 +2,7 @@
 //   cupmon-make-sample tests/data/synthetic-sample   the small synthetic sample (golden tests write their own)
 //   cupmon-make-sample /tmp/big 10000000          N records (WriteLarge), to time cupmon-decode
 //   cupmon-make-sample --overlap DIR              overlapping slices on one stream and one thread
+//   cupmon-make-sample --steps DIR                two ranks with annotated training steps
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -115,6 +116,25 @@ size_t WriteLarge(const std::string& dir, uint64_t records) {
   return written;
 }
 
+// One calibration sample (the wall clock 2 us ahead of CUPTI's at kT0) and window 1's BEGIN
+// marker at `begin_ns`, which is returned (its END is a copy with another edge and time).
+cupmon::pb::WindowMarker CalibrateAndOpenWindow(cupmon::RecordingWriter& w, uint64_t begin_ns) {
+  using cupmon::testing::kT0;
+  cupmon::pb::Calibration cal;
+  auto* s0 = cal.add_samples();
+  s0->set_cupti_ns(kT0);
+  s0->set_realtime_ns(static_cast<int64_t>(kT0) + 2000);
+  s0->set_monotonic_ns(1000);
+  w.WriteCalibration(cal);
+  cupmon::pb::WindowMarker begin;
+  begin.set_window_id(1);
+  begin.set_edge(cupmon::pb::WindowMarker::BEGIN);
+  begin.set_source(cupmon::pb::TRIGGER_SOCKET);
+  begin.set_cupti_ns(begin_ns);
+  w.WriteWindowMarker(begin);
+  return begin;
+}
+
 // Slices that overlap on one track, for the Perfetto export's lanes (tests/decoder/
 // perfetto_export_test.py knows these times): a CUDA graph launch whose five kernels CUPTI reports
 // on one stream, three of them running at once, and a driver call inside a runtime call on one
@@ -131,18 +151,7 @@ size_t WriteOverlap(const std::string& dir) {
   strings[1].set_id(2), strings[1].set_pointer(kCopy), strings[1].set_text("copy_kernel");
   strings[2].set_id(3), strings[2].set_pointer(9), strings[2].set_text("step 1");  // annotation
   w.AddStrings(strings);
-  cupmon::pb::Calibration cal;
-  auto* s0 = cal.add_samples();
-  s0->set_cupti_ns(kT0);
-  s0->set_realtime_ns(static_cast<int64_t>(kT0) + 2000);
-  s0->set_monotonic_ns(1000);
-  w.WriteCalibration(cal);
-  cupmon::pb::WindowMarker begin;
-  begin.set_window_id(1);
-  begin.set_edge(cupmon::pb::WindowMarker::BEGIN);
-  begin.set_source(cupmon::pb::TRIGGER_SOCKET);
-  begin.set_cupti_ns(kT0 + 1'000);
-  w.WriteWindowMarker(begin);
+  const cupmon::pb::WindowMarker begin = CalibrateAndOpenWindow(w, kT0 + 1'000);
   const uint64_t t = kT0;
   auto us = [](uint64_t n) { return n * 1000; };
   BufferBuilder api;
@@ -171,6 +180,81 @@ size_t WriteOverlap(const std::string& dir) {
   return api.records() + gpu.records();
 }
 
+// A two-rank job whose training steps are annotated "step 1".."step 4", for the Kineto export's
+// ProfilerStep#N and HTA's iterations (tests/decoder/kineto_export_test.py knows this layout).
+// Rank R (pid 4300 + R, device R): per step, 1 ms apart, on thread 101, all inside the step's
+// annotation: cudaLaunchKernel -> gemm (stream 7), cudaLaunchKernel -> copy_kernel (stream 7),
+// cudaMemcpyAsync -> HtoD memcpy (stream 7), a launch under a nested "forward" annotation ->
+// copy_kernel, and cuLaunchKernel -> an NCCL all-reduce (stream 8). Rank 1 launches one more gemm
+// in step 3. Both ranks in one window.
+size_t WriteSteps(const std::string& dir) {
+  using namespace cupmon::testing;
+  using cupmon::decoder::Field;
+  constexpr uint64_t kGemm = 0x7f0000002000, kCopy = 0x7f0000004000, kNccl = 0x7f0000006000;
+  constexpr int kSteps = 4;
+  size_t records = 0;
+  for (uint32_t rank = 0; rank < 2; ++rank) {
+    const uint32_t pid = 4300 + rank;
+    cupmon::pb::RecordingHeader header = SyntheticHeader(kTestRecordingId + 0x10 + rank, pid);
+    auto* d1 = header.add_devices();
+    d1->CopyFrom(header.devices(0));
+    d1->set_id(1);
+    header.set_rank(static_cast<int32_t>(rank));
+    header.set_world_size(2);
+    header.set_job_id("synthetic-steps");
+    cupmon::RecordingWriter w(WriterOptions(dir, "cupmon-steps-" + std::to_string(pid)), header);
+    CUPMON_CHECK(w.Open().has_value());
+    std::vector<cupmon::pb::StringEntry> strings(4 + kSteps);
+    strings[0].set_pointer(kGemm), strings[0].set_text("_Z10gemm_tiledILi16EEvPKfS1_Pfi");
+    strings[1].set_pointer(kCopy), strings[1].set_text("copy_kernel");
+    strings[2].set_pointer(kNccl);
+    strings[2].set_text("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)");
+    strings[3].set_pointer(900), strings[3].set_text("forward");  // annotations: pointer = id
+    for (int n = 1; n <= kSteps; ++n)
+      strings[3 + n].set_pointer(1000 + n), strings[3 + n].set_text("step " + std::to_string(n));
+    for (size_t i = 0; i < strings.size(); ++i) strings[i].set_id(static_cast<uint32_t>(i + 1));
+    w.AddStrings(strings);
+    const cupmon::pb::WindowMarker begin = CalibrateAndOpenWindow(w, kT0 + 500'000);
+    auto us = [](uint64_t n) { return n * 1000; };
+    BufferBuilder api, gpu;
+    auto call = [&](uint32_t kind, uint64_t start, uint64_t end, uint32_t corr, uint32_t cbid,
+                    uint64_t annotation) {
+      api.External(corr, annotation);
+      api.Add(kind, {{Field::kStart, start}, {Field::kEnd, end}, {Field::kCorrelationId, corr},
+                     {Field::kCbid, cbid}, {Field::kProcessId, pid}, {Field::kThreadId, 101}});
+    };
+    uint32_t corr = 1;
+    for (int n = 1; n <= kSteps; ++n) {
+      const uint64_t t = kT0 + us(1000) * n + us(20) * rank, step = 1000 + n;
+      call(cupmon::decoder::kKindRuntime, t, t + us(5), corr, 211, step);
+      gpu.Kernel(t + us(10), t + us(60), corr++, kGemm, 7, rank);
+      call(cupmon::decoder::kKindRuntime, t + us(10), t + us(15), corr, 211, step);
+      gpu.Kernel(t + us(60), t + us(110), corr++, kCopy, 7, rank);
+      call(cupmon::decoder::kKindRuntime, t + us(20), t + us(24), corr, 41, step);
+      gpu.Memcpy(t + us(110), t + us(115), corr++, 1, 1 << 20, 7);
+      call(cupmon::decoder::kKindRuntime, t + us(25), t + us(28), corr, 211, 900);
+      gpu.Kernel(t + us(115), t + us(125), corr++, kCopy, 7, rank);
+      call(cupmon::decoder::kKindDriver, t + us(30), t + us(35), corr, 307, step);
+      gpu.Kernel(t + us(130), t + us(300), corr++, kNccl, 8, rank);
+      if (rank == 1 && n == 3) {
+        call(cupmon::decoder::kKindRuntime, t + us(36), t + us(40), corr, 211, step);
+        gpu.Kernel(t + us(300), t + us(350), corr++, kGemm, 7, rank);
+      }
+    }
+    w.WriteRawBuffer(gpu.bytes(), 1, 7);
+    w.WriteRawBuffer(api.bytes(), 0, 0);
+    cupmon::pb::WindowMarker end = begin;
+    end.set_edge(cupmon::pb::WindowMarker::END);
+    end.set_cupti_ns(kT0 + us(1000) * (kSteps + 1));
+    end.set_note("duration");
+    w.WriteWindowMarker(end);
+    w.WriteStats(static_cast<int64_t>(kT0) + 10'000'000);
+    w.Close(static_cast<int64_t>(kT0) + 10'000'000);
+    records += api.records() + gpu.records();
+  }
+  return records;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -179,13 +263,20 @@ int main(int argc, char** argv) {
     std::printf("wrote a synthetic recording (%zu records, CUPTI test double) to %s\n", n, argv[2]);
     return 0;
   }
+  if (argc == 3 && std::strcmp(argv[1], "--steps") == 0) {
+    const size_t n = WriteSteps(argv[2]);
+    std::printf("wrote two synthetic recordings (%zu records, CUPTI test double) to %s\n", n,
+                argv[2]);
+    return 0;
+  }
   const bool help = argc > 1 && (std::strcmp(argv[1], "-h") == 0 || std::strcmp(argv[1], "--help") == 0);
   if (help || (argc != 2 && argc != 3) || argv[1][0] == '-') {
     std::fprintf(help ? stdout : stderr,
-                 "usage: %s DIR [RECORDS] | --overlap DIR\n"
+                 "usage: %s DIR [RECORDS] | --overlap DIR | --steps DIR\n"
                  "Writes a synthetic recording (CUPTI test double, not GPU data) into DIR: the small\n"
-                 "sample, RECORDS records of a training-like mix for timing cupmon-decode, or\n"
-                 "(--overlap) slices that overlap on one stream and on one thread.\n"
+                 "sample, RECORDS records of a training-like mix for timing cupmon-decode,\n"
+                 "(--overlap) slices that overlap on one stream and on one thread, or (--steps) a\n"
+                 "two-rank job with annotated training steps.\n"
                  "  %s /tmp/sample\n  %s /tmp/big 10000000\n",
                  argv[0], argv[0], argv[0]);
     return help ? 0 : 2;

@@ -28,15 +28,7 @@ TYPE_SLICE_END = 2
 GPU_CATEGORIES = {"kernel", "memcpy", "memset"}
 API_CATEGORIES = {"cuda_runtime", "cuda_driver"}
 
-failures = []
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        if len(failures) <= 30:
-            print("FAIL:", what)
-    return cond
+from export_checks import check, failures, sanitizer_clean
 
 
 def load_schema(shared, work):
@@ -67,8 +59,7 @@ def export(decode, inputs, fmt, out, extra):
     # also what a sanitizer exits with by default: its report is looked for in stderr.
     if not check(r.returncode in (0, 1), f"export {fmt} {extra} exited {r.returncode}: {r.stderr}"):
         sys.exit(1)
-    if not check("Sanitizer" not in r.stderr and "runtime error:" not in r.stderr,
-                 f"export {fmt} {extra}: sanitizer report: {r.stderr[-2000:]}"):
+    if not sanitizer_clean(r.stderr, f"export {fmt} {extra}"):
         sys.exit(1)
 
 

@@ -14,8 +14,9 @@
 namespace cupmon::decoder {
 
 enum class ReportKind { kSummary, kGpuTrace, kApiTrace, kKernExec, kExport, kInfo };
-// kPerfetto: Perfetto's protobuf trace format (.pftrace), binary.
-enum class ExportFormat { kChromeJson, kCsv, kJsonl, kPerfetto };
+// kPerfetto: Perfetto's protobuf trace format (.pftrace), binary. kKineto: one Kineto-shaped
+// JSON trace per rank in ReportOptions::output_dir, for Holistic Trace Analysis.
+enum class ExportFormat { kChromeJson, kCsv, kJsonl, kPerfetto, kKineto };
 
 struct ReportOptions {
   TraceFilter filter;
@@ -33,6 +34,8 @@ struct ReportOptions {
   uint64_t reorder_ns = 0;
   // Search the given directories' subdirectories at any depth, not only one level down.
   bool recursive = false;
+  // Exports that write a directory (kKineto: DIR/rank0.json, ...); created when missing.
+  std::string output_dir;
 };
 
 // Exit codes of cupmon-decode.

@@ -1,0 +1,163 @@
+// `cupmon-decode export --format kineto -o DIR`: one JSON trace per rank (DIR/rank0.json, ...) in
+// the shape PyTorch's profiler (Kineto) writes, so that Holistic Trace Analysis (HTA) and other
+// Kineto readers take cupmon's history. Private to the decoder; the report driver (reports.cc)
+// feeds it.
+#pragma once
+
+#include <cstdint>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cupmon/decoder/rank_listing.h"
+#include "cupmon/decoder/trace_builder.h"
+#include "cupmon/format/error.h"
+#include "export/out_buf.h"
+#include "export/trace_event_json.h"
+
+namespace cupmon::decoder {
+
+// One iteration of a training loop on one rank: written as Kineto's "ProfilerStep#<number>", the
+// CPU-side slice from which HTA numbers iterations (a CPU event belongs to the step whose span
+// holds its start; a GPU activity to the step of the call that launched it).
+struct TrainingStep {
+  uint64_t number = 0;
+  int64_t wall_start = 0, wall_end = 0;  // wall-clock ns, the CPU time the step spans
+  uint32_t pid = 0, tid = 0;             // the thread to draw it on (0: the rank's process)
+  std::string source;                    // args.source: "annotation", or the detector's name
+};
+
+// Where iterations come from besides annotations. The hook for step detection
+// (`cupmon-decode steps`, written on its own branch): a detector sees every row of a recording
+// that the export writes, in the order the export writes them, and hands over that recording's
+// steps at its end. When a recording has a StepSource, its steps name the iterations and
+// annotations that look like steps stay plain annotations; without one, annotations that look
+// like steps (StepNumberOf) are the iterations.
+class StepSource {
+ public:
+  virtual ~StepSource() = default;
+  // Before the recording's first row.
+  virtual void Begin(const TraceBuilder& builder, const Recording& recording) = 0;
+  virtual void OnRow(const Row& row) = 0;
+  // After its last row: the steps found, in any order.
+  virtual std::vector<TrainingStep> Steps() = 0;
+};
+
+// The step number of an annotation label that names one step: a word for a step ("step",
+// "iteration", "iter", "train_step", "train step", "training step", "ProfilerStep"; any case)
+// followed by separators (space, '#', '_', ':', '=', '-', '/') and a number, and nothing else:
+// "step 12", "ProfilerStep#12", "Iteration 3", "iter_3", "train_step=7". Otherwise nothing
+// ("train_step", "step 1 forward", "warmup 2").
+std::optional<uint64_t> StepNumberOf(std::string_view label);
+
+// What one rank's trace says about the rank.
+struct KinetoRank {
+  uint32_t rank = 0;
+  uint32_t world_size = 1;
+  int64_t base = 0;       // baseTimeNanoseconds; 0: the first row's start
+  std::string label;      // "rank 0 (host:pid)"
+  std::string file_name;  // "rank0.json", for traceName
+};
+
+// Writes one rank's trace into `out`: the header (schemaVersion, deviceProperties,
+// distributedInfo with "rank": N as HTA's regular expression wants it, baseTimeNanoseconds), then
+// traceEvents as rows arrive: kernels (cat "kernel"), memcpys ("gpu_memcpy", "Memcpy HtoD"),
+// memsets ("gpu_memset", "Memset") on pid = device, tid = stream with args device, context,
+// stream, correlation; API calls ("cuda_runtime"/"cuda_driver") on the process's pid and thread
+// with args cbid and correlation (no "stream": HTA takes every event with a stream as GPU work);
+// launch flows ("ac2g"). At End: windows (cat "Trace", which HTA leaves out of its analyses),
+// annotations ("user_annotation"), steps ("ProfilerStep#N", "user_annotation") and the process
+// and thread names. Holds only per-track, per-label and per-name state. Single-threaded.
+class KinetoTraceWriter {
+ public:
+  explicit KinetoTraceWriter(std::ostream& out);
+  KinetoTraceWriter(const KinetoTraceWriter&) = delete;
+  KinetoTraceWriter& operator=(const KinetoTraceWriter&) = delete;
+
+  // `steps` may be null (annotations that look like steps are the steps); it is not owned.
+  void Begin(const TraceBuilder& builder, const Recording& recording, const KinetoRank& rank,
+             StepSource* steps);
+  void Write(const Row& row);
+  // Writes what is known at the end and closes the JSON document; flushes `out`.
+  void End(const TraceBuilder& builder, const Recording& recording);
+
+  uint64_t events() const { return ev_.events(); }  // trace events, metadata included
+  uint64_t rows() const { return rows_; }           // rows written as slices
+  uint64_t steps() const { return steps_; }         // ProfilerStep events
+
+ private:
+  void Header(int64_t base);
+  uint32_t GpuPid(uint32_t device) const { return gpu_pid_offset_ + device; }
+
+  OutBuf out_;
+  TraceEventWriter ev_;
+  const Recording* recording_ = nullptr;
+  KinetoRank rank_;
+  StepSource* step_source_ = nullptr;
+  bool started_ = false;
+  uint32_t gpu_pid_offset_ = 0;
+  uint32_t process_pid_ = 0;
+  uint64_t rows_ = 0, steps_ = 0, flow_id_ = 0;
+  std::set<std::pair<uint32_t, uint32_t>> gpu_tracks_, cpu_threads_;
+  std::pair<uint32_t, uint32_t> last_gpu_{UINT32_MAX, UINT32_MAX}, last_cpu_{UINT32_MAX, UINT32_MAX};
+  AnnotationSpans annotations_;
+  // The last annotation label seen (a view into the builder, stable for its life), its step
+  // number when it names a step, and the instance that labels seen now belong to.
+  std::string_view last_label_;
+  std::optional<uint64_t> last_label_step_;
+  uint64_t step_instance_ = 0;
+  std::string memcpy_names_[11];  // "Memcpy HtoD" by copy kind
+  // Builder name id -> 1 when the name needs no JSON escaping, 0 when it does, -1 not known yet:
+  // kernel names run to kilobytes, and scanning each once instead of per row is most of the
+  // writer's time saved.
+  std::vector<int8_t> plain_name_;
+};
+
+// The whole export: one KinetoTraceWriter per rank, each into DIR/rank<N>.json, written as
+// rank<N>.json.tmp and renamed when complete (a reader never sees half a trace; an export that
+// fails leaves the previous file). Use: PrepareDirectory before reading anything, then Begin,
+// Write..., End per recording, Close once, then Report.
+class KinetoSink {
+ public:
+  // Creates `dir` (and missing parents); an error when it is not a directory or cannot be
+  // written. Call before reading: an unwritable DIR fails at once.
+  static Expected<void> PrepareDirectory(const std::string& dir);
+
+  // `ranks`: the recordings in output order (their rank numbers and labels). `steps`: one per
+  // rank, or empty (annotations give the steps); not owned.
+  KinetoSink(std::string dir, const std::vector<const Rank*>& ranks,
+             std::vector<StepSource*> steps = {});
+  ~KinetoSink();
+
+  void Begin(const TraceBuilder& builder, const Recording& recording, size_t index);
+  void Write(const Row& row);
+  void End(const TraceBuilder& builder, const Recording& recording);
+  void Close();
+  // Prints the files written and problems to `err`; returns the exit code they make (0, 1:
+  // warnings such as other traces in DIR, 2: a file could not be written).
+  int Report(std::ostream& err) const;
+
+  const std::vector<std::string>& files() const { return files_; }
+  uint64_t events() const { return events_; }
+
+ private:
+  std::string dir_;
+  std::vector<const Rank*> ranks_;
+  std::vector<StepSource*> step_sources_;
+  int64_t base_ = 0;
+  uint32_t world_size_ = 1;
+  std::ofstream file_;
+  std::string tmp_path_, path_;
+  std::unique_ptr<KinetoTraceWriter> writer_;
+  size_t index_ = 0;
+  std::set<std::string> names_used_;
+  std::vector<std::string> files_, warnings_, notes_, errors_;
+  uint64_t events_ = 0;
+};
+
+}  // namespace cupmon::decoder

@@ -1,0 +1,108 @@
+// The exports' text output buffer: what the CSV, JSONL, Chrome-trace and Kineto writers format goes
+// through here to their stream. Private to the decoder (decoder/src).
+#pragma once
+
+#include <charconv>
+#include <cstddef>
+#include <cstring>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+#include "cupmon/decoder/reports.h"
+
+namespace cupmon::decoder {
+
+// The streaming sinks' output: rows are formatted into one large buffer (integers with
+// std::to_chars, no per-row stream calls or temporary strings) that goes to the stream in ~1 MiB
+// writes. Everything a sink writes passes through here, so its order is kept.
+class OutBuf {
+ public:
+  explicit OutBuf(std::ostream& out)
+      : out_(out), buf_(new char[kFlushAt + kSlack]), cap_(kFlushAt + kSlack) {}
+  ~OutBuf() { Flush(); }
+  OutBuf(const OutBuf&) = delete;
+  OutBuf& operator=(const OutBuf&) = delete;
+
+  // Inlined so that literals become fixed-size copies (no strlen, no call per fragment).
+  [[gnu::always_inline]] OutBuf& operator<<(std::string_view s) {
+    Append(s.data(), s.size());
+    return *this;
+  }
+  [[gnu::always_inline]] OutBuf& operator<<(const char* s) { return *this << std::string_view(s); }
+  OutBuf& operator<<(const std::string& s) { return *this << std::string_view(s); }
+  [[gnu::always_inline]] OutBuf& operator<<(char c) {
+    if (size_ == cap_) [[unlikely]]
+      MakeRoom(1);
+    buf_[size_++] = c;
+    return *this;
+  }
+  template <typename T>
+    requires(std::is_integral_v<T> && !std::is_same_v<T, char> && !std::is_same_v<T, bool>)
+  OutBuf& operator<<(T v) {
+    if (cap_ - size_ < 24) [[unlikely]]
+      MakeRoom(24);
+    const auto r = std::to_chars(buf_.get() + size_, buf_.get() + size_ + 24, v);
+    size_ = static_cast<size_t>(r.ptr - buf_.get());
+    return *this;
+  }
+  // True when `s` is a JSON string body as it is (no quote, backslash or control character).
+  static bool IsPlainJson(std::string_view s) {
+    for (char c : s)
+      if (!NeedsNoEscape(static_cast<unsigned char>(c))) return false;
+    return true;
+  }
+  static bool NeedsNoEscape(unsigned char c) { return c >= 0x20 && c != '"' && c != '\\'; }
+  // Appends `s` escaped for a JSON string body.
+  OutBuf& Json(std::string_view s) {
+    size_t plain = 0;
+    while (plain < s.size() && NeedsNoEscape(static_cast<unsigned char>(s[plain]))) ++plain;
+    if (plain == s.size()) return *this << s;
+    return *this << JsonEscape(s);
+  }
+  // Appends `s` as a CSV field in double quotes (quotes doubled).
+  OutBuf& Csv(std::string_view s) {
+    *this << '"';
+    for (char c : s) {
+      if (c == '"') *this << '"';
+      *this << c;
+    }
+    *this << '"';
+    return *this;
+  }
+  // Call after each row: writes the buffer out once it is large.
+  void EndRow() {
+    if (size_ >= kFlushAt) Flush();
+  }
+  void Flush() {
+    if (size_ == 0) return;
+    out_.write(buf_.get(), static_cast<std::streamsize>(size_));
+    size_ = 0;
+  }
+
+ private:
+  [[gnu::always_inline]] void Append(const char* p, size_t n) {
+    if (cap_ - size_ < n) [[unlikely]]
+      MakeRoom(n);
+    std::memcpy(buf_.get() + size_, p, n);
+    size_ += n;
+  }
+  // Writes out what is buffered (order is kept) and grows the buffer if `n` still does not fit.
+  [[gnu::noinline]] void MakeRoom(size_t n) {
+    Flush();
+    if (n > cap_) {
+      cap_ = n;
+      buf_.reset(new char[cap_]);
+    }
+  }
+
+  static constexpr size_t kFlushAt = 1 << 20;
+  static constexpr size_t kSlack = 64 * 1024;  // a row rarely needs more; MakeRoom if it does
+  std::ostream& out_;
+  std::unique_ptr<char[]> buf_;
+  size_t size_ = 0, cap_;
+};
+
+}  // namespace cupmon::decoder

@@ -1,0 +1,133 @@
+// Events of the Trace Event Format's JSON (the format of chrome://tracing, which Kineto writes too):
+// the shapes that the chrome-json export (reports.cc) and the kineto export (kineto_sink.cc) share.
+// Private to the decoder (decoder/src).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "cupmon/decoder/trace_builder.h"
+#include "export/out_buf.h"
+
+namespace cupmon::decoder {
+
+// Writes events into a "traceEvents" array, one per line, compact ("name":"x", no spaces).
+// Times are microseconds since a base (wall-clock ns) with three decimals, so they stay exact
+// to the ns and well inside a double's precision. The writer does not own `out`; the caller
+// writes what comes before and after the array. Single-threaded.
+class TraceEventWriter {
+ public:
+  explicit TraceEventWriter(OutBuf& out) : out_(out) {}
+
+  void set_base(int64_t base) { base_ = base; }
+  int64_t base() const { return base_; }
+  // Events written so far (each Comma() starts one).
+  uint64_t events() const { return events_; }
+
+  // Starts an event: the separator from the previous one.
+  void Comma() {
+    if (events_++) out_ << ",\n";
+  }
+  // `wall` as microseconds since the base ("12.345").
+  void Us(int64_t wall) { Micros(wall - base_); }
+  // `ns` as microseconds ("-0.001", "1.250").
+  void Micros(int64_t ns) {
+    const uint64_t a = ns < 0 ? 0 - static_cast<uint64_t>(ns) : static_cast<uint64_t>(ns);
+    if (ns < 0) out_ << '-';
+    const uint64_t frac = a % 1000;
+    out_ << a / 1000 << '.' << static_cast<char>('0' + frac / 100)
+         << static_cast<char>('0' + frac / 10 % 10) << static_cast<char>('0' + frac % 10);
+  }
+  // A complete ("X") event up to and including `"args":{`; the caller writes the args and "}}".
+  // `name_is_plain`: the caller knows that `name` needs no JSON escaping (saves scanning it).
+  void SliceHead(std::string_view name, std::string_view cat, uint32_t pid, uint32_t tid,
+                 int64_t wall, int64_t dur, bool name_is_plain = false) {
+    Comma();
+    out_ << "{\"name\":\"";
+    if (name_is_plain) out_ << name;
+    else out_.Json(name);
+    out_ << "\",\"cat\":\"" << cat << "\",\"ph\":\"X\",\"pid\":" << pid << ",\"tid\":" << tid
+         << ",\"ts\":";
+    Us(wall);
+    out_ << ",\"dur\":";
+    Micros(dur);
+    out_ << ",\"args\":{";
+  }
+  // A whole complete event; `args` is the body of its args object (already JSON).
+  void Slice(std::string_view name, std::string_view cat, uint32_t pid, uint32_t tid, int64_t wall,
+             int64_t dur, std::string_view args) {
+    SliceHead(name, cat, pid, tid, wall, dur);
+    out_ << args << "}}";
+  }
+  // A metadata ("M") event naming a process or thread: `what` is "process_name", "thread_name"
+  // (args.name) or "process_labels" (key "labels").
+  void Meta(std::string_view what, uint32_t pid, uint32_t tid, std::string_view name,
+            std::string_view key = "name") {
+    Comma();
+    out_ << "{\"name\":\"" << what << "\",\"ph\":\"M\",\"pid\":" << pid << ",\"tid\":" << tid
+         << ",\"ts\":0,\"args\":{\"" << key << "\":\"";
+    out_.Json(name) << "\"}}";
+  }
+  // A metadata event ordering processes (`what` "process_sort_index") or threads.
+  void SortIndex(uint32_t pid, uint64_t index, std::string_view what = "process_sort_index",
+                 uint32_t tid = 0) {
+    Comma();
+    out_ << "{\"name\":\"" << what << "\",\"ph\":\"M\",\"pid\":" << pid << ",\"tid\":" << tid
+         << ",\"ts\":0,\"args\":{\"sort_index\":" << index << "}}";
+  }
+  // The two ends of a flow arrow from a launch call to the activity it launched: a start ("s")
+  // bound to the enclosing slice at the call and an end ("f", "bp":"e") at the activity's start.
+  void LaunchFlow(std::string_view name, std::string_view cat, uint64_t id, const Row& r,
+                  uint32_t api_pid, uint32_t gpu_pid) {
+    Comma();
+    out_ << "{\"name\":\"" << name << "\",\"cat\":\"" << cat << "\",\"ph\":\"s\",\"id\":" << id
+         << ",\"pid\":" << api_pid << ",\"tid\":" << r.api_tid << ",\"ts\":";
+    Us(r.api_wall_start);
+    out_ << '}';
+    Comma();
+    out_ << "{\"name\":\"" << name << "\",\"cat\":\"" << cat
+         << "\",\"ph\":\"f\",\"bp\":\"e\",\"id\":" << id << ",\"pid\":" << gpu_pid
+         << ",\"tid\":" << r.stream << ",\"ts\":";
+    Us(r.wall_start);
+    out_ << '}';
+  }
+
+ private:
+  OutBuf& out_;
+  int64_t base_ = 0;
+  uint64_t events_ = 0;
+};
+
+// Annotation labels and the wall-clock span [first start, last end] of the API calls that
+// carry each, as the exports draw them (CPU time: the calls made under the label). A label can
+// have several instances (the kineto export counts one per training step); memory grows with
+// the distinct labels and instances, not with the rows.
+class AnnotationSpans {
+ public:
+  struct Span {
+    int64_t start = 0, end = 0;
+    uint32_t pid = 0, tid = 0;  // of the first call seen with the label
+  };
+  void Add(const Row& api_row, uint64_t instance = 0) {
+    if (api_row.annotation.empty()) return;
+    auto [it, inserted] = spans_.try_emplace({std::string(api_row.annotation), instance},
+                                             Span{api_row.wall_start, api_row.wall_end,
+                                                  api_row.pid, api_row.tid});
+    if (!inserted) {
+      it->second.start = std::min(it->second.start, api_row.wall_start);
+      it->second.end = std::max(it->second.end, api_row.wall_end);
+    }
+  }
+  // By (label, instance).
+  const std::map<std::pair<std::string, uint64_t>, Span>& spans() const { return spans_; }
+  void Clear() { spans_.clear(); }
+
+ private:
+  std::map<std::pair<std::string, uint64_t>, Span> spans_;
+};
+
+}  // namespace cupmon::decoder
