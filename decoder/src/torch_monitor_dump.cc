@@ -429,10 +429,11 @@ void ReadTorchRawBytes(std::span<const uint8_t> bytes, const RecordingFile& file
     const int64_t unix_ns = static_cast<int64_t>(GetLe64(p + 40));
     const uint64_t end = uint64_t{off} + kTorchChunkHeaderSize + valid;
     // The format has no checksums: a chunk's length is trusted when it ends at the end of the file
-    // or at the next chunk's magic. A magic inside the claimed range means the length is damaged
-    // (the chunk is skipped); bytes at `end` that are no magic, with none before, are damage of
-    // what follows (reported when the loop gets there).
-    const size_t next_magic = FindChunkMagic(text, off + kTorchChunkHeaderSize);
+    // or at the next chunk's magic. Otherwise a magic inside the claimed range means the length is
+    // damaged (the chunk is skipped); bytes at `end` that are no magic, with none before, are
+    // damage of what follows (reported when the loop gets there).
+    const bool ends_well = end == n || (end < n && text.substr(end, 8) == kChunkMagic);
+    const size_t next_magic = ends_well ? n : FindChunkMagic(text, off + kTorchChunkHeaderSize);
     if (next_magic < n && next_magic < end) {
       damage(off, next_magic - off,
              "chunk " + std::to_string(index) + "'s length " + std::to_string(valid) +

@@ -2,7 +2,6 @@
 // unpacking, and cutting them into buffers at record boundaries, for the tests that wrap them.
 #pragma once
 
-#include <gtest/gtest.h>
 #include <zstd.h>
 
 #include <cstdint>
@@ -19,20 +18,20 @@ inline std::string RealCuptiPath(const std::string& name) {
   return std::string(CUPMON_SOURCE_DIR) + "/tests/data/" + name;
 }
 
+// The unpacked bytes; empty when the file is missing or not one complete zstd frame.
 inline std::vector<uint8_t> Unzstd(const std::string& path) {
   const auto packed = ReadAll(path);
   const unsigned long long size = ZSTD_getFrameContentSize(packed.data(), packed.size());
-  EXPECT_NE(size, ZSTD_CONTENTSIZE_ERROR);
-  EXPECT_NE(size, ZSTD_CONTENTSIZE_UNKNOWN);
+  if (size == ZSTD_CONTENTSIZE_ERROR || size == ZSTD_CONTENTSIZE_UNKNOWN) return {};
   std::vector<uint8_t> out(static_cast<size_t>(size));
   const size_t n = ZSTD_decompress(out.data(), out.size(), packed.data(), packed.size());
-  EXPECT_FALSE(ZSTD_isError(n));
   out.resize(ZSTD_isError(n) ? 0 : n);
   return out;
 }
 
 // Splits the concatenated dump at record boundaries (CUPTI 13.0 sizes) into buffers of at least
-// `target` bytes (the last may be smaller); the spans point into `raw`.
+// `target` bytes (the last may be smaller); the spans point into `raw`. Empty when the 13.0 size
+// table does not walk `raw` to its last byte.
 inline std::vector<std::span<const uint8_t>> SplitAtRecords(const std::vector<uint8_t>& raw,
                                                             size_t target = 1u << 20) {
   std::vector<std::span<const uint8_t>> out;
@@ -45,7 +44,7 @@ inline std::vector<std::span<const uint8_t>> SplitAtRecords(const std::vector<ui
       begin = off;
     }
   });
-  EXPECT_TRUE(walk.complete) << "the 13.0 size table walks the whole dump";
+  if (!walk.complete) return {};
   if (off > begin) out.push_back(all.subspan(begin, off - begin));
   return out;
 }

@@ -44,7 +44,9 @@ Decoded WrapAndDecode(const std::string& raw_path, const std::string& dir) {
   h.set_host("h200 (CUPTI 13.0 buffers from tests/data)");
   RecordingWriter w(testing::WriterOptions(dir, "cupmon-h200"), h);
   EXPECT_TRUE(w.Open().has_value());
-  for (const auto buffer : testing::SplitAtRecords(raw)) w.WriteRawBuffer(buffer, 1, 7);
+  const auto buffers = testing::SplitAtRecords(raw);
+  EXPECT_FALSE(buffers.empty()) << "the 13.0 size table walks the whole dump";
+  for (const auto buffer : buffers) w.WriteRawBuffer(buffer, 1, 7);
   w.Close(0);
 
   Decoded d;

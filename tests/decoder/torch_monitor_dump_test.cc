@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <sstream>
@@ -492,6 +493,49 @@ TEST_F(TorchDumpDamageTest, DumpsInRankDirectoriesMergeAsRanks) {
   // Naming one of the files reads that dump.
   const Output one = Report(ReportKind::kInfo, job.path() + "/rank1/" + kTorchRawFileName);
   EXPECT_NE(one.out.find("records: " + std::to_string(total_)), std::string::npos) << one.out;
+}
+
+// Every byte of a small dump of real records flipped in turn, and the dump cut at every length:
+// what is lost is at most the chunk holding the damage (the chunks before a cut survive).
+TEST(TorchDumpBytesTest, EveryFlipOrCutCostsAtMostItsChunk) {
+  const auto raw = testing::Unzstd(testing::RealCuptiPath("h200-cupti13-window.raw.zst"));
+  auto buffers = testing::SplitAtRecords(raw, 1000);  // ~1000-byte buffers of mixed kinds
+  ASSERT_GE(buffers.size(), 5u);
+  buffers.resize(5);
+  const std::vector<uint8_t> dump = DumpBytes(buffers, DumpSpec{});
+  std::vector<size_t> chunk_end;
+  std::vector<uint64_t> chunk_records;
+  uint64_t total = 0;
+  for (const auto b : buffers) {
+    chunk_end.push_back((chunk_end.empty() ? 0 : chunk_end.back()) + kTorchChunkHeaderSize + b.size());
+    chunk_records.push_back(RecordsIn(b));
+    total += chunk_records.back();
+  }
+  auto decode = [](const std::vector<uint8_t>& bytes) {
+    Collector sink;
+    TraceBuilder b(TraceFilter{}, &sink, 16, ReorderOptions{8, 0});
+    TorchDumpMeta m;
+    m.cupti_version = 130001;
+    const std::string path = "dump";
+    b.OnHeader(TorchDumpHeader(m, 1), ChunkOrigin{&path, 0, 0});
+    ReadIntegrity integrity;
+    ReadTorchRawBytes(bytes, RecordingFile{path, bytes.size(), 1, {}}, b, &integrity);
+    b.Finish();
+    return b.counts().records;
+  };
+  ASSERT_EQ(decode(dump), total);
+  for (size_t at = 0; at < dump.size(); ++at) {
+    std::vector<uint8_t> bad = dump;
+    bad[at] ^= 0xFF;
+    const size_t chunk = std::upper_bound(chunk_end.begin(), chunk_end.end(), at) - chunk_end.begin();
+    EXPECT_GE(decode(bad), total - chunk_records[chunk]) << "byte " << at << " flipped";
+  }
+  for (size_t cut = 0; cut < dump.size(); ++cut) {
+    const std::vector<uint8_t> part(dump.begin(), dump.begin() + cut);
+    uint64_t whole = 0;
+    for (size_t k = 0; k < chunk_end.size() && chunk_end[k] <= cut; ++k) whole += chunk_records[k];
+    EXPECT_EQ(decode(part), whole) << "cut at " << cut;
+  }
 }
 
 TEST(TorchDumpMetaTest, ParsesTheMonitorsJson) {
