@@ -289,7 +289,7 @@ size_t FindChunkMagic(std::string_view text, size_t from) {
   return at == std::string_view::npos ? text.size() : at;
 }
 
-std::string Note(const TorchDumpMeta& m, const std::string& dir) {
+std::string SourceNote(const TorchDumpMeta& m, const std::string& dir) {
   std::string s = "PyTorch CUPTI monitor dump in " + dir + " (meta version " +
                   std::to_string(m.meta_version) + ", CUPTI API " + std::to_string(m.cupti_version) +
                   ", CUDA " + (m.cuda_version.empty() ? "?" : m.cuda_version) + ", timestamps " +
@@ -376,7 +376,7 @@ Expected<std::optional<Recording>> ListTorchDump(const std::string& dir) {
   r.id = DumpId(where);
   r.header = TorchDumpHeader(*meta, r.id);
   r.source = RecordingSource::kTorchMonitorDump;
-  r.source_note = Note(*meta, dir);
+  r.source_note = SourceNote(*meta, dir);
   auto size_of = [](const fs::path& p) {
     std::error_code size_ec;
     const uint64_t bytes = fs::file_size(p, size_ec);
