@@ -28,7 +28,9 @@ struct CommonArgs {
 void AddCommon(CLI::App* app, CommonArgs* a) {
   app->add_option("DIR", a->dirs,
                   "Directories of *.cupmon files (and their per-rank subdirectories, one level "
-                  "down), or .cupmon files. Several recordings are merged, one rank each")
+                  "down), or .cupmon files; also PyTorch CUPTI monitor dumps (a directory with "
+                  "cupti_monitor_meta.bin and cupti_monitor_raw_buffers.bin). Several recordings "
+                  "are merged, one rank each")
       ->required();
   app->add_flag("-r,--recursive", a->recursive,
                 "Look for recordings in subdirectories at any depth, not only one level down");
@@ -65,7 +67,8 @@ int main(int argc, char** argv) {
       "  cupmon-decode info rec/\n"
       "  cupmon-decode summary job/rank0 job/rank1   # several ranks: per rank and in total\n"
       "  cupmon-decode export job/ --format chrome-json -o job.json   # job/rank*/: one process per rank\n"
-      "  cupmon-decode info job/   # per-rank windows in wall-clock time and their spread\n\n"
+      "  cupmon-decode info job/   # per-rank windows in wall-clock time and their spread\n"
+      "  cupmon-decode summary torch-out/   # a torch.profiler._cupti_monitor dump (names unresolved)\n\n"
       "Exit codes: 0 clean, 1 warnings (damage, drops, skipped records), 2 unusable input or usage "
       "error."};
   app.require_subcommand(1);

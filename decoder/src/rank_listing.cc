@@ -32,12 +32,14 @@ std::string JobName(const pb::RecordingHeader& h) {
                             : "job " + h.job_id();
 }
 
-std::string Where(const Recording& r) {
+std::string DirOf(const Recording& r) {
   const std::string dir = r.files.empty()
                               ? std::string("?")
                               : std::filesystem::path(r.files[0].path).parent_path().string();
-  return "recording " + Hex(r.id) + " in " + (dir.empty() ? std::string(".") : dir);
+  return dir.empty() ? std::string(".") : dir;
 }
+
+std::string Where(const Recording& r) { return "recording " + Hex(r.id) + " in " + DirOf(r); }
 
 // Finds whether a recording holds any activity record or window marker (reads it; called only for
 // launcher candidates, which are small).
@@ -139,6 +141,8 @@ Expected<RankListing> ListRanks(const std::vector<std::string>& paths,
           id_order.push_back(r.id);
           into.id = r.id;
           into.header = r.header;
+          into.source = r.source;
+          into.source_note = r.source_note;
         } else if (r.header.file_index() < into.header.file_index()) {
           into.header = r.header;
         }
@@ -196,8 +200,9 @@ Expected<RankListing> ListRanks(const std::vector<std::string>& paths,
     }
     std::stable_sort(members.begin(), members.end(), [&](const Recording& a, const Recording& b) {
       if (from_header) return a.header.rank() < b.header.rank();
-      return std::forward_as_tuple(a.header.host(), a.header.pid(), a.id) <
-             std::forward_as_tuple(b.header.host(), b.header.pid(), b.id);
+      // The first file's path orders recordings with no host and pid (PyTorch monitor dumps).
+      return std::forward_as_tuple(a.header.host(), a.header.pid(), DirOf(a), a.id) <
+             std::forward_as_tuple(b.header.host(), b.header.pid(), DirOf(b), b.id);
     });
     for (size_t i = 0; i < members.size(); ++i) {
       Rank rank;
@@ -213,6 +218,8 @@ Expected<RankListing> ListRanks(const std::vector<std::string>& paths,
     const auto& h = r.recording.header;
     r.label =
         "rank " + std::to_string(r.rank) + " (" + h.host() + ":" + std::to_string(h.pid()) + ")";
+    if (r.recording.source == RecordingSource::kTorchMonitorDump)  // no host, no pid
+      r.label = "rank " + std::to_string(r.rank) + " (PyTorch dump " + DirOf(r.recording) + ")";
     if (out.mixed_jobs)
       r.label += " " + (r.job.empty() ? "(no job id: " + CommandOf(h) + ")" : "job " + r.job);
   }

@@ -13,6 +13,7 @@
 #include <map>
 #include <optional>
 
+#include "cupmon/decoder/torch_monitor_dump.h"
 #include "cupmon/format/chunk_scanner.h"
 #include "cupmon/format/raw_codec.h"
 
@@ -160,20 +161,32 @@ Expected<DirectoryListing> ListRecordings(const std::string& path) {
   std::error_code ec;
   std::vector<std::string> candidates;
   DirectoryListing out;
+  std::string torch_dir;  // a directory whose PyTorch CUPTI monitor dump is listed too
   if (fs::is_regular_file(path, ec)) {
-    candidates.push_back(path);
+    if (IsTorchDumpFileName(path)) {
+      const std::string parent = fs::path(path).parent_path().string();
+      torch_dir = parent.empty() ? "." : parent;
+    } else {
+      candidates.push_back(path);
+    }
   } else if (fs::is_directory(path, ec)) {
+    torch_dir = path;
     for (auto it = fs::directory_iterator(path, ec); !ec && it != fs::directory_iterator();
          it.increment(ec)) {
       if (!it->is_regular_file(ec)) continue;
       if (IsCupmonName(it->path()))
         candidates.push_back(it->path().string());
-      else
+      else if (!IsTorchDumpFileName(it->path()))
         out.ignored.push_back(it->path().string());
     }
     if (ec) return MakeError(path + ": cannot list directory: " + ec.message());
   } else {
     return MakeError(path + ": no such file or directory");
+  }
+  if (!torch_dir.empty()) {
+    auto dump = ListTorchDump(torch_dir);
+    if (!dump) out.refused.push_back(dump.error().message);
+    else if (dump->has_value()) out.recordings.push_back(std::move(**dump));
   }
   std::sort(candidates.begin(), candidates.end());
   std::sort(out.ignored.begin(), out.ignored.end());
@@ -355,6 +368,10 @@ void ReadFileBytes(std::span<const uint8_t> bytes, const RecordingFile& file, Ch
 
 void ReadRecording(const Recording& recording, ChunkVisitor& visitor, ReadIntegrity* integrity,
                    const ReadProgressFn& progress) {
+  if (recording.source == RecordingSource::kTorchMonitorDump) {
+    ReadTorchDump(recording, visitor, integrity, progress);
+    return;
+  }
   SequenceTracker sequences;
   uint64_t total = 0, done_before = 0;  // the listing's sizes; a growing file may pass them
   for (const RecordingFile& file : recording.files) total += file.bytes;
@@ -375,14 +392,8 @@ void ReadRecording(const Recording& recording, ChunkVisitor& visitor, ReadIntegr
     }
     first = false;
     expected_index = file.file_index + 1;
-    ++integrity->files;
-    visitor.OnFile(file);
-    auto mapped = MappedFile::Open(file.path);
-    if (!mapped) {
-      ++integrity->unreadable_files;
-      integrity->Note(mapped.error().message);
-      continue;
-    }
+    auto mapped = OpenRecordingFile(file, visitor, integrity);
+    if (!mapped) continue;
     if (!file.header_from.empty()) {
       // Every file of a recording carries the same header but for file_index and creation time.
       ++integrity->borrowed_headers;
@@ -408,6 +419,17 @@ void ReadRecording(const Recording& recording, ChunkVisitor& visitor, ReadIntegr
     done_before += mapped->bytes().size();
   }
   FinishSequences(sequences, integrity);
+}
+
+std::optional<MappedFile> OpenRecordingFile(const RecordingFile& file, ChunkVisitor& visitor,
+                                            ReadIntegrity* integrity) {
+  ++integrity->files;
+  visitor.OnFile(file);
+  auto mapped = MappedFile::Open(file.path);
+  if (mapped) return std::move(*mapped);
+  ++integrity->unreadable_files;
+  integrity->Note(mapped.error().message);
+  return std::nullopt;
 }
 
 bool SequenceTracker::Add(uint64_t seq) {

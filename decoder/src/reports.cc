@@ -188,6 +188,7 @@ class SummarySink : public RowSink {
         << ", pid " << h.pid() << "\n";
     if (h.synthetic())
       out << "==cupmon== SYNTHETIC: written by the CUPTI test double, not measured on a GPU\n";
+    if (!rec.source_note.empty()) out << "==cupmon== Source: " << rec.source_note << "\n";
     std::string cmd;
     for (const auto& a : h.command_line()) cmd += (cmd.empty() ? "" : " ") + a;
     out << "==cupmon== Command: " << (cmd.empty() ? "(unknown)" : cmd) << "\n";
@@ -671,7 +672,9 @@ void PrintInfo(std::ostream& out, const TraceBuilder& b, const Recording& r,
       << "\n  host " << h.host() << ", pid " << h.pid() << ", format " << h.format_major() << "."
       << h.format_minor() << ", CUPTI API " << h.cupti_api_version() << ", driver "
       << h.cuda_driver_version() << ", runtime " << h.cuda_runtime_version() << ", cupmon "
-      << h.cupmon_version() << "\n  command:";
+      << h.cupmon_version() << "\n";
+  if (!r.source_note.empty()) out << "  source: " << r.source_note << "\n";
+  out << "  command:";
   for (const auto& a : h.command_line()) out << " " << a;
   out << "\n  files: " << r.files.size() << "\n";
   for (const auto& f : r.files) out << "    [" << f.file_index << "] " << f.path << " (" << f.bytes << " bytes)\n";

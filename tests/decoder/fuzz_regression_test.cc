@@ -1,6 +1,6 @@
 // Replays the fuzzers' corpora and every input they found that crashed (tests/fuzz/corpus/,
-// tests/fuzz/record_corpus/, tests/decoder/fuzz_crashes/) through the fuzzers' own entries, in the
-// normal build.
+// tests/fuzz/record_corpus/, tests/fuzz/torch_dump_corpus/, tests/decoder/fuzz_crashes/) through
+// the fuzzers' own entries, in the normal build.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -40,6 +40,18 @@ TEST(FuzzRegressionTest, RecordSeedCorpusDecodes) {
     SCOPED_TRACE(f);
     const auto bytes = testing::ReadAll(f);
     rows += fuzz::DecodeRawBufferFuzzInput(bytes.data(), bytes.size());
+  }
+  EXPECT_GT(rows, 0u);
+}
+
+TEST(FuzzRegressionTest, TorchDumpSeedCorpusDecodes) {
+  const auto files = FilesIn(std::string(CUPMON_SOURCE_DIR) + "/tests/fuzz/torch_dump_corpus");
+  ASSERT_GE(files.size(), 5u);
+  uint64_t rows = 0;
+  for (const auto& f : files) {
+    SCOPED_TRACE(f);
+    const auto bytes = testing::ReadAll(f);
+    rows += fuzz::DecodeTorchDumpFuzzInput(bytes.data(), bytes.size());
   }
   EXPECT_GT(rows, 0u);
 }

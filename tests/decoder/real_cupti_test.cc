@@ -4,30 +4,20 @@
 // pointers come from the dumping process and have no string entry: they must be reported as
 // unresolved names, never crash.
 #include <gtest/gtest.h>
-#include <zstd.h>
 
 #include <map>
 #include <sstream>
 
 #include "cupmon/decoder/reports.h"
 #include "cupmon/decoder/trace_builder.h"
+#include "real_cupti_bytes.h"
 #include "recording_builder.h"
 #include "test_util.h"
 
 namespace cupmon::decoder {
 namespace {
 
-std::vector<uint8_t> Unzstd(const std::string& path) {
-  const auto packed = testing::ReadAll(path);
-  const unsigned long long size = ZSTD_getFrameContentSize(packed.data(), packed.size());
-  EXPECT_NE(size, ZSTD_CONTENTSIZE_ERROR);
-  EXPECT_NE(size, ZSTD_CONTENTSIZE_UNKNOWN);
-  std::vector<uint8_t> out(static_cast<size_t>(size));
-  const size_t n = ZSTD_decompress(out.data(), out.size(), packed.data(), packed.size());
-  EXPECT_FALSE(ZSTD_isError(n));
-  out.resize(ZSTD_isError(n) ? 0 : n);
-  return out;
-}
+using testing::Unzstd;
 
 struct Decoded {
   TraceCounts counts;
@@ -54,18 +44,9 @@ Decoded WrapAndDecode(const std::string& raw_path, const std::string& dir) {
   h.set_host("h200 (CUPTI 13.0 buffers from tests/data)");
   RecordingWriter w(testing::WriterOptions(dir, "cupmon-h200"), h);
   EXPECT_TRUE(w.Open().has_value());
-  const RecordSizeTable sizes = RecordSizeTable::Cupti13();
-  size_t begin = 0, off = 0;
-  const std::span<const uint8_t> all(raw);
-  const auto walk = WalkRecords(all, sizes, [&](uint32_t, std::span<const uint8_t> rec) {
-    off += rec.size();
-    if (off - begin >= (1u << 20)) {
-      w.WriteRawBuffer(all.subspan(begin, off - begin), 1, 7);
-      begin = off;
-    }
-  });
-  EXPECT_TRUE(walk.complete) << "the 13.0 size table walks the whole dump";
-  if (off > begin) w.WriteRawBuffer(all.subspan(begin, off - begin), 1, 7);
+  const auto buffers = testing::SplitAtRecords(raw);
+  EXPECT_FALSE(buffers.empty()) << "the 13.0 size table walks the whole dump";
+  for (const auto buffer : buffers) w.WriteRawBuffer(buffer, 1, 7);
   w.Close(0);
 
   Decoded d;

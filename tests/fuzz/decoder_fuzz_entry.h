@@ -9,6 +9,7 @@
 #include <span>
 
 #include "cupmon/decoder/recording_reader.h"
+#include "cupmon/decoder/torch_monitor_dump.h"
 #include "cupmon/decoder/trace_builder.h"
 
 namespace cupmon::fuzz {
@@ -105,6 +106,25 @@ inline uint64_t DecodeRawBufferFuzzInput(const uint8_t* data, size_t size) {
   end.set_edge(pb::WindowMarker::END);
   end.set_cupti_ns(UINT64_MAX / 2);
   builder.OnWindowMarker(end);
+  builder.Finish();
+  return sink.rows();
+}
+
+// A PyTorch CUPTI monitor dump: the input is read both as a metadata file and as a raw-buffer file
+// (chunk headers, lengths, resynchronisation, calibration pairs), decoded under a CUPTI 13.0 dump
+// header with joins and reordering.
+inline uint64_t DecodeTorchDumpFuzzInput(const uint8_t* data, size_t size) {
+  using namespace cupmon::decoder;
+  const std::span<const uint8_t> bytes(data, size);
+  auto meta = ParseTorchDumpMeta(bytes, "fuzz-meta");
+  TorchDumpMeta m;
+  m.cupti_version = meta ? meta->cupti_version : 130001;
+  DiscardingSink sink;
+  TraceBuilder builder(TraceFilter{}, &sink, /*horizon=*/64, ReorderOptions{16, 1000});
+  const std::string path = "fuzz-raw";
+  builder.OnHeader(TorchDumpHeader(m, 1), ChunkOrigin{&path, 0, 0});
+  ReadIntegrity integrity;
+  ReadTorchRawBytes(bytes, RecordingFile{path, size, 1, {}}, builder, &integrity);
   builder.Finish();
   return sink.rows();
 }

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -25,11 +26,20 @@ struct RecordingFile {
   std::string header_from;
 };
 
+// What wrote a recording's files.
+enum class RecordingSource : uint8_t {
+  kCupmon,
+  kTorchMonitorDump,  // PyTorch's torch.profiler._cupti_monitor (torch_monitor_dump.h)
+};
+
 // All files of one monitored process, in file_index order.
 struct Recording {
   uint64_t id = 0;
   pb::RecordingHeader header;  // from the lowest-indexed file
   std::vector<RecordingFile> files;
+  RecordingSource source = RecordingSource::kCupmon;
+  // Other writers' recordings: one line saying what was read and what it lacks ("" for cupmon's).
+  std::string source_note;
 };
 
 struct DirectoryListing {
@@ -38,7 +48,9 @@ struct DirectoryListing {
   std::vector<std::string> refused;   // "path: why" for *.cupmon files that cannot be read at all
 };
 
-// Lists `path`, a directory or a single .cupmon file. Each file is opened and its first readable
+// Lists `path`, a directory or a single .cupmon file. A directory holding a PyTorch CUPTI monitor
+// dump (cupti_monitor_meta.bin, cupti_monitor_raw_buffers.bin) lists it as one more recording, and
+// `path` may name either of those files (torch_monitor_dump.h). Each file is opened and its first readable
 // metadata chunk read. Files that are empty, hold no good chunk at all (not cupmon's), or come
 // from a future major format version are refused with a message. A file whose every metadata
 // copy is damaged is kept when another file of the same name prefix (`<prefix>-<seq>.cupmon`)
@@ -117,11 +129,17 @@ struct ReadIntegrity {
 // mapping plus one decompressed chunk. Never fails as a whole: problems go to `integrity`.
 // A file with no readable header of its own (RecordingFile::header_from) gets the recording's
 // header through OnHeader before its first chunk, so its raw buffers can be walked.
+// A PyTorch monitor dump is read by ReadTorchDump (torch_monitor_dump.h).
 // `progress`, when set, is called after every chunk with the bytes of the recording's files read
 // so far (files before the current one count whole) and their total.
 using ReadProgressFn = std::function<void(uint64_t done_bytes, uint64_t total_bytes)>;
 void ReadRecording(const Recording& recording, ChunkVisitor& visitor, ReadIntegrity* integrity,
                    const ReadProgressFn& progress = {});
+
+// Counts `file` in `integrity`, calls visitor.OnFile and maps it; nullopt (counted as unreadable,
+// with the reason noted) when it cannot be mapped. Both readers start each file with it.
+std::optional<MappedFile> OpenRecordingFile(const RecordingFile& file, ChunkVisitor& visitor,
+                                            ReadIntegrity* integrity);
 
 // Tracks chunk sequence numbers across a recording's files. The writer may put a chunk after the
 // next file's preamble with a lower number (the chunk that triggered rotation), so a number is only
