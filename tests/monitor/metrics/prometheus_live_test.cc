@@ -4,6 +4,7 @@
 // Prometheus' HTTP query API. Prometheus is stopped by pid at the end, also on failure, and gets
 // SIGKILL from the kernel if this process dies first (PR_SET_PDEATHSIG).
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -116,22 +117,25 @@ class PrometheusProcess {
         "--web.listen-address=127.0.0.1:" + std::to_string(port),
         "--log.level=info",
     };
-    const std::string log = dir + "/prometheus.log";
+    // Everything the child needs is made before fork(): the monitor's threads are running, so the
+    // child may only call async-signal-safe functions (no stdio, no allocation) until execv.
+    std::vector<char*> argv;
+    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    const int log = ::open((dir + "/prometheus.log").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (log < 0) return;
     const pid_t parent = ::getpid();
     pid_ = ::fork();
     if (pid_ == 0) {
       // The child: dies with the test (a crash or ctest's timeout kill of the test cannot leave
-      // prometheus behind), logs to a file, execs.
+      // prometheus behind), logs to a file (dup2 clears close-on-exec on the copies), execs.
       ::prctl(PR_SET_PDEATHSIG, SIGKILL);
       if (::getppid() != parent) ::_exit(127);
-      if (std::freopen(log.c_str(), "w", stderr) == nullptr) ::_exit(126);
-      ::dup2(::fileno(stderr), STDOUT_FILENO);
-      std::vector<char*> argv;
-      for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-      argv.push_back(nullptr);
+      if (::dup2(log, STDOUT_FILENO) < 0 || ::dup2(log, STDERR_FILENO) < 0) ::_exit(126);
       ::execv(argv[0], argv.data());
       ::_exit(127);
     }
+    ::close(log);
   }
   ~PrometheusProcess() { Stop(); }
   PrometheusProcess(const PrometheusProcess&) = delete;
@@ -169,6 +173,20 @@ class PrometheusProcess {
   std::string dir_;
   pid_t pid_ = -1;
 };
+
+// Prometheus writes a sample's time as decimal seconds with at most millisecond digits
+// ("1764585000.123"). Read exactly, as integer milliseconds: a double of seconds since 1970 loses
+// the sub-microsecond digits a rate comparison needs.
+int64_t ParseMillis(const std::string& text) {
+  const size_t dot = text.find('.');
+  int64_t ms = std::stoll(text.substr(0, dot)) * 1000;
+  if (dot != std::string::npos) {
+    std::string frac = text.substr(dot + 1);
+    frac.resize(3, '0');
+    ms += std::stoll(frac);
+  }
+  return ms;
+}
 
 // Prometheus' HTTP API through curl (from tools/install-deps).
 class PrometheusApi {
@@ -212,15 +230,15 @@ class PrometheusApi {
   // An instant query: each result's labels and value ("value": [time, "text"]).
   struct Sample {
     std::map<std::string, std::string> labels;
-    double time = 0;
     double value = 0;
   };
   std::optional<std::vector<Sample>> Query(const std::string& expr, std::string* error,
-                                           std::optional<double> at = std::nullopt) {
+                                           std::optional<int64_t> at_ms = std::nullopt) {
     std::vector<std::pair<std::string, std::string>> params = {{"query", expr}};
-    if (at) {
+    if (at_ms) {
       char buf[64];
-      std::snprintf(buf, sizeof(buf), "%.3f", *at);
+      std::snprintf(buf, sizeof(buf), "%lld.%03lld", static_cast<long long>(*at_ms / 1000),
+                    static_cast<long long>(*at_ms % 1000));
       params.emplace_back("time", buf);
     }
     auto data = Get("/api/v1/query", params, error);
@@ -229,25 +247,23 @@ class PrometheusApi {
     for (const auto& [unused, result] : data->get_child("result")) {
       Sample s;
       for (const auto& [name, value] : result.get_child("metric")) s.labels[name] = value.data();
-      const ptree& pair = result.get_child("value");
-      auto it = pair.begin();
-      s.time = std::stod(it->second.data());
-      s.value = std::stod(std::next(it)->second.data());
+      const ptree& pair = result.get_child("value");  // [time, "value"]
+      s.value = std::stod(std::next(pair.begin())->second.data());
       out.push_back(std::move(s));
     }
     return out;
   }
 
-  // The raw samples of `series[range]` at the current time: (scrape time, value) pairs.
-  std::optional<std::vector<std::pair<double, double>>> RawSamples(const std::string& selector,
+  // The raw samples of `series[10m]` at the current time: (scrape time in ms, value) pairs.
+  std::optional<std::vector<std::pair<int64_t, double>>> RawSamples(const std::string& selector,
                                                                    std::string* error) {
     auto data = Get("/api/v1/query", {{"query", selector + "[10m]"}}, error);
     if (!data) return std::nullopt;
-    std::vector<std::pair<double, double>> out;
+    std::vector<std::pair<int64_t, double>> out;
     for (const auto& [unused, result] : data->get_child("result")) {
       for (const auto& [unused2, pair] : result.get_child("values")) {
         auto it = pair.begin();
-        const double t = std::stod(it->second.data());
+        const int64_t t = ParseMillis(it->second.data());
         out.emplace_back(t, std::stod(std::next(it)->second.data()));
       }
     }
@@ -312,7 +328,7 @@ TEST(PrometheusLiveTest, RealPrometheusScrapesTheMonitorAndQueriesItsSeries) {
   ASSERT_EQ(rc, 0) << out;
 
   PrometheusProcess prom(prometheus, dir + "/prom", prom_port);
-  ASSERT_GT(prom.pid(), 0) << "fork failed";
+  ASSERT_GT(prom.pid(), 0) << "could not create " << dir << "/prom/prometheus.log or fork";
   PrometheusApi api(prom_port);
   ASSERT_TRUE(PollUntil(kStartTimeout, [&] { return prom.Exited() || api.Ready(); }) && !prom.Exited())
       << "prometheus did not become ready on 127.0.0.1:" << prom_port << "; its log:\n" << prom.Log();
@@ -380,13 +396,14 @@ TEST(PrometheusLiveTest, RealPrometheusScrapesTheMonitorAndQueriesItsSeries) {
   while (first140 < raw->size() && (*raw)[first140].second != 140) ++first140;
   ASSERT_LT(first140, raw->size());
   ASSERT_GT(first140, 0u);
-  const double t_last = (*raw)[first140].first;
-  const double t_prev = (*raw)[first140 - 1].first;
+  const int64_t t_last = (*raw)[first140].first;
+  const int64_t t_prev = (*raw)[first140 - 1].first;
+  const double interval_s = static_cast<double>(t_last - t_prev) / 1000;
   ASSERT_EQ((*raw)[first140 - 1].second, 40);
   auto irate = api.Query("irate(cupmon_kernel_records_total[5m])", &error, t_last);
   ASSERT_TRUE(irate && irate->size() == 1) << error;
-  EXPECT_NEAR((*irate)[0].value * (t_last - t_prev), 100.0, 1e-6)
-      << "irate " << (*irate)[0].value << "/s over " << (t_last - t_prev) << " s";
+  EXPECT_NEAR((*irate)[0].value * interval_s, 100.0, 1e-9)
+      << "irate " << (*irate)[0].value << "/s over " << interval_s << " s";
 
   // Busy seconds: exact (from the records' GPU timestamps), 140 kernels x 250 us, on gpu 0.
   auto busy = api.Query("cupmon_gpu_busy_seconds_total", &error);
