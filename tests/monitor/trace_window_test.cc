@@ -837,7 +837,10 @@ TEST(TraceWindowMetricsTest, EndpointServesKernelCountsAndBusyTime) {
   ASSERT_TRUE(response.starts_with("HTTP/1.1 200")) << response.substr(0, 200);
   EXPECT_EQ(Sample(response, "cupmon_kernel_records_total"), "3");
   EXPECT_EQ(Sample(response, "cupmon_memcpy_records_total"), "2");
-  EXPECT_EQ(Sample(response, "cupmon_gpu_busy_seconds_total{device=\"0\"}"),
+  char host[256] = {};
+  ASSERT_EQ(::gethostname(host, sizeof(host) - 1), 0);
+  EXPECT_EQ(Sample(response, "cupmon_gpu_busy_seconds_total{gpu=\"0\",Hostname=\"" +
+                                 std::string(host) + "\"}"),
             metrics::FormatNanosecondsAsSeconds(1500 + 100 + 500 + 400));
   EXPECT_EQ(Sample(response, "cupmon_windows_opened_total"), "1");
   EXPECT_EQ(Sample(response, "cupmon_files"), "1");

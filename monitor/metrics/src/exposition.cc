@@ -56,7 +56,34 @@ void Scalar(std::string& out, std::string_view name, std::string_view type, std:
   Sample(out, name, "", std::to_string(value));
 }
 
+// The labels a device's series share with dcgm-exporter's: `gpu`, then `UUID` and `Hostname` where
+// known. `extra` (such as `stream="7"`) goes after `gpu`.
+std::string GpuLabels(const MetricsSnapshot& s, uint32_t device, std::string_view extra) {
+  std::string out = "gpu=\"" + std::to_string(device) + "\"";
+  if (!extra.empty()) {
+    out += ',';
+    out += extra;
+  }
+  if (auto it = s.gpu_uuids.find(device); it != s.gpu_uuids.end() && !it->second.empty())
+    out += ",UUID=\"" + EscapeLabelValue(FormatGpuUuid(it->second)) + "\"";
+  if (!s.hostname.empty()) out += ",Hostname=\"" + EscapeLabelValue(s.hostname) + "\"";
+  return out;
+}
+
 }  // namespace
+
+std::string FormatGpuUuid(std::string_view raw) {
+  if (raw.size() != 16) return std::string(raw);
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out = "GPU-";
+  for (size_t i = 0; i < raw.size(); ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) out += '-';
+    const auto b = static_cast<unsigned char>(raw[i]);
+    out += kHex[b >> 4];
+    out += kHex[b & 0xf];
+  }
+  return out;
+}
 
 std::string EscapeLabelValue(std::string_view value) {
   std::string out;
@@ -83,11 +110,12 @@ std::string RenderExposition(const MetricsSnapshot& s) {
   std::string out;
   out.reserve(4096 + 96 * (s.device_busy.size() + s.stream_busy.size()));
 
-  Family(out, "cupmon_info", "gauge", "Always 1; labels carry the monitor version and output directory.");
-  Sample(out, "cupmon_info",
-         "version=\"" + EscapeLabelValue(s.version) + "\",output_dir=\"" +
-             EscapeLabelValue(s.output_dir) + "\"",
-         "1");
+  Family(out, "cupmon_info", "gauge",
+         "Always 1; labels carry the monitor version, output directory and host name.");
+  std::string info = "version=\"" + EscapeLabelValue(s.version) + "\",output_dir=\"" +
+                     EscapeLabelValue(s.output_dir) + "\"";
+  if (!s.hostname.empty()) info += ",Hostname=\"" + EscapeLabelValue(s.hostname) + "\"";
+  Sample(out, "cupmon_info", info, "1");
 
   Scalar(out, "cupmon_kernel_records_total", "counter", "Kernel activity records received from CUPTI.",
          s.kernel_records);
@@ -102,8 +130,7 @@ std::string RenderExposition(const MetricsSnapshot& s) {
   Family(out, "cupmon_gpu_busy_seconds_total", "counter",
          "Time a device had at least one kernel, memcpy or memset running, from activity records.");
   for (const auto& [device, ns] : devices) {
-    Sample(out, "cupmon_gpu_busy_seconds_total", "device=\"" + std::to_string(device) + "\"",
-           FormatNanosecondsAsSeconds(ns));
+    Sample(out, "cupmon_gpu_busy_seconds_total", GpuLabels(s, device, ""), FormatNanosecondsAsSeconds(ns));
   }
   std::map<std::pair<uint32_t, uint32_t>, uint64_t> streams;
   for (const StreamBusy& st : s.stream_busy) streams[{st.device, st.stream}] += st.busy_ns;
@@ -111,7 +138,7 @@ std::string RenderExposition(const MetricsSnapshot& s) {
          "Time a stream had a kernel, memcpy or memset running, from activity records.");
   for (const auto& [key, ns] : streams) {
     Sample(out, "cupmon_stream_busy_seconds_total",
-           "device=\"" + std::to_string(key.first) + "\",stream=\"" + std::to_string(key.second) + "\"",
+           GpuLabels(s, key.first, "stream=\"" + std::to_string(key.second) + "\""),
            FormatNanosecondsAsSeconds(ns));
   }
 

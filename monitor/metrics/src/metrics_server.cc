@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cstring>
 #include <exception>
+#include <string>
 #include <utility>
 
 #include <boost/asio/ip/address.hpp>
@@ -120,6 +121,7 @@ class MetricsServer::Core : public std::enable_shared_from_this<MetricsServer::C
   Tcp::acceptor acceptor_;
   asio::steady_timer accept_retry_;
   uint16_t port_ = 0;
+  std::string hostname_;  // gethostname() at Start(): the default `Hostname` label
   bool started_ = false;
   bool stopped_ = false;
   std::vector<std::weak_ptr<Session>> sessions_;
@@ -254,12 +256,17 @@ Response MetricsServer::Core::Handle(std::string_view head) {
     Bump(counters_.source_errors);
     return Status(500, "Internal Server Error", "metrics source failed\n");
   }
+  if (snapshot.hostname.empty()) snapshot.hostname = hostname_;
   Bump(counters_.scrapes);
   return Status(200, "OK", RenderExposition(snapshot));
 }
 
 Expected<void> MetricsServer::Core::Start() {
   CUPMON_CHECK(!started_ && !stopped_);
+  // Read once: dcgm-exporter's `Hostname` label, for joins with DCGM's series. A host whose name
+  // cannot be read gets no Hostname label (Prometheus' `instance` still identifies the target).
+  std::array<char, 256> name{};
+  if (::gethostname(name.data(), name.size() - 1) == 0) hostname_ = name.data();
   const std::string host = options_.address == "localhost" ? "127.0.0.1" : options_.address;
   boost::system::error_code ec;
   const asio::ip::address address = asio::ip::make_address(host, ec);

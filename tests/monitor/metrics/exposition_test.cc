@@ -91,21 +91,52 @@ TEST(ExpositionTest, BusyTimesAreExactSecondsPerDeviceAndStreamSorted) {
   const ParsedFamily& devices = parsed->at("cupmon_gpu_busy_seconds_total");
   EXPECT_EQ(devices.type, "counter");
   ASSERT_EQ(devices.samples.size(), 2u);
-  EXPECT_EQ(devices.samples[0].labels.at("device"), "0");
+  EXPECT_EQ(devices.samples[0].labels.at("gpu"), "0");
   EXPECT_EQ(devices.samples[0].value_text, "1.500000000");
-  EXPECT_EQ(devices.samples[1].labels.at("device"), "1");
+  EXPECT_EQ(devices.samples[1].labels.at("gpu"), "1");
   EXPECT_EQ(devices.samples[1].value_text, "2.000000001");
 
   const ParsedFamily& streams = parsed->at("cupmon_stream_busy_seconds_total");
   ASSERT_EQ(streams.samples.size(), 3u);
-  const ParsedSample* s07 = Find(*parsed, "cupmon_stream_busy_seconds_total", {{"device", "0"}, {"stream", "7"}});
+  const ParsedSample* s07 = Find(*parsed, "cupmon_stream_busy_seconds_total", {{"gpu", "0"}, {"stream", "7"}});
   ASSERT_NE(s07, nullptr);
   EXPECT_EQ(s07->value_text, "0.000000015");
   EXPECT_EQ(streams.samples[0].labels.at("stream"), "7");  // sorted by (device, stream)
   EXPECT_EQ(streams.samples[1].labels.at("stream"), "13");
-  EXPECT_EQ(streams.samples[2].labels.at("device"), "1");
-  EXPECT_EQ(Find(*parsed, "cupmon_stream_busy_seconds_total", {{"device", "1"}, {"stream", "7"}})->value_text,
+  EXPECT_EQ(streams.samples[2].labels.at("gpu"), "1");
+  EXPECT_EQ(Find(*parsed, "cupmon_stream_busy_seconds_total", {{"gpu", "1"}, {"stream", "7"}})->value_text,
             "1.999999999");
+}
+
+// dcgm-exporter's labels, so that dashboards can join on them: `gpu`, `UUID` where known (in DCGM's
+// spelling), `Hostname` on every per-GPU series and on cupmon_info; no `device` label, whose
+// meaning differs in dcgm-exporter ("nvidia0").
+TEST(ExpositionTest, PerGpuSeriesCarryDcgmExporterLabels) {
+  MetricsSnapshot s = SampleSnapshot();
+  s.hostname = "node-07";
+  s.gpu_uuids[1] = std::string("\x5f\xd4\xb5\xea\x00\x01\x02\x03\x04\x05\x06\x07\x08\x09\xab\xcd", 16);
+  auto parsed = ParseExposition(RenderExposition(s));
+  ASSERT_TRUE(parsed.has_value()) << parsed.error();
+  const ParsedSample* gpu1 = Find(*parsed, "cupmon_gpu_busy_seconds_total",
+                                  {{"gpu", "1"}, {"UUID", "GPU-5fd4b5ea-0001-0203-0405-06070809abcd"},
+                                   {"Hostname", "node-07"}});
+  ASSERT_NE(gpu1, nullptr);
+  EXPECT_EQ(gpu1->value_text, "2.000000001");
+  // Device 0 has no known UUID: no UUID label rather than an empty one.
+  EXPECT_NE(Find(*parsed, "cupmon_gpu_busy_seconds_total", {{"gpu", "0"}, {"Hostname", "node-07"}}), nullptr);
+  EXPECT_NE(Find(*parsed, "cupmon_stream_busy_seconds_total",
+                 {{"gpu", "1"}, {"stream", "7"}, {"UUID", "GPU-5fd4b5ea-0001-0203-0405-06070809abcd"},
+                  {"Hostname", "node-07"}}),
+            nullptr);
+  EXPECT_EQ(parsed->at("cupmon_info").samples.at(0).labels.at("Hostname"), "node-07");
+  for (const auto& [name, family] : *parsed)
+    for (const ParsedSample& sample : family.samples) EXPECT_EQ(sample.labels.count("device"), 0u) << name;
+}
+
+TEST(ExpositionTest, GpuUuidIsWrittenAsNvidiaSmiAndDcgmWriteIt) {
+  EXPECT_EQ(FormatGpuUuid(std::string(16, '\0')), "GPU-00000000-0000-0000-0000-000000000000");
+  EXPECT_EQ(FormatGpuUuid(std::string(16, '\xff')), "GPU-ffffffff-ffff-ffff-ffff-ffffffffffff");
+  EXPECT_EQ(FormatGpuUuid("GPU-given-as-text"), "GPU-given-as-text");  // not 16 bytes: as given
 }
 
 TEST(ExpositionTest, NoDevicesStillRendersValidText) {

@@ -192,6 +192,27 @@ TEST_F(MetricsServerTest, ScrapeReturnsExpositionFromTheSourceOnTheIoThread) {
   EXPECT_EQ(q->status, 200);
 }
 
+// dcgm-exporter's Hostname label: the host's name by default, the source's when it gives one.
+TEST_F(MetricsServerTest, HostnameLabelIsTheHostsUnlessTheSourceGivesOne) {
+  StartOrDie();
+  char host[256] = {};
+  ASSERT_EQ(::gethostname(host, sizeof(host) - 1), 0);
+  for (const std::string& given : {std::string(), std::string("node-\"07\"")}) {
+    {
+      std::lock_guard lock(source_.mu);
+      source_.snapshot.hostname = given;
+    }
+    auto r = Request("GET /metrics HTTP/1.1\r\n\r\n");
+    ASSERT_TRUE(r.has_value());
+    auto parsed = testing::ParseExposition(r->body);
+    ASSERT_TRUE(parsed.has_value()) << parsed.error();
+    const std::string expected = given.empty() ? std::string(host) : given;
+    EXPECT_EQ(parsed->at("cupmon_gpu_busy_seconds_total").samples.at(0).labels.at("Hostname"), expected);
+    EXPECT_EQ(parsed->at("cupmon_stream_busy_seconds_total").samples.at(0).labels.at("Hostname"), expected);
+    EXPECT_EQ(parsed->at("cupmon_info").samples.at(0).labels.at("Hostname"), expected);
+  }
+}
+
 TEST_F(MetricsServerTest, CurlScrapePassesTheStrictParser) {
   if (std::system("command -v curl >/dev/null 2>&1") != 0) GTEST_SKIP() << "curl is not installed";
   StartOrDie();

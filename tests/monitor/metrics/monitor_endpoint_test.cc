@@ -123,7 +123,12 @@ TEST(MonitorMetricsEndpointTest, CurlScrapeOfTheRunningMonitorPassesTheStrictPar
   EXPECT_EQ(Find(*parsed, "cupmon_memcpy_records_total")->value_text, "0");
   EXPECT_EQ(parsed->at("cupmon_kernel_records_total").type, "counter");
   EXPECT_GT(Find(*parsed, "cupmon_raw_bytes_total")->value, 0);
-  EXPECT_EQ(Find(*parsed, "cupmon_gpu_busy_seconds_total")->labels.at("device"), "0");
+  EXPECT_EQ(Find(*parsed, "cupmon_gpu_busy_seconds_total")->labels.at("gpu"), "0");
+  // The server fills in the host's name: dcgm-exporter's Hostname label, for joins with DCGM.
+  char host[256] = {};
+  ASSERT_EQ(::gethostname(host, sizeof(host) - 1), 0);
+  EXPECT_EQ(Find(*parsed, "cupmon_gpu_busy_seconds_total")->labels.at("Hostname"), host);
+  EXPECT_EQ(Find(*parsed, "cupmon_info")->labels.at("Hostname"), host);
   (*m)->Stop();
   std::filesystem::remove_all(dir);
 }

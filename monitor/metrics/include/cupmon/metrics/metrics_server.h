@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -30,9 +31,20 @@ struct StreamBusy {
 
 // What one scrape shows. Counters are cumulative since the monitor started. Busy entries should be
 // unique per device (per device and stream); duplicates are summed so the exposition stays valid.
+//
+// Labels follow dcgm-exporter's, so that dashboards can join cupmon's series with DCGM's: `gpu` (the
+// CUDA device ordinal of the records), `UUID` ("GPU-xxxxxxxx-...", where the monitor knows it) and
+// `Hostname`. No label is ever taken from a kernel name (unbounded cardinality).
 struct MetricsSnapshot {
   std::string version;     // label of cupmon_info
   std::string output_dir;  // label of cupmon_info; any bytes, escaped when rendered
+  // `Hostname` label of cupmon_info and of every per-GPU series. Empty: MetricsServer fills in the
+  // host's name (gethostname) before rendering; RenderExposition then leaves the label out.
+  std::string hostname;
+  // `UUID` label of a device's series: 16 raw bytes (a CUuuid, as the session facts hold it),
+  // rendered as nvidia-smi and DCGM write it ("GPU-" + 8-4-4-4-12 hex digits); any other length is
+  // rendered as given. A device without an entry gets no UUID label.
+  std::map<uint32_t, std::string> gpu_uuids;
   uint64_t kernel_records = 0;
   uint64_t memcpy_records = 0;
   uint64_t memset_records = 0;
@@ -65,6 +77,10 @@ std::string RenderExposition(const MetricsSnapshot& snapshot);
 
 // Escapes a label value for the exposition format: `\` -> `\\`, `"` -> `\"`, newline -> `\n`.
 std::string EscapeLabelValue(std::string_view value);
+
+// 16 raw bytes -> "GPU-00112233-4455-6677-8899-aabbccddeeff" (nvidia-smi's and DCGM's spelling).
+// Any other length is returned unchanged.
+std::string FormatGpuUuid(std::string_view raw);
 
 // `1234567890` ns -> "1.234567890": exact decimal seconds, no floating point.
 std::string FormatNanosecondsAsSeconds(uint64_t ns);
