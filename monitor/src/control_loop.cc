@@ -514,6 +514,7 @@ metrics::MetricsSnapshot ControlLoop::Snapshot() {
   m.windows_opened = windows_opened();
   m.files = snap.files;
   m.disk_bytes = snap.disk_bytes;
+  m.gpu_uuids = snap.gpu_uuids;  // dcgm-exporter's UUID label, once the devices are known
   return m;
 }
 

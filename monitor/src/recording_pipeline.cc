@@ -320,6 +320,8 @@ void RecordingPipeline::Publish() {
     s.stats = writer_->stats();
     s.current_file = writer_->current_file();
     s.last_write_error = writer_->last_error();
+    for (const pb::Device& d : writer_->header().devices())
+      if (!d.uuid().empty()) s.gpu_uuids[d.id()] = d.uuid();
   }
   if (facts_.track_busy) {
     s.device_busy = busy_.Devices();

@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -38,6 +39,7 @@ struct PipelineSnapshot {
   std::vector<metrics::StreamBusy> stream_busy;
   uint64_t files = 0;       // this recording's files on disk (listed at most once a second)
   uint64_t disk_bytes = 0;
+  std::map<uint32_t, std::string> gpu_uuids;  // device id -> 16 raw bytes, once the file is open
 };
 
 // Threading: Run() is the writer thread's body; everything but Snapshot(), WaitFinished() and

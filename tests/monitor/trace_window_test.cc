@@ -849,6 +849,41 @@ TEST(TraceWindowMetricsTest, EndpointServesKernelCountsAndBusyTime) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(TraceWindowMetricsTest, PerGpuSeriesCarryTheDevicesUuidOnceTheFileIsOpen) {
+  // dcgm-exporter's UUID label, from the devices the driver probe found at the first buffer.
+  FakeCupti fake;
+  const std::string dir = TempDir("metrics-uuid");
+  MonitorOptions o = FakeOptions(&fake, dir);
+  o.config.metrics_address = "127.0.0.1:0";
+  o.driver_probe = [] {
+    DriverInfo info;
+    pb::Device d;
+    d.set_id(0);
+    d.set_name("test double");
+    std::string uuid(16, '\0');
+    for (int i = 0; i < 16; ++i) uuid[i] = static_cast<char>(0x10 + i);
+    d.set_uuid(uuid);
+    info.devices.push_back(d);
+    return info;
+  };
+  const uint32_t k = fake.AddKernelName("k");
+  auto m = Monitor::Start(std::move(o));
+  ASSERT_TRUE(m) << m.error().message;
+  FakeCupti::Producer* p = fake.NewProducer();
+  ASSERT_TRUE(p->Kernel(k, 1000, 2000));
+  (*m)->FlushAndWait();
+  const std::string response = HttpGet((*m)->metrics_port(), "/metrics");
+  char host[256] = {};
+  ASSERT_EQ(::gethostname(host, sizeof(host) - 1), 0);
+  EXPECT_EQ(Sample(response, "cupmon_gpu_busy_seconds_total{gpu=\"0\","
+                             "UUID=\"GPU-10111213-1415-1617-1819-1a1b1c1d1e1f\",Hostname=\"" +
+                                 std::string(host) + "\"}"),
+            metrics::FormatNanosecondsAsSeconds(1000))
+      << response;
+  (*m)->Stop();
+  std::filesystem::remove_all(dir);
+}
+
 TEST(TraceWindowMetricsTest, NonLoopbackAddressNeedsAllowRemote) {
   for (const bool allow : {false, true}) {
     FakeCupti fake;
