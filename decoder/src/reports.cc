@@ -19,6 +19,7 @@
 #include "cupmon/decoder/progress_line.h"
 #include "cupmon/decoder/rank_listing.h"
 #include "export/perfetto_sink.h"
+#include "steps_report.h"
 
 namespace cupmon::decoder {
 namespace {
@@ -1057,6 +1058,7 @@ int RunReport(ReportKind kind, const std::vector<std::string>& paths, const Repo
         << (options.pid ? " with pid " + std::to_string(*options.pid) : "") << "\n";
     return kExitUnusable;
   }
+  if (kind == ReportKind::kSteps) return RunStepsReport(chosen, paths, options, out, err, warnings);
   // Several recordings: one rank each, merged. One recording: the single-recording report.
   const bool merged = chosen.size() > 1;
 

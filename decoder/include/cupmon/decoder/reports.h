@@ -9,11 +9,12 @@
 #include <string>
 #include <vector>
 
+#include "cupmon/decoder/steps.h"
 #include "cupmon/decoder/trace_builder.h"
 
 namespace cupmon::decoder {
 
-enum class ReportKind { kSummary, kGpuTrace, kApiTrace, kKernExec, kExport, kInfo };
+enum class ReportKind { kSummary, kGpuTrace, kApiTrace, kKernExec, kExport, kInfo, kSteps };
 // kPerfetto: Perfetto's protobuf trace format (.pftrace), binary.
 enum class ExportFormat { kChromeJson, kCsv, kJsonl, kPerfetto };
 
@@ -33,6 +34,8 @@ struct ReportOptions {
   uint64_t reorder_ns = 0;
   // Search the given directories' subdirectories at any depth, not only one level down.
   bool recursive = false;
+  // `steps` (decoder/src/steps_report.cc).
+  StepOptions steps;
 };
 
 // Exit codes of cupmon-decode.

@@ -1,0 +1,411 @@
+// FindSteps: one lean pass over a recording's records (no joins, no rows) that feeds the kernels
+// to a StepDetector and places every GPU activity in its step.
+#include "cupmon/decoder/steps.h"
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <deque>
+#include <regex>
+#include <unordered_map>
+
+#include "cupmon/decoder/clock_map.h"
+#include "cupmon/decoder/record_layout.h"
+#include "cupmon/decoder/trace_builder.h"
+
+namespace cupmon::decoder {
+namespace {
+
+// Same bound as the trace builder's: later times are damage.
+constexpr uint64_t kTimeLimit = uint64_t{1} << 62;
+constexpr uint32_t kNoLabel = UINT32_MAX;
+constexpr size_t kMaxPending = size_t{1} << 20;
+
+enum class ActivityType : uint8_t { kKernel, kMemcpy, kMemset };
+
+struct Activity {
+  uint64_t start, end, bytes;
+  uint32_t device;
+  uint32_t label;  // step label id (kNoLabel)
+  ActivityType type;
+  bool comm;
+};
+
+// Places activities in steps whose boundaries arrive separately. An activity waits until every
+// step that could hold it is known (`settled`), so other streams' records may arrive ahead of the
+// stream the steps are cut on.
+class StepAccumulator {
+ public:
+  void AddBoundary(uint64_t start) {
+    if (!steps_.empty() && start <= steps_.back().start) return;  // never out of order
+    Step s;
+    s.number = steps_.size() + 1;
+    s.start = start;
+    steps_.push_back(std::move(s));
+  }
+  void Add(const Activity& a) {
+    pending_.push_back(a);
+    if (pending_.size() > kMaxPending) ReleaseOne();
+  }
+  void Release(uint64_t settled) {
+    while (!pending_.empty() && pending_.front().start <= settled) ReleaseOne();
+  }
+  // Releases everything and closes the steps; labels resolves label ids.
+  std::vector<Step> Finish(const std::vector<std::string>& labels) {
+    while (!pending_.empty()) ReleaseOne();
+    for (Merge& m : merges_) Flush(m);
+    label_of_.resize(steps_.size(), kNoLabel);
+    for (size_t i = 0; i < steps_.size(); ++i) {
+      Step& s = steps_[i];
+      if (i + 1 < steps_.size()) s.end = steps_[i + 1].start;
+      else s.end = std::max(s.start, last_end_);
+      for (StepDeviceTime& d : s.devices) {
+        d.max_gap_ns = std::max({d.max_gap_ns, d.first_start > s.start ? d.first_start - s.start : 0,
+                                 s.end > d.last_end ? s.end - d.last_end : 0});
+      }
+      if (label_of_[i] != kNoLabel) s.label = labels[label_of_[i]];
+    }
+    return std::move(steps_);
+  }
+  uint64_t before() const { return before_; }
+  size_t size() const { return steps_.size(); }
+
+ private:
+  // Union of one device's busy intervals in its current step.
+  struct Merge {
+    uint32_t device = 0;
+    size_t step = SIZE_MAX;
+    uint64_t begin = 0, end = 0;
+  };
+  void ReleaseOne() {
+    const Activity a = pending_.front();
+    pending_.pop_front();
+    if (steps_.empty() || a.start < steps_.front().start) {
+      before_ += a.type == ActivityType::kKernel;
+      return;
+    }
+    size_t i = steps_.size() - 1;
+    if (a.start < steps_[i].start) {
+      auto it = std::upper_bound(steps_.begin(), steps_.end(), a.start,
+                                 [](uint64_t t, const Step& s) { return t < s.start; });
+      i = static_cast<size_t>(it - steps_.begin()) - 1;
+    }
+    if (label_of_.size() < steps_.size()) label_of_.resize(steps_.size(), kNoLabel);
+    Step& s = steps_[i];
+    if (a.type == ActivityType::kKernel) {
+      ++s.kernels;
+      if (a.comm) s.comm_ns += a.end - a.start;
+      if (a.label != kNoLabel && label_of_[i] == kNoLabel) label_of_[i] = a.label;
+    } else if (a.type == ActivityType::kMemcpy) {
+      ++s.memcpys;
+      s.memcpy_bytes += a.bytes;
+    } else {
+      ++s.memsets;
+    }
+    if (a.end > last_end_) last_end_ = a.end;
+    Merge* m = nullptr;
+    for (Merge& x : merges_)
+      if (x.device == a.device) m = &x;
+    if (!m) m = &merges_.emplace_back(Merge{a.device});
+    if (m->step != i) {
+      Flush(*m);
+      m->step = i;
+      m->begin = a.start;
+      m->end = a.end;
+      StepDeviceTime& d = Device(s, a.device);
+      if (!d.first_start || a.start < d.first_start) d.first_start = a.start;
+    } else if (a.start <= m->end) {
+      m->end = std::max(m->end, a.end);
+    } else if (a.start >= m->begin) {
+      StepDeviceTime& d = Device(s, a.device);
+      d.max_gap_ns = std::max(d.max_gap_ns, a.start - m->end);
+      Flush(*m);
+      m->step = i;
+      m->begin = a.start;
+      m->end = a.end;
+    } else {
+      // Earlier than the interval being merged (streams' records interleave): counted apart.
+      Device(s, a.device).busy_ns += std::min(a.end, m->begin) - a.start;
+    }
+  }
+  void Flush(Merge& m) {
+    if (m.step == SIZE_MAX || m.step >= steps_.size()) return;
+    StepDeviceTime& d = Device(steps_[m.step], m.device);
+    d.busy_ns += m.end - m.begin;
+    d.last_end = std::max(d.last_end, m.end);
+    m.step = SIZE_MAX;
+  }
+  static StepDeviceTime& Device(Step& s, uint32_t device) {
+    for (StepDeviceTime& d : s.devices)
+      if (d.device == device) return d;
+    StepDeviceTime& d = s.devices.emplace_back();
+    d.device = device;
+    return d;
+  }
+
+  std::vector<Step> steps_;
+  std::vector<uint32_t> label_of_;
+  std::deque<Activity> pending_;
+  std::vector<Merge> merges_;
+  uint64_t before_ = 0, last_end_ = 0;
+};
+
+// Step labels: "step 12", "Step#3", "ProfilerStep#12", "iteration 7", "iter_7", "batch 4".
+std::optional<uint64_t> StepNumberOf(const std::string& label) {
+  static const std::regex kStep(R"((step|iter|iteration|batch)\D{0,3}(\d+)\s*$)", std::regex::icase);
+  std::smatch m;
+  if (!std::regex_search(label, m, kStep)) return std::nullopt;
+  return std::stoull(m[2].str());
+}
+
+class StepScanner : public ChunkVisitor {
+ public:
+  explicit StepScanner(const StepOptions& options) : options_(options), detector_(options.detector) {
+    ext_.fill(ExtSlot{});
+  }
+
+  void OnHeader(const pb::RecordingHeader& header, const ChunkOrigin&) override {
+    if (decoder_) return;
+    RecordSizeTable sizes;
+    for (const auto& rs : header.record_sizes()) sizes.Set(rs.kind(), rs.size());
+    decoder_ = std::make_unique<RecordDecoder>(sizes, header.cupti_api_version());
+  }
+  void OnStrings(const pb::StringTable& table) override {
+    for (const auto& e : table.entries()) by_pointer_[e.pointer()] = Intern(e.text());
+    cache_.fill(CacheSlot{});
+  }
+  void OnCalibration(const pb::Calibration& c) override { clock_.Add(c); }
+  void OnRawBuffer(const RawBufferPrefix&, std::span<const uint8_t> records,
+                   const ChunkOrigin&) override {
+    if (!decoder_) return;
+    decoder_->Walk(records, [this](const RecordLayout& layout, const FieldReader& f,
+                                   const uint8_t* rec) { Add(layout, f, rec); });
+  }
+
+  StepList Finish() {
+    detector_.Finish();
+    Drain();
+    pattern_.Release(UINT64_MAX);
+    StepList out;
+    std::vector<std::string> labels;
+    labels.reserve(names_.size());
+    for (const auto& n : names_) labels.push_back(n);
+    out.pattern = detector_.pattern();
+    if (out.pattern)
+      for (uint32_t id : out.pattern->signature) out.signature_names.push_back(Demangle(names_[id]));
+    std::vector<Step> by_pattern = pattern_.Finish(labels);
+    std::vector<Step> by_label = annotated_ ? annotated_->Finish(labels) : std::vector<Step>{};
+    out.pattern_steps = by_pattern.size();
+    out.annotated_steps = by_label.size();
+    bool use_labels = options_.source == StepSource::kAnnotation;
+    if (options_.source == StepSource::kAuto)
+      use_labels = !by_label.empty() && (by_pattern.empty() || 2 * by_label.size() >= by_pattern.size());
+    out.source = use_labels ? StepSource::kAnnotation : StepSource::kPattern;
+    out.steps = use_labels ? std::move(by_label) : std::move(by_pattern);
+    out.kernels_before = use_labels ? annotated_before_ : pattern_.before();
+    for (Step& s : out.steps) {
+      s.wall_start = clock_.ToWall(s.start);
+      s.wall_end = clock_.ToWall(s.end);
+    }
+    out.activities = activities_;
+    out.unresolved_names = unresolved_;
+    return out;
+  }
+
+ private:
+  struct CacheSlot {
+    uint64_t pointer = 0;
+    uint32_t id_plus_1 = 0;
+  };
+  struct ExtSlot {
+    uint32_t corr = 0;
+    bool used = false;
+    uint64_t external = 0;
+  };
+
+  uint32_t Intern(const std::string& text) {
+    auto it = ids_.find(text);
+    if (it != ids_.end()) return it->second;
+    const auto id = static_cast<uint32_t>(names_.size());
+    names_.push_back(text);
+    ids_.emplace(text, id);
+    comm_.push_back(text.find("nccl") != std::string::npos);
+    step_label_.push_back(-2);
+    return id;
+  }
+
+  uint32_t KernelName(uint64_t pointer) {
+    CacheSlot& slot = cache_[(pointer ^ pointer >> 8 ^ pointer >> 16) & 255];
+    if (slot.id_plus_1 && slot.pointer == pointer) return slot.id_plus_1 - 1;
+    auto it = by_pointer_.find(pointer);
+    uint32_t id;
+    if (it != by_pointer_.end()) {
+      id = it->second;
+      slot = CacheSlot{pointer, id + 1};
+    } else {
+      ++unresolved_;
+      char text[48];
+      std::snprintf(text, sizeof text, "<unresolved kernel name 0x%llx>",
+                    static_cast<unsigned long long>(pointer));
+      id = Intern(text);
+    }
+    return id;
+  }
+
+  // The step label a kernel's annotation names (kNoLabel when none), and whether it carries any
+  // annotation at all.
+  uint32_t LabelOf(uint32_t corr, bool* annotated) {
+    const ExtSlot& e = ext_[corr & (ext_.size() - 1)];
+    if (!e.used || e.corr != corr) return kNoLabel;
+    *annotated = true;
+    auto it = by_pointer_.find(e.external);
+    if (it == by_pointer_.end()) return kNoLabel;
+    const uint32_t id = it->second;
+    if (step_label_[id] == -2) {
+      const auto n = StepNumberOf(names_[id]);
+      step_label_[id] = n ? static_cast<int64_t>(*n) : -1;
+    }
+    return step_label_[id] >= 0 ? id : kNoLabel;
+  }
+
+  void Add(const RecordLayout& layout, const FieldReader& f, const uint8_t* rec) {
+    const RecordClass cls = layout.record_class;
+    if (cls == RecordClass::kExternalCorrelation) {
+      const uint32_t corr = f.Get32(rec, Field::kCorrelationId);
+      ExtSlot& e = ext_[corr & (ext_.size() - 1)];
+      if (!(e.used && e.corr == corr)) e = ExtSlot{corr, true, f.Get(rec, Field::kExternalId)};
+      have_ext_ = true;
+      return;
+    }
+    if (cls != RecordClass::kKernel && cls != RecordClass::kMemcpy && cls != RecordClass::kMemset)
+      return;
+    Activity a;
+    a.start = f.Get(rec, Field::kStart);
+    a.end = f.Get(rec, Field::kEnd);
+    if (!ValidSpan(a.start, a.end) || a.end >= kTimeLimit) return;  // cannot be placed in time
+    ++activities_;
+    a.device = f.Get32(rec, Field::kDeviceId);
+    a.label = kNoLabel;
+    a.comm = false;
+    a.bytes = 0;
+    if (cls == RecordClass::kKernel) {
+      a.type = ActivityType::kKernel;
+      const uint32_t name = KernelName(f.Get(rec, Field::kNamePointer));
+      a.comm = comm_[name];
+      const uint64_t stream = f.Get32(rec, Field::kStreamId);
+      if (have_ext_) {
+        bool annotated = false;
+        a.label = LabelOf(f.Get32(rec, Field::kCorrelationId), &annotated);
+        Annotate(a, annotated);
+      }
+      detector_.OnKernel(uint64_t{a.device} << 32 | stream, name, a.start);
+      if (a.start > latest_kernel_) latest_kernel_ = a.start;
+      pattern_.Add(a);
+      if (annotated_) annotated_->Add(a);
+      if (++since_drain_ >= 64 || !detector_.learning()) Drain();
+      return;
+    }
+    a.type = cls == RecordClass::kMemcpy ? ActivityType::kMemcpy : ActivityType::kMemset;
+    if (cls == RecordClass::kMemcpy) a.bytes = f.Get(rec, Field::kBytes);
+    pattern_.Add(a);
+    if (annotated_) annotated_->Add(a);
+  }
+
+  // Annotated steps: a kernel labelled with a new step number opens a step. Kernels under a
+  // nested label ("forward") launched since the previous step's last labelled kernel open it
+  // earlier (the nested label hides the step label on their records).
+  void Annotate(const Activity& a, bool annotated) {
+    if (a.label == kNoLabel) {
+      if (annotated && !nested_start_) nested_start_ = a.start;
+      return;
+    }
+    const int64_t number = step_label_[a.label];
+    if (!annotated_) {
+      annotated_.emplace();
+      annotated_before_ = pattern_.before();
+    }
+    if (number != current_number_) {
+      current_number_ = number;
+      annotated_->AddBoundary(nested_start_ && nested_start_ < a.start ? nested_start_ : a.start);
+    }
+    nested_start_ = 0;
+  }
+
+  void Drain() {
+    since_drain_ = 0;
+    for (const StepBoundary& b : detector_.TakeBoundaries()) pattern_.AddBoundary(b.start);
+    pattern_.Release(detector_.settled_until());
+    // A nested label's kernels may still open the next annotated step: hold them.
+    if (annotated_) annotated_->Release(nested_start_ ? std::min(latest_kernel_, nested_start_ - 1)
+                                                      : latest_kernel_);
+  }
+
+  const StepOptions& options_;
+  StepDetector detector_;
+  std::unique_ptr<RecordDecoder> decoder_;
+  ClockMap clock_;
+  std::vector<std::string> names_;
+  std::unordered_map<std::string, uint32_t> ids_;
+  std::vector<bool> comm_;
+  std::vector<int64_t> step_label_;  // per name id: -2 not parsed yet, -1 not a step label
+  std::unordered_map<uint64_t, uint32_t> by_pointer_;
+  std::array<CacheSlot, 256> cache_{};
+  std::array<ExtSlot, 1 << 16> ext_;
+  bool have_ext_ = false;
+  StepAccumulator pattern_;
+  std::optional<StepAccumulator> annotated_;
+  uint64_t annotated_before_ = 0;
+  int64_t current_number_ = -1;
+  uint64_t nested_start_ = 0;
+  uint64_t latest_kernel_ = 0;
+  uint64_t activities_ = 0, unresolved_ = 0;
+  uint32_t since_drain_ = 0;
+};
+
+}  // namespace
+
+StepList FindSteps(const Recording& recording, const StepOptions& options,
+                   const ReadProgressFn& progress) {
+  StepScanner scanner(options);
+  ReadIntegrity integrity;
+  ReadRecording(recording, scanner, &integrity, progress);
+  StepList out = scanner.Finish();
+  out.integrity = std::move(integrity);
+  return out;
+}
+
+std::vector<uint64_t> RollingMedians(const std::vector<Step>& steps, uint32_t window) {
+  std::vector<uint64_t> all;
+  all.reserve(steps.size());
+  for (const Step& s : steps) all.push_back(s.duration());
+  std::vector<uint64_t> sorted = all;
+  std::sort(sorted.begin(), sorted.end());
+  const uint64_t global = sorted.empty() ? 0 : sorted[sorted.size() / 2];
+  std::vector<uint64_t> out(steps.size(), global), scratch;
+  const size_t w = std::max<uint32_t>(window, 1);
+  for (size_t i = 5; i < steps.size(); ++i) {
+    const size_t from = i > w ? i - w : 0;
+    scratch.assign(all.begin() + static_cast<ptrdiff_t>(from), all.begin() + static_cast<ptrdiff_t>(i));
+    auto mid = scratch.begin() + static_cast<ptrdiff_t>(scratch.size() / 2);
+    std::nth_element(scratch.begin(), mid, scratch.end());
+    out[i] = *mid;
+  }
+  return out;
+}
+
+std::vector<size_t> SlowSteps(const std::vector<Step>& steps, const StepOptions& options) {
+  const std::vector<uint64_t> median = RollingMedians(steps, options.rolling);
+  std::vector<size_t> slow;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const auto d = static_cast<double>(steps[i].duration());
+    if (median[i] && d >= options.slow_factor * static_cast<double>(median[i]) &&
+        steps[i].duration() >= median[i] + 50'000)
+      slow.push_back(i);
+  }
+  std::stable_sort(slow.begin(), slow.end(), [&](size_t a, size_t b) {
+    return steps[a].duration() - median[a] > steps[b].duration() - median[b];
+  });
+  return slow;
+}
+
+}  // namespace cupmon::decoder
