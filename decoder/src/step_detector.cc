@@ -24,8 +24,8 @@ struct Cycle {
 };
 
 // Looks at every pair of consecutive names. A pair that occurs once per step recurs at a fixed
-// distance (the step's kernel count) wherever steps repeat exactly; its coverage is how much of
-// the sequence such exact repetitions span. The pair of best coverage wins (layers repeated inside
+// distance (the step's kernel count, its most common distance) wherever steps repeat; its
+// coverage is how much of the sequence such repetitions span (distances within 1/16 of it count). The pair of best coverage wins (layers repeated inside
 // a step cover only their part of it); near ties go to the shorter period, so an event every N
 // steps (an evaluation) does not pass for the step, then to the earlier first occurrence.
 std::optional<Cycle> FindCycle(const std::vector<uint32_t>& seq, uint32_t min_cycles,
@@ -64,7 +64,13 @@ std::optional<Cycle> FindCycle(const std::vector<uint32_t>& seq, uint32_t min_cy
       i = j;
     }
     if (mode < 2 || mode_count + 1 < min_cycles) continue;
-    const double coverage = static_cast<double>(mode_count) * mode / static_cast<double>(n);
+    // Steps a few kernels longer or shorter (a data-dependent kernel, an extra copy kernel) still
+    // repeat the step.
+    const uint32_t tolerance = std::max<uint32_t>(1, mode / 16);
+    uint64_t covered = 0;
+    for (uint32_t d : diffs)
+      if (d + tolerance >= mode && d <= mode + tolerance) covered += d;
+    const double coverage = static_cast<double>(covered) / static_cast<double>(n);
     if (coverage < min_coverage) continue;
     bool better = !best;
     if (best) {

@@ -20,13 +20,18 @@ namespace {
 constexpr uint64_t kTimeLimit = uint64_t{1} << 62;
 constexpr uint32_t kNoLabel = UINT32_MAX;
 constexpr size_t kMaxPending = size_t{1} << 20;
+// CUPTI hands external correlations over in the API buffers, after the GPU buffers holding the
+// activities they label: the annotation path looks labels up this many records later (the trace
+// builder's default join horizon).
+constexpr size_t kJoinHorizon = size_t{1} << 16;
 
 enum class ActivityType : uint8_t { kKernel, kMemcpy, kMemset };
 
 struct Activity {
   uint64_t start, end, bytes;
   uint32_t device;
-  uint32_t label;  // step label id (kNoLabel)
+  uint32_t corr;
+  uint32_t label;  // step label id (kNoLabel), set on the annotation path
   ActivityType type;
   bool comm;
 };
@@ -57,10 +62,10 @@ class StepAccumulator {
     label_of_.resize(steps_.size(), kNoLabel);
     for (size_t i = 0; i < steps_.size(); ++i) {
       Step& s = steps_[i];
-      if (i + 1 < steps_.size()) s.end = steps_[i + 1].start;
-      else s.end = std::max(s.start, last_end_);
+      s.end = std::max(s.end, s.start);
+      s.since = i ? std::min(steps_[i - 1].end, s.start) : s.start;
       for (StepDeviceTime& d : s.devices) {
-        d.max_gap_ns = std::max({d.max_gap_ns, d.first_start > s.start ? d.first_start - s.start : 0,
+        d.max_gap_ns = std::max({d.max_gap_ns, d.first_start > s.since ? d.first_start - s.since : 0,
                                  s.end > d.last_end ? s.end - d.last_end : 0});
       }
       if (label_of_[i] != kNoLabel) s.label = labels[label_of_[i]];
@@ -102,7 +107,7 @@ class StepAccumulator {
     } else {
       ++s.memsets;
     }
-    if (a.end > last_end_) last_end_ = a.end;
+    if (a.end > s.end) s.end = a.end;
     Merge* m = nullptr;
     for (Merge& x : merges_)
       if (x.device == a.device) m = &x;
@@ -147,7 +152,7 @@ class StepAccumulator {
   std::vector<uint32_t> label_of_;
   std::deque<Activity> pending_;
   std::vector<Merge> merges_;
-  uint64_t before_ = 0, last_end_ = 0;
+  uint64_t before_ = 0;
 };
 
 // Step labels: "step 12", "Step#3", "ProfilerStep#12", "iteration 7", "iter_7", "batch 4".
@@ -186,6 +191,9 @@ class StepScanner : public ChunkVisitor {
     detector_.Finish();
     Drain();
     pattern_.Release(UINT64_MAX);
+    if (have_ext_)
+      for (const Activity& d : delayed_) PushAnnotated(d);
+    while (!by_start_.empty()) PopAnnotated();
     StepList out;
     std::vector<std::string> labels;
     labels.reserve(names_.size());
@@ -201,8 +209,10 @@ class StepScanner : public ChunkVisitor {
     if (options_.source == StepSource::kAuto)
       use_labels = !by_label.empty() && (by_pattern.empty() || 2 * by_label.size() >= by_pattern.size());
     out.source = use_labels ? StepSource::kAnnotation : StepSource::kPattern;
+    if (!use_labels) LabelFrom(by_label, &by_pattern);
     out.steps = use_labels ? std::move(by_label) : std::move(by_pattern);
-    out.kernels_before = use_labels ? annotated_before_ : pattern_.before();
+    out.kernels_before =
+        use_labels ? annotated_before_ + (annotated_ ? annotated_->before() : 0) : pattern_.before();
     for (Step& s : out.steps) {
       s.wall_start = clock_.ToWall(s.start);
       s.wall_end = clock_.ToWall(s.end);
@@ -222,6 +232,19 @@ class StepScanner : public ChunkVisitor {
     bool used = false;
     uint64_t external = 0;
   };
+
+  // Pattern steps carry the label of the annotated step around their middle.
+  static void LabelFrom(const std::vector<Step>& annotated, std::vector<Step>* steps) {
+    if (annotated.empty()) return;
+    for (Step& s : *steps) {
+      const uint64_t mid = s.start + (s.end - s.start) / 2;
+      auto it = std::upper_bound(annotated.begin(), annotated.end(), mid,
+                                 [](uint64_t t, const Step& a) { return t < a.start; });
+      if (it == annotated.begin()) continue;
+      --it;
+      if (mid < it->end) s.label = it->label;
+    }
+  }
 
   uint32_t Intern(const std::string& text) {
     auto it = ids_.find(text);
@@ -288,42 +311,72 @@ class StepScanner : public ChunkVisitor {
     a.label = kNoLabel;
     a.comm = false;
     a.bytes = 0;
+    a.corr = f.Get32(rec, Field::kCorrelationId);
     if (cls == RecordClass::kKernel) {
       a.type = ActivityType::kKernel;
       const uint32_t name = KernelName(f.Get(rec, Field::kNamePointer));
       a.comm = comm_[name];
       const uint64_t stream = f.Get32(rec, Field::kStreamId);
-      if (have_ext_) {
-        bool annotated = false;
-        a.label = LabelOf(f.Get32(rec, Field::kCorrelationId), &annotated);
-        Annotate(a, annotated);
-      }
       detector_.OnKernel(uint64_t{a.device} << 32 | stream, name, a.start);
       if (a.start > latest_kernel_) latest_kernel_ = a.start;
-      pattern_.Add(a);
-      if (annotated_) annotated_->Add(a);
       if (++since_drain_ >= 64 || !detector_.learning()) Drain();
+    } else {
+      a.type = cls == RecordClass::kMemcpy ? ActivityType::kMemcpy : ActivityType::kMemset;
+      if (cls == RecordClass::kMemcpy) a.bytes = f.Get(rec, Field::kBytes);
+    }
+    pattern_.Add(a);
+    if (!have_ext_) {
+      // No annotation yet: a plain delay, in case this activity's label is still to come.
+      delayed_.push_back(a);
+      if (delayed_.size() > kJoinHorizon) delayed_.pop_front();
       return;
     }
-    a.type = cls == RecordClass::kMemcpy ? ActivityType::kMemcpy : ActivityType::kMemset;
-    if (cls == RecordClass::kMemcpy) a.bytes = f.Get(rec, Field::kBytes);
-    pattern_.Add(a);
-    if (annotated_) annotated_->Add(a);
+    if (!delayed_.empty()) {
+      for (const Activity& d : delayed_) PushAnnotated(d);
+      delayed_.clear();
+    }
+    PushAnnotated(a);
+    while (by_start_.size() > kJoinHorizon) PopAnnotated();
+  }
+
+  // The annotation path: kJoinHorizon records behind (the labels have arrived by then), in start
+  // order (a min-heap), as the annotated steps are cut in time order across streams.
+  void PushAnnotated(const Activity& a) {
+    by_start_.push_back(a);
+    std::push_heap(by_start_.begin(), by_start_.end(), StartsLater);
+  }
+  static bool StartsLater(const Activity& x, const Activity& y) { return x.start > y.start; }
+  void PopAnnotated() {
+    std::pop_heap(by_start_.begin(), by_start_.end(), StartsLater);
+    Activity a = by_start_.back();
+    by_start_.pop_back();
+    bool annotated = false;
+    a.label = LabelOf(a.corr, &annotated);
+    if (!annotated_) {
+      // Before the first annotated kernel nothing can be in an annotated step.
+      if (a.type != ActivityType::kKernel || !annotated) {
+        annotated_before_ += a.type == ActivityType::kKernel;
+        return;
+      }
+      annotated_.emplace();
+    }
+    if (a.type == ActivityType::kKernel) Annotate(a, annotated);
+    annotated_->Add(a);
+    // A nested label's kernels may still open the next step: hold them until it is known.
+    annotated_->Release(nested_start_ ? std::min(latest_annotated_, nested_start_ - 1)
+                                      : latest_annotated_);
   }
 
   // Annotated steps: a kernel labelled with a new step number opens a step. Kernels under a
   // nested label ("forward") launched since the previous step's last labelled kernel open it
   // earlier (the nested label hides the step label on their records).
   void Annotate(const Activity& a, bool annotated) {
+    latest_annotated_ = std::max(latest_annotated_, a.start);
     if (a.label == kNoLabel) {
       if (annotated && !nested_start_) nested_start_ = a.start;
       return;
     }
     const int64_t number = step_label_[a.label];
-    if (!annotated_) {
-      annotated_.emplace();
-      annotated_before_ = pattern_.before();
-    }
     if (number != current_number_) {
       current_number_ = number;
       annotated_->AddBoundary(nested_start_ && nested_start_ < a.start ? nested_start_ : a.start);
@@ -335,9 +388,6 @@ class StepScanner : public ChunkVisitor {
     since_drain_ = 0;
     for (const StepBoundary& b : detector_.TakeBoundaries()) pattern_.AddBoundary(b.start);
     pattern_.Release(detector_.settled_until());
-    // A nested label's kernels may still open the next annotated step: hold them.
-    if (annotated_) annotated_->Release(nested_start_ ? std::min(latest_kernel_, nested_start_ - 1)
-                                                      : latest_kernel_);
   }
 
   const StepOptions& options_;
@@ -350,14 +400,16 @@ class StepScanner : public ChunkVisitor {
   std::vector<int64_t> step_label_;  // per name id: -2 not parsed yet, -1 not a step label
   std::unordered_map<uint64_t, uint32_t> by_pointer_;
   std::array<CacheSlot, 256> cache_{};
-  std::array<ExtSlot, 1 << 16> ext_;
+  std::array<ExtSlot, 1 << 18> ext_;
   bool have_ext_ = false;
   StepAccumulator pattern_;
   std::optional<StepAccumulator> annotated_;
   uint64_t annotated_before_ = 0;
   int64_t current_number_ = -1;
   uint64_t nested_start_ = 0;
-  uint64_t latest_kernel_ = 0;
+  uint64_t latest_kernel_ = 0, latest_annotated_ = 0;
+  std::deque<Activity> delayed_;
+  std::vector<Activity> by_start_;
   uint64_t activities_ = 0, unresolved_ = 0;
   uint32_t since_drain_ = 0;
 };

@@ -32,21 +32,24 @@ struct StepOptions {
 struct StepDeviceTime {
   uint32_t device = 0;
   uint64_t busy_ns = 0;     // union of its kernels, memcpys and memsets that start in the step
-  uint64_t max_gap_ns = 0;  // longest idle stretch inside the step (its edges included)
+  uint64_t max_gap_ns = 0;  // longest idle stretch in the step's span (its edges included)
   uint64_t first_start = 0, last_end = 0;  // CUPTI ns
 };
 
 struct Step {
   uint64_t number = 0;     // 1-based
   uint64_t start = 0;      // CUPTI ns: the step's first kernel on the pattern's stream
-  uint64_t end = 0;        // the next step's start; for the last step, its last activity's end
-  int64_t wall_start = 0, wall_end = 0;  // unix ns
+  uint64_t end = 0;        // the end of its last activity
+  // The previous step's end (the first step: its start). Durations count from here, end to end
+  // as a training loop times its steps: a wait before a step's launches is that step's.
+  uint64_t since = 0;
+  int64_t wall_start = 0, wall_end = 0;  // unix ns of start and end
   uint64_t kernels = 0, memcpys = 0, memsets = 0;
   uint64_t memcpy_bytes = 0;
   uint64_t comm_ns = 0;    // summed durations of communication kernels (NCCL)
   std::vector<StepDeviceTime> devices;
   std::string label;       // the step annotation its kernels carry ("step 12"), "" when none
-  uint64_t duration() const { return end > start ? end - start : 0; }
+  uint64_t duration() const { return end > since ? end - since : 0; }
 };
 
 struct StepList {
