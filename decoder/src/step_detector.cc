@@ -106,26 +106,41 @@ void StepDetector::OnKernel(uint64_t stream_key, uint32_t name, uint64_t start) 
     Process(b);
     return;
   }
-  if (run_head_ == run_.size() || start >= run_.back().start) {
-    run_.push_back(b);
+  // The run with the latest tail at or before `start` (the tightest fit keeps runs few).
+  Run* fit = nullptr;
+  for (Run& r : runs_) {
+    if (r.empty()) {
+      if (!fit) fit = &r;
+    } else if (r.items.back().start <= start && (!fit || fit->empty() ||
+                                                  r.items.back().start > fit->items.back().start)) {
+      fit = &r;
+    }
+  }
+  if (!fit && runs_.size() < kMaxRuns) fit = &runs_.emplace_back();
+  if (fit) {
+    if (fit->empty()) fit->items.clear(), fit->head = 0;
+    fit->items.push_back(b);
   } else {
     heap_.push_back(b);
     std::push_heap(heap_.begin(), heap_.end(), Later<Buffered>);
   }
-  if (run_.size() - run_head_ + heap_.size() > options_.reorder_kernels) ReleaseOne();
+  if (++held_ > options_.reorder_kernels) ReleaseOne();
 }
 
 void StepDetector::ReleaseOne() {
-  const bool from_run =
-      run_head_ < run_.size() && (heap_.empty() || !Later(run_[run_head_], heap_.front()));
-  if (from_run) {
-    const Buffered b = run_[run_head_++];
-    if (run_head_ == run_.size()) {
-      run_.clear();
-      run_head_ = 0;
-    } else if (run_head_ >= 4096 && 2 * run_head_ >= run_.size()) {
-      run_.erase(run_.begin(), run_.begin() + static_cast<ptrdiff_t>(run_head_));
-      run_head_ = 0;
+  Run* first = nullptr;
+  for (Run& r : runs_)
+    if (!r.empty() && (!first || Later(first->items[first->head], r.items[r.head]))) first = &r;
+  --held_;
+  if (first && (heap_.empty() || !Later(first->items[first->head], heap_.front()))) {
+    const Buffered b = first->items[first->head++];
+    if (first->empty()) {
+      first->items.clear();
+      first->head = 0;
+    } else if (first->head >= 4096 && 2 * first->head >= first->items.size()) {
+      first->items.erase(first->items.begin(),
+                         first->items.begin() + static_cast<ptrdiff_t>(first->head));
+      first->head = 0;
     }
     Process(b);
     return;
@@ -142,19 +157,31 @@ void StepDetector::Process(const Buffered& b) {
     return;
   }
   buffer_.push_back(b);
-  if (buffer_.size() < next_attempt_) return;
+  if (buffer_.size() >= options_.max_learn_kernels && next_attempt_ >= options_.max_learn_kernels &&
+      retry_wait_) {
+    // Sliding: no step can be cut in the dropped half any more.
+    buffer_.erase(buffer_.begin(), buffer_.begin() + static_cast<ptrdiff_t>(buffer_.size() / 2));
+    dropped_prefix_ = true;
+  }
+  if (retry_after_) {
+    --retry_after_;
+    return;
+  }
+  if (!retry_wait_ && buffer_.size() < next_attempt_) return;
   if (TryLearn(false)) return;
   if (next_attempt_ < options_.max_learn_kernels) {
     next_attempt_ = std::min(2 * next_attempt_, options_.max_learn_kernels);
     return;
   }
-  // Still nothing at the bound: forget the older half (no step can be cut there any more).
-  buffer_.erase(buffer_.begin(), buffer_.begin() + static_cast<ptrdiff_t>(buffer_.size() / 2));
-  dropped_prefix_ = true;
+  // Doubling up to 8 buffers: a loop that starts after that long may lose up to that many
+  // kernels' worth of its first steps.
+  retry_wait_ = retry_wait_ ? std::min(2 * retry_wait_, 8 * options_.max_learn_kernels)
+                            : options_.max_learn_kernels / 2;
+  retry_after_ = retry_wait_;
 }
 
 void StepDetector::Finish() {
-  while (run_head_ < run_.size() || !heap_.empty()) ReleaseOne();
+  while (held_) ReleaseOne();
   if (!pattern_) TryLearn(true);
 }
 

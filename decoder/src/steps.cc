@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <array>
 #include <cstdio>
-#include <deque>
 #include <regex>
 #include <unordered_map>
 
@@ -34,6 +33,34 @@ struct Activity {
   uint32_t label;  // step label id (kNoLabel), set on the annotation path
   ActivityType type;
   bool comm;
+};
+
+// A FIFO in one growing power-of-two ring (std::deque allocates per few dozen entries).
+template <typename T>
+class Ring {
+ public:
+  bool empty() const { return size_ == 0; }
+  size_t size() const { return size_; }
+  const T& front() const { return items_[head_]; }
+  const T& operator[](size_t i) const { return items_[(head_ + i) & (items_.size() - 1)]; }
+  void push_back(const T& v) {
+    if (size_ == items_.size()) {
+      std::vector<T> grown(items_.empty() ? 1024 : 2 * items_.size());
+      for (size_t i = 0; i < size_; ++i) grown[i] = (*this)[i];
+      items_ = std::move(grown);
+      head_ = 0;
+    }
+    items_[(head_ + size_++) & (items_.size() - 1)] = v;
+  }
+  void pop_front() {
+    head_ = (head_ + 1) & (items_.size() - 1);
+    --size_;
+  }
+  void clear() { head_ = size_ = 0; }
+
+ private:
+  std::vector<T> items_;
+  size_t head_ = 0, size_ = 0;
 };
 
 // Places activities in steps whose boundaries arrive separately. An activity waits until every
@@ -89,12 +116,18 @@ class StepAccumulator {
       before_ += a.type == ActivityType::kKernel;
       return;
     }
-    size_t i = steps_.size() - 1;
-    if (a.start < steps_[i].start) {
-      auto it = std::upper_bound(steps_.begin(), steps_.end(), a.start,
-                                 [](uint64_t t, const Step& s) { return t < s.start; });
-      i = static_cast<size_t>(it - steps_.begin()) - 1;
+    // Activities come out roughly in time order: try the step of the previous one first.
+    size_t i = std::min(cursor_, steps_.size() - 1);
+    if (a.start < steps_[i].start || (i + 1 < steps_.size() && a.start >= steps_[i + 1].start)) {
+      if (i + 2 < steps_.size() && a.start >= steps_[i + 1].start && a.start < steps_[i + 2].start) {
+        ++i;
+      } else {
+        auto it = std::upper_bound(steps_.begin(), steps_.end(), a.start,
+                                   [](uint64_t t, const Step& s) { return t < s.start; });
+        i = static_cast<size_t>(it - steps_.begin()) - 1;
+      }
     }
+    cursor_ = i;
     if (label_of_.size() < steps_.size()) label_of_.resize(steps_.size(), kNoLabel);
     Step& s = steps_[i];
     if (a.type == ActivityType::kKernel) {
@@ -110,7 +143,10 @@ class StepAccumulator {
     if (a.end > s.end) s.end = a.end;
     Merge* m = nullptr;
     for (Merge& x : merges_)
-      if (x.device == a.device) m = &x;
+      if (x.device == a.device) {
+        m = &x;
+        break;
+      }
     if (!m) m = &merges_.emplace_back(Merge{a.device});
     if (m->step != i) {
       Flush(*m);
@@ -150,9 +186,10 @@ class StepAccumulator {
 
   std::vector<Step> steps_;
   std::vector<uint32_t> label_of_;
-  std::deque<Activity> pending_;
+  Ring<Activity> pending_;
   std::vector<Merge> merges_;
   uint64_t before_ = 0;
+  size_t cursor_ = 0;
 };
 
 // Step labels: "step 12", "Step#3", "ProfilerStep#12", "iteration 7", "iter_7", "batch 4".
@@ -191,8 +228,8 @@ class StepScanner : public ChunkVisitor {
     detector_.Finish();
     Drain();
     pattern_.Release(UINT64_MAX);
-    if (have_ext_)
-      for (const Activity& d : delayed_) PushAnnotated(d);
+    if (have_step_labels_)
+      for (size_t i = 0; i < delayed_.size(); ++i) PushAnnotated(delayed_[i]);
     while (!by_start_.empty()) PopAnnotated();
     StepList out;
     std::vector<std::string> labels;
@@ -283,12 +320,14 @@ class StepScanner : public ChunkVisitor {
     *annotated = true;
     auto it = by_pointer_.find(e.external);
     if (it == by_pointer_.end()) return kNoLabel;
-    const uint32_t id = it->second;
+    return StepLabel(it->second) ? it->second : kNoLabel;
+  }
+  bool StepLabel(uint32_t id) {
     if (step_label_[id] == -2) {
       const auto n = StepNumberOf(names_[id]);
       step_label_[id] = n ? static_cast<int64_t>(*n) : -1;
     }
-    return step_label_[id] >= 0 ? id : kNoLabel;
+    return step_label_[id] >= 0;
   }
 
   void Add(const RecordLayout& layout, const FieldReader& f, const uint8_t* rec) {
@@ -297,7 +336,11 @@ class StepScanner : public ChunkVisitor {
       const uint32_t corr = f.Get32(rec, Field::kCorrelationId);
       ExtSlot& e = ext_[corr & (ext_.size() - 1)];
       if (!(e.used && e.corr == corr)) e = ExtSlot{corr, true, f.Get(rec, Field::kExternalId)};
-      have_ext_ = true;
+      if (!have_step_labels_) {
+        // The annotation path (a heap) costs only once some label names a step.
+        auto it = by_pointer_.find(e.external);
+        have_step_labels_ = it != by_pointer_.end() && StepLabel(it->second);
+      }
       return;
     }
     if (cls != RecordClass::kKernel && cls != RecordClass::kMemcpy && cls != RecordClass::kMemset)
@@ -319,20 +362,20 @@ class StepScanner : public ChunkVisitor {
       const uint64_t stream = f.Get32(rec, Field::kStreamId);
       detector_.OnKernel(uint64_t{a.device} << 32 | stream, name, a.start);
       if (a.start > latest_kernel_) latest_kernel_ = a.start;
-      if (++since_drain_ >= 64 || !detector_.learning()) Drain();
+      if (++since_drain_ >= 64) Drain();
     } else {
       a.type = cls == RecordClass::kMemcpy ? ActivityType::kMemcpy : ActivityType::kMemset;
       if (cls == RecordClass::kMemcpy) a.bytes = f.Get(rec, Field::kBytes);
     }
     pattern_.Add(a);
-    if (!have_ext_) {
+    if (!have_step_labels_) {
       // No annotation yet: a plain delay, in case this activity's label is still to come.
       delayed_.push_back(a);
       if (delayed_.size() > kJoinHorizon) delayed_.pop_front();
       return;
     }
     if (!delayed_.empty()) {
-      for (const Activity& d : delayed_) PushAnnotated(d);
+      for (size_t i = 0; i < delayed_.size(); ++i) PushAnnotated(delayed_[i]);
       delayed_.clear();
     }
     PushAnnotated(a);
@@ -386,7 +429,8 @@ class StepScanner : public ChunkVisitor {
 
   void Drain() {
     since_drain_ = 0;
-    for (const StepBoundary& b : detector_.TakeBoundaries()) pattern_.AddBoundary(b.start);
+    if (detector_.has_boundaries())
+      for (const StepBoundary& b : detector_.TakeBoundaries()) pattern_.AddBoundary(b.start);
     pattern_.Release(detector_.settled_until());
   }
 
@@ -401,14 +445,14 @@ class StepScanner : public ChunkVisitor {
   std::unordered_map<uint64_t, uint32_t> by_pointer_;
   std::array<CacheSlot, 256> cache_{};
   std::array<ExtSlot, 1 << 18> ext_;
-  bool have_ext_ = false;
+  bool have_step_labels_ = false;
   StepAccumulator pattern_;
   std::optional<StepAccumulator> annotated_;
   uint64_t annotated_before_ = 0;
   int64_t current_number_ = -1;
   uint64_t nested_start_ = 0;
   uint64_t latest_kernel_ = 0, latest_annotated_ = 0;
-  std::deque<Activity> delayed_;
+  Ring<Activity> delayed_;
   std::vector<Activity> by_start_;
   uint64_t activities_ = 0, unresolved_ = 0;
   uint32_t since_drain_ = 0;
@@ -445,8 +489,8 @@ std::vector<uint64_t> RollingMedians(const std::vector<Step>& steps, uint32_t wi
   return out;
 }
 
-std::vector<size_t> SlowSteps(const std::vector<Step>& steps, const StepOptions& options) {
-  const std::vector<uint64_t> median = RollingMedians(steps, options.rolling);
+std::vector<size_t> SlowSteps(const std::vector<Step>& steps, const std::vector<uint64_t>& median,
+                              const StepOptions& options) {
   std::vector<size_t> slow;
   for (size_t i = 0; i < steps.size(); ++i) {
     const auto d = static_cast<double>(steps[i].duration());

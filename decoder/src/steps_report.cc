@@ -316,7 +316,7 @@ int RunStepsReport(const std::vector<const Rank*>& chosen, const std::vector<std
           << " kernel record(s) whose name pointer has no string entry\n";
     warnings |= r.list.integrity.HasWarnings() || r.list.unresolved_names;
     r.medians = RollingMedians(r.list.steps, options.steps.rolling);
-    r.slow = SlowSteps(r.list.steps, options.steps);
+    r.slow = SlowSteps(r.list.steps, r.medians, options.steps);
     r.slow_set.insert(r.slow.begin(), r.slow.end());
     ranks.push_back(std::move(r));
   }

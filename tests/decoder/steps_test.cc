@@ -124,16 +124,19 @@ TEST(StepDetectorTest, MemoryStaysBoundedWhileNothingRepeats) {
   o.max_learn_kernels = 1024;
   o.reorder_kernels = 0;
   StepDetector d(o);
-  for (uint32_t i = 0; i < 20000; ++i) d.OnKernel(1, i, uint64_t{i} * 1000 + 1);  // all distinct
-  // Then a loop starts: still found, after the dropped prefix.
+  for (uint32_t i = 0; i < 20000; ++i) {
+    d.OnKernel(1, i, uint64_t{i} * 1000 + 1);  // all distinct
+    ASSERT_LE(d.buffered(), o.max_learn_kernels);
+  }
+  EXPECT_TRUE(d.learning());
+  // Then a loop starts: found within 8 buffers (attempts back off), its later steps all cut.
   uint64_t t = 30'000'000;
-  const Fed fed = FeedLoop(d, {1, 2, 3, 4}, 300, &t);
+  const Fed fed = FeedLoop(d, {1, 2, 3, 4}, 3000, &t);
   d.Finish();
   ASSERT_TRUE(d.pattern());
   const auto starts = Starts(d.TakeBoundaries());
-  ASSERT_FALSE(starts.empty());
-  // Steps are cut on the loop's own boundaries (the phase may be any of the unit's).
-  EXPECT_GE(starts.size(), 290u);
+  EXPECT_GE(starts.size(), 3000u - 8 * 1024 / 4);
+  // Cut on the loop's own boundaries (after a dropped prefix the phase may be any of the unit's).
   EXPECT_GE(starts.back(), fed.starts.back());
   EXPECT_LT(starts.back(), fed.starts.back() + 4000);
 }
@@ -185,7 +188,7 @@ TEST_F(StepsTest, SyntheticLoopExactCountStartsBytesAndSlowStepFirst) {
     EXPECT_GT(s.devices[0].busy_ns, 0u);
     EXPECT_LE(s.devices[0].busy_ns, s.duration());
   }
-  const auto slow = SlowSteps(l.steps, StepOptions{});
+  const auto slow = SlowSteps(l.steps, RollingMedians(l.steps, 50), StepOptions{});
   ASSERT_FALSE(slow.empty());
   EXPECT_EQ(l.steps[slow[0]].number, spec.slow_step);  // the wait before its launches is its own
   EXPECT_GE(l.steps[slow[0]].duration(), spec.slow_gap_ns);

@@ -14,7 +14,8 @@ namespace cupmon::decoder {
 
 struct StepDetectorOptions {
   // Learning tries at this many buffered kernels, then at twice as many, up to max_learn_kernels;
-  // past that the older half is dropped and learning goes on (memory: ~24 bytes per kernel).
+  // past that the buffer slides (the older half is dropped when full) and attempts come less and
+  // less often, at most 8 buffers apart (memory: ~24 bytes per kernel).
   size_t first_attempt = 4096;
   size_t max_learn_kernels = size_t{1} << 18;
   // A pattern needs this many repetitions in the buffer, and its exact repetitions must cover at
@@ -57,8 +58,11 @@ class StepDetector {
 
   // Boundaries found since the last call, in order (moved out to the caller).
   std::vector<StepBoundary> TakeBoundaries();
+  bool has_boundaries() const { return !out_.empty(); }
   const std::optional<StepPattern>& pattern() const { return pattern_; }
   bool learning() const { return !pattern_; }
+  // Kernels held for learning (bounded by max_learn_kernels) and for reordering.
+  size_t buffered() const { return buffer_.size() + held_; }
   // Every step that starts at or before this time has been emitted: while learning, the earliest
   // buffered kernel's start (0 when the buffer is empty); after it, the latest start seen on the
   // pattern's stream. A caller holding other activities until their step is known releases those
@@ -78,11 +82,22 @@ class StepDetector {
   void Emit(uint64_t start);
 
   StepDetectorOptions options_;
-  // Reorder stage: kernels that extend the sorted run wait in a FIFO, the others in a min-heap.
-  std::vector<Buffered> run_, heap_;
-  size_t run_head_ = 0;
+  // Reorder stage: a kernel joins the sorted run (FIFO) whose tail it extends, so buffers filled
+  // side by side cost one run each; a kernel that extends none waits in a min-heap.
+  struct Run {
+    std::vector<Buffered> items;
+    size_t head = 0;
+    bool empty() const { return head == items.size(); }
+  };
+  static constexpr size_t kMaxRuns = 8;
+  std::vector<Run> runs_;
+  std::vector<Buffered> heap_;
+  size_t held_ = 0;
   std::vector<Buffered> buffer_;
   size_t next_attempt_;
+  // Past the bound, attempts wait for this many new kernels, doubling after each failure (a
+  // stream that never repeats costs O(n log n) a few times, not per buffer).
+  size_t retry_after_ = 0, retry_wait_ = 0;
   bool dropped_prefix_ = false;  // older kernels were dropped: the stream's start is unknown
   std::optional<StepPattern> pattern_;
   // Tracking: the last signature.size() names on the pattern's stream (a ring).

@@ -72,7 +72,9 @@ StepList FindSteps(const Recording& recording, const StepOptions& options,
 // Per-step rolling statistics used for the slow-step list: the median of the steps before each
 // one (see StepOptions), 0 when there is none.
 std::vector<uint64_t> RollingMedians(const std::vector<Step>& steps, uint32_t window);
-// Indices of slow steps, slowest excess (duration minus rolling median) first.
-std::vector<size_t> SlowSteps(const std::vector<Step>& steps, const StepOptions& options);
+// Indices of slow steps, slowest excess (duration minus rolling median) first; `medians` from
+// RollingMedians(steps, options.rolling).
+std::vector<size_t> SlowSteps(const std::vector<Step>& steps, const std::vector<uint64_t>& medians,
+                              const StepOptions& options);
 
 }  // namespace cupmon::decoder
