@@ -100,8 +100,8 @@ StepDetector::StepDetector(StepDetectorOptions options)
   options_.max_learn_kernels = std::max(options_.max_learn_kernels, next_attempt_);
 }
 
-void StepDetector::OnKernel(uint64_t stream_key, uint32_t name, uint64_t start) {
-  const Buffered b{stream_key, start, name};
+void StepDetector::OnKernel(uint64_t stream_key, uint32_t name, uint64_t start, uint64_t tag) {
+  const Buffered b{stream_key, start, tag, name};
   if (options_.reorder_kernels == 0) {
     Process(b);
     return;
@@ -153,7 +153,7 @@ void StepDetector::ReleaseOne() {
 
 void StepDetector::Process(const Buffered& b) {
   if (pattern_) {
-    if (b.stream_key == pattern_->stream_key) Track(b.name, b.start, true);
+    if (b.stream_key == pattern_->stream_key) Track(b, true);
     return;
   }
   buffer_.push_back(b);
@@ -279,10 +279,10 @@ bool StepDetector::TryLearn(bool final) {
   for (const Buffered& b : buffer_) {
     if (b.stream_key != key) continue;
     if (i == first && count_ == 0) {
-      Emit(b.start);
-      Track(b.name, b.start, false);
+      Emit(b);
+      Track(b, false);
     } else {
-      Track(b.name, b.start, i > first);
+      Track(b, i > first);
     }
     ++i;
   }
@@ -291,7 +291,9 @@ bool StepDetector::TryLearn(bool final) {
   return true;
 }
 
-void StepDetector::Track(uint32_t name, uint64_t start, bool emit) {
+void StepDetector::Track(const Buffered& b, bool emit) {
+  const uint32_t name = b.name;
+  const uint64_t start = b.start;
   const size_t len = ring_.size();
   ring_[ring_pos_] = name;
   ring_pos_ = ring_pos_ + 1 == len ? 0 : ring_pos_ + 1;
@@ -304,9 +306,9 @@ void StepDetector::Track(uint32_t name, uint64_t start, bool emit) {
     const size_t r = ring_pos_ + m < len ? ring_pos_ + m : ring_pos_ + m - len;
     if (ring_[r] != sig[m]) return;
   }
-  Emit(start);
+  Emit(b);
 }
 
-void StepDetector::Emit(uint64_t start) { out_.push_back(StepBoundary{++count_, start}); }
+void StepDetector::Emit(const Buffered& b) { out_.push_back(StepBoundary{++count_, b.start, b.tag}); }
 
 }  // namespace cupmon::decoder

@@ -68,9 +68,10 @@ class Ring {
 // stream the steps are cut on.
 class StepAccumulator {
  public:
-  void AddBoundary(uint64_t start) {
+  void AddBoundary(uint64_t start, uint64_t record = UINT64_MAX) {
     if (!steps_.empty() && start <= steps_.back().start) return;  // never out of order
     Step s;
+    s.first_record = record;
     s.number = steps_.size() + 1;
     s.start = start;
     steps_.push_back(std::move(s));
@@ -100,6 +101,7 @@ class StepAccumulator {
     return std::move(steps_);
   }
   uint64_t before() const { return before_; }
+  uint64_t end_before() const { return end_before_; }
   size_t size() const { return steps_.size(); }
 
  private:
@@ -114,6 +116,7 @@ class StepAccumulator {
     pending_.pop_front();
     if (steps_.empty() || a.start < steps_.front().start) {
       before_ += a.type == ActivityType::kKernel;
+      end_before_ = std::max(end_before_, a.end);
       return;
     }
     // Activities come out roughly in time order: try the step of the previous one first.
@@ -188,7 +191,7 @@ class StepAccumulator {
   std::vector<uint32_t> label_of_;
   Ring<Activity> pending_;
   std::vector<Merge> merges_;
-  uint64_t before_ = 0;
+  uint64_t before_ = 0, end_before_ = 0;
   size_t cursor_ = 0;
 };
 
@@ -216,12 +219,16 @@ class StepScanner : public ChunkVisitor {
     for (const auto& e : table.entries()) by_pointer_[e.pointer()] = Intern(e.text());
     cache_.fill(CacheSlot{});
   }
-  void OnCalibration(const pb::Calibration& c) override { clock_.Add(c); }
+  void OnCalibration(const pb::Calibration& c) override {
+    clock_.Add(c);
+    calibrations_.push_back(c);
+  }
   void OnRawBuffer(const RawBufferPrefix&, std::span<const uint8_t> records,
                    const ChunkOrigin&) override {
     if (!decoder_) return;
     decoder_->Walk(records, [this](const RecordLayout& layout, const FieldReader& f,
                                    const uint8_t* rec) { Add(layout, f, rec); });
+    buffer_ends_.push_back({joined_, calibrations_.size()});
   }
 
   StepList Finish() {
@@ -248,12 +255,10 @@ class StepScanner : public ChunkVisitor {
     out.source = use_labels ? StepSource::kAnnotation : StepSource::kPattern;
     if (!use_labels) LabelFrom(by_label, &by_pattern);
     out.steps = use_labels ? std::move(by_label) : std::move(by_pattern);
+    SetWallTimes(use_labels && annotated_ ? annotated_->end_before() : pattern_.end_before(),
+                 &out.steps);
     out.kernels_before =
         use_labels ? annotated_before_ + (annotated_ ? annotated_->before() : 0) : pattern_.before();
-    for (Step& s : out.steps) {
-      s.wall_start = clock_.ToWall(s.start);
-      s.wall_end = clock_.ToWall(s.end);
-    }
     out.activities = activities_;
     out.unresolved_names = unresolved_;
     return out;
@@ -269,6 +274,49 @@ class StepScanner : public ChunkVisitor {
     bool used = false;
     uint64_t external = 0;
   };
+
+  // Wall-clock times, and for each step a range to drill into: from midway through the idle gap
+  // before it to midway through the one after it. gpu-trace maps its rows with the calibration
+  // read so far, which can differ from the final mapping used here by microseconds; the margins
+  // keep exactly the step's activities inside.
+  void SetWallTimes(uint64_t end_before, std::vector<Step>* steps) const {
+    constexpr uint64_t kEdge = 1'000'000;  // no gap known: 1 ms
+    bool exact = !steps->empty();
+    for (size_t i = 0; i < steps->size(); ++i) {
+      Step& s = (*steps)[i];
+      s.wall_start = clock_.ToWall(s.start);
+      s.wall_end = clock_.ToWall(s.end);
+      const uint64_t before = i ? (*steps)[i - 1].end : (end_before ? end_before : s.start - kEdge);
+      const uint64_t after = i + 1 < steps->size() ? (*steps)[i + 1].start : s.end + 2 * kEdge;
+      s.drill_from = clock_.ToWall(before < s.start ? s.start - (s.start - before) / 2 : s.start);
+      s.drill_to = clock_.ToWall(after > s.end ? s.end + (after - s.end) / 2 : s.end);
+      exact &= s.first_record != UINT64_MAX;
+    }
+    if (!exact) return;
+    // The trace builder maps a row when it leaves its join ring: at the end of the first buffer
+    // that brings more than a horizon of records after it, with the calibration read by then.
+    // The same mapping of each step's first kernel makes --from/--to select exactly its rows.
+    std::vector<std::pair<size_t, size_t>> need;  // calibrations seen, step
+    for (size_t i = 0; i < steps->size(); ++i) {
+      const uint64_t due = (*steps)[i].first_record + kJoinHorizon;
+      auto it = std::upper_bound(buffer_ends_.begin(), buffer_ends_.end(), due,
+                                 [](uint64_t d, const BufferEnd& e) { return d < e.records; });
+      need.emplace_back(it == buffer_ends_.end() ? calibrations_.size() : it->calibrations, i);
+    }
+    std::sort(need.begin(), need.end());
+    ClockMap then;
+    size_t added = 0;
+    std::vector<int64_t> first_wall(steps->size());
+    for (const auto& [calibrations, i] : need) {
+      while (added < calibrations) then.Add(calibrations_[added++]);
+      first_wall[i] = then.ToWall((*steps)[i].start);
+    }
+    for (size_t i = 0; i < steps->size(); ++i) {
+      Step& s = (*steps)[i];
+      s.drill_from = first_wall[i];
+      if (i + 1 < steps->size()) s.drill_to = first_wall[i + 1] - 1;
+    }
+  }
 
   // Pattern steps carry the label of the annotated step around their middle.
   static void LabelFrom(const std::vector<Step>& annotated, std::vector<Step>* steps) {
@@ -343,8 +391,10 @@ class StepScanner : public ChunkVisitor {
       }
       return;
     }
+    if (cls == RecordClass::kApi) ++joined_;
     if (cls != RecordClass::kKernel && cls != RecordClass::kMemcpy && cls != RecordClass::kMemset)
       return;
+    const uint64_t index = joined_++;
     Activity a;
     a.start = f.Get(rec, Field::kStart);
     a.end = f.Get(rec, Field::kEnd);
@@ -360,7 +410,7 @@ class StepScanner : public ChunkVisitor {
       const uint32_t name = KernelName(f.Get(rec, Field::kNamePointer));
       a.comm = comm_[name];
       const uint64_t stream = f.Get32(rec, Field::kStreamId);
-      detector_.OnKernel(uint64_t{a.device} << 32 | stream, name, a.start);
+      detector_.OnKernel(uint64_t{a.device} << 32 | stream, name, a.start, index);
       if (a.start > latest_kernel_) latest_kernel_ = a.start;
       if (++since_drain_ >= 64) Drain();
     } else {
@@ -430,7 +480,7 @@ class StepScanner : public ChunkVisitor {
   void Drain() {
     since_drain_ = 0;
     if (detector_.has_boundaries())
-      for (const StepBoundary& b : detector_.TakeBoundaries()) pattern_.AddBoundary(b.start);
+      for (const StepBoundary& b : detector_.TakeBoundaries()) pattern_.AddBoundary(b.start, b.tag);
     pattern_.Release(detector_.settled_until());
   }
 
@@ -438,6 +488,15 @@ class StepScanner : public ChunkVisitor {
   StepDetector detector_;
   std::unique_ptr<RecordDecoder> decoder_;
   ClockMap clock_;
+  std::vector<pb::Calibration> calibrations_;
+  // GPU and API records so far (what the trace builder's join ring counts), and at each buffer's
+  // end with the calibrations read by then.
+  struct BufferEnd {
+    uint64_t records;
+    size_t calibrations;
+  };
+  uint64_t joined_ = 0;
+  std::vector<BufferEnd> buffer_ends_;
   std::vector<std::string> names_;
   std::unordered_map<std::string, uint32_t> ids_;
   std::vector<bool> comm_;

@@ -74,7 +74,7 @@ std::string DrillCommand(const std::vector<std::string>& paths, const RankSteps&
   std::string cmd = "cupmon-decode gpu-trace";
   for (const auto& p : paths) cmd += " " + p;
   if (merged) cmd += " --pid " + std::to_string(r.rank->recording.header.pid());
-  return cmd + " --from " + UtcTime(s.wall_start, 9) + " --to " + UtcTime(s.wall_end, 9);
+  return cmd + " --from " + UtcTime(s.drill_from, 9) + " --to " + UtcTime(s.drill_to, 9);
 }
 
 std::vector<uint32_t> DevicesOf(const std::vector<RankSteps>& ranks) {

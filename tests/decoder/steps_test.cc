@@ -290,9 +290,13 @@ TEST_F(StepsTest, EmptyDirectoryIsUnusable) {
 class KernelRows : public RowSink {
  public:
   void OnRow(const Row& r) override {
-    if (r.type == RowType::kKernel) rows.emplace_back(r.start, std::string(r.name));
+    if (r.type == RowType::kKernel) {
+      rows.emplace_back(r.start, std::string(r.name));
+      walls.push_back(r.wall_start);
+    }
   }
   std::vector<std::pair<uint64_t, std::string>> rows;
+  std::vector<int64_t> walls;  // as gpu-trace's --from/--to see them
 };
 
 // tests/data/sample: train_mlp.py --steps 800 --warmup 20 on the H200.
@@ -312,6 +316,14 @@ TEST(RealStepsTest, SampleHas820StepsCutBetweenTheSameTwoKernels) {
   ReadIntegrity integrity;
   ReadRecording(listing->recordings[0], b, &integrity);
   b.Finish();
+  // Each step's drill-down range selects exactly its kernels, as gpu-trace maps their times.
+  std::vector<int64_t> walls = sink.walls;
+  std::sort(walls.begin(), walls.end());
+  for (const Step& s : l.steps) {
+    const auto n = std::upper_bound(walls.begin(), walls.end(), s.drill_to) -
+                   std::lower_bound(walls.begin(), walls.end(), s.drill_from);
+    EXPECT_EQ(static_cast<uint64_t>(n), s.kernels) << "step " << s.number;
+  }
   std::stable_sort(sink.rows.begin(), sink.rows.end());
   std::map<std::pair<std::string, std::string>, int> pairs;
   std::map<std::string, int> firsts;

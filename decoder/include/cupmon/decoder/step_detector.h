@@ -32,6 +32,7 @@ struct StepDetectorOptions {
 struct StepBoundary {
   uint64_t number = 0;  // 1-based, in order
   uint64_t start = 0;   // the kernel's start (the caller's clock, usually CUPTI ns)
+  uint64_t tag = 0;     // what the caller gave with that kernel (OnKernel)
 };
 
 // The repeating unit that was found.
@@ -51,8 +52,8 @@ class StepDetector {
   explicit StepDetector(StepDetectorOptions options = {});
 
   // One kernel: `stream_key` names its (device, stream), `name` is an id where equal kernel names
-  // have equal ids.
-  void OnKernel(uint64_t stream_key, uint32_t name, uint64_t start);
+  // have equal ids; `tag` comes back in the boundary this kernel opens (a record index, say).
+  void OnKernel(uint64_t stream_key, uint32_t name, uint64_t start, uint64_t tag = 0);
   // End of the stream: learns from what is buffered when no pattern was found yet.
   void Finish();
 
@@ -73,13 +74,14 @@ class StepDetector {
   struct Buffered {
     uint64_t stream_key;
     uint64_t start;
+    uint64_t tag;
     uint32_t name;
   };
   void Process(const Buffered& b);
   void ReleaseOne();
   bool TryLearn(bool final);
-  void Track(uint32_t name, uint64_t start, bool emit);
-  void Emit(uint64_t start);
+  void Track(const Buffered& b, bool emit);
+  void Emit(const Buffered& b);
 
   StepDetectorOptions options_;
   // Reorder stage: a kernel joins the sorted run (FIFO) whose tail it extends, so buffers filled

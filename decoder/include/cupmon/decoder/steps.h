@@ -44,6 +44,10 @@ struct Step {
   // as a training loop times its steps: a wait before a step's launches is that step's.
   uint64_t since = 0;
   int64_t wall_start = 0, wall_end = 0;  // unix ns of start and end
+  // Unix ns for gpu-trace --from/--to: from the step's first kernel to just before the next
+  // step's, as the trace builder maps them (annotated steps: midway through the idle gaps around).
+  int64_t drill_from = 0, drill_to = 0;
+  uint64_t first_record = UINT64_MAX;  // its first kernel's index among GPU and API records
   uint64_t kernels = 0, memcpys = 0, memsets = 0;
   uint64_t memcpy_bytes = 0;
   uint64_t comm_ns = 0;    // summed durations of communication kernels (NCCL)
