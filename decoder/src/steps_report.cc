@@ -104,7 +104,7 @@ void PrintHeader(std::ostream& out, const RankSteps& r, const std::string& who) 
     const StepPattern& p = *l.pattern;
     out << "steps: " << l.steps.size() << " from the kernel pattern of device "
         << (p.stream_key >> 32) << " stream " << (p.stream_key & 0xffffffff) << ": " << p.period
-        << " kernels per step there, exact repetitions cover "
+        << " kernels per step there, its repetitions cover "
         << Fixed(100 * p.coverage, 1) << "% of the learning buffer"
         << (l.annotated_steps ? "; " + std::to_string(l.annotated_steps) +
                                     " annotated steps (--by annotation)"
