@@ -83,7 +83,7 @@ class StepAccumulator {
   void Release(uint64_t settled) {
     while (!pending_.empty() && pending_.front().start <= settled) ReleaseOne();
   }
-  // Releases everything and closes the steps; labels resolves label ids.
+  // Releases everything and closes the steps; `labels` holds the text of each label id.
   std::vector<Step> Finish(const std::vector<std::string>& labels) {
     while (!pending_.empty()) ReleaseOne();
     for (Merge& m : merges_) Flush(m);
@@ -239,14 +239,11 @@ class StepScanner : public ChunkVisitor {
       for (size_t i = 0; i < delayed_.size(); ++i) PushAnnotated(delayed_[i]);
     while (!by_start_.empty()) PopAnnotated();
     StepList out;
-    std::vector<std::string> labels;
-    labels.reserve(names_.size());
-    for (const auto& n : names_) labels.push_back(n);
     out.pattern = detector_.pattern();
     if (out.pattern)
       for (uint32_t id : out.pattern->signature) out.signature_names.push_back(Demangle(names_[id]));
-    std::vector<Step> by_pattern = pattern_.Finish(labels);
-    std::vector<Step> by_label = annotated_ ? annotated_->Finish(labels) : std::vector<Step>{};
+    std::vector<Step> by_pattern = pattern_.Finish(names_);
+    std::vector<Step> by_label = annotated_ ? annotated_->Finish(names_) : std::vector<Step>{};
     out.pattern_steps = by_pattern.size();
     out.annotated_steps = by_label.size();
     bool use_labels = options_.source == StepSource::kAnnotation;

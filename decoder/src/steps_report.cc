@@ -42,6 +42,13 @@ std::string UtcTime(int64_t unix_ns, int digits) {
   return text;
 }
 
+// RFC 4180: in double quotes, quotes doubled.
+std::string CsvQuote(const std::string& text) {
+  std::string out = "\"";
+  for (char c : text) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
 std::string Duration(uint64_t ns) { return FormatDuration(static_cast<double>(ns)); }
 
 std::string Clip(const std::string& name, size_t max = 90) {
@@ -257,7 +264,7 @@ void PrintRows(std::ostream& out, const std::vector<RankSteps>& ranks, StepForma
         out << r.rank->rank << "," << r.rank->recording.header.pid() << "," << s.number << ","
             << s.wall_start << "," << s.wall_end << "," << s.duration() << "," << s.kernels << ","
             << s.memcpys << "," << s.memsets << "," << s.memcpy_bytes << "," << s.comm_ns << ","
-            << r.medians[i] << "," << (slow ? 1 : 0) << ",\"" << JsonEscape(s.label) << "\"";
+            << r.medians[i] << "," << (slow ? 1 : 0) << "," << CsvQuote(s.label);
         for (uint32_t dev : devices) {
           const StepDeviceTime* d = DeviceIn(s, dev);
           if (d) out << "," << d->busy_ns << "," << d->max_gap_ns;
