@@ -68,12 +68,15 @@ int main(int argc, char** argv) {
       "  cupmon-decode summary job/rank0 job/rank1   # several ranks: per rank and in total\n"
       "  cupmon-decode export job/ --format chrome-json -o job.json   # job/rank*/: one process per rank\n"
       "  cupmon-decode info job/   # per-rank windows in wall-clock time and their spread\n"
-      "  cupmon-decode summary torch-out/   # a torch.profiler._cupti_monitor dump (names unresolved)\n\n"
+      "  cupmon-decode summary torch-out/   # a torch.profiler._cupti_monitor dump (names unresolved)\n"
+      "  cupmon-decode steps rec/   # training steps, step-time distribution, slow steps\n\n"
       "Exit codes: 0 clean, 1 warnings (damage, drops, skipped records), 2 unusable input or usage "
       "error."};
   app.require_subcommand(1);
   CommonArgs args;
   std::string format = "chrome-json";
+  std::string steps_format = "table", steps_by = "auto";
+  double steps_slow_factor = 1.5;
   struct Cmd {
     const char* name;
     const char* help;
@@ -88,6 +91,10 @@ int main(int argc, char** argv) {
       {"export", "Machine-readable export: chrome-json, perfetto (.pftrace), kineto, csv or jsonl",
        ReportKind::kExport},
       {"info", "Recordings, files, chunks, windows, drops and an integrity report", ReportKind::kInfo},
+      {"steps",
+       "Training steps found in the kernel stream (or step annotations): per step start, duration, "
+       "kernels, busy and idle time per device, memcpy bytes; distribution, slow steps, stragglers",
+       ReportKind::kSteps},
   };
   std::map<CLI::App*, ReportKind> kinds;
   for (const Cmd& c : cmds) {
@@ -99,6 +106,18 @@ int main(int argc, char** argv) {
                       "stdout), kineto (-o DIR: one Kineto JSON trace per rank, DIR/rank0.json..., "
                       "for Holistic Trace Analysis), csv or jsonl")
           ->check(CLI::IsMember({"chrome-json", "perfetto", "kineto", "csv", "jsonl"}));
+    if (c.kind == ReportKind::kSteps) {
+      sub->add_option("--format", steps_format, "table (default), csv or jsonl: one row per step")
+          ->check(CLI::IsMember({"table", "csv", "jsonl"}));
+      sub->add_option("--by", steps_by,
+                      "auto (default: step annotations such as \"step 12\" when they label at "
+                      "least half as many steps as the kernel pattern finds), pattern or annotation")
+          ->check(CLI::IsMember({"auto", "pattern", "annotation"}));
+      sub->add_option("--slow-factor", steps_slow_factor,
+                      "A step is slow at this many times the median of the steps before it "
+                      "(default 1.5)")
+          ->check(CLI::PositiveNumber);
+    }
     kinds[sub] = c.kind;
   }
   try {
@@ -125,6 +144,13 @@ int main(int argc, char** argv) {
                : format == "perfetto" ? ExportFormat::kPerfetto
                : format == "kineto"   ? ExportFormat::kKineto
                                       : ExportFormat::kChromeJson;
+  opt.steps.format = steps_format == "csv"     ? cupmon::decoder::StepFormat::kCsv
+                     : steps_format == "jsonl" ? cupmon::decoder::StepFormat::kJsonl
+                                               : cupmon::decoder::StepFormat::kTable;
+  opt.steps.source = steps_by == "pattern"      ? cupmon::decoder::StepSource::kPattern
+                     : steps_by == "annotation" ? cupmon::decoder::StepSource::kAnnotation
+                                                : cupmon::decoder::StepSource::kAuto;
+  opt.steps.slow_factor = steps_slow_factor;
   if (kind == ReportKind::kExport && opt.format == ExportFormat::kPerfetto && args.output.empty() &&
       isatty(STDOUT_FILENO)) {
     std::cerr << "cupmon-decode: --format perfetto writes binary protobuf; give -o FILE.pftrace "
@@ -134,7 +160,8 @@ int main(int argc, char** argv) {
   // Traces and exports stream to stdout while they read: a progress line redrawn on the same
   // terminal would tear through them. Summary and info write only once reading is done.
   const bool streams_to_terminal = args.output.empty() && isatty(STDOUT_FILENO) &&
-                                   kind != ReportKind::kSummary && kind != ReportKind::kInfo;
+                                   kind != ReportKind::kSummary && kind != ReportKind::kInfo &&
+                                   kind != ReportKind::kSteps;
   opt.progress = isatty(STDERR_FILENO) && !streams_to_terminal;
   if (!args.from.empty() &&
       !cupmon::decoder::ParseTimeArg(args.from, &opt.filter.from_rel, &opt.filter.from_wall)) {

@@ -22,6 +22,7 @@
 #include "export/out_buf.h"
 #include "export/perfetto_sink.h"
 #include "export/trace_event_json.h"
+#include "steps_report.h"
 
 namespace cupmon::decoder {
 namespace {
@@ -948,6 +949,7 @@ int RunReport(ReportKind kind, const std::vector<std::string>& paths, const Repo
         << (options.pid ? " with pid " + std::to_string(*options.pid) : "") << "\n";
     return kExitUnusable;
   }
+  if (kind == ReportKind::kSteps) return RunStepsReport(chosen, paths, options, out, err, warnings);
   // Several recordings: one rank each, merged. One recording: the single-recording report.
   const bool merged = chosen.size() > 1;
 

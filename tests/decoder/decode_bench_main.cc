@@ -1,8 +1,8 @@
 // Times cupmon-decode's stages on a recording (make one with cupmon-make-sample DIR N):
-//   cupmon-decode-bench DIR
+//   cupmon-decode-bench DIR [STAGE]   (STAGE: only that report stage, e.g. steps)
 // 1. reader: chunk scan, CRC, zstd and the columnar inverse (format/, the floor under the decoder);
 // 2. reader + record walk (kinds and sizes only);
-// 3. summary and 4. chrome-json/csv exports and gpu-trace through RunReport into a discarding
+// 3. summary, steps and 4. chrome-json/csv exports and gpu-trace through RunReport into a discarding
 // stream (chrome-json also per trace event, counted in an untimed second pass), and export
 // perfetto, and export kineto into a temporary directory (events counted afterwards, untimed);
 // 5. the Perfetto and Kineto writers alone (export/perfetto_sink.cc, export/kineto_sink.cc) on rows
@@ -191,10 +191,11 @@ uint64_t KinetoEvents(const std::string& dir) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: %s DIR\n", argv[0]);
+  if (argc != 2 && argc != 3) {
+    std::fprintf(stderr, "usage: %s DIR [STAGE]   (STAGE: only the report stages named so)\n", argv[0]);
     return 2;
   }
+  const std::string only = argc == 3 ? argv[2] : "";
   const std::string dir = argv[1];
   auto listing = ListRecordings(dir);
   if (!listing || listing->recordings.empty()) {
@@ -222,11 +223,13 @@ int main(int argc, char** argv) {
     ExportFormat format;
   };
   for (const Run& run : {Run{"summary", ReportKind::kSummary, ExportFormat::kChromeJson},
+                         Run{"steps", ReportKind::kSteps, ExportFormat::kChromeJson},
                          Run{"export chrome-json", ReportKind::kExport, ExportFormat::kChromeJson},
                          Run{"export csv", ReportKind::kExport, ExportFormat::kCsv},
                          Run{"export perfetto", ReportKind::kExport, ExportFormat::kPerfetto},
                          Run{"export kineto", ReportKind::kExport, ExportFormat::kKineto},
                          Run{"gpu-trace", ReportKind::kGpuTrace, ExportFormat::kChromeJson}}) {
+    if (!only.empty() && only != run.name) continue;
     CountingBuf buf;
     std::ostream out(&buf), err(&buf);
     ReportOptions opt;
@@ -257,7 +260,7 @@ int main(int argc, char** argv) {
     }
   }
   for (const auto& r : listing->recordings)
-    if (!r.files.empty() && r.files.front().bytes > 4096) {  // skip empty launcher recordings
+    if (only.empty() && !r.files.empty() && r.files.front().bytes > 4096) {  // skip empty launcher recordings
       BenchPerfettoSink(r);
       BenchKinetoWriter(r);
       break;

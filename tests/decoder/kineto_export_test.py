@@ -9,7 +9,7 @@ behave as documented. Then HTA itself (../shared/third_party/hta, a test tool th
 cupmon, with Debian's python3-pandas & co.) on tests/data/ddp-2rank's export: ranks 0 and 1 found,
 the kernel counts equal the decoder's, temporal breakdown, idle-time breakdown, communication/
 computation overlap and kernel breakdown run, NCCL kernels count as communication; and on a
-two-rank job with annotated steps (cupmon-make-sample --steps): ProfilerStep#N are HTA's
+two-rank job with annotated steps (cupmon-make-sample --annotated-steps): ProfilerStep#N are HTA's
 iterations and trace diff finds the kernel rank 1 adds in step 3. Exits 77 (skipped, with the
 reason) after the first part when HTA or one of its modules is missing.
 
@@ -376,7 +376,7 @@ def main():
     with tempfile.TemporaryDirectory() as work:
         ddp = os.path.join(a.source, "tests", "data", "ddp-2rank")
         steps = os.path.join(work, "steps-in")
-        subprocess.run([a.make_sample, "--steps", steps], check=True, stdout=subprocess.DEVNULL)
+        subprocess.run([a.make_sample, "--annotated-steps", steps], check=True, stdout=subprocess.DEVNULL)
 
         # Without HTA: the files, every row, flows, steps, bad inputs.
         ddp_out, _, ddp_kernels, _ = check_export(a.decode, [ddp], [], work, "ddp-2rank", (0, 1))

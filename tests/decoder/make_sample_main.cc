@@ -2,13 +2,15 @@
 //   cupmon-make-sample tests/data/synthetic-sample   the small synthetic sample (golden tests write their own)
 //   cupmon-make-sample /tmp/big 10000000          N records (WriteLarge), to time cupmon-decode
 //   cupmon-make-sample --overlap DIR              overlapping slices on one stream and one thread
-//   cupmon-make-sample --steps DIR                two ranks with annotated training steps
+//   cupmon-make-sample --annotated-steps DIR      two ranks with annotated training steps
+//   cupmon-make-sample --steps DIR 10000000       a training loop of N records, to time `steps`
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
 #include "cupmon/format/check.h"
 #include "recording_builder.h"
+#include "step_stream.h"
 
 namespace {
 
@@ -263,20 +265,38 @@ int main(int argc, char** argv) {
     std::printf("wrote a synthetic recording (%zu records, CUPTI test double) to %s\n", n, argv[2]);
     return 0;
   }
-  if (argc == 3 && std::strcmp(argv[1], "--steps") == 0) {
+  if (argc == 3 && std::strcmp(argv[1], "--annotated-steps") == 0) {
     const size_t n = WriteSteps(argv[2]);
     std::printf("wrote two synthetic recordings (%zu records, CUPTI test double) to %s\n", n,
                 argv[2]);
     return 0;
   }
+  if (argc == 4 && std::strcmp(argv[1], "--steps") == 0) {
+    // The MLP of tests/gpu/torch/train_mlp.py in shape (24 layers), one slow step, noise.
+    cupmon::testing::StepStreamSpec spec;
+    spec.steps = UINT32_MAX;
+    spec.layers = 24;
+    spec.slow_step = 1000;
+    spec.buffer_records = 20000;
+    spec.max_records = std::strtoull(argv[3], nullptr, 10);
+    if (spec.max_records == 0) {
+      std::fprintf(stderr, "%s: RECORDS must be a positive number, not '%s'\n", argv[0], argv[3]);
+      return 2;
+    }
+    const auto truth = cupmon::testing::WriteStepRecording(argv[2], spec);
+    std::printf("wrote a synthetic training loop (%llu records, %zu steps, CUPTI test double) to %s\n",
+                static_cast<unsigned long long>(truth.records), truth.step_starts.size(), argv[2]);
+    return 0;
+  }
   const bool help = argc > 1 && (std::strcmp(argv[1], "-h") == 0 || std::strcmp(argv[1], "--help") == 0);
   if (help || (argc != 2 && argc != 3) || argv[1][0] == '-') {
     std::fprintf(help ? stdout : stderr,
-                 "usage: %s DIR [RECORDS] | --overlap DIR | --steps DIR\n"
+                 "usage: %s DIR [RECORDS] | --overlap DIR | --annotated-steps DIR | --steps DIR RECORDS\n"
                  "Writes a synthetic recording (CUPTI test double, not GPU data) into DIR: the small\n"
                  "sample, RECORDS records of a training-like mix for timing cupmon-decode,\n"
-                 "(--overlap) slices that overlap on one stream and on one thread, or (--steps) a\n"
-                 "two-rank job with annotated training steps.\n"
+                 "(--overlap) slices that overlap on one stream and on one thread,\n"
+                 "(--annotated-steps) a two-rank job with annotated training steps, or (--steps)\n"
+                 "a training loop of about RECORDS records for timing cupmon-decode steps.\n"
                  "  %s /tmp/sample\n  %s /tmp/big 10000000\n",
                  argv[0], argv[0], argv[0]);
     return help ? 0 : 2;

@@ -9,11 +9,12 @@
 #include <string>
 #include <vector>
 
+#include "cupmon/decoder/steps.h"
 #include "cupmon/decoder/trace_builder.h"
 
 namespace cupmon::decoder {
 
-enum class ReportKind { kSummary, kGpuTrace, kApiTrace, kKernExec, kExport, kInfo };
+enum class ReportKind { kSummary, kGpuTrace, kApiTrace, kKernExec, kExport, kInfo, kSteps };
 // kPerfetto: Perfetto's protobuf trace format (.pftrace), binary. kKineto: one Kineto-shaped
 // JSON trace per rank in ReportOptions::output_dir, for Holistic Trace Analysis.
 enum class ExportFormat { kChromeJson, kCsv, kJsonl, kPerfetto, kKineto };
@@ -36,6 +37,8 @@ struct ReportOptions {
   bool recursive = false;
   // Exports that write a directory (kKineto: DIR/rank0.json, ...); created when missing.
   std::string output_dir;
+  // `steps` (decoder/src/steps_report.cc).
+  StepOptions steps;
 };
 
 // Exit codes of cupmon-decode.

@@ -1,0 +1,84 @@
+// Training steps of a recording: found by StepDetector in the kernel stream (or taken from step
+// annotations such as "step 12" / "ProfilerStep#12"), with per-step GPU time, idle gaps and
+// memcpy bytes. `cupmon-decode steps` prints them; exports may mark them (ProfilerStep#N).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cupmon/decoder/recording_reader.h"
+#include "cupmon/decoder/step_detector.h"
+
+namespace cupmon::decoder {
+
+enum class StepSource { kAuto, kPattern, kAnnotation };
+enum class StepFormat { kTable, kCsv, kJsonl };
+
+struct StepOptions {
+  // kAuto: annotated steps when the recording has step labels on at least half as many steps as
+  // the kernel pattern finds (or the pattern finds none), else the kernel pattern.
+  StepSource source = StepSource::kAuto;
+  StepFormat format = StepFormat::kTable;
+  // A step is slow when it lasts at least slow_factor times the median of the `rolling` steps
+  // before it (the median of all steps while fewer than 5 came before) and 50 us more.
+  double slow_factor = 1.5;
+  uint32_t rolling = 50;
+  StepDetectorOptions detector;
+};
+
+// One device's share of a step.
+struct StepDeviceTime {
+  uint32_t device = 0;
+  uint64_t busy_ns = 0;     // union of its kernels, memcpys and memsets that start in the step
+  uint64_t max_gap_ns = 0;  // longest idle stretch in the step's span (its edges included)
+  uint64_t first_start = 0, last_end = 0;  // CUPTI ns
+};
+
+struct Step {
+  uint64_t number = 0;     // 1-based
+  uint64_t start = 0;      // CUPTI ns: the step's first kernel on the pattern's stream
+  uint64_t end = 0;        // the end of its last activity
+  // The previous step's end (the first step: its start). Durations count from here, end to end
+  // as a training loop times its steps: a wait before a step's launches is that step's.
+  uint64_t since = 0;
+  int64_t wall_start = 0, wall_end = 0;  // unix ns of start and end
+  // Unix ns for gpu-trace --from/--to: from the step's first kernel to just before the next
+  // step's, as the trace builder maps them (annotated steps: midway through the idle gaps around).
+  int64_t drill_from = 0, drill_to = 0;
+  uint64_t first_record = UINT64_MAX;  // its first kernel's index among GPU and API records
+  uint64_t kernels = 0, memcpys = 0, memsets = 0;
+  uint64_t memcpy_bytes = 0;
+  uint64_t comm_ns = 0;    // summed durations of communication kernels (NCCL)
+  std::vector<StepDeviceTime> devices;
+  std::string label;       // the step annotation its kernels carry ("step 12"), "" when none
+  uint64_t duration() const { return end > since ? end - since : 0; }
+};
+
+struct StepList {
+  std::vector<Step> steps;
+  StepSource source = StepSource::kPattern;  // where the steps came from (never kAuto)
+  std::optional<StepPattern> pattern;        // the kernel pattern, when one was found
+  std::vector<std::string> signature_names;  // pattern->signature as demangled names
+  uint64_t pattern_steps = 0, annotated_steps = 0;  // what each source found
+  uint64_t kernels_before = 0;   // kernels that start before the first step (initialisation)
+  uint64_t activities = 0;       // kernels, memcpys and memsets read
+  uint64_t unresolved_names = 0;
+  ReadIntegrity integrity;
+};
+
+// Reads one recording and finds its steps. Single pass, memory bounded by the learning buffer
+// plus one small record per step.
+StepList FindSteps(const Recording& recording, const StepOptions& options,
+                   const ReadProgressFn& progress = {});
+
+// Per-step rolling statistics used for the slow-step list: the median of the steps before each
+// one (see StepOptions), 0 when there is none.
+std::vector<uint64_t> RollingMedians(const std::vector<Step>& steps, uint32_t window);
+// Indices of slow steps, slowest excess (duration minus rolling median) first; `medians` from
+// RollingMedians(steps, options.rolling).
+std::vector<size_t> SlowSteps(const std::vector<Step>& steps, const std::vector<uint64_t>& medians,
+                              const StepOptions& options);
+
+}  // namespace cupmon::decoder

@@ -1,0 +1,563 @@
+// FindSteps: one lean pass over a recording's records (no joins, no rows) that feeds the kernels
+// to a StepDetector and places every GPU activity in its step.
+#include "cupmon/decoder/steps.h"
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <regex>
+#include <unordered_map>
+
+#include "cupmon/decoder/clock_map.h"
+#include "cupmon/decoder/record_layout.h"
+#include "cupmon/decoder/trace_builder.h"
+
+namespace cupmon::decoder {
+namespace {
+
+// Same bound as the trace builder's: later times are damage.
+constexpr uint64_t kTimeLimit = uint64_t{1} << 62;
+constexpr uint32_t kNoLabel = UINT32_MAX;
+constexpr size_t kMaxPending = size_t{1} << 20;
+// CUPTI hands external correlations over in the API buffers, after the GPU buffers holding the
+// activities they label: the annotation path looks labels up this many records later (the trace
+// builder's default join horizon).
+constexpr size_t kJoinHorizon = size_t{1} << 16;
+
+enum class ActivityType : uint8_t { kKernel, kMemcpy, kMemset };
+
+struct Activity {
+  uint64_t start, end, bytes;
+  uint32_t device;
+  uint32_t corr;
+  uint32_t label;  // step label id (kNoLabel), set on the annotation path
+  ActivityType type;
+  bool comm;
+};
+
+// A FIFO in one growing power-of-two ring (std::deque allocates per few dozen entries).
+template <typename T>
+class Ring {
+ public:
+  bool empty() const { return size_ == 0; }
+  size_t size() const { return size_; }
+  const T& front() const { return items_[head_]; }
+  const T& operator[](size_t i) const { return items_[(head_ + i) & (items_.size() - 1)]; }
+  void push_back(const T& v) {
+    if (size_ == items_.size()) {
+      std::vector<T> grown(items_.empty() ? 1024 : 2 * items_.size());
+      for (size_t i = 0; i < size_; ++i) grown[i] = (*this)[i];
+      items_ = std::move(grown);
+      head_ = 0;
+    }
+    items_[(head_ + size_++) & (items_.size() - 1)] = v;
+  }
+  void pop_front() {
+    head_ = (head_ + 1) & (items_.size() - 1);
+    --size_;
+  }
+  void clear() { head_ = size_ = 0; }
+
+ private:
+  std::vector<T> items_;
+  size_t head_ = 0, size_ = 0;
+};
+
+// Places activities in steps whose boundaries arrive separately. An activity waits until every
+// step that could hold it is known (`settled`), so other streams' records may arrive ahead of the
+// stream the steps are cut on.
+class StepAccumulator {
+ public:
+  void AddBoundary(uint64_t start, uint64_t record = UINT64_MAX) {
+    if (!steps_.empty() && start <= steps_.back().start) return;  // never out of order
+    Step s;
+    s.first_record = record;
+    s.number = steps_.size() + 1;
+    s.start = start;
+    steps_.push_back(std::move(s));
+  }
+  void Add(const Activity& a) {
+    pending_.push_back(a);
+    if (pending_.size() > kMaxPending) ReleaseOne();
+  }
+  void Release(uint64_t settled) {
+    while (!pending_.empty() && pending_.front().start <= settled) ReleaseOne();
+  }
+  // Releases everything and closes the steps; `labels` holds the text of each label id.
+  std::vector<Step> Finish(const std::vector<std::string>& labels) {
+    while (!pending_.empty()) ReleaseOne();
+    for (Merge& m : merges_) Flush(m);
+    label_of_.resize(steps_.size(), kNoLabel);
+    for (size_t i = 0; i < steps_.size(); ++i) {
+      Step& s = steps_[i];
+      s.end = std::max(s.end, s.start);
+      s.since = i ? std::min(steps_[i - 1].end, s.start) : s.start;
+      for (StepDeviceTime& d : s.devices) {
+        d.max_gap_ns = std::max({d.max_gap_ns, d.first_start > s.since ? d.first_start - s.since : 0,
+                                 s.end > d.last_end ? s.end - d.last_end : 0});
+      }
+      if (label_of_[i] != kNoLabel) s.label = labels[label_of_[i]];
+    }
+    return std::move(steps_);
+  }
+  uint64_t before() const { return before_; }
+  uint64_t end_before() const { return end_before_; }
+  size_t size() const { return steps_.size(); }
+
+ private:
+  // Union of one device's busy intervals in its current step.
+  struct Merge {
+    uint32_t device = 0;
+    size_t step = SIZE_MAX;
+    uint64_t begin = 0, end = 0;
+  };
+  void ReleaseOne() {
+    const Activity a = pending_.front();
+    pending_.pop_front();
+    if (steps_.empty() || a.start < steps_.front().start) {
+      before_ += a.type == ActivityType::kKernel;
+      end_before_ = std::max(end_before_, a.end);
+      return;
+    }
+    // Activities come out roughly in time order: try the step of the previous one first.
+    size_t i = std::min(cursor_, steps_.size() - 1);
+    if (a.start < steps_[i].start || (i + 1 < steps_.size() && a.start >= steps_[i + 1].start)) {
+      if (i + 2 < steps_.size() && a.start >= steps_[i + 1].start && a.start < steps_[i + 2].start) {
+        ++i;
+      } else {
+        auto it = std::upper_bound(steps_.begin(), steps_.end(), a.start,
+                                   [](uint64_t t, const Step& s) { return t < s.start; });
+        i = static_cast<size_t>(it - steps_.begin()) - 1;
+      }
+    }
+    cursor_ = i;
+    if (label_of_.size() < steps_.size()) label_of_.resize(steps_.size(), kNoLabel);
+    Step& s = steps_[i];
+    if (a.type == ActivityType::kKernel) {
+      ++s.kernels;
+      if (a.comm) s.comm_ns += a.end - a.start;
+      if (a.label != kNoLabel && label_of_[i] == kNoLabel) label_of_[i] = a.label;
+    } else if (a.type == ActivityType::kMemcpy) {
+      ++s.memcpys;
+      s.memcpy_bytes += a.bytes;
+    } else {
+      ++s.memsets;
+    }
+    if (a.end > s.end) s.end = a.end;
+    Merge* m = nullptr;
+    for (Merge& x : merges_)
+      if (x.device == a.device) {
+        m = &x;
+        break;
+      }
+    if (!m) m = &merges_.emplace_back(Merge{a.device});
+    if (m->step != i) {
+      Flush(*m);
+      m->step = i;
+      m->begin = a.start;
+      m->end = a.end;
+      StepDeviceTime& d = Device(s, a.device);
+      if (!d.first_start || a.start < d.first_start) d.first_start = a.start;
+    } else if (a.start <= m->end) {
+      m->end = std::max(m->end, a.end);
+    } else if (a.start >= m->begin) {
+      StepDeviceTime& d = Device(s, a.device);
+      d.max_gap_ns = std::max(d.max_gap_ns, a.start - m->end);
+      Flush(*m);
+      m->step = i;
+      m->begin = a.start;
+      m->end = a.end;
+    } else {
+      // Earlier than the interval being merged (streams' records interleave): counted apart.
+      Device(s, a.device).busy_ns += std::min(a.end, m->begin) - a.start;
+    }
+  }
+  void Flush(Merge& m) {
+    if (m.step == SIZE_MAX || m.step >= steps_.size()) return;
+    StepDeviceTime& d = Device(steps_[m.step], m.device);
+    d.busy_ns += m.end - m.begin;
+    d.last_end = std::max(d.last_end, m.end);
+    m.step = SIZE_MAX;
+  }
+  static StepDeviceTime& Device(Step& s, uint32_t device) {
+    for (StepDeviceTime& d : s.devices)
+      if (d.device == device) return d;
+    StepDeviceTime& d = s.devices.emplace_back();
+    d.device = device;
+    return d;
+  }
+
+  std::vector<Step> steps_;
+  std::vector<uint32_t> label_of_;
+  Ring<Activity> pending_;
+  std::vector<Merge> merges_;
+  uint64_t before_ = 0, end_before_ = 0;
+  size_t cursor_ = 0;
+};
+
+// Step labels: "step 12", "Step#3", "ProfilerStep#12", "iteration 7", "iter_7", "batch 4".
+std::optional<uint64_t> StepNumberOf(const std::string& label) {
+  static const std::regex kStep(R"((step|iter|iteration|batch)\D{0,3}(\d+)\s*$)", std::regex::icase);
+  std::smatch m;
+  if (!std::regex_search(label, m, kStep)) return std::nullopt;
+  return std::stoull(m[2].str());
+}
+
+class StepScanner : public ChunkVisitor {
+ public:
+  explicit StepScanner(const StepOptions& options) : options_(options), detector_(options.detector) {
+    ext_.fill(ExtSlot{});
+  }
+
+  void OnHeader(const pb::RecordingHeader& header, const ChunkOrigin&) override {
+    if (decoder_) return;
+    RecordSizeTable sizes;
+    for (const auto& rs : header.record_sizes()) sizes.Set(rs.kind(), rs.size());
+    decoder_ = std::make_unique<RecordDecoder>(sizes, header.cupti_api_version());
+  }
+  void OnStrings(const pb::StringTable& table) override {
+    for (const auto& e : table.entries()) by_pointer_[e.pointer()] = Intern(e.text());
+    cache_.fill(CacheSlot{});
+  }
+  void OnCalibration(const pb::Calibration& c) override {
+    clock_.Add(c);
+    calibrations_.push_back(c);
+  }
+  void OnRawBuffer(const RawBufferPrefix&, std::span<const uint8_t> records,
+                   const ChunkOrigin&) override {
+    if (!decoder_) return;
+    decoder_->Walk(records, [this](const RecordLayout& layout, const FieldReader& f,
+                                   const uint8_t* rec) { Add(layout, f, rec); });
+    buffer_ends_.push_back({joined_, calibrations_.size()});
+  }
+
+  StepList Finish() {
+    detector_.Finish();
+    Drain();
+    pattern_.Release(UINT64_MAX);
+    if (have_step_labels_)
+      for (size_t i = 0; i < delayed_.size(); ++i) PushAnnotated(delayed_[i]);
+    while (!by_start_.empty()) PopAnnotated();
+    StepList out;
+    out.pattern = detector_.pattern();
+    if (out.pattern)
+      for (uint32_t id : out.pattern->signature) out.signature_names.push_back(Demangle(names_[id]));
+    std::vector<Step> by_pattern = pattern_.Finish(names_);
+    std::vector<Step> by_label = annotated_ ? annotated_->Finish(names_) : std::vector<Step>{};
+    out.pattern_steps = by_pattern.size();
+    out.annotated_steps = by_label.size();
+    bool use_labels = options_.source == StepSource::kAnnotation;
+    if (options_.source == StepSource::kAuto)
+      use_labels = !by_label.empty() && (by_pattern.empty() || 2 * by_label.size() >= by_pattern.size());
+    out.source = use_labels ? StepSource::kAnnotation : StepSource::kPattern;
+    if (!use_labels) LabelFrom(by_label, &by_pattern);
+    out.steps = use_labels ? std::move(by_label) : std::move(by_pattern);
+    SetWallTimes(use_labels && annotated_ ? annotated_->end_before() : pattern_.end_before(),
+                 &out.steps);
+    out.kernels_before =
+        use_labels ? annotated_before_ + (annotated_ ? annotated_->before() : 0) : pattern_.before();
+    out.activities = activities_;
+    out.unresolved_names = unresolved_;
+    return out;
+  }
+
+ private:
+  struct CacheSlot {
+    uint64_t pointer = 0;
+    uint32_t id_plus_1 = 0;
+  };
+  struct ExtSlot {
+    uint32_t corr = 0;
+    bool used = false;
+    uint64_t external = 0;
+  };
+
+  // Wall-clock times, and for each step a range to drill into: from midway through the idle gap
+  // before it to midway through the one after it. gpu-trace maps its rows with the calibration
+  // read so far, which can differ from the final mapping used here by microseconds; the margins
+  // keep exactly the step's activities inside.
+  void SetWallTimes(uint64_t end_before, std::vector<Step>* steps) const {
+    constexpr uint64_t kEdge = 1'000'000;  // no gap known: 1 ms
+    bool exact = !steps->empty();
+    for (size_t i = 0; i < steps->size(); ++i) {
+      Step& s = (*steps)[i];
+      s.wall_start = clock_.ToWall(s.start);
+      s.wall_end = clock_.ToWall(s.end);
+      const uint64_t before = i ? (*steps)[i - 1].end : (end_before ? end_before : s.start - kEdge);
+      const uint64_t after = i + 1 < steps->size() ? (*steps)[i + 1].start : s.end + 2 * kEdge;
+      s.drill_from = clock_.ToWall(before < s.start ? s.start - (s.start - before) / 2 : s.start);
+      s.drill_to = clock_.ToWall(after > s.end ? s.end + (after - s.end) / 2 : s.end);
+      exact &= s.first_record != UINT64_MAX;
+    }
+    if (!exact) return;
+    // The trace builder maps a row when it leaves its join ring: at the end of the first buffer
+    // that brings more than a horizon of records after it, with the calibration read by then.
+    // The same mapping of each step's first kernel makes --from/--to select exactly its rows.
+    std::vector<std::pair<size_t, size_t>> need;  // calibrations seen, step
+    for (size_t i = 0; i < steps->size(); ++i) {
+      const uint64_t due = (*steps)[i].first_record + kJoinHorizon;
+      auto it = std::upper_bound(buffer_ends_.begin(), buffer_ends_.end(), due,
+                                 [](uint64_t d, const BufferEnd& e) { return d < e.records; });
+      need.emplace_back(it == buffer_ends_.end() ? calibrations_.size() : it->calibrations, i);
+    }
+    std::sort(need.begin(), need.end());
+    ClockMap then;
+    size_t added = 0;
+    std::vector<int64_t> first_wall(steps->size());
+    for (const auto& [calibrations, i] : need) {
+      while (added < calibrations) then.Add(calibrations_[added++]);
+      first_wall[i] = then.ToWall((*steps)[i].start);
+    }
+    for (size_t i = 0; i < steps->size(); ++i) {
+      Step& s = (*steps)[i];
+      s.drill_from = first_wall[i];
+      if (i + 1 < steps->size()) s.drill_to = first_wall[i + 1] - 1;
+    }
+  }
+
+  // Pattern steps carry the label of the annotated step around their middle.
+  static void LabelFrom(const std::vector<Step>& annotated, std::vector<Step>* steps) {
+    if (annotated.empty()) return;
+    for (Step& s : *steps) {
+      const uint64_t mid = s.start + (s.end - s.start) / 2;
+      auto it = std::upper_bound(annotated.begin(), annotated.end(), mid,
+                                 [](uint64_t t, const Step& a) { return t < a.start; });
+      if (it == annotated.begin()) continue;
+      --it;
+      if (mid < it->end) s.label = it->label;
+    }
+  }
+
+  uint32_t Intern(const std::string& text) {
+    auto it = ids_.find(text);
+    if (it != ids_.end()) return it->second;
+    const auto id = static_cast<uint32_t>(names_.size());
+    names_.push_back(text);
+    ids_.emplace(text, id);
+    comm_.push_back(text.find("nccl") != std::string::npos);
+    step_label_.push_back(-2);
+    return id;
+  }
+
+  uint32_t KernelName(uint64_t pointer) {
+    CacheSlot& slot = cache_[(pointer ^ pointer >> 8 ^ pointer >> 16) & 255];
+    if (slot.id_plus_1 && slot.pointer == pointer) return slot.id_plus_1 - 1;
+    auto it = by_pointer_.find(pointer);
+    uint32_t id;
+    if (it != by_pointer_.end()) {
+      id = it->second;
+      slot = CacheSlot{pointer, id + 1};
+    } else {
+      ++unresolved_;
+      char text[48];
+      std::snprintf(text, sizeof text, "<unresolved kernel name 0x%llx>",
+                    static_cast<unsigned long long>(pointer));
+      id = Intern(text);
+    }
+    return id;
+  }
+
+  // The step label a kernel's annotation names (kNoLabel when none), and whether it carries any
+  // annotation at all.
+  uint32_t LabelOf(uint32_t corr, bool* annotated) {
+    const ExtSlot& e = ext_[corr & (ext_.size() - 1)];
+    if (!e.used || e.corr != corr) return kNoLabel;
+    *annotated = true;
+    auto it = by_pointer_.find(e.external);
+    if (it == by_pointer_.end()) return kNoLabel;
+    return StepLabel(it->second) ? it->second : kNoLabel;
+  }
+  bool StepLabel(uint32_t id) {
+    if (step_label_[id] == -2) {
+      const auto n = StepNumberOf(names_[id]);
+      step_label_[id] = n ? static_cast<int64_t>(*n) : -1;
+    }
+    return step_label_[id] >= 0;
+  }
+
+  void Add(const RecordLayout& layout, const FieldReader& f, const uint8_t* rec) {
+    const RecordClass cls = layout.record_class;
+    if (cls == RecordClass::kExternalCorrelation) {
+      const uint32_t corr = f.Get32(rec, Field::kCorrelationId);
+      ExtSlot& e = ext_[corr & (ext_.size() - 1)];
+      if (!(e.used && e.corr == corr)) e = ExtSlot{corr, true, f.Get(rec, Field::kExternalId)};
+      if (!have_step_labels_) {
+        // The annotation path (a heap) costs only once some label names a step.
+        auto it = by_pointer_.find(e.external);
+        have_step_labels_ = it != by_pointer_.end() && StepLabel(it->second);
+      }
+      return;
+    }
+    if (cls == RecordClass::kApi) ++joined_;
+    if (cls != RecordClass::kKernel && cls != RecordClass::kMemcpy && cls != RecordClass::kMemset)
+      return;
+    const uint64_t index = joined_++;
+    Activity a;
+    a.start = f.Get(rec, Field::kStart);
+    a.end = f.Get(rec, Field::kEnd);
+    if (!ValidSpan(a.start, a.end) || a.end >= kTimeLimit) return;  // cannot be placed in time
+    ++activities_;
+    a.device = f.Get32(rec, Field::kDeviceId);
+    a.label = kNoLabel;
+    a.comm = false;
+    a.bytes = 0;
+    a.corr = f.Get32(rec, Field::kCorrelationId);
+    if (cls == RecordClass::kKernel) {
+      a.type = ActivityType::kKernel;
+      const uint32_t name = KernelName(f.Get(rec, Field::kNamePointer));
+      a.comm = comm_[name];
+      const uint64_t stream = f.Get32(rec, Field::kStreamId);
+      detector_.OnKernel(uint64_t{a.device} << 32 | stream, name, a.start, index);
+      if (a.start > latest_kernel_) latest_kernel_ = a.start;
+      if (++since_drain_ >= 64) Drain();
+    } else {
+      a.type = cls == RecordClass::kMemcpy ? ActivityType::kMemcpy : ActivityType::kMemset;
+      if (cls == RecordClass::kMemcpy) a.bytes = f.Get(rec, Field::kBytes);
+    }
+    pattern_.Add(a);
+    if (!have_step_labels_) {
+      // No annotation yet: a plain delay, in case this activity's label is still to come.
+      delayed_.push_back(a);
+      if (delayed_.size() > kJoinHorizon) delayed_.pop_front();
+      return;
+    }
+    if (!delayed_.empty()) {
+      for (size_t i = 0; i < delayed_.size(); ++i) PushAnnotated(delayed_[i]);
+      delayed_.clear();
+    }
+    PushAnnotated(a);
+    while (by_start_.size() > kJoinHorizon) PopAnnotated();
+  }
+
+  // The annotation path: kJoinHorizon records behind (the labels have arrived by then), in start
+  // order (a min-heap), as the annotated steps are cut in time order across streams.
+  void PushAnnotated(const Activity& a) {
+    by_start_.push_back(a);
+    std::push_heap(by_start_.begin(), by_start_.end(), StartsLater);
+  }
+  static bool StartsLater(const Activity& x, const Activity& y) { return x.start > y.start; }
+  void PopAnnotated() {
+    std::pop_heap(by_start_.begin(), by_start_.end(), StartsLater);
+    Activity a = by_start_.back();
+    by_start_.pop_back();
+    bool annotated = false;
+    a.label = LabelOf(a.corr, &annotated);
+    if (!annotated_) {
+      // Before the first annotated kernel nothing can be in an annotated step.
+      if (a.type != ActivityType::kKernel || !annotated) {
+        annotated_before_ += a.type == ActivityType::kKernel;
+        return;
+      }
+      annotated_.emplace();
+    }
+    if (a.type == ActivityType::kKernel) Annotate(a, annotated);
+    annotated_->Add(a);
+    // A nested label's kernels may still open the next step: hold them until it is known.
+    annotated_->Release(nested_start_ ? std::min(latest_annotated_, nested_start_ - 1)
+                                      : latest_annotated_);
+  }
+
+  // Annotated steps: a kernel labelled with a new step number opens a step. Kernels under a
+  // nested label ("forward") launched since the previous step's last labelled kernel open it
+  // earlier (the nested label hides the step label on their records).
+  void Annotate(const Activity& a, bool annotated) {
+    latest_annotated_ = std::max(latest_annotated_, a.start);
+    if (a.label == kNoLabel) {
+      if (annotated && !nested_start_) nested_start_ = a.start;
+      return;
+    }
+    const int64_t number = step_label_[a.label];
+    if (number != current_number_) {
+      current_number_ = number;
+      annotated_->AddBoundary(nested_start_ && nested_start_ < a.start ? nested_start_ : a.start);
+    }
+    nested_start_ = 0;
+  }
+
+  void Drain() {
+    since_drain_ = 0;
+    if (detector_.has_boundaries())
+      for (const StepBoundary& b : detector_.TakeBoundaries()) pattern_.AddBoundary(b.start, b.tag);
+    pattern_.Release(detector_.settled_until());
+  }
+
+  const StepOptions& options_;
+  StepDetector detector_;
+  std::unique_ptr<RecordDecoder> decoder_;
+  ClockMap clock_;
+  std::vector<pb::Calibration> calibrations_;
+  // GPU and API records so far (what the trace builder's join ring counts), and at each buffer's
+  // end with the calibrations read by then.
+  struct BufferEnd {
+    uint64_t records;
+    size_t calibrations;
+  };
+  uint64_t joined_ = 0;
+  std::vector<BufferEnd> buffer_ends_;
+  std::vector<std::string> names_;
+  std::unordered_map<std::string, uint32_t> ids_;
+  std::vector<bool> comm_;
+  std::vector<int64_t> step_label_;  // per name id: -2 not parsed yet, -1 not a step label
+  std::unordered_map<uint64_t, uint32_t> by_pointer_;
+  std::array<CacheSlot, 256> cache_{};
+  std::array<ExtSlot, 1 << 18> ext_;
+  bool have_step_labels_ = false;
+  StepAccumulator pattern_;
+  std::optional<StepAccumulator> annotated_;
+  uint64_t annotated_before_ = 0;
+  int64_t current_number_ = -1;
+  uint64_t nested_start_ = 0;
+  uint64_t latest_kernel_ = 0, latest_annotated_ = 0;
+  Ring<Activity> delayed_;
+  std::vector<Activity> by_start_;
+  uint64_t activities_ = 0, unresolved_ = 0;
+  uint32_t since_drain_ = 0;
+};
+
+}  // namespace
+
+StepList FindSteps(const Recording& recording, const StepOptions& options,
+                   const ReadProgressFn& progress) {
+  StepScanner scanner(options);
+  ReadIntegrity integrity;
+  ReadRecording(recording, scanner, &integrity, progress);
+  StepList out = scanner.Finish();
+  out.integrity = std::move(integrity);
+  return out;
+}
+
+std::vector<uint64_t> RollingMedians(const std::vector<Step>& steps, uint32_t window) {
+  std::vector<uint64_t> all;
+  all.reserve(steps.size());
+  for (const Step& s : steps) all.push_back(s.duration());
+  std::vector<uint64_t> sorted = all;
+  std::sort(sorted.begin(), sorted.end());
+  const uint64_t global = sorted.empty() ? 0 : sorted[sorted.size() / 2];
+  std::vector<uint64_t> out(steps.size(), global), scratch;
+  const size_t w = std::max<uint32_t>(window, 1);
+  for (size_t i = 5; i < steps.size(); ++i) {
+    const size_t from = i > w ? i - w : 0;
+    scratch.assign(all.begin() + static_cast<ptrdiff_t>(from), all.begin() + static_cast<ptrdiff_t>(i));
+    auto mid = scratch.begin() + static_cast<ptrdiff_t>(scratch.size() / 2);
+    std::nth_element(scratch.begin(), mid, scratch.end());
+    out[i] = *mid;
+  }
+  return out;
+}
+
+std::vector<size_t> SlowSteps(const std::vector<Step>& steps, const std::vector<uint64_t>& median,
+                              const StepOptions& options) {
+  std::vector<size_t> slow;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const auto d = static_cast<double>(steps[i].duration());
+    if (median[i] && d >= options.slow_factor * static_cast<double>(median[i]) &&
+        steps[i].duration() >= median[i] + 50'000)
+      slow.push_back(i);
+  }
+  std::stable_sort(slow.begin(), slow.end(), [&](size_t a, size_t b) {
+    return steps[a].duration() - median[a] > steps[b].duration() - median[b];
+  });
+  return slow;
+}
+
+}  // namespace cupmon::decoder
