@@ -637,7 +637,7 @@ class PerfettoExport : public LimitedSink {
 // export --format kineto: the row limit and the report's per-recording calls, handed to the
 // Kineto writer (export/kineto_sink.cc), which writes one file per rank into a directory. Steps
 // come from annotations; a step detector (`cupmon-decode steps`) plugs in as KinetoSink's
-// StepSource per rank.
+// KinetoStepSource per rank.
 class KinetoExport : public LimitedSink {
  public:
   KinetoExport(std::ostream& out, std::optional<uint64_t> limit, const std::string& dir,

@@ -1,6 +1,6 @@
 // The Kineto JSON export (decoder/src/export/kineto_sink.cc): the synthetic sample's trace
 // against its golden file (tests/data/golden/kineto-rank0.json; CUPMON_UPDATE_GOLDEN=1 rewrites
-// it), steps from annotations and from a StepSource, and bad output directories and regions.
+// it), steps from annotations and from a KinetoStepSource, and bad output directories and regions.
 // tests/decoder/kineto_export_test.py checks real recordings with HTA itself.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -191,7 +191,7 @@ TEST(KinetoSinkTest, AnnotatedStepsBecomeProfilerSteps) {
 }
 
 // A step detector stand-in: sees every written row, reports one step.
-class FakeSteps : public StepSource {
+class FakeSteps : public KinetoStepSource {
  public:
   void Begin(const TraceBuilder&, const Recording&) override { ++begun; }
   void OnRow(const Row& row) override {

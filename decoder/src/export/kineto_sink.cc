@@ -69,7 +69,7 @@ KinetoTraceWriter::KinetoTraceWriter(std::ostream& out) : out_(out), ev_(out_) {
 }
 
 void KinetoTraceWriter::Begin(const TraceBuilder& builder, const Recording& recording,
-                              const KinetoRank& rank, StepSource* steps) {
+                              const KinetoRank& rank, KinetoStepSource* steps) {
   recording_ = &recording;
   rank_ = rank;
   step_source_ = steps;
@@ -284,7 +284,7 @@ Expected<void> KinetoSink::PrepareDirectory(const std::string& dir) {
 }
 
 KinetoSink::KinetoSink(std::string dir, const std::vector<const Rank*>& ranks,
-                       std::vector<StepSource*> steps)
+                       std::vector<KinetoStepSource*> steps)
     : dir_(std::move(dir)), ranks_(ranks), step_sources_(std::move(steps)) {
   // One time axis for all ranks: from the earliest process start, as the merged chrome-json
   // export (each rank's times are mapped to wall clock through its own calibration).

@@ -35,12 +35,12 @@ struct TrainingStep {
 // Where iterations come from besides annotations. The hook for step detection
 // (`cupmon-decode steps`, written on its own branch): a detector sees every row of a recording
 // that the export writes, in the order the export writes them, and hands over that recording's
-// steps at its end. When a recording has a StepSource, its steps name the iterations and
+// steps at its end. When a recording has a KinetoStepSource, its steps name the iterations and
 // annotations that look like steps stay plain annotations; without one, annotations that look
 // like steps (StepNumberOf) are the iterations.
-class StepSource {
+class KinetoStepSource {
  public:
-  virtual ~StepSource() = default;
+  virtual ~KinetoStepSource() = default;
   // Before the recording's first row.
   virtual void Begin(const TraceBuilder& builder, const Recording& recording) = 0;
   virtual void OnRow(const Row& row) = 0;
@@ -81,7 +81,7 @@ class KinetoTraceWriter {
 
   // `steps` may be null (annotations that look like steps are the steps); it is not owned.
   void Begin(const TraceBuilder& builder, const Recording& recording, const KinetoRank& rank,
-             StepSource* steps);
+             KinetoStepSource* steps);
   void Write(const Row& row);
   // Writes what is known at the end and closes the JSON document; flushes `out`.
   void End(const TraceBuilder& builder, const Recording& recording);
@@ -98,7 +98,7 @@ class KinetoTraceWriter {
   TraceEventWriter ev_;
   const Recording* recording_ = nullptr;
   KinetoRank rank_;
-  StepSource* step_source_ = nullptr;
+  KinetoStepSource* step_source_ = nullptr;
   bool started_ = false;
   uint32_t gpu_pid_offset_ = 0;
   uint32_t process_pid_ = 0;
@@ -131,7 +131,7 @@ class KinetoSink {
   // `ranks`: the recordings in output order (their rank numbers and labels). `steps`: one per
   // rank, or empty (annotations give the steps); not owned.
   KinetoSink(std::string dir, const std::vector<const Rank*>& ranks,
-             std::vector<StepSource*> steps = {});
+             std::vector<KinetoStepSource*> steps = {});
   ~KinetoSink();
 
   void Begin(const TraceBuilder& builder, const Recording& recording, size_t index);
@@ -148,7 +148,7 @@ class KinetoSink {
  private:
   std::string dir_;
   std::vector<const Rank*> ranks_;
-  std::vector<StepSource*> step_sources_;
+  std::vector<KinetoStepSource*> step_sources_;
   int64_t base_ = 0;
   uint32_t world_size_ = 1;
   std::ofstream file_;
