@@ -14,8 +14,9 @@
 namespace cupmon::decoder {
 
 enum class ReportKind { kSummary, kGpuTrace, kApiTrace, kKernExec, kExport, kInfo };
-// kPerfetto: Perfetto's protobuf trace format (.pftrace), binary.
-enum class ExportFormat { kChromeJson, kCsv, kJsonl, kPerfetto };
+// kPerfetto: Perfetto's protobuf trace format (.pftrace), binary. kSqlite: an SQLite database in
+// the Nsight Systems export schema, written to ReportOptions::output_path (never to a stream).
+enum class ExportFormat { kChromeJson, kCsv, kJsonl, kPerfetto, kSqlite };
 
 struct ReportOptions {
   TraceFilter filter;
@@ -33,7 +34,12 @@ struct ReportOptions {
   uint64_t reorder_ns = 0;
   // Search the given directories' subdirectories at any depth, not only one level down.
   bool recursive = false;
+  // export --format sqlite: the database file (written beside it, then renamed onto it).
+  std::string output_path;
 };
+
+// Whether this build has the SQLite export (SQLite was found when it was built).
+bool SqliteExportBuilt();
 
 // Exit codes of cupmon-decode.
 inline constexpr int kExitClean = 0;
