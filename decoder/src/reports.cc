@@ -1054,7 +1054,13 @@ void PrintMergedInfo(std::ostream& out, const RankListing& listing,
 
 }  // namespace
 
-bool SqliteExportBuilt() { return CUPMON_HAVE_SQLITE; }
+bool SqliteExportBuilt() {
+#if CUPMON_HAVE_SQLITE
+  return true;
+#else
+  return false;
+#endif
+}
 
 int RunReport(ReportKind kind, const std::string& path, const ReportOptions& options,
               std::ostream& out, std::ostream& err) {
