@@ -152,7 +152,7 @@ class SqliteSink {
   sqlite3* db_ = nullptr;
   // [table][0]: one-row INSERT, [table][1]: kMultiRows-row INSERT.
   sqlite3_stmt* inserts_[kTableCount][2] = {};
-  std::string error_;  // the first failure (guarded by mu_ while the writer runs)
+  std::string error_;  // the first failure: the writer's while it runs, the caller's after the join
   std::atomic<bool> failed_{false};
   bool closed_ = false;
   int64_t base_ = 0;
