@@ -11,6 +11,17 @@ if(NOT CLI11_FOUND)
   target_include_directories(CLI11::CLI11 INTERFACE ${CLI11_INCLUDE_DIR})
 endif()
 
+# SQLite (Debian libsqlite3-dev) for `cupmon-decode export --format sqlite`, optional: where it is
+# absent (the GPU machine) the decoder builds without that export, which then says so.
+option(CUPMON_ENABLE_SQLITE "Build the SQLite export where SQLite is found" ON)
+set(CUPMON_HAVE_SQLITE OFF)
+if(CUPMON_ENABLE_SQLITE)
+  find_package(SQLite3 QUIET)
+  if(SQLite3_FOUND)
+    set(CUPMON_HAVE_SQLITE ON)
+  endif()
+endif()
+
 # The static zstd archive lets the monitor hide zstd from the host process (torch ships its own).
 find_library(CUPMON_ZSTD_STATIC NAMES libzstd.a)
 

@@ -64,6 +64,8 @@ int main(int argc, char** argv) {
       "  cupmon-decode export rec/ --format chrome-json -o trace.json   # open in ui.perfetto.dev\n"
       "  cupmon-decode export job/ --format perfetto -o job.pftrace   # Perfetto's own binary format\n"
       "  cupmon-decode export job/ --format kineto -o hta/   # hta/rank0.json...: Kineto JSON for HTA\n"
+      "  cupmon-decode export job/ --format sqlite -o job.sqlite   # Nsight Systems' SQLite schema\n"
+      "  sqlite3 job.sqlite 'SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_KERNEL'   # SQL written for nsys\n"
       "  cupmon-decode info rec/\n"
       "  cupmon-decode summary job/rank0 job/rank1   # several ranks: per rank and in total\n"
       "  cupmon-decode export job/ --format chrome-json -o job.json   # job/rank*/: one process per rank\n"
@@ -88,7 +90,7 @@ int main(int argc, char** argv) {
       {"api-trace", "One line per CUDA runtime/driver API call, with what it launched", ReportKind::kApiTrace},
       {"kern-exec", "Per kernel: API start and duration, queue time, kernel start/duration, total",
        ReportKind::kKernExec},
-      {"export", "Machine-readable export: chrome-json, perfetto (.pftrace), kineto, csv or jsonl",
+      {"export", "Machine-readable export: chrome-json, perfetto (.pftrace), kineto, sqlite, csv or jsonl",
        ReportKind::kExport},
       {"info", "Recordings, files, chunks, windows, drops and an integrity report", ReportKind::kInfo},
       {"steps",
@@ -104,8 +106,9 @@ int main(int argc, char** argv) {
       sub->add_option("--format", format,
                       "chrome-json, perfetto (binary protobuf .pftrace: needs -o or a redirected "
                       "stdout), kineto (-o DIR: one Kineto JSON trace per rank, DIR/rank0.json..., "
-                      "for Holistic Trace Analysis), csv or jsonl")
-          ->check(CLI::IsMember({"chrome-json", "perfetto", "kineto", "csv", "jsonl"}));
+                      "for Holistic Trace Analysis), sqlite (a database in the Nsight Systems export "
+                      "schema: needs -o FILE, which it replaces), csv or jsonl")
+          ->check(CLI::IsMember({"chrome-json", "perfetto", "kineto", "sqlite", "csv", "jsonl"}));
     if (c.kind == ReportKind::kSteps) {
       sub->add_option("--format", steps_format, "table (default), csv or jsonl: one row per step")
           ->check(CLI::IsMember({"table", "csv", "jsonl"}));
@@ -143,6 +146,7 @@ int main(int argc, char** argv) {
                : format == "jsonl"    ? ExportFormat::kJsonl
                : format == "perfetto" ? ExportFormat::kPerfetto
                : format == "kineto"   ? ExportFormat::kKineto
+               : format == "sqlite"   ? ExportFormat::kSqlite
                                       : ExportFormat::kChromeJson;
   opt.steps.format = steps_format == "csv"     ? cupmon::decoder::StepFormat::kCsv
                      : steps_format == "jsonl" ? cupmon::decoder::StepFormat::kJsonl
@@ -151,6 +155,18 @@ int main(int argc, char** argv) {
                      : steps_by == "annotation" ? cupmon::decoder::StepSource::kAnnotation
                                                 : cupmon::decoder::StepSource::kAuto;
   opt.steps.slow_factor = steps_slow_factor;
+  const bool sqlite = kind == ReportKind::kExport && opt.format == ExportFormat::kSqlite;
+  if (sqlite && !cupmon::decoder::SqliteExportBuilt()) {
+    std::cerr << "cupmon-decode: --format sqlite is not available: this cupmon-decode was built "
+                 "without SQLite (install libsqlite3-dev, or run tools/install-deps, and rebuild)\n";
+    return cupmon::decoder::kExitUnusable;
+  }
+  if (sqlite && args.output.empty()) {
+    std::cerr << "cupmon-decode: --format sqlite writes an SQLite database file and cannot write "
+                 "to standard output: give -o FILE.sqlite\n";
+    return cupmon::decoder::kExitUnusable;
+  }
+  if (sqlite) opt.output_path = args.output;
   if (kind == ReportKind::kExport && opt.format == ExportFormat::kPerfetto && args.output.empty() &&
       isatty(STDOUT_FILENO)) {
     std::cerr << "cupmon-decode: --format perfetto writes binary protobuf; give -o FILE.pftrace "
@@ -190,14 +206,15 @@ int main(int argc, char** argv) {
     }
     opt.output_dir = std::move(args.output);
     args.output.clear();
-  } else if (!args.output.empty()) {
+  } else if (!args.output.empty() && !sqlite) {
+    // (The SQLite export opens its file itself: a temporary beside it, renamed onto it at the end.)
     file.open(args.output, std::ios::out | std::ios::trunc | std::ios::binary);
     if (!file) {
       std::cerr << "cupmon-decode: cannot write " << args.output << "\n";
       return cupmon::decoder::kExitUnusable;
     }
   }
-  std::ostream& out = args.output.empty() ? std::cout : file;
+  std::ostream& out = args.output.empty() || sqlite ? std::cout : file;
   std::ios::sync_with_stdio(false);
   return cupmon::decoder::RunReport(kind, args.dirs, opt, out, std::cerr);
 }

@@ -23,6 +23,9 @@
 #include "export/perfetto_sink.h"
 #include "export/trace_event_json.h"
 #include "steps_report.h"
+#if CUPMON_HAVE_SQLITE
+#include "export/sqlite_sink.h"
+#endif
 
 namespace cupmon::decoder {
 namespace {
@@ -111,6 +114,7 @@ const char* RowTypeName(RowType t) {
     case RowType::kMemcpy: return "memcpy";
     case RowType::kMemset: return "memset";
     case RowType::kApi: return "api";
+    case RowType::kSynchronization: return "synchronization";
   }
   return "?";
 }
@@ -658,6 +662,32 @@ class KinetoExport : public LimitedSink {
  private:
   KinetoSink kineto_;
 };
+#if CUPMON_HAVE_SQLITE
+// export --format sqlite: the row limit and the report's per-recording calls, handed to the
+// SQLite writer (export/sqlite_sink.cc), which writes its own file (`out` is not used).
+class SqliteExport : public LimitedSink {
+ public:
+  SqliteExport(std::ostream& out, std::optional<uint64_t> limit, std::unique_ptr<SqliteSink> sink)
+      : LimitedSink(out, limit), sqlite_(std::move(sink)) {}
+  bool WantsSynchronization() const override { return true; }
+  void Begin(const TraceBuilder& b, const Recording& r, size_t) override {
+    sqlite_->Begin(b, r, rank_);
+  }
+  void End(const TraceBuilder& b, const Recording& r, const ReadIntegrity& i) override {
+    sqlite_->End(b, r, i);
+  }
+  void Close() override { result_ = sqlite_->Close(); }
+  SqliteSink& sink() { return *sqlite_; }
+  const Expected<void>& result() const { return result_; }
+
+ protected:
+  void Write(const Row& row) override { sqlite_->Write(row); }
+
+ private:
+  std::unique_ptr<SqliteSink> sqlite_;
+  Expected<void> result_;
+};
+#endif
 
 class NullSink : public RowSink {
  public:
@@ -915,6 +945,14 @@ void PrintMergedInfo(std::ostream& out, const RankListing& listing,
 
 }  // namespace
 
+bool SqliteExportBuilt() {
+#if CUPMON_HAVE_SQLITE
+  return true;
+#else
+  return false;
+#endif
+}
+
 int RunReport(ReportKind kind, const std::string& path, const ReportOptions& options,
               std::ostream& out, std::ostream& err) {
   return RunReport(kind, std::vector<std::string>{path}, options, out, err);
@@ -922,6 +960,16 @@ int RunReport(ReportKind kind, const std::string& path, const ReportOptions& opt
 
 int RunReport(ReportKind kind, const std::vector<std::string>& paths, const ReportOptions& options,
               std::ostream& out, std::ostream& err) {
+  const bool sqlite = kind == ReportKind::kExport && options.format == ExportFormat::kSqlite;
+  if (sqlite && !SqliteExportBuilt()) {
+    err << "cupmon-decode: --format sqlite is not available: this cupmon-decode was built without "
+           "SQLite (install libsqlite3-dev, or run tools/install-deps, and rebuild)\n";
+    return kExitUnusable;
+  }
+  if (sqlite && options.output_path.empty()) {
+    err << "cupmon-decode: --format sqlite writes a database file, not a stream: give -o FILE\n";
+    return kExitUnusable;
+  }
   auto listing = ListRanks(paths, RankListingOptions{options.recursive});
   if (!listing) {
     err << "cupmon-decode: " << listing.error().message << "\n";
@@ -955,6 +1003,9 @@ int RunReport(ReportKind kind, const std::vector<std::string>& paths, const Repo
 
   std::unique_ptr<LimitedSink> trace;
   ChromeSink* chrome = nullptr;
+#if CUPMON_HAVE_SQLITE
+  SqliteExport* sqlite_export = nullptr;
+#endif
   switch (kind) {
     case ReportKind::kGpuTrace:
       trace = std::make_unique<GpuTraceSink>(out, options.limit);
@@ -980,6 +1031,18 @@ int RunReport(ReportKind kind, const std::vector<std::string>& paths, const Repo
         }
         trace = std::make_unique<KinetoExport>(out, options.limit, options.output_dir, chosen);
       }
+#if CUPMON_HAVE_SQLITE
+      else if (sqlite) {
+        // Opened before anything is read, so that an unwritable path fails at once.
+        auto sink = SqliteSink::Create(options.output_path);
+        if (!sink) {
+          err << "cupmon-decode: " << sink.error().message << "\n";
+          return kExitUnusable;
+        }
+        trace = std::make_unique<SqliteExport>(out, options.limit, std::move(*sink));
+        sqlite_export = static_cast<SqliteExport*>(trace.get());
+      }
+#endif
       else
         trace = std::make_unique<ChromeSink>(out, options.limit),
         chrome = static_cast<ChromeSink*>(trace.get());
@@ -997,6 +1060,17 @@ int RunReport(ReportKind kind, const std::vector<std::string>& paths, const Repo
     }
     chrome->SetCommonBase(base);
   }
+#if CUPMON_HAVE_SQLITE
+  if (sqlite_export) {
+    // Session time 0 (TARGET_INFO_SESSION_START_TIME) at the earliest process start.
+    int64_t base = 0;
+    for (const Rank* r : chosen) {
+      const int64_t start = r->recording.header.process_start_unix_ns();
+      if (start && (!base || start < base)) base = start;
+    }
+    sqlite_export->sink().SetTimeBase(base);
+  }
+#endif
   // One progress line for all chosen recordings (bytes of all their files).
   uint64_t total_bytes = 0, done_before = 0;
   for (const Rank* r : chosen)
@@ -1099,6 +1173,17 @@ int RunReport(ReportKind kind, const std::vector<std::string>& paths, const Repo
   }
   if (trace) trace->Close();
   const int output_rc = trace ? trace->Conclude(err) : kExitClean;
+#if CUPMON_HAVE_SQLITE
+  if (sqlite_export) {
+    if (!sqlite_export->result()) {
+      err << "cupmon-decode: " << sqlite_export->result().error().message << "\n";
+      return kExitUnusable;
+    }
+    if (sqlite_export->sink().activity_rows() == 0)
+      err << "cupmon-decode: note: " << sqlite_export->sink().path()
+          << " holds no activity rows: the recordings have none in the region asked for\n";
+  }
+#endif
 
   if (merged) {
     // A window that some ranks have and others lack: usually a rank that did not get the request.

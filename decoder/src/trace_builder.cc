@@ -45,7 +45,11 @@ struct TraceBuilder::Pending {
   uint32_t grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};
   uint32_t registers = 0, static_smem = 0, dynamic_smem = 0;
   uint32_t copy_kind = 0, src_device = 0, dst_device = 0;
+  uint8_t src_kind = 0, dst_kind = 0;  // memcpy
+  uint32_t memset_value = 0;           // memset
   uint32_t cbid = 0, pid = 0, tid = 0, ret = 0;
+  uint32_t sync_type = 0, event_id = 0;  // synchronization (and context, stream, ret)
+  uint64_t event_sync_id = 0;
 };
 
 // Everything joined on one correlation id.
@@ -152,6 +156,7 @@ TraceBuilder::TraceBuilder(TraceFilter filter, RowSink* sink, size_t horizon,
   while (ring < corr_limit_) ring *= 2;
   corr_order_.resize(ring);
   wall_times_ = timed_filter_ || !sink_ || sink_->NeedsWallTimes();
+  sync_rows_ = sink_ && sink_->WantsSynchronization();
 }
 
 TraceBuilder::~TraceBuilder() = default;
@@ -293,9 +298,30 @@ void TraceBuilder::AddRecord(const RecordLayout& layout, const FieldReader& f, c
     if (TimedSpan(s, e)) counts_.overhead_ns += e - s;
     return;
   }
+  if (cls == RecordClass::kSynchronization && sync_rows_) {
+    // Emitted at once: nothing to join, and kept out of the join ring, the spans and the
+    // unknown-timestamp count, so that every other row is emitted (and mapped to wall time, with
+    // the calibration samples read so far) exactly as for a sink without synchronization rows.
+    Pending p;
+    p.kind = layout.kind;
+    p.record_class = cls;
+    p.start = f.Get(rec, Field::kStart);
+    p.end = f.Get(rec, Field::kEnd);
+    p.corr = f.Get32(rec, Field::kCorrelationId);
+    p.context = f.Get32(rec, Field::kContextId);
+    p.stream = f.Get32(rec, Field::kStreamId);
+    p.sync_type = f.Get32(rec, Field::kSyncType);
+    p.event_id = f.Get32(rec, Field::kEventId);
+    p.event_sync_id = f.Get(rec, Field::kEventSyncId);
+    p.ret = f.Get32(rec, Field::kReturnValue);
+    // Until the first GPU or API record fixes the origin, relative time filters cannot place it.
+    if (!origin_ts_ && held_sync_.size() < horizon_) held_sync_.push_back(p);
+    else Emit(p);
+    return;
+  }
   if (cls != RecordClass::kKernel && cls != RecordClass::kMemcpy && cls != RecordClass::kMemset &&
       cls != RecordClass::kApi)
-    return;  // synchronization, CUDA events, markers, names: counted only
+    return;  // synchronization (unless the sink wants it), CUDA events, markers, names: counted only
 
   // Append to the join ring (power-of-two capacity, doubled when full).
   if (pending_size_ == pending_.size()) {
@@ -315,7 +341,10 @@ void TraceBuilder::AddRecord(const RecordLayout& layout, const FieldReader& f, c
   p.end = f.Get(rec, Field::kEnd);
   p.corr = f.Get32(rec, Field::kCorrelationId);
   if (TimedSpan(p.start, p.end)) {
-    if (!origin_ts_) origin_ts_ = p.start;
+    if (!origin_ts_) {
+      origin_ts_ = p.start;
+      ReleaseHeldSync();
+    }
     if (!first_ts_ || p.start < first_ts_) first_ts_ = p.start;
     if (p.end > last_ts_) last_ts_ = p.end;
   } else {
@@ -377,11 +406,14 @@ void TraceBuilder::AddRecord(const RecordLayout& layout, const FieldReader& f, c
   } else if (cls == RecordClass::kMemcpy) {
     p.bytes = f.Get(rec, Field::kBytes);
     p.copy_kind = f.Get32(rec, Field::kCopyKind);
+    p.src_kind = static_cast<uint8_t>(f.Get(rec, Field::kSrcKind));
+    p.dst_kind = static_cast<uint8_t>(f.Get(rec, Field::kDstKind));
     p.src_device = f.Get32(rec, Field::kSrcDeviceId);
     p.dst_device = f.Get32(rec, Field::kDstDeviceId);
     first = -10 - static_cast<int32_t>(p.copy_kind & 0xff);  // copyKind is one byte
   } else {
     p.bytes = f.Get(rec, Field::kBytes);
+    p.memset_value = f.Get32(rec, Field::kMemsetValue);
     first = -2;
   }
   if (e->gpu_count++ == 0) e->gpu_first = first;
@@ -468,7 +500,7 @@ std::string_view TraceBuilder::Annotation(uint64_t external_id) {
 }
 
 bool TraceBuilder::Passes(const Row& row) const {
-  const bool gpu = row.type != RowType::kApi;
+  const bool gpu = row.type != RowType::kApi && row.type != RowType::kSynchronization;
   if (gpu && (filter_.device || filter_.stream || filter_.kernel)) {
     if (filter_.device && row.device != *filter_.device) return false;
     if (filter_.stream && row.stream != *filter_.stream) return false;
@@ -512,12 +544,26 @@ void TraceBuilder::Emit(const Pending& p) {
     row.external_id = e->external_id;
     row.annotation = Annotation(e->external_id);
   }
-  if (p.record_class == RecordClass::kApi) {
+  if (p.record_class == RecordClass::kSynchronization) {
+    row.type = RowType::kSynchronization;
+    row.context = p.context;
+    row.stream = p.stream;
+    row.sync_type = p.sync_type;
+    row.event_id = p.event_id;
+    row.event_sync_id = p.event_sync_id;
+    row.return_value = p.ret;
+    if (sync_name_id_ < 0) sync_name_id_ = static_cast<int32_t>(InternName("[CUDA synchronization]"));
+    row.name_id = static_cast<uint32_t>(sync_name_id_);
+  } else if (p.record_class == RecordClass::kApi) {
     row.type = RowType::kApi;
     row.name_id = ApiNameId(p.kind, p.cbid);
     row.pid = p.pid;
     row.tid = p.tid;
+    row.cbid = p.cbid;
     row.return_value = p.ret;
+    row.nested = p.kind == kKindDriver && e && e->has_api && e->api_kind == kKindRuntime;
+    row.duplicate = e && e->has_api && e->api_kind == p.kind &&
+                    !(e->tid == row.tid && e->api_start == p.start);
     // Only the joined API record claims the launched activities, so counts are never doubled.
     const bool owner = e && e->has_api && e->api_kind == p.kind && e->tid == row.tid &&
                        e->api_start == p.start;
@@ -548,14 +594,18 @@ void TraceBuilder::Emit(const Pending& p) {
       row.dynamic_smem = p.dynamic_smem;
       if (p.string_index < 0) ++counts_.unresolved_names;
       row.name_id = KernelNameId(p.string_index, p.name_ptr);
+      if (p.string_index >= 0) row.raw_name = strings_[static_cast<size_t>(p.string_index)];
     } else if (row.type == RowType::kMemcpy) {
       row.bytes = p.bytes;
       row.copy_kind = p.copy_kind;
+      row.src_kind = p.src_kind;
+      row.dst_kind = p.dst_kind;
       row.src_device = p.src_device;
       row.dst_device = p.dst_device;
       row.name_id = MemcpyNameId(row.copy_kind);
     } else {
       row.bytes = p.bytes;
+      row.memset_value = p.memset_value;
       if (memset_name_id_ < 0) memset_name_id_ = static_cast<int32_t>(InternName("[CUDA memset]"));
       row.name_id = static_cast<uint32_t>(memset_name_id_);
     }
@@ -587,6 +637,8 @@ void TraceBuilder::Emit(const Pending& p) {
   }
   if (row.type == RowType::kApi) {
     ++counts_.api_rows;
+  } else if (row.type == RowType::kSynchronization) {
+    ++counts_.sync_rows;
   } else {
     ++counts_.gpu_rows;
   }
@@ -600,7 +652,9 @@ bool Later(uint64_t a_start, uint64_t a_seq, uint64_t b_start, uint64_t b_seq) {
 }  // namespace
 
 void TraceBuilder::Deliver(const Row& row) {
-  if (reorder_.rows == 0 || !row.valid_time) {
+  // Synchronization rows skip the reorder stage: held there, they would release the other rows
+  // earlier, before calibration samples that the other exports map them with.
+  if (reorder_.rows == 0 || !row.valid_time || row.type == RowType::kSynchronization) {
     sink_->OnRow(row);
     return;
   }
@@ -685,7 +739,13 @@ void TraceBuilder::ReleaseOne() {
   sink_->OnRow(slots_[k.slot]);
 }
 
+void TraceBuilder::ReleaseHeldSync() {
+  for (const Pending& p : held_sync_) Emit(p);
+  held_sync_.clear();
+}
+
 void TraceBuilder::Finish() {
+  ReleaseHeldSync();
   for (; pending_size_; --pending_size_) {
     Emit(pending_[pending_head_]);
     pending_head_ = (pending_head_ + 1) & (pending_.size() - 1);

@@ -4,8 +4,9 @@
 // 2. reader + record walk (kinds and sizes only);
 // 3. summary, steps and 4. chrome-json/csv exports and gpu-trace through RunReport into a discarding
 // stream (chrome-json also per trace event, counted in an untimed second pass), and export
-// perfetto, and export kineto into a temporary directory (events counted afterwards, untimed);
-// 5. the Perfetto and Kineto writers alone (export/perfetto_sink.cc, export/kineto_sink.cc) on rows
+// perfetto, export kineto into a temporary directory (events counted afterwards, untimed), and
+// sqlite into a temporary file where built with SQLite; 5. the Perfetto, Kineto and SQLite writers
+// alone (export/perfetto_sink.cc, export/kineto_sink.cc, export/sqlite_sink.cc) on rows
 // captured beforehand (up to 2M; the sink's own cost without reading or decoding).
 // Prints records (or events) per second of wall and of process CPU time: CPU time is the figure to
 // compare on a machine shared with other work.
@@ -25,6 +26,11 @@
 #include "cupmon/decoder/trace_builder.h"
 #include "export/kineto_sink.h"
 #include "export/perfetto_sink.h"
+#if CUPMON_HAVE_SQLITE
+#include <unistd.h>
+
+#include "export/sqlite_sink.h"
+#endif
 
 namespace {
 
@@ -93,7 +99,8 @@ void Report(const char* what, uint64_t n, const char* unit, double wall, double 
 // Keeps copies of the first `cap` rows (their names point into the builder, which outlives them).
 class CaptureSink : public RowSink {
  public:
-  explicit CaptureSink(size_t cap) : cap_(cap) {}
+  explicit CaptureSink(size_t cap, bool sync = false) : cap_(cap), sync_(sync) {}
+  bool WantsSynchronization() const override { return sync_; }
   void OnRow(const Row& row) override {
     if (rows.size() < cap_) rows.push_back(row);
   }
@@ -101,6 +108,7 @@ class CaptureSink : public RowSink {
 
  private:
   size_t cap_;
+  bool sync_;
 };
 
 // Up to 2M rows of one recording, decoded and kept (untimed) for the writer benchmarks, with the
@@ -188,6 +196,54 @@ uint64_t KinetoEvents(const std::string& dir) {
   return events;
 }
 
+#if CUPMON_HAVE_SQLITE
+std::string TempDatabase() {
+  char dir[] = "/tmp/cupmon-bench-XXXXXX";
+  if (!mkdtemp(dir)) return "cupmon-bench.sqlite";
+  return std::string(dir) + "/bench.sqlite";
+}
+
+void RemoveDatabase(const std::string& path) {
+  unlink(path.c_str());
+  rmdir(path.substr(0, path.rfind('/')).c_str());
+}
+
+// The SQLite writer alone: rows of the first recording, decoded and captured first (untimed),
+// then written `repeat` times into a database (a temporary file), indexes and commit included;
+// with its writer thread (as the export runs) and without (this thread inserts).
+void BenchSqliteSink(const Recording& rec) {
+  CaptureSink capture(2'000'000, /*sync=*/true);
+  TraceBuilder builder(TraceFilter{}, &capture, 1 << 16, ReorderOptions{1 << 16, 0});
+  ReadIntegrity integrity;
+  ReadRecording(rec, builder, &integrity);
+  builder.Finish();
+  constexpr int kRepeat = 3;
+  for (bool thread : {true, false}) {
+    const std::string path = TempDatabase();
+    uint64_t rows = 0;
+    const double w0 = Now(CLOCK_MONOTONIC), c0 = Now(CLOCK_PROCESS_CPUTIME_ID);
+    for (int i = 0; i < kRepeat; ++i) {
+      auto sink = SqliteSink::Create(path, SqliteSink::Options{thread});
+      if (!sink) {
+        std::fprintf(stderr, "%s\n", sink.error().message.c_str());
+        return;
+      }
+      (*sink)->Begin(builder, rec, nullptr);
+      for (const Row& r : capture.rows) (*sink)->Write(r);
+      (*sink)->End(builder, rec, integrity);
+      if (!(*sink)->Close()) return;
+      rows += (*sink)->activity_rows();
+    }
+    const double w = Now(CLOCK_MONOTONIC) - w0, c = Now(CLOCK_PROCESS_CPUTIME_ID) - c0;
+    std::printf("sqlite writer alone (%s): %zu rows of recording %llx, written %d times\n",
+                thread ? "writer thread" : "one thread", capture.rows.size(),
+                static_cast<unsigned long long>(rec.id), kRepeat);
+    Report("  rows", rows, "rows", w, c);
+    RemoveDatabase(path);
+  }
+}
+#endif
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -228,6 +284,9 @@ int main(int argc, char** argv) {
                          Run{"export csv", ReportKind::kExport, ExportFormat::kCsv},
                          Run{"export perfetto", ReportKind::kExport, ExportFormat::kPerfetto},
                          Run{"export kineto", ReportKind::kExport, ExportFormat::kKineto},
+#if CUPMON_HAVE_SQLITE
+                         Run{"export sqlite", ReportKind::kExport, ExportFormat::kSqlite},
+#endif
                          Run{"gpu-trace", ReportKind::kGpuTrace, ExportFormat::kChromeJson}}) {
     if (!only.empty() && only != run.name) continue;
     CountingBuf buf;
@@ -240,11 +299,17 @@ int main(int argc, char** argv) {
       opt.output_dir = shm + "/cupmon-decode-bench-kineto-" + std::to_string(getpid());
       std::filesystem::remove_all(opt.output_dir);
     }
+#if CUPMON_HAVE_SQLITE
+    if (run.format == ExportFormat::kSqlite) opt.output_path = TempDatabase();
+#endif
     const double w0 = Now(CLOCK_MONOTONIC), c0 = Now(CLOCK_PROCESS_CPUTIME_ID);
     RunReport(run.kind, dir, opt, out, err);
     const double w = Now(CLOCK_MONOTONIC) - w0, c = Now(CLOCK_PROCESS_CPUTIME_ID) - c0;
     Report(run.name, records, "records", w, c);
     std::printf("  (%llu output bytes)\n", static_cast<unsigned long long>(buf.bytes));
+#if CUPMON_HAVE_SQLITE
+    if (!opt.output_path.empty()) RemoveDatabase(opt.output_path);
+#endif
     if (run.kind == ReportKind::kExport && run.format == ExportFormat::kChromeJson) {
       // Events (slices, flow starts and ends, metadata): counted in a second, untimed pass so
       // that the count does not weigh on the timing above. Two lines are the JSON's frame.
@@ -263,6 +328,9 @@ int main(int argc, char** argv) {
     if (only.empty() && !r.files.empty() && r.files.front().bytes > 4096) {  // skip empty launcher recordings
       BenchPerfettoSink(r);
       BenchKinetoWriter(r);
+#if CUPMON_HAVE_SQLITE
+      BenchSqliteSink(r);
+#endif
       break;
     }
   return 0;

@@ -473,6 +473,8 @@ void PerfettoSink::Write(const Row& r) {
     case RowType::kApi:
       category = r.kind == 4 ? kCatDriver : kCatRuntime;
       break;
+    case RowType::kSynchronization:  // not asked for (RowSink::WantsSynchronization)
+      break;
   }
   w_.Varint(kEventCategoryIids, category);
   AnnotateUint(w_, kAnnCorrelation, r.correlation);

@@ -16,8 +16,10 @@ namespace cupmon::decoder {
 
 enum class ReportKind { kSummary, kGpuTrace, kApiTrace, kKernExec, kExport, kInfo, kSteps };
 // kPerfetto: Perfetto's protobuf trace format (.pftrace), binary. kKineto: one Kineto-shaped
-// JSON trace per rank in ReportOptions::output_dir, for Holistic Trace Analysis.
-enum class ExportFormat { kChromeJson, kCsv, kJsonl, kPerfetto, kKineto };
+// JSON trace per rank in ReportOptions::output_dir, for Holistic Trace Analysis. kSqlite: an
+// SQLite database in the Nsight Systems export schema, written to ReportOptions::output_path
+// (never to a stream).
+enum class ExportFormat { kChromeJson, kCsv, kJsonl, kPerfetto, kKineto, kSqlite };
 
 struct ReportOptions {
   TraceFilter filter;
@@ -39,7 +41,12 @@ struct ReportOptions {
   std::string output_dir;
   // `steps` (decoder/src/steps_report.cc).
   StepOptions steps;
+  // export --format sqlite: the database file (written beside it, then renamed onto it).
+  std::string output_path;
 };
+
+// Whether this build has the SQLite export (SQLite was found when it was built).
+bool SqliteExportBuilt();
 
 // Exit codes of cupmon-decode.
 inline constexpr int kExitClean = 0;

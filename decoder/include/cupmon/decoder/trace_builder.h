@@ -20,7 +20,8 @@
 
 namespace cupmon::decoder {
 
-enum class RowType : uint8_t { kKernel, kMemcpy, kMemset, kApi };
+// kSynchronization rows reach only sinks that ask for them (RowSink::WantsSynchronization).
+enum class RowType : uint8_t { kKernel, kMemcpy, kMemset, kApi, kSynchronization };
 
 // One output row. Views point into the builder's caches and stay valid until the builder dies.
 struct Row {
@@ -35,8 +36,11 @@ struct Row {
   uint32_t registers = 0, static_smem = 0, dynamic_smem = 0, graph_id = 0;
   uint64_t bytes = 0;
   uint32_t copy_kind = 0, src_device = 0, dst_device = 0;
+  uint8_t src_kind = 0, dst_kind = 0;  // memcpy: CUPTI memory kinds (CUpti_ActivityMemoryKind)
+  uint32_t memset_value = 0;           // memset: the value set
   std::string_view name;  // kernel (demangled unless --mangled), "[CUDA memcpy HtoD]", API name
   uint32_t name_id = 0;   // the builder's id for `name`: equal names, equal ids (see NameOf)
+  std::string_view raw_name;  // kernel: the name as recorded (mangled), "" when unresolved
   // GPU rows: the API call that launched it, when one was found.
   bool has_api = false;
   bool api_valid_time = false;
@@ -47,6 +51,16 @@ struct Row {
   // API rows: pid/tid/return value, and the GPU activities joined to it so far.
   uint32_t pid = 0, tid = 0, return_value = 0, launched = 0;
   std::string_view launched_name;
+  uint32_t cbid = 0;  // the CUPTI callback id
+  // Calls a kernel-launch join by correlation id must not find (still API rows): `nested`, a
+  // driver call whose correlation id a runtime call also holds (the runtime made it);
+  // `duplicate`, a later record of one kind with a correlation id already held (counted in
+  // TraceCounts::duplicate_api_correlation, never joined).
+  bool nested = false, duplicate = false;
+  // Synchronization rows: CUPTI's synchronization type, event id and event sync id, with context,
+  // stream and correlation above (CUPTI_SYNCHRONIZATION_INVALID_VALUE where not applicable).
+  uint32_t sync_type = 0, event_id = 0;
+  uint64_t event_sync_id = 0;
   // User annotation from external correlation ("" when none).
   std::string_view annotation;
   uint64_t external_id = 0;
@@ -65,6 +79,7 @@ struct TraceCounts {
   uint64_t records = 0;
   std::map<uint32_t, uint64_t> records_by_kind;
   uint64_t gpu_rows = 0, api_rows = 0;  // emitted (after filters)
+  uint64_t sync_rows = 0;               // emitted to a sink that wants synchronization rows
   uint64_t filtered_out = 0;
   uint64_t unknown_timestamps = 0;      // GPU/API records with zero, reversed or >= 2^62 times
   uint64_t unresolved_names = 0;        // kernel name pointers with no string entry
@@ -116,6 +131,11 @@ class RowSink {
   // False when the sink never reads Row's wall_* fields: the builder then leaves them 0 (unless a
   // time filter needs them) and skips the clock mapping per row. Asked once, at construction.
   virtual bool NeedsWallTimes() const { return true; }
+  // True when the sink also takes synchronization records as rows (RowType::kSynchronization:
+  // never joined, not filtered by device, stream or kernel, delivered as they come (not
+  // reordered), and left out of first_ts/last_ts and the unknown-timestamp count, so that every
+  // other row and count stays as without them). Asked once.
+  virtual bool WantsSynchronization() const { return false; }
 };
 
 // How rows are put in start-time order before they reach the sink. A row is held in a min-heap
@@ -188,6 +208,7 @@ class TraceBuilder : public ChunkVisitor {
   uint32_t MemcpyNameId(uint32_t copy_kind);
   std::string_view Annotation(uint64_t external_id);
   CorrEntry* Track(uint32_t corr);  // the entry for `corr`, created and queued for eviction
+  void ReleaseHeldSync();
   void Retire();
 
  public:
@@ -234,6 +255,9 @@ class TraceBuilder : public ChunkVisitor {
   std::vector<uint32_t> corr_order_;
   size_t corr_head_ = 0, corr_size_ = 0, corr_limit_ = 0;
   bool wall_times_ = true;  // rows get wall_* fields (the sink or a time filter reads them)
+  bool sync_rows_ = false;  // synchronization records become rows (the sink asks for them)
+  int32_t sync_name_id_ = -1;
+  std::vector<Pending> held_sync_;  // synchronization records before the origin is known
   // Kernel name pointer -> string index + 1 (0: empty slot), direct-mapped in front of
   // string_by_pointer_; cleared whenever the string table changes.
   struct NameCacheSlot {

@@ -1,0 +1,202 @@
+// `cupmon-decode export --format sqlite`: rows written as an SQLite database in the Nsight Systems
+// export schema (export/nsys_schema.h), so that SQL written for `nsys export --type sqlite` runs
+// on cupmon's history. Built only where SQLite is found (CUPMON_HAVE_SQLITE). Private to the
+// decoder; the report driver (reports.cc) feeds it.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+
+#include "cupmon/decoder/rank_listing.h"
+#include "cupmon/decoder/trace_builder.h"
+#include "cupmon/format/error.h"
+
+struct sqlite3;
+struct sqlite3_stmt;
+
+namespace cupmon::decoder {
+
+// Writes one database for one or several recordings (ranks). Everything goes into a temporary
+// file beside the output path, inside one transaction, through prepared multi-row INSERTs; the
+// indexes are built at the end, and only a complete database is renamed onto the path (an
+// existing file there is replaced then, and left as it was when anything fails).
+//
+// Threads: the caller's thread turns rows into batches of column values (names, ids and times
+// resolved there); one writer thread, started by Create, owns the SQLite connection while rows
+// stream and inserts the batches, so decoding and SQLite overlap. The hand-over is a bounded
+// queue of batches (guarded by mu_; the caller waits when it is full), so memory stays bounded:
+// the batches in flight, plus the distinct names, threads, contexts, annotations and per-rank
+// facts, which are written by the caller's thread in Close once the writer has stopped. With
+// `writer_thread` false (or one CPU) the caller's thread inserts the batches itself.
+//
+// Ids: each rank gets a globalPid packed as nsys packs it (nsys_schema.h: host number, pid), API
+// rows a globalTid with the rank's thread numbers (CUPMON_THREADS keeps CUPTI's thread ids).
+// Times are nanoseconds since TARGET_INFO_SESSION_START_TIME.utcEpochNs (`SetTimeBase`), on the
+// wall clock through each rank's calibration, as in the other exports. Rows without a usable time
+// (zero or reversed timestamps) cannot be placed and are not written; CUPMON_COUNTERS counts
+// them ('export.untimed.<type>').
+//
+// Use: Create, SetTimeBase, then per recording Begin, Write per row, End; Close once. A write
+// error stops the writing (later calls do nothing) and Close reports it.
+class SqliteSink {
+ public:
+  struct Options {
+    bool writer_thread = true;
+  };
+  // Creates the temporary database beside `path` and its tables. Fails (with a message naming
+  // the path) when the path is a directory or cannot be written.
+  static Expected<std::unique_ptr<SqliteSink>> Create(const std::string& path, Options options);
+  static Expected<std::unique_ptr<SqliteSink>> Create(const std::string& path) {
+    return Create(path, Options{});
+  }
+  ~SqliteSink();
+  SqliteSink(const SqliteSink&) = delete;
+  SqliteSink& operator=(const SqliteSink&) = delete;
+
+  // Unix ns of time 0 (TARGET_INFO_SESSION_START_TIME.utcEpochNs); 0 leaves times in unix ns.
+  void SetTimeBase(int64_t unix_ns) { base_ = unix_ns; }
+  // `rank` is null for a single recording.
+  void Begin(const TraceBuilder& builder, const Recording& recording, const Rank* rank);
+  void Write(const Row& row);
+  void End(const TraceBuilder& builder, const Recording& recording, const ReadIntegrity& integrity);
+  // Builds the indexes, commits and renames the database onto the path. On failure the
+  // temporary file is removed and the error says what failed.
+  Expected<void> Close();
+
+  // Rows given to the activity tables (kernel, memcpy, memset, runtime, secondary API calls,
+  // synchronization) so far.
+  uint64_t activity_rows() const { return activity_rows_; }
+  const std::string& path() const { return path_; }
+
+  // The tables the writer thread fills (int-only columns), in batches.
+  enum Table : int {
+    kKernel,
+    kMemcpy,
+    kMemset,
+    kRuntime,
+    kSecondaryApi,
+    kSync,
+    kThreads,
+    kCorrelationAnnotations,
+    kTableCount
+  };
+
+ private:
+  SqliteSink(std::string path, std::string tmp_path);
+  // Column values of up to kBatchRows rows of one table; kNull marks SQL NULL.
+  struct Batch {
+    Table table = kKernel;
+    size_t rows = 0;
+    std::vector<int64_t> cells;
+  };
+  struct KernelNames {
+    int64_t demangled = 0, short_name = 0, mangled = 0;  // StringIds ids (mangled 0: NULL)
+    bool known = false;
+  };
+  struct Annotation {
+    std::string label;
+    int64_t start = 0, end = 0;
+    uint64_t rows = 0;
+  };
+  // A row of the tables Close writes (per-rank facts), kept until then: the caller's thread
+  // owns the connection only once the writer has stopped.
+  struct Value {
+    enum Kind : uint8_t { kNullValue, kInt, kText } kind = kNullValue;
+    int64_t i = 0;
+    std::string text;
+  };
+  struct DeferredRow {
+    const char* insert;  // the statement (one of the kInsert* constants of sqlite_sink.cc)
+    std::vector<Value> values;
+  };
+
+  // Connection helpers (used by whichever thread owns the connection at the time).
+  bool Exec(const std::string& sql);
+  void Fail(const std::string& what);
+  bool PrepareInserts();
+  void InsertBatch(const Batch& b);  // the writer's work
+  void WriterLoop();
+
+  // Caller's side.
+  int64_t* NewRow(Table t);  // the next row's cells in the table's open batch
+  void RowDone(Table t);     // after filling them: hands the batch over once it is full
+  void Submit(Table t);      // hands the open batch over (to the writer, or inserts it)
+  int64_t StringId(std::string_view text);
+  const KernelNames& KernelNamesOf(const Row& row);
+  int64_t ApiNameId(const Row& row);
+  int64_t ThreadTid(uint32_t cupti_pid, uint32_t cupti_tid);
+  uint32_t NodeFor(const std::string& host, uint32_t pid);
+  int64_t Rel(int64_t wall) const { return wall - base_; }
+  void NoteDevice(uint32_t context, uint32_t device);
+  void Annotate(const Row& r);
+  bool failed() const { return failed_.load(std::memory_order_relaxed); }
+  void Defer(const char* insert, std::vector<Value> values) {
+    deferred_.push_back(DeferredRow{insert, std::move(values)});
+  }
+  void Counter(const std::string& name, int64_t value);
+  void WriteDeferred();  // Close: everything but the batched tables
+
+  std::string path_, tmp_path_;
+  sqlite3* db_ = nullptr;
+  // [table][0]: one-row INSERT, [table][1]: kMultiRows-row INSERT.
+  sqlite3_stmt* inserts_[kTableCount][2] = {};
+  std::string error_;  // the first failure: the writer's while it runs, the caller's after the join
+  std::atomic<bool> failed_{false};
+  bool closed_ = false;
+  int64_t base_ = 0;
+  uint64_t activity_rows_ = 0;
+
+  // Hand-over to the writer thread.
+  std::thread writer_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::unique_ptr<Batch>> queue_;  // full batches, oldest first
+  std::vector<std::unique_ptr<Batch>> free_;  // emptied batches for reuse
+  bool stop_ = false;
+  std::unique_ptr<Batch> open_[kTableCount];  // the caller's batch per table
+
+  // Across ranks (caller's thread).
+  std::unordered_map<std::string, int64_t> string_ids_;
+  std::vector<const std::string*> strings_by_id_;  // id - 1 -> text (keys of string_ids_)
+  std::vector<int64_t> api_name_ids_[2];           // [driver][cbid] -> StringIds id (0: not yet)
+  std::vector<std::string> node_hosts_;            // node -> host
+  std::set<std::pair<uint32_t, uint32_t>> node_pids_;  // (node, pid) given a globalPid
+  std::set<std::tuple<uint32_t, uint32_t, std::string>> gpus_;  // TARGET_INFO_GPU rows given
+  std::vector<DeferredRow> deferred_;
+  // Ranks with synchronization rows whose context had no GPU row yet: fixed up in Close.
+  struct SyncFix {
+    int64_t global_pid;
+    std::map<uint32_t, uint32_t> context_devices;
+  };
+  std::vector<SyncFix> sync_fixes_;
+
+  // Per rank (Begin resets).
+  const Rank* rank_ = nullptr;
+  uint32_t node_ = 0;
+  int64_t global_pid_ = 0;
+  std::vector<KernelNames> kernel_names_;  // builder name id -> ids
+  std::unordered_map<uint64_t, int64_t> threads_;  // (cupti pid << 32 | cupti tid) -> globalTid
+  uint64_t last_thread_key_ = ~uint64_t{0};
+  int64_t last_thread_tid_ = 0;
+  std::map<uint32_t, uint32_t> context_devices_;
+  uint32_t last_context_ = ~0u, last_device_ = ~0u;
+  uint64_t sync_unknown_device_ = 0;
+  std::map<uint64_t, Annotation> annotations_;  // external id -> span and count
+  // Rows given (and left out for want of a time) by type: kernel, memcpy, memset, runtime,
+  // secondary API calls, synchronization.
+  uint64_t rank_rows_[6] = {}, rank_untimed_[6] = {};
+};
+
+}  // namespace cupmon::decoder

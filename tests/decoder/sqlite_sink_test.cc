@@ -1,0 +1,334 @@
+// `export --format sqlite` (decoder/src/export/sqlite_sink.cc) on synthetic recordings whose every
+// record is known: nsys's tables, ids and joins, cupmon's own tables, and the file policy.
+// Built only where SQLite is found; the real recordings are checked by sqlite_export_test.py.
+#include <sqlite3.h>
+#include <sys/stat.h>
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cupmon/decoder/record_layout.h"
+#include "cupmon/decoder/reports.h"
+#include "export/sqlite_sink.h"
+#include "recording_builder.h"
+#include "test_util.h"
+
+namespace cupmon::decoder {
+namespace {
+
+using testing::BufferBuilder;
+using testing::kT0;
+using testing::TempDir;
+
+constexpr int64_t kBase = static_cast<int64_t>(kT0) - 1'000'000'000;  // the header's process start
+constexpr int64_t kGlobalPid = int64_t{testing::kTestPid} << 24;
+
+// A database opened read-only, with one-value queries.
+class Db {
+ public:
+  explicit Db(const std::string& path) {
+    EXPECT_EQ(sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  }
+  ~Db() { sqlite3_close(db_); }
+  // The first column of the first row as text ("NULL" for NULL, "" when no row).
+  std::string Text(const std::string& sql) {
+    sqlite3_stmt* s = nullptr;
+    if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &s, nullptr) != SQLITE_OK) {
+      ADD_FAILURE() << sql << ": " << sqlite3_errmsg(db_);
+      return "<error>";
+    }
+    std::string out;
+    if (sqlite3_step(s) == SQLITE_ROW) {
+      const unsigned char* t = sqlite3_column_text(s, 0);
+      out = t ? reinterpret_cast<const char*>(t) : "NULL";
+    }
+    sqlite3_finalize(s);
+    return out;
+  }
+  int64_t Int(const std::string& sql) { return std::stoll(Text(sql)); }
+
+ private:
+  sqlite3* db_ = nullptr;
+};
+
+void WriteRecording(const std::string& dir, const std::vector<std::vector<uint8_t>>& buffers,
+                    const std::vector<std::pair<uint64_t, std::string>>& strings) {
+  RecordingWriter w(testing::WriterOptions(dir), testing::SyntheticHeader());
+  ASSERT_TRUE(w.Open().has_value());
+  std::vector<pb::StringEntry> entries;
+  for (const auto& [ptr, text] : strings) {
+    entries.emplace_back();
+    entries.back().set_pointer(ptr);
+    entries.back().set_text(text);
+  }
+  w.AddStrings(entries);
+  for (const auto& b : buffers) w.WriteRawBuffer(b, 0, 0);
+  w.Close(0);
+}
+
+int Export(const std::string& in, const std::string& out_path, std::string* err_text = nullptr,
+           ReportOptions opt = {}) {
+  opt.format = ExportFormat::kSqlite;
+  opt.output_path = out_path;
+  std::ostringstream out, err;
+  const int rc = RunReport(ReportKind::kExport, in, opt, out, err);
+  if (err_text) *err_text = err.str();
+  EXPECT_EQ(out.str(), "") << "the SQLite export writes nothing to the stream";
+  return rc;
+}
+
+// Everything the export knows how to write, once.
+void WriteEverything(const std::string& dir) {
+  BufferBuilder sync, api, gpu;
+  // A stream synchronization before any GPU row of its context told its device.
+  sync.Add(kKindSynchronization, {{Field::kSyncType, 3}, {Field::kStart, kT0 + 400},
+                                  {Field::kEnd, kT0 + 900}, {Field::kCorrelationId, 7},
+                                  {Field::kContextId, 1}, {Field::kStreamId, 7},
+                                  {Field::kEventId, 0xFFFFFFFF}});
+  api.Runtime(kT0 + 100, kT0 + 200, 5, 211)       // cudaLaunchKernel
+      .Driver(kT0 + 120, kT0 + 180, 5, 307)       // cuLaunchKernel made by it: nested
+      .Runtime(kT0 + 210, kT0 + 215, 5, 10)       // cudaGetLastError with the launch's id (nsys
+                                                  // seed 003): a second record of that id
+      .Driver(kT0 + 300, kT0 + 310, 6, 307, 102)  // cuLaunchKernel called directly, other thread
+      .Runtime(kT0 + 400, kT0 + 900, 7, 165)      // cudaDeviceSynchronize
+      .External(5, 42);
+  gpu.Kernel(kT0 + 250, kT0 + 400, 5, 0x10)
+      .Kernel(kT0 + 320, kT0 + 330, 6, 0x99)  // no string entry: unresolved
+      .Kernel(0, 0, 9, 0x10)                  // zero timestamps: cannot be placed
+      .Add(kKindMemset, {{Field::kMemsetValue, 0xAB}, {Field::kBytes, 4096}, {Field::kStart, kT0 + 500},
+                         {Field::kEnd, kT0 + 510}, {Field::kDeviceId, 0}, {Field::kContextId, 1},
+                         {Field::kStreamId, 7}, {Field::kCorrelationId, 8}})
+      .Add(kKindMemcpy2, {{Field::kCopyKind, 10}, {Field::kSrcKind, 3}, {Field::kDstKind, 3},
+                          {Field::kBytes, 1 << 20}, {Field::kStart, kT0 + 600}, {Field::kEnd, kT0 + 700},
+                          {Field::kDeviceId, 0}, {Field::kContextId, 1}, {Field::kStreamId, 7},
+                          {Field::kSrcDeviceId, 0}, {Field::kDstDeviceId, 1},
+                          {Field::kCorrelationId, 10}});
+  WriteRecording(dir, {sync.bytes(), api.bytes(), gpu.bytes()},
+                 {{0x10, "_ZN2at6native6kernelIfEEvPT_i"}, {42, "step 1"}});
+}
+
+TEST(SqliteSinkTest, FillsTheNsysTablesWithNsysIds) {
+  TempDir dir, out;
+  WriteEverything(dir.path());
+  const std::string db_path = out.path() + "/x.sqlite";
+  std::string err;
+  EXPECT_EQ(Export(dir.path(), db_path, &err), kExitWarnings) << err;  // the unresolved name
+  Db db(db_path);
+  EXPECT_EQ(db.Text("SELECT value FROM META_DATA_EXPORT WHERE name = 'EXPORT_SCHEMA_VERSION'"), "3.28.1");
+  EXPECT_EQ(db.Int("SELECT utcEpochNs FROM TARGET_INFO_SESSION_START_TIME"), kBase);
+
+  // Kernels: times since the session start, the rank's globalPid, nsys's three names.
+  EXPECT_EQ(db.Int("SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_KERNEL"), 2);
+  EXPECT_EQ(db.Text("SELECT start || ' ' || end || ' ' || globalPid || ' ' || gridX || ' ' || "
+                    "deviceId FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE correlationId = 5"),
+            std::to_string(1'000'000'250) + " " + std::to_string(1'000'000'400) + " " +
+                std::to_string(kGlobalPid) + " 128 0");
+  EXPECT_EQ(db.Text("SELECT d.value || '|' || s.value || '|' || m.value FROM "
+                    "CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds d ON d.id = k.demangledName JOIN "
+                    "StringIds s ON s.id = k.shortName JOIN StringIds m ON m.id = k.mangledName "
+                    "WHERE k.correlationId = 5"),
+            "void at::native::kernel<float>(float*, int)|kernel|_ZN2at6native6kernelIfEEvPT_i");
+  EXPECT_EQ(db.Text("SELECT mangledName FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE correlationId = 6"),
+            "NULL");
+  EXPECT_EQ(db.Text("SELECT s.value FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s ON s.id = "
+                    "k.shortName WHERE k.correlationId = 6"),
+            "<unresolved kernel name 0x99>");
+
+  // API calls: runtime and direct driver calls in the runtime table; the driver call the runtime
+  // made and the second record of the launch's id are left out of it, so the launch join finds
+  // one call per kernel.
+  EXPECT_EQ(db.Int("SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME"), 3);
+  EXPECT_EQ(db.Text("SELECT group_concat(n.value || ':' || e.label, ',') FROM CUPMON_SECONDARY_API s "
+                    "JOIN StringIds n ON n.id = s.nameId JOIN CUPMON_ENUM_SECONDARY_API_REASON e ON "
+                    "e.id = s.reason WHERE s.correlationId = 5"),
+            "cuLaunchKernel:Driver call made by the runtime call of its correlation id,"
+            "cudaGetLastError_v3020:Later record of a correlation id another call of its kind holds");
+  EXPECT_EQ(db.Text("SELECT group_concat(k.correlationId || ':' || n.value || ':' || e.label, ',') "
+                    "FROM CUPTI_ACTIVITY_KIND_KERNEL AS k JOIN CUPTI_ACTIVITY_KIND_RUNTIME AS r "
+                    "ON k.correlationId = r.correlationId AND k.globalPid = (r.globalTid & "
+                    "0xFFFFFFFFFF000000) LEFT JOIN ENUM_NSYS_EVENT_CLASS AS e ON r.eventClass = "
+                    "e.id LEFT JOIN StringIds AS n ON r.nameId = n.id WHERE r.callchainId IS NULL "
+                    "ORDER BY k.correlationId"),
+            "5:cudaLaunchKernel_v7000:CUDA runtime,6:cuLaunchKernel:CUDA driver");
+  // Threads get numbers from 1 in the order they first call; CUPMON_THREADS keeps CUPTI's ids.
+  EXPECT_EQ(db.Int("SELECT globalTid FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE correlationId = 5"),
+            kGlobalPid | 1);
+  EXPECT_EQ(db.Int("SELECT globalTid FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE correlationId = 6"),
+            kGlobalPid | 2);
+  EXPECT_EQ(db.Int("SELECT cuptiThreadId FROM CUPMON_THREADS WHERE globalTid = " +
+                   std::to_string(kGlobalPid | 2)),
+            102);
+
+  // Synchronization: the device of its context (found after the row was written), nsys's enum.
+  EXPECT_EQ(db.Text("SELECT y.deviceId || ' ' || t.label || ' ' || y.correlationId || ' ' || "
+                    "y.globalPid FROM CUPTI_ACTIVITY_KIND_SYNCHRONIZATION y JOIN "
+                    "ENUM_CUPTI_SYNC_TYPE t ON t.id = y.syncType"),
+            "0 Stream sync 7 " + std::to_string(kGlobalPid));
+  // Memset value and a peer-to-peer copy's devices and memory kinds (nsys's numbering).
+  EXPECT_EQ(db.Text("SELECT value || ' ' || bytes FROM CUPTI_ACTIVITY_KIND_MEMSET"), "171 4096");
+  EXPECT_EQ(db.Text("SELECT e.label || ' ' || m.srcDeviceId || ' ' || m.dstDeviceId || ' ' || "
+                    "s.label FROM CUPTI_ACTIVITY_KIND_MEMCPY m JOIN ENUM_CUDA_MEMCPY_OPER e ON "
+                    "e.id = m.copyKind JOIN ENUM_CUDA_MEM_KIND s ON s.id = m.srcKind"),
+            "Peer-to-Peer 0 1 Device");
+
+  // cupmon's facts: the rank, the untimed kernel, the annotation and what it covers.
+  EXPECT_EQ(db.Text("SELECT host || ' ' || pid || ' ' || node || ' ' || synthetic FROM CUPMON_RANKS"),
+            "synthetic-host 4242 0 1");
+  EXPECT_EQ(db.Int("SELECT value FROM CUPMON_COUNTERS WHERE name = 'export.untimed.kernel'"), 1);
+  EXPECT_EQ(db.Int("SELECT value FROM CUPMON_COUNTERS WHERE name = 'decoder.unresolved_names'"), 1);
+  EXPECT_EQ(db.Text("SELECT s.value || ' ' || a.rows FROM CUPMON_ANNOTATIONS a JOIN StringIds s "
+                    "ON s.id = a.labelId"),
+            "step 1 4");  // the launch, the driver call it made, the second record, the kernel
+  EXPECT_EQ(db.Text("SELECT group_concat(correlationId) FROM CUPMON_CORRELATION_ANNOTATIONS"), "5");
+  EXPECT_EQ(db.Text("SELECT id || ' ' || name || ' ' || computeMajor || ' ' || (uuid IS NULL) FROM "
+                    "TARGET_INFO_GPU"),
+            "0 Synthetic GPU (test double) 9 1");
+  // Every column nsys declares, in nsys's order (a few checked; the list is nsys_schema.cc's).
+  EXPECT_EQ(db.Text("SELECT group_concat(name) FROM pragma_table_info('CUPTI_ACTIVITY_KIND_RUNTIME')"),
+            "start,end,eventClass,globalTid,correlationId,nameId,returnValue,callchainId");
+  EXPECT_EQ(db.Int("SELECT COUNT(*) FROM pragma_table_info('CUPTI_ACTIVITY_KIND_KERNEL')"), 40);
+}
+
+// Every row of the batched tables and StringIds, every column, in rowid order, as text.
+std::string Dump(const std::string& path) {
+  Db db(path);
+  std::string all;
+  for (const char* t : {"CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY",
+                        "CUPTI_ACTIVITY_KIND_MEMSET", "CUPTI_ACTIVITY_KIND_RUNTIME",
+                        "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", "CUPMON_SECONDARY_API",
+                        "CUPMON_THREADS", "CUPMON_CORRELATION_ANNOTATIONS", "StringIds"}) {
+    const std::string row = db.Text(std::string("SELECT 'quote(rowid)' || group_concat(' || '','' "
+                                                "|| quote(' || name || ')', '') FROM "
+                                                "pragma_table_info('") + t + "')");
+    all += std::string(t) + ": " +
+           db.Text("SELECT group_concat(" + row + ", ';') FROM (SELECT rowid, * FROM " + t +
+                   " ORDER BY rowid)") +
+           "\n";
+  }
+  return all;
+}
+
+TEST(SqliteSinkTest, TheWriterThreadWritesWhatTheCallerWouldWrite) {
+  // The same rows through a sink with its writer thread and through one without.
+  TempDir dir, out;
+  WriteEverything(dir.path());
+  auto listing = ListRecordings(dir.path());
+  ASSERT_TRUE(listing.has_value());
+  std::vector<std::string> dumps;
+  for (bool thread : {true, false}) {
+    const std::string path = out.path() + (thread ? "/thread.sqlite" : "/caller.sqlite");
+    auto sink = SqliteSink::Create(path, SqliteSink::Options{thread});
+    ASSERT_TRUE(sink.has_value()) << sink.error().message;
+    struct Forward : RowSink {
+      SqliteSink* s;
+      void OnRow(const Row& r) override { s->Write(r); }
+      bool WantsSynchronization() const override { return true; }
+    } forward;
+    forward.s = sink->get();
+    const Recording& rec = listing->recordings.at(0);
+    TraceBuilder b(TraceFilter{}, &forward);
+    (*sink)->Begin(b, rec, nullptr);
+    ReadIntegrity integrity;
+    ReadRecording(rec, b, &integrity);
+    b.Finish();
+    (*sink)->End(b, rec, integrity);
+    ASSERT_TRUE((*sink)->Close().has_value());
+    // 2 kernels, 3 calls and 2 secondary ones, a memset, a memcpy, a synchronization.
+    EXPECT_EQ((*sink)->activity_rows(), 10u);
+    dumps.push_back(Dump(path));
+  }
+  EXPECT_EQ(dumps[0], dumps[1]);
+  EXPECT_NE(dumps[0].find("cudaLaunchKernel"), std::string::npos);
+}
+
+TEST(SqliteSinkTest, ManyRowsCrossManyBatches) {
+  // Batches of 4096 rows, multi-row INSERTs of 32 and their one-row tails.
+  TempDir dir, out;
+  BufferBuilder api, gpu;
+  constexpr uint32_t kN = 20'000;
+  for (uint32_t i = 0; i < kN; ++i) {
+    api.Runtime(kT0 + 1000 * i, kT0 + 1000 * i + 100, 100 + i, 211, 101 + i % 3);
+    gpu.Kernel(kT0 + 1000 * i + 200, kT0 + 1000 * i + 300, 100 + i, 0x10, 7 + i % 2);
+  }
+  api.Runtime(kT0 + 1000 * kN, kT0 + 1000 * kN + 1, 99, 10);  // one more: a tail of 1
+  WriteRecording(dir.path(), {api.bytes(), gpu.bytes()}, {{0x10, "_Z1kv"}});
+  const std::string db_path = out.path() + "/x.sqlite";
+  ASSERT_EQ(Export(dir.path(), db_path), kExitClean);
+  Db db(db_path);
+  EXPECT_EQ(db.Int("SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_KERNEL"), kN);
+  EXPECT_EQ(db.Int("SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME"), kN + 1);
+  EXPECT_EQ(db.Int("SELECT COUNT(*) FROM CUPMON_THREADS"), 3);
+  EXPECT_EQ(db.Int("SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN "
+                   "CUPTI_ACTIVITY_KIND_RUNTIME r ON k.correlationId = r.correlationId AND "
+                   "k.globalPid = (r.globalTid & 0xFFFFFFFFFF000000)"),
+            kN);
+  EXPECT_EQ(db.Int("SELECT SUM(end - start) FROM CUPTI_ACTIVITY_KIND_KERNEL"), int64_t{100} * kN);
+  EXPECT_EQ(db.Int("SELECT COUNT(*) FROM sqlite_master WHERE type = 'index'"), 8);
+  // --limit counts rows of every table.
+  ReportOptions limited;
+  limited.limit = 1000;
+  ASSERT_EQ(Export(dir.path(), db_path, nullptr, limited), kExitClean);
+  Db small(db_path);
+  EXPECT_EQ(small.Int("SELECT (SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_KERNEL) + (SELECT "
+                      "COUNT(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME)"),
+            1000);
+}
+
+TEST(SqliteSinkTest, ReplacesAFileAtomicallyAndLeavesNoTemporary) {
+  TempDir dir, out;
+  WriteEverything(dir.path());
+  const std::string db_path = out.path() + "/x.sqlite";
+  testing::WriteAll(db_path, {'n', 'o', 't', ' ', 'a', ' ', 'd', 'b'});
+  // An input that cannot be read fails before anything is written: the file stays as it was.
+  std::string err;
+  EXPECT_EQ(Export(out.path() + "/missing", db_path, &err), kExitUnusable);
+  EXPECT_EQ(testing::ReadAll(db_path).size(), 8u);
+  EXPECT_EQ(Export(dir.path(), db_path, &err), kExitWarnings) << err;
+  Db db(db_path);
+  EXPECT_EQ(db.Int("SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_KERNEL"), 2);
+  std::vector<std::string> left;
+  for (const auto& e : std::filesystem::directory_iterator(out.path())) left.push_back(e.path().filename());
+  EXPECT_EQ(left, std::vector<std::string>{"x.sqlite"});
+  // Permissions as the other exports create files (the umask's), not mkstemp's 0600.
+  struct stat st{};
+  ASSERT_EQ(stat(db_path.c_str(), &st), 0);
+  const mode_t mask = umask(0);
+  umask(mask);
+  EXPECT_EQ(st.st_mode & 0777, 0666 & ~mask);
+}
+
+TEST(SqliteSinkTest, UnwritableOrMissingOutputFailsBeforeReading) {
+  TempDir dir, out;
+  WriteEverything(dir.path());
+  std::string err;
+  EXPECT_EQ(Export(dir.path(), out.path() + "/no/such/dir/x.sqlite", &err), kExitUnusable);
+  EXPECT_NE(err.find("cannot write " + out.path() + "/no/such/dir/x.sqlite"), std::string::npos) << err;
+  EXPECT_EQ(Export(dir.path(), out.path(), &err), kExitUnusable);
+  EXPECT_NE(err.find("is a directory"), std::string::npos) << err;
+  EXPECT_EQ(Export(dir.path(), "", &err), kExitUnusable);
+  EXPECT_NE(err.find("give -o FILE"), std::string::npos) << err;
+  EXPECT_TRUE(std::filesystem::is_empty(out.path()));
+}
+
+TEST(SqliteSinkTest, AnEmptyRegionGivesTheTablesWithNoRows) {
+  TempDir dir, out;
+  WriteEverything(dir.path());
+  const std::string db_path = out.path() + "/x.sqlite";
+  ReportOptions opt;
+  opt.filter.from_rel = int64_t{3600} * 1'000'000'000;  // an hour after the first record
+  std::string err;
+  EXPECT_EQ(Export(dir.path(), db_path, &err, opt), kExitWarnings) << err;
+  EXPECT_NE(err.find("holds no activity rows"), std::string::npos) << err;
+  Db db(db_path);
+  EXPECT_EQ(db.Int("SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_KERNEL"), 0);
+  EXPECT_EQ(db.Int("SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME"), 0);
+  EXPECT_EQ(db.Int("SELECT COUNT(*) FROM CUPMON_RANKS"), 1);
+  EXPECT_EQ(db.Text("SELECT value FROM META_DATA_EXPORT WHERE name = 'EXPORT_SCHEMA_VERSION'"), "3.28.1");
+}
+
+}  // namespace
+}  // namespace cupmon::decoder
