@@ -155,6 +155,11 @@ void CheckTiming(const CollectingSink& sink, const std::map<std::string, std::st
               "\"" + std::string(gs::kSpinName) + "\" rows: " + N(spins.size()) + ", expected " +
                   N(gs::kSpinRuns + 1) + " (1 warm-up + " + N(gs::kSpinRuns) + " timed)"))
     return;
+  // CUDA events bracket the kernel and also time its launch and whatever the GPU did around it,
+  // so a run's event time can jump (once in 16 runs on the H200: 2077.6 us against 2010-2030 us,
+  // while cupmon's 2000.5 us was the same in every run). Each run: cupmon's duration is valid and
+  // no longer than the events' interval; the median of the runs: within kSpinTolerance of theirs.
+  std::vector<double> rels;
   for (int i = 0; i < gs::kSpinRuns; ++i) {
     const Row* r = spins[i + 1];
     auto it = expect.find("spin_event_ns_" + std::to_string(i));
@@ -162,12 +167,22 @@ void CheckTiming(const CollectingSink& sink, const std::map<std::string, std::st
     const double event_ns = std::stod(it->second);
     const double cupmon_ns = static_cast<double>(r->duration);
     const double rel = (cupmon_ns - event_ns) / event_ns;
+    rels.push_back(rel);
     char line[256];
     std::snprintf(line, sizeof line,
-                  "spin run %d: cupmon %.1f us, CUDA events %.1f us, difference %+.3f%% (limit %.0f%%)",
-                  i, cupmon_ns / 1e3, event_ns / 1e3, 100.0 * rel, 100.0 * gs::kSpinTolerance);
-    Expect(r->valid_time && std::fabs(rel) <= gs::kSpinTolerance, line);
+                  "spin run %d: cupmon %.1f us, CUDA events %.1f us, difference %+.3f%% (cupmon "
+                  "within the events' interval)",
+                  i, cupmon_ns / 1e3, event_ns / 1e3, 100.0 * rel);
+    // 1 us of slack: the two clocks' resolutions.
+    Expect(r->valid_time && cupmon_ns <= event_ns + 1000.0, line);
   }
+  if (rels.empty()) return;
+  std::sort(rels.begin(), rels.end());
+  const double median = rels[rels.size() / 2];
+  char line[160];
+  std::snprintf(line, sizeof line, "median difference over %zu runs %+.3f%% (limit %.0f%%)",
+                rels.size(), 100.0 * median, 100.0 * gs::kSpinTolerance);
+  Expect(std::fabs(median) <= gs::kSpinTolerance, line);
 }
 
 void CheckStreams(const CollectingSink& sink) {

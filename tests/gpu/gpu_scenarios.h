@@ -37,7 +37,7 @@ inline constexpr const char* kPlainName = "cupmon_plain_kernel";  // extern "C":
 // ---- timing: a kernel that spins for kSpinNs on %globaltimer, timed with CUDA events ----
 inline constexpr int kSpinRuns = 5;                 // timed runs, after one untimed warm-up run
 inline constexpr uint64_t kSpinNs = 2'000'000;      // 2 ms
-inline constexpr double kSpinTolerance = 0.02;      // |cupmon - events| / events
+inline constexpr double kSpinTolerance = 0.02;      // |cupmon - events| / events, median of runs
 inline constexpr const char* kSpinName = "cupmon_test::Spin(unsigned long long)";
 
 // ---- streams: kStreams non-blocking streams, stream i gets StreamLaunches(i) launches of
