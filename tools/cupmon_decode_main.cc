@@ -1,9 +1,13 @@
 // cupmon-decode: offline decoder for cupmon recordings (no GPU, CUDA or libcupti needed).
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <fstream>
 #include <iostream>
 #include <regex>
+#include <string_view>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -52,6 +56,22 @@ void AddCommon(CLI::App* app, CommonArgs* a) {
                   "CUPTI delivery order). Later rows are emitted anyway and counted");
 }
 
+// Edit distance (insertions, deletions, substitutions) between two short words.
+size_t EditDistance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1] ? 1 : 0)});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -98,6 +118,30 @@ int main(int argc, char** argv) {
        "kernels, busy and idle time per device, memcpy bytes; distribution, slow steps, stragglers",
        ReportKind::kSteps},
   };
+  // A first word that is no command (a typo such as "sumary") would otherwise be reported as
+  // "A subcommand is required": name it, and the nearest command.
+  if (argc > 1 && argv[1][0] != '-') {
+    const std::string_view word = argv[1];
+    const Cmd* nearest = nullptr;
+    size_t best = SIZE_MAX;
+    std::string names;
+    for (const Cmd& c : cmds) {
+      if (word == c.name) {
+        nearest = nullptr;
+        best = 0;
+        break;
+      }
+      const size_t d = EditDistance(word, c.name);
+      if (d < best) best = d, nearest = &c;
+      names += std::string(names.empty() ? "" : ", ") + c.name;
+    }
+    if (best > 0) {
+      std::cerr << "cupmon-decode: unknown command '" << word << "'";
+      if (nearest && best <= 3) std::cerr << "; did you mean '" << nearest->name << "'?";
+      std::cerr << "\ncommands: " << names << " (cupmon-decode --help)\n";
+      return cupmon::decoder::kExitUnusable;
+    }
+  }
   std::map<CLI::App*, ReportKind> kinds;
   for (const Cmd& c : cmds) {
     CLI::App* sub = app.add_subcommand(c.name, c.help);
@@ -187,6 +231,17 @@ int main(int argc, char** argv) {
   if (!args.to.empty() &&
       !cupmon::decoder::ParseTimeArg(args.to, &opt.filter.to_rel, &opt.filter.to_wall)) {
     std::cerr << "cupmon-decode: cannot parse --to " << args.to << "\n";
+    return cupmon::decoder::kExitUnusable;
+  }
+  // An empty or inverted range would print an empty report and exit 0. Ranges of the same kind
+  // compare here; a relative end against a wall-clock start needs the recording, and is left alone.
+  const auto inverted = [](const std::optional<int64_t>& from, const std::optional<int64_t>& to) {
+    return from && to && *to <= *from;
+  };
+  if (inverted(opt.filter.from_rel, opt.filter.to_rel) ||
+      inverted(opt.filter.from_wall, opt.filter.to_wall)) {
+    std::cerr << "cupmon-decode: --to " << args.to << " is not after --from " << args.from
+              << ": the range is empty\n";
     return cupmon::decoder::kExitUnusable;
   }
   if (!args.kernel.empty()) {
