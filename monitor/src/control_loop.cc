@@ -238,15 +238,20 @@ void ControlLoop::CheckClockDomain() {
 
 // ---- Takeover watch ----
 
-void ControlLoop::WriteGapMarker(bool begin, uint32_t gap, uint64_t cupti_ns,
-                                 const std::string& note) {
+pb::WindowMarker ControlLoop::GapMarker(bool begin, uint32_t gap, uint64_t cupti_ns,
+                                        std::string note) {
   pb::WindowMarker m;
   m.set_window_id(gap);
   m.set_edge(begin ? pb::WindowMarker::GAP_BEGIN : pb::WindowMarker::GAP_END);
   m.set_cupti_ns(cupti_ns);
   m.set_realtime_ns(ClockNs(CLOCK_REALTIME));
-  m.set_note(note);
-  Post([m](RecordingWriter& w) { w.WriteWindowMarker(m); });
+  m.set_note(std::move(note));
+  return m;
+}
+
+void ControlLoop::WriteGapMarker(bool begin, uint32_t gap, uint64_t cupti_ns,
+                                 const std::string& note) {
+  Post([m = GapMarker(begin, gap, cupti_ns, note)](RecordingWriter& w) { w.WriteWindowMarker(m); });
 }
 
 void ControlLoop::EndOpenGap() {

@@ -93,6 +93,8 @@ class ControlLoop final : public control::ControlTarget, public metrics::Metrics
   // After the thread joined: whether the takeover watch saw a gap open at stop, and the CUPTI
   // time of its last tick that saw cupmon's callbacks run (0: none yet).
   bool gap_open() const { return watch_ && watch_->in_gap(); }
+  // A GAP_BEGIN or GAP_END marker of takeover gap `gap` at CUPTI time `cupti_ns` (any thread).
+  static pb::WindowMarker GapMarker(bool begin, uint32_t gap, uint64_t cupti_ns, std::string note);
   uint64_t last_active_cupti_ns() const { return last_active_cupti_ns_; }
 
   // control::ControlTarget (control thread).

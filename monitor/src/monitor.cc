@@ -248,13 +248,10 @@ bool Monitor::Stop(std::chrono::milliseconds timeout) {
          "are intact; the last one may lack its footer (CUPMON_EXIT_TIMEOUT_MS)");
   } else {
     writer_thread_->join();
-    const uint64_t stranded = counters_->stranded_buffers.load(std::memory_order_relaxed);
     if (pool_->in_use() > 0)
       Warn(std::to_string(pool_->in_use()) +
-           " activity buffers did not come back from CUPTI at stop: their records are lost " +
-           (stranded ? "(another CUPTI client took CUPTI's activity callbacks; marked in the "
-                       "recording)"
-                     : "(counted in the recording)"));
+           " activity buffers did not come back from CUPTI at stop: their records are lost "
+           "(another CUPTI client probably took CUPTI's activity callbacks)");
     // A stopped monitor is kept, not freed (entry_points.cc): it should not keep its buffers'
     // pages resident too.
     pool_->ReleaseMemory();
@@ -279,21 +276,15 @@ void Monitor::MarkBuffersNotReturned(RecordingWriter& w, uint64_t held, uint64_t
     since = facts_->start_calibration.samples(0).cupti_ns();
   const bool since_known = since != 0 && since <= now_cupti;
   if (!since_known) since = now_cupti;
-  pb::WindowMarker m;
-  m.set_window_id(gap);
-  m.set_edge(pb::WindowMarker::GAP_BEGIN);
-  m.set_cupti_ns(since);
-  m.set_realtime_ns(ClockNs(CLOCK_REALTIME));
-  m.set_note("at stop " + std::to_string(held) +
-             " cupmon buffers had not come back from CUPTI after its forced flush: their records "
-             "are lost; another CUPTI client probably registered its own activity callbacks "
-             "(seen at stop, not by the takeover watch" +
-             (since_known ? ")" : "; when it began is not known)"));
-  w.WriteWindowMarker(m);
-  m.set_edge(pb::WindowMarker::GAP_END);
-  m.set_cupti_ns(now_cupti);
-  m.set_note("recording stopped during the gap");
-  w.WriteWindowMarker(m);
+  w.WriteWindowMarker(ControlLoop::GapMarker(
+      true, gap, since,
+      "at stop " + std::to_string(held) +
+          " cupmon buffers had not come back from CUPTI after its forced flush: their records "
+          "are lost; another CUPTI client probably registered its own activity callbacks "
+          "(seen at stop, not by the takeover watch" +
+          (since_known ? ")" : "; when it began is not known)")));
+  w.WriteWindowMarker(
+      ControlLoop::GapMarker(false, gap, now_cupti, "recording stopped during the gap"));
 }
 
 void Monitor::FlushAndWait() {
