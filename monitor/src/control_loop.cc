@@ -303,7 +303,8 @@ void ControlLoop::CheckCallbacks() {
              (reclaim ? "it takes them back in " + std::to_string(reclaim) + " ms"
                       : std::string("stop (CUPMON_RECLAIM_MS=0)")) +
              "; the gap is marked in the recording. To share CUPTI instead, start the job with "
-             "cupmon-run (it preloads libcupmon-preload.so unless --no-preload; docs/COEXISTENCE.md)");
+             "cupmon-run (it preloads libcupmon-preload.so unless --no-preload; "
+             "docs/COEXISTENCE.md)");
       }
       return;
     }

@@ -222,7 +222,8 @@ bool Monitor::Stop(std::chrono::milliseconds timeout) {
   cupti_.ActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   control_->PollDropped();
   try {
-    queue_->Push(RecordingPipeline::FinalTask([this, gap_marked, last_active_ns](RecordingWriter& w) {
+    queue_->Push(RecordingPipeline::FinalTask([this, gap_marked,
+                                               last_active_ns](RecordingWriter& w) {
       // Every buffer CUPTI completed to cupmon is written by now (this task comes after them).
       // Buffers an earlier, reclaimed gap left with the other client are counted already.
       const uint64_t known = counters_->stranded_buffers.load(std::memory_order_relaxed);
