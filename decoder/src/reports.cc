@@ -216,6 +216,7 @@ class SummarySink : public RowSink {
       out << " #" << id;
       if (w.begin && w.end >= w.begin && w.end) out << " " << FormatDuration(static_cast<double>(w.end - w.begin));
       else out << " (open)";
+      if (w.launched_before) out << " (" << w.launched_before << " launched before it opened)";
     }
     out << "\n==cupmon== Drops: " << c.stats.dropped_records() << " dropped records, "
         << c.stats.pool_exhausted() << " buffer requests unmet, " << c.unknown_timestamps
@@ -342,6 +343,11 @@ class ApiTraceSink : public LimitedSink {
 
 class KernExecSink : public LimitedSink {
  public:
+  // The API Name column: the launch call, or why there is none.
+  static std::string_view ApiColumn(const Row& r) {
+    if (r.has_api) return r.api_name;
+    return r.launched_before_window ? "(before window)" : "-";
+  }
   using LimitedSink::LimitedSink;
   void Begin(const TraceBuilder& b, const Recording& r, size_t) override {
     builder_ = &b;
@@ -370,9 +376,8 @@ class KernExecSink : public LimitedSink {
                    api ? FormatDuration(static_cast<double>(r.api_end - r.api_start)).c_str() : "-",
                    queue.c_str(), TimeOrDash(r, r.wall_start, origin, r.valid_time).c_str(),
                    r.valid_time ? FormatDuration(static_cast<double>(r.duration)).c_str() : "-",
-                   total.c_str(), r.correlation,
-                   static_cast<int>(r.has_api ? r.api_name.size() : 1),
-                   r.has_api ? r.api_name.data() : "-", static_cast<int>(r.name.size()), r.name.data());
+                   total.c_str(), r.correlation, static_cast<int>(ApiColumn(r).size()),
+                   ApiColumn(r).data(), static_cast<int>(r.name.size()), r.name.data());
   }
 };
 
@@ -387,7 +392,7 @@ class CsvSink : public LimitedSink {
     if (!header_done_) {
       out_ << "recording,type,kind,start_ns,end_ns,duration_ns,device,context,stream,"
               "correlation_id,name,api_name,api_start_ns,api_end_ns,pid,tid,return_value,bytes,"
-              "grid,block,registers,annotation"
+              "grid,block,registers,annotation,launched_before_window"
            << (rank_ ? ",rank\n" : "\n");
       header_done_ = true;
     }
@@ -419,6 +424,8 @@ class CsvSink : public LimitedSink {
     }
     out_ << ',';
     out_.Csv(r.annotation);
+    out_ << ',';
+    if (!api) out_ << (r.launched_before_window ? '1' : '0');
     if (rank_) out_ << ',' << rank_->rank;
     out_ << '\n';
   }
@@ -467,6 +474,7 @@ class JsonlSink : public LimitedSink {
           out_ << ",\"start_ns\":" << r.api_wall_start << ",\"end_ns\":" << r.api_wall_end;
         out_ << '}';
       }
+      if (r.launched_before_window) out_ << ",\"launched_before_window\":true";
     }
     if (!r.annotation.empty()) {
       out_ << ",\"annotation\":\"";
@@ -589,6 +597,7 @@ class ChromeSink : public LimitedSink {
       out_ << ",\"annotation\":\"";
       out_.Json(r.annotation) << '"';
     }
+    if (r.launched_before_window) out_ << ",\"launched_before_window\":true";
     out_ << "}}";
     // A flow arrow from the launch call to this activity (one per activity: graphs fan out).
     if (r.has_api && r.api_valid_time)
@@ -717,7 +726,11 @@ void PrintInfo(std::ostream& out, const TraceBuilder& b, const Recording& r,
     out << "    #" << id << " source " << w.source << ", "
         << (w.end && w.end >= w.begin ? FormatDuration(static_cast<double>(w.end - w.begin)) : "open/unknown end")
         << (w.note.empty() ? "" : ", " + w.note)
-        << (w.begin_note.empty() ? "" : "; begin: " + w.begin_note) << "\n";
+        << (w.begin_note.empty() ? "" : "; begin: " + w.begin_note)
+        << (w.launched_before ? ", " + std::to_string(w.launched_before) +
+                                    " GPU activities launched before it opened (no launch record)"
+                              : std::string())
+        << "\n";
   // Another CUPTI client held CUPTI: cupmon's stream has no records in these intervals.
   out << "  gaps (another CUPTI client held CUPTI; no records inside): " << b.gaps().size() << "\n";
   for (const auto& [id, g] : b.gaps())
@@ -740,7 +753,8 @@ void PrintInfo(std::ostream& out, const TraceBuilder& b, const Recording& r,
   out << "  decoding: " << c.buffers_stopped << " buffers cut short, " << c.records_not_decoded
       << " records of kinds not decoded, " << c.unknown_timestamps << " unknown timestamps, "
       << c.unresolved_names << " unresolved names, " << c.duplicate_api_correlation
-      << " duplicate API correlation ids, " << c.gpu_without_api << " GPU records without API record, "
+      << " duplicate API correlation ids, " << c.gpu_without_api << " GPU records without API record ("
+      << c.launched_before_window << " of them launched before their window), "
       << c.calibration_samples << " calibration samples (" << c.calibration_non_monotonic
       << " non-monotonic)\n";
 }

@@ -197,6 +197,7 @@ void TraceBuilder::OnWindowMarker(const pb::WindowMarker& m) {
   }
   WindowSpan& w = windows_[m.window_id()];
   w.id = m.window_id();
+  windows_changed_ = true;
   if (m.edge() == pb::WindowMarker::BEGIN) {
     w.begin = m.cupti_ns();
     w.source = pb::TriggerSource_Name(m.source());
@@ -356,6 +357,11 @@ void TraceBuilder::AddRecord(const RecordLayout& layout, const FieldReader& f, c
     p.pid = f.Get32(rec, Field::kProcessId);
     p.tid = f.Get32(rec, Field::kThreadId);
     p.ret = f.Get32(rec, Field::kReturnValue);
+    if (TimedSpan(p.start, p.end) && !windows_.empty()) {
+      if (WindowSpan* w = WindowAt(p.start))
+        if (w->first_api_correlation == 0 || p.corr < w->first_api_correlation)
+          w->first_api_correlation = p.corr;
+    }
     const bool replace = e->has_api && e->api_kind == kKindDriver && p.kind == kKindRuntime;
     if (!e->has_api || replace) {
       // A runtime call replaces a driver call held for the same id: it is the launch the user wrote.
@@ -499,6 +505,26 @@ std::string_view TraceBuilder::Annotation(uint64_t external_id) {
   return a->second;
 }
 
+WindowSpan* TraceBuilder::WindowAt(uint64_t t) {
+  const auto holds = [t](const WindowSpan& w) {
+    return w.begin && t >= w.begin && (w.end == 0 || w.end < w.begin || t <= w.end);
+  };
+  if (last_window_ && !windows_changed_ && holds(*last_window_)) return last_window_;
+  if (windows_changed_) {
+    windows_by_begin_.clear();
+    for (auto& [id, w] : windows_)
+      if (w.begin) windows_by_begin_.push_back(&w);
+    std::sort(windows_by_begin_.begin(), windows_by_begin_.end(),
+              [](const WindowSpan* a, const WindowSpan* b) { return a->begin < b->begin; });
+    windows_changed_ = false;
+  }
+  // The last window that begins at or before t (windows do not overlap).
+  auto it = std::upper_bound(windows_by_begin_.begin(), windows_by_begin_.end(), t,
+                             [](uint64_t v, const WindowSpan* w) { return v < w->begin; });
+  if (it == windows_by_begin_.begin() || !holds(**(it - 1))) return nullptr;
+  return last_window_ = *(it - 1);
+}
+
 bool TraceBuilder::Passes(const Row& row) const {
   const bool gpu = row.type != RowType::kApi && row.type != RowType::kSynchronization;
   if (gpu && (filter_.device || filter_.stream || filter_.kernel)) {
@@ -628,6 +654,14 @@ void TraceBuilder::Emit(const Pending& p) {
       row.api_name = NameOf(ApiNameId(e->api_kind, e->cbid));
     } else {
       ++counts_.gpu_without_api;
+      if (row.valid_time && !windows_.empty()) {
+        WindowSpan* w = WindowAt(row.start);
+        if (w && w->first_api_correlation && row.correlation < w->first_api_correlation) {
+          row.launched_before_window = true;
+          ++w->launched_before;
+          ++counts_.launched_before_window;
+        }
+      }
     }
   }
   row.name = NameOf(row.name_id);

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <sstream>
 
 #include "cupmon/decoder/reports.h"
@@ -317,6 +318,88 @@ TEST(TraceBuilderTest, ReportsSortTracesButSummaryIgnoresOrder) {
     ++n;
   }
   EXPECT_EQ(n, 12u);
+}
+
+TEST(TraceBuilderTest, KernelsLaunchedBeforeAWindowAreMarkedAndNoOthers) {
+  // A kernel queued before a window opened can start inside it; its launch call came before the
+  // window's runtime records began. Such rows are marked (correlation id below the window's first
+  // API record's); a kernel launched inside the window whose launch record is missing is not.
+  TempDir dir;
+  {
+    RecordingWriter w(testing::WriterOptions(dir.path()), testing::SyntheticHeader());
+    ASSERT_TRUE(w.Open().has_value());
+    std::vector<pb::StringEntry> names(1);
+    names[0].set_pointer(0x10);
+    names[0].set_text("_Z1kv");
+    w.AddStrings(names);
+    const auto marker = [&](pb::WindowMarker::Edge edge, uint64_t t) {
+      pb::WindowMarker m;
+      m.set_window_id(1);
+      m.set_edge(edge);
+      m.set_source(pb::TRIGGER_SIGNAL);
+      m.set_cupti_ns(t);
+      w.WriteWindowMarker(m);
+    };
+    BufferBuilder before, gpu, api, after;
+    before.Kernel(kT0 + 100, kT0 + 200, 1, 0x10).Kernel(kT0 + 300, kT0 + 400, 2, 0x10);
+    w.WriteRawBuffer(before.bytes(), 0, 0);
+    marker(pb::WindowMarker::BEGIN, kT0 + 1000);
+    // Kernels first, their buffer ahead of the API buffer (CUPTI's order varies).
+    gpu.Kernel(kT0 + 1500, kT0 + 1600, 3, 0x10)   // launched before the window
+        .Kernel(kT0 + 2500, kT0 + 2600, 4, 0x10)  // launched before the window
+        .Kernel(kT0 + 3000, kT0 + 3100, 10, 0x10)
+        .Kernel(kT0 + 5000, kT0 + 5100, 12, 0x10);  // launched inside; its record is missing
+    api.Runtime(kT0 + 1200, kT0 + 1300, 10, 211).Runtime(kT0 + 4000, kT0 + 4100, 11, 211);
+    w.WriteRawBuffer(gpu.bytes(), 0, 0);
+    w.WriteRawBuffer(api.bytes(), 0, 0);
+    marker(pb::WindowMarker::END, kT0 + 100000);
+    after.Kernel(kT0 + 200000, kT0 + 200100, 5, 0x10);
+    w.WriteRawBuffer(after.bytes(), 0, 0);
+    w.Close(0);
+  }
+  auto listing = ListRecordings(dir.path());
+  ASSERT_TRUE(listing.has_value());
+  CollectingSink sink;
+  TraceBuilder b(TraceFilter{}, &sink, 1 << 16, ReorderOptions{});
+  ReadIntegrity integrity;
+  ReadRecording(listing->recordings.at(0), b, &integrity);
+  b.Finish();
+  std::vector<uint32_t> marked, unjoined;
+  for (const auto& r : sink.rows) {
+    if (r.row.type != RowType::kKernel) continue;
+    if (r.row.launched_before_window) marked.push_back(r.row.correlation);
+    if (!r.row.has_api) unjoined.push_back(r.row.correlation);
+  }
+  std::sort(marked.begin(), marked.end());
+  std::sort(unjoined.begin(), unjoined.end());
+  EXPECT_EQ(marked, (std::vector<uint32_t>{3, 4}));
+  EXPECT_EQ(unjoined, (std::vector<uint32_t>{1, 2, 3, 4, 5, 12}));
+  EXPECT_EQ(b.counts().launched_before_window, 2u);
+  ASSERT_EQ(b.windows().count(1), 1u);
+  EXPECT_EQ(b.windows().at(1).first_api_correlation, 10u);
+  EXPECT_EQ(b.windows().at(1).launched_before, 2u);
+
+  const std::string kern = Report(ReportKind::kKernExec, dir.path());
+  size_t n = 0;
+  for (size_t p = kern.find("(before window)"); p != std::string::npos;
+       p = kern.find("(before window)", p + 1))
+    ++n;
+  EXPECT_EQ(n, 2u) << kern;
+  EXPECT_NE(Report(ReportKind::kSummary, dir.path()).find("(2 launched before it opened)"),
+            std::string::npos);
+  EXPECT_NE(Report(ReportKind::kInfo, dir.path())
+                .find("2 GPU activities launched before it opened (no launch record)"),
+            std::string::npos);
+  ReportOptions jsonl;
+  jsonl.format = ExportFormat::kJsonl;
+  std::ostringstream out, err;
+  RunReport(ReportKind::kExport, dir.path(), jsonl, out, err);
+  const std::string rows = out.str();
+  n = 0;
+  for (size_t p = rows.find("\"launched_before_window\":true"); p != std::string::npos;
+       p = rows.find("\"launched_before_window\":true", p + 1))
+    ++n;
+  EXPECT_EQ(n, 2u) << rows;
 }
 
 }  // namespace

@@ -191,6 +191,7 @@ void KinetoTraceWriter::Write(const Row& r) {
     out_ << ",\"bytes\":" << r.bytes << ",\"memory bandwidth (GB/s)\":"
          << std::string_view(bw, static_cast<size_t>(res.ptr - bw));
   }
+  if (r.launched_before_window) out_ << ",\"launched_before_window\":true";
   out_ << "}}";
   if (r.has_api && r.api_valid_time) ev_.LaunchFlow(kFlow, kFlow, ++flow_id_, r, r.api_pid, gpid);
   out_.EndRow();

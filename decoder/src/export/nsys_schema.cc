@@ -245,7 +245,9 @@ constexpr Table kTables[] = {
      "    end INTEGER,                  -- NULL: open, or the END marker is missing\n"
      "    source TEXT,                  -- TRIGGER_SIGNAL, TRIGGER_SOCKET, TRIGGER_API, TRIGGER_ENV\n"
      "    beginNote TEXT,\n"
-     "    endNote TEXT\n"
+     "    endNote TEXT,\n"
+     "    firstApiCorrelationId INTEGER, -- smallest API correlation id inside; NULL: none\n"
+     "    launchedBefore INTEGER NOT NULL -- GPU rows inside with a smaller id: launched before\n"
      ")"},
     // Intervals in which another CUPTI client held CUPTI's callbacks: no records inside.
     {"CUPMON_GAPS",

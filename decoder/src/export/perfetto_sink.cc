@@ -98,10 +98,12 @@ enum AnnotationName : uint64_t {
   kAnnAnnotation,
   kAnnReturn,
   kAnnSource,
-  kAnnNote
+  kAnnNote,
+  kAnnLaunchedBeforeWindow
 };
 constexpr const char* kAnnotationNames[] = {"",           "correlation", "launch", "bytes",
-                                            "annotation", "return",      "source", "note"};
+                                            "annotation", "return",      "source", "note",
+                                            "launched_before_window"};
 
 constexpr size_t kFlushAt = 1 << 20;
 constexpr size_t kFlowSlots = 1 << 16;
@@ -198,7 +200,7 @@ void PerfettoSink::Begin(const TraceBuilder& builder, const Recording& recording
   at = w_.BeginNested(kPacketInternedData);
   for (uint64_t i = kCatKernel; i <= kCatAnnotation; ++i)
     Intern(w_, kInternedCategories, i, kCategoryNames[i]);
-  for (uint64_t i = kAnnCorrelation; i <= kAnnNote; ++i)
+  for (uint64_t i = kAnnCorrelation; i <= kAnnLaunchedBeforeWindow; ++i)
     Intern(w_, kInternedAnnotationNames, i, kAnnotationNames[i]);
   w_.EndNested(at);
   FinishPacket();
@@ -502,6 +504,7 @@ void PerfettoSink::Write(const Row& r) {
       AnnotateUint(w_, kAnnBytes, r.bytes);
     }
     if (!r.annotation.empty()) AnnotateString(w_, kAnnAnnotation, r.annotation);
+    if (r.launched_before_window) AnnotateUint(w_, kAnnLaunchedBeforeWindow, 1);
     if (r.has_api && r.api_valid_time) {
       FlowSlot& slot = flow_slots_[r.correlation & (kFlowSlots - 1)];
       if (!slot.used || slot.correlation != r.correlation) slot = FlowSlot{r.correlation, 0, true};

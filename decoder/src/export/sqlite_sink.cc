@@ -80,8 +80,8 @@ constexpr const char* kInsertRank =
     "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, "
     "?21, ?22, ?23, ?24, ?25)";
 constexpr const char* kInsertWindow =
-    "INSERT INTO CUPMON_WINDOWS (globalPid, windowId, start, end, source, beginNote, endNote) "
-    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
+    "INSERT INTO CUPMON_WINDOWS (globalPid, windowId, start, end, source, beginNote, endNote, "
+    "firstApiCorrelationId, launchedBefore) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)";
 constexpr const char* kInsertGap =
     "INSERT INTO CUPMON_GAPS (globalPid, gapId, start, end, note) VALUES (?1, ?2, ?3, ?4, ?5)";
 constexpr const char* kInsertCounter =
@@ -594,7 +594,8 @@ void SqliteSink::End(const TraceBuilder& b, const Recording& rec, const ReadInte
     const bool ended = w.end != 0 && w.end >= w.begin;
     Defer(kInsertWindow, {I(global_pid_), I(id), IfI(w.begin != 0, w.begin ? wall(w.begin) : 0),
                           IfI(ended, ended ? wall(w.end) : 0), T(w.source), T(w.begin_note),
-                          T(w.note)});
+                          T(w.note), IfI(w.first_api_correlation != 0, w.first_api_correlation),
+                          I(static_cast<int64_t>(w.launched_before))});
   }
   for (const auto& [id, g] : b.gaps()) {
     const bool ended = g.end != 0 && g.end >= g.begin;

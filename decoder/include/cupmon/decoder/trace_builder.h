@@ -43,6 +43,11 @@ struct Row {
   std::string_view raw_name;  // kernel: the name as recorded (mangled), "" when unresolved
   // GPU rows: the API call that launched it, when one was found.
   bool has_api = false;
+  // GPU rows inside a trace window without their launch record, launched before the window
+  // opened: their correlation id is below that of the window's first API record (see
+  // WindowSpan::first_api_correlation). Their launch was never recorded; every other GPU row
+  // of a window has its launch unless a record was lost.
+  bool launched_before_window = false;
   bool api_valid_time = false;
   uint32_t api_kind = 0, api_cbid = 0, api_pid = 0, api_tid = 0, api_return = 0;
   uint64_t api_start = 0, api_end = 0;
@@ -71,6 +76,11 @@ struct WindowSpan {
   uint64_t begin = 0, end = 0;  // CUPTI ns; end 0 while open or when the END marker is missing
   std::string source, note;  // note: the END marker's ("duration", "closed", "stop")
   std::string begin_note;     // the BEGIN marker's (the monitor's request-to-enabled latency probe)
+  // The smallest correlation id among the API records that start inside the window, 0 while
+  // none has been read. CUPTI hands out correlation ids in call order, so a GPU record inside the
+  // window with a smaller id was launched before the window opened.
+  uint32_t first_api_correlation = 0;
+  uint64_t launched_before = 0;  // GPU rows marked Row::launched_before_window in it
 };
 
 // Counters for the reports' headers and the exit code.
@@ -84,6 +94,8 @@ struct TraceCounts {
   uint64_t unknown_timestamps = 0;      // GPU/API records with zero, reversed or >= 2^62 times
   uint64_t unresolved_names = 0;        // kernel name pointers with no string entry
   uint64_t gpu_without_api = 0;         // no API record with its correlation id
+  // Of those, inside a trace window and launched before it opened (Row::launched_before_window).
+  uint64_t launched_before_window = 0;
   uint64_t api_without_gpu = 0;         // launch-like... every API row with no GPU activity
   uint64_t duplicate_api_correlation = 0;  // a second API record with a correlation id already held
   uint64_t out_of_order = 0;            // rows that arrived after later-starting rows were emitted
@@ -202,6 +214,7 @@ class TraceBuilder : public ChunkVisitor {
   void Deliver(const Row& row);
   void ReleaseOne();
   bool Passes(const Row& row) const;
+  WindowSpan* WindowAt(uint64_t cupti_ns);  // the window whose span holds the time, or null
   uint32_t InternName(std::string name);
   uint32_t KernelNameId(int64_t string_index, uint64_t pointer);
   uint32_t ApiNameId(uint32_t kind, uint32_t cbid);
@@ -229,6 +242,10 @@ class TraceBuilder : public ChunkVisitor {
   TraceCounts counts_;
   std::array<uint64_t, RecordSizeTable::kMaxKind> by_kind_{};
   std::map<uint32_t, WindowSpan> windows_;
+  // WindowAt's index: windows by begin (map nodes never move), rebuilt after a marker.
+  std::vector<WindowSpan*> windows_by_begin_;
+  bool windows_changed_ = false;
+  WindowSpan* last_window_ = nullptr;  // WindowAt's last answer
   std::map<uint32_t, WindowSpan> gaps_;
   uint64_t first_ts_ = 0, last_ts_ = 0, origin_ts_ = 0;
 
