@@ -20,6 +20,8 @@ WRAPPER = os.path.join(SLURM, "cupmon-srun-wrapper")
 TRIGGER = os.path.join(SLURM, "cupmon-slurm-trigger")
 COLLECT = os.path.join(SLURM, "cupmon-slurm-collect")
 NODE = os.path.join(SLURM, "cupmon-slurm-node")
+DECODE = os.path.join(SLURM, "cupmon-slurm-decode")
+SAMPLE = os.path.join(REPO, "tests", "data", "synthetic-sample")
 
 
 class SlurmStubTest(unittest.TestCase):
@@ -331,12 +333,90 @@ class CollectTest(SlurmStubTest):
         self.assertEqual(r.returncode, 0)
 
 
+class DecodeTest(SlurmStubTest):
+    """cupmon-slurm-decode's usage errors, and what one real node cannot show: several nodes."""
+
+    def test_help_and_usage_errors(self):
+        r = self.run_script(DECODE, "--help")
+        self.assertEqual(r.returncode, 0)
+        self.assertIn("Examples:", r.stdout)
+        self.assertIn("cupmon-slurm-decode --dest /shared/cupmon 4242", r.stdout)
+        dest = os.path.join(self.tmp, "shared")
+        for args, message in [(("1234",), "--dest DIR is required"),
+                              (("--dest=rel", "1234"), "must be an absolute path"),
+                              (("--dest", dest), "no JOBID"),
+                              (("--dest", dest, "x1"), "not a Slurm job id"),
+                              (("--dest", dest, "1", "2"), "more than one JOBID"),
+                              (("--dest", dest, "--export", "pdf", "1234"), "--export 'pdf'"),
+                              (("--dest", dest, "--node-dir=rel", "1234"), "absolute"),
+                              (("--dest", dest, "--bogus", "1234"), "unknown option"),
+                              (("--dest",), "--dest needs a value")]:
+            with self.subTest(args=args):
+                r = self.run_script(DECODE, *args)
+                self.assertEqual(r.returncode, 2, r.stderr)
+                self.assertIn(message, r.stderr)
+        self.assertEqual(self.stub_calls("srun") + self.stub_calls("scontrol"), [])
+
+    def test_without_scontrol_it_says_so(self):
+        if shutil.which("scontrol", path="/usr/local/bin:/usr/bin:/bin"):
+            self.skipTest("this machine has a real scontrol")
+        r = self.run_script(DECODE, "--dest", os.path.join(self.tmp, "d"), "1234",
+                            PATH="/usr/bin:/bin")
+        self.assertEqual(r.returncode, 3, r.stderr)
+        self.assertIn("scontrol not found", r.stderr)
+
+    def test_node_script_decode_errors(self):
+        dest = os.path.join(self.tmp, "shared")
+        r = self.run_script(NODE, "decode", "--job=1234", f"--node-dir={self.node_dir}",
+                            f"--dest={dest}", "--export=pdf")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("--export 'pdf'", r.stderr)
+        self.rank_dir(1234, 0, [1], files=["x.cupmon"])
+        r = self.run_script(NODE, "decode", "--job=1234", f"--node-dir={self.node_dir}",
+                            f"--dest={dest}", "--export=none", "--decode=/nonexistent/cupmon-decode")
+        self.assertEqual(r.returncode, 127)
+        self.assertIn("cupmon-decode not found (/nonexistent/cupmon-decode)", r.stderr)
+        self.assertFalse(os.path.exists(dest))
+
+    @unittest.skipUnless(os.environ.get("CUPMON_DECODE"), "CUPMON_DECODE not set (run through ctest)")
+    def test_merges_the_summaries_of_several_nodes(self):
+        # Two stub nodes share this machine's node dir, so each decodes the same rank: the merge
+        # must count it twice, once per node. scontrol (a stub) does not know job 4444: --nodelist.
+        rank = os.path.join(self.node_dir, "cupmon", "4444", "rank-0")
+        os.makedirs(rank)
+        for name in os.listdir(SAMPLE):
+            if name.endswith(".cupmon"):
+                shutil.copy(os.path.join(SAMPLE, name), rank)
+        dest = os.path.join(self.tmp, "shared")
+        r = self.run_script(DECODE, "--dest", dest, "--nodelist", "node[1-2]", "--export", "jsonl",
+                            "--decode", os.environ["CUPMON_DECODE"], "4444")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertEqual(self.stub_calls("srun")[0][:4], ["--nodelist=node[1-2]", "--nodes=2",
+                                                         "--ntasks-per-node=1", "--kill-on-bad-exit=0"])
+        out = os.path.join(dest, "4444", "decode")
+        self.assertEqual(sorted(os.listdir(out)), ["node1", "node2", "summary.txt"])
+        self.assertEqual(sorted(os.listdir(os.path.join(out, "node1"))),
+                         ["decode.log", "info.txt", "summary.txt", "trace.jsonl"])
+        with open(os.path.join(out, "node1", "summary.txt")) as f:
+            node = f.read()
+        with open(os.path.join(out, "summary.txt")) as f:
+            merged = f.read()
+        self.assertIn("job 4444, 2 node(s), 2 rank(s)", merged)
+        self.assertEqual(merged.count("(SYNTHETIC: CUPTI test double, not measured on a GPU)"), 2)
+        # The sample's rows: "180.00us 3 ... gemm_tiled" on one node; merged: twice the time and
+        # calls, the same min and max.
+        self.assertIn("180.00us         3   60.000us   40.000us   100.00us  void gemm_tiled<16>", node)
+        self.assertIn("360.00us         6   60.000us   40.000us   100.00us  void gemm_tiled<16>", merged)
+        self.assertIn("node1: 1 rank(s) of job 4444 decoded", r.stdout)
+        self.assertIn("2 of 2 node summaries merged", r.stdout)
+
+
 @unittest.skipUnless(shutil.which("shellcheck"), "shellcheck is not installed")
 class ShellcheckTest(unittest.TestCase):
     def test_scripts_are_clean(self):
         scripts = [os.path.join(SLURM, n) for n in ("cupmon-srun-wrapper", "cupmon-slurm-trigger",
                                                      "cupmon-slurm-collect", "cupmon-slurm-node",
-                                                     "cupmon-slurm-lib.sh")]
+                                                     "cupmon-slurm-lib.sh", "cupmon-slurm-decode")]
         scripts.append(os.path.join(REPO, "deploy", "kubernetes", "cupmon-k8s-window"))
         r = subprocess.run(["shellcheck", "-x", *scripts], capture_output=True, text=True, cwd=SLURM)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
