@@ -24,6 +24,19 @@ DECODE = os.path.join(SLURM, "cupmon-slurm-decode")
 SAMPLE = os.path.join(REPO, "tests", "data", "synthetic-sample")
 
 
+def bare_path(tmp, left_out):
+    """A PATH directory with the stubs but `left_out`, and only the system tools the scripts run
+    before they look for Slurm (bash, dirname)."""
+    bare = os.path.join(tmp, "bin")
+    os.makedirs(bare)
+    for name in os.listdir(STUBS):
+        if name != left_out:
+            os.symlink(os.path.join(STUBS, name), os.path.join(bare, name))
+    for tool in ("bash", "dirname"):
+        os.symlink(shutil.which(tool), os.path.join(bare, tool))
+    return bare
+
+
 class SlurmStubTest(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="cupmon-slurm-test-")
@@ -168,17 +181,12 @@ class TriggerTest(SlurmStubTest):
         self.assertEqual(self.stub_calls("srun"), [])
 
     def test_without_slurm_commands_it_says_so(self):
-        if shutil.which("squeue", path="/usr/local/bin:/usr/bin:/bin"):
-            self.skipTest("this machine has a real squeue")
-        bare = os.path.join(self.tmp, "bin")  # the stubs without squeue
-        os.makedirs(bare)
-        for name in os.listdir(STUBS):
-            if name != "squeue":
-                os.symlink(os.path.join(STUBS, name), os.path.join(bare, name))
+        # PATH is only this directory, so a real Slurm installed here (CI has one) is not found.
+        bare = bare_path(self.tmp, "squeue")
         for script in (TRIGGER, COLLECT):
             with self.subTest(script=os.path.basename(script)):
                 extra = ("--dest", os.path.join(self.tmp, "d")) if script == COLLECT else ()
-                r = self.run_script(script, *extra, "1234", PATH=bare + os.pathsep + "/usr/bin:/bin")
+                r = self.run_script(script, *extra, "1234", PATH=bare)
                 self.assertEqual(r.returncode, 3, r.stderr)
                 self.assertIn("squeue not found", r.stderr)
         self.assertEqual(self.stub_calls("srun"), [])
@@ -358,10 +366,8 @@ class DecodeTest(SlurmStubTest):
         self.assertEqual(self.stub_calls("srun") + self.stub_calls("scontrol"), [])
 
     def test_without_scontrol_it_says_so(self):
-        if shutil.which("scontrol", path="/usr/local/bin:/usr/bin:/bin"):
-            self.skipTest("this machine has a real scontrol")
         r = self.run_script(DECODE, "--dest", os.path.join(self.tmp, "d"), "1234",
-                            PATH="/usr/bin:/bin")
+                            PATH=bare_path(self.tmp, "scontrol"))
         self.assertEqual(r.returncode, 3, r.stderr)
         self.assertIn("scontrol not found", r.stderr)
 
