@@ -80,22 +80,28 @@ function dur(v) {
   return sprintf("%.4gns", v)
 }
 END {
-  if (bad) { print "cupmon_merge_summaries: " bad " table row(s) with an unknown time unit" > "/dev/stderr"; exit 1 }
-  printf("==cupmon== Merged by cupmon-slurm-decode: job %s, %d node(s), %d rank(s); the node summaries beside this file, summed as printed there\n", job, node_count, total_ranks)
+  if (bad) {
+    print "cupmon_merge_summaries: " bad " table row(s) with an unknown time unit" > "/dev/stderr"
+    exit 1
+  }
+  printf("==cupmon== Merged by cupmon-slurm-decode: job %s, %d node(s), %d rank(s); " \
+         "the node summaries beside this file, summed as printed there\n",
+         job, node_count, total_ranks)
   printf("==cupmon== %-24s %6s  %s\n", "Node", "Ranks", "Summary")
   for (i = 1; i <= node_count; i++)
     printf("==cupmon== %-24s %6d  %s/summary.txt%s\n", nodes[i], ranks[i], nodes[i],
            synthetic[i] ? "  (SYNTHETIC: CUPTI test double, not measured on a GPU)" : "")
   printf("==cupmon== Total profiling result (%d node(s), %d rank(s)):\n", node_count, total_ranks)
-  printf("%16s  %7s %10s %9s %10s %10s %10s  %s\n", "Type", "Time(%)", "Time", "Calls", "Avg", "Min", "Max", "Name")
+  printf("%16s  %7s %10s %9s %10s %10s %10s  %s\n",
+         "Type", "Time(%)", "Time", "Calls", "Avg", "Min", "Max", "Name")
   fflush()
   sorter = "sort -t '\t' -k1,1n -k2,2nr"
   for (key in total) {
     split(key, k, SUBSEP)
     pct = type_total[k[1]] > 0 ? 100 * total[key] / type_total[k[1]] : 0
-    printf("%d\t%.0f\t%7.2f%% %10s %9d %10s %10s %10s  %s\n", k[1], total[key], pct, dur(total[key]),
-           calls[key], dur(calls[key] ? total[key] / calls[key] : 0), dur(lo[key]), dur(hi[key]),
-           k[2]) | sorter
+    printf("%d\t%.0f\t%7.2f%% %10s %9d %10s %10s %10s  %s\n", k[1], total[key], pct,
+           dur(total[key]), calls[key], dur(calls[key] ? total[key] / calls[key] : 0),
+           dur(lo[key]), dur(hi[key]), k[2]) | sorter
   }
   close(sorter)
 }

@@ -1,9 +1,9 @@
 // TEST DOUBLE rank for the live Slurm tests (tests/deploy/test_slurm_live.py): the cupmon monitor
-// runs in this process on the fake CUPTI (no GPU, synthetic records) and "trains" until told to stop.
+// runs in this process on the fake CUPTI (no GPU, synthetic records) and "trains" until it stops.
 //   slurm_rank_double SECONDS [STEP_MS]
 // It is meant to run as `srun cupmon-srun-wrapper -- slurm_rank_double ...`: the real wrapper and
-// cupmon-run set CUPMON_OUTPUT_DIR and the other CUPMON_* variables, which the monitor reads here as
-// libcupmon.so reads them when the CUDA driver injects it. Only CUPTI is replaced: the monitor's
+// cupmon-run set CUPMON_OUTPUT_DIR and the other CUPMON_* variables, which the monitor reads here
+// as libcupmon.so reads them when the CUDA driver injects it. Only CUPTI is replaced: the monitor's
 // files, control socket, SIGUSR2 window and SIGTERM final flush are the real ones.
 //
 // Every STEP_MS (default 20) it launches one synthetic kernel (a cudaLaunchKernel API record and a

@@ -1,5 +1,5 @@
-"""deploy/slurm/ on a REAL Slurm: a single-node cluster (Debian's munged, slurmctld, slurmd) that this
-test starts on localhost, as root, with a generated slurm.conf, munge key and sockets in a temporary
+"""deploy/slurm/ on a REAL Slurm: a single-node cluster (Debian's munged, slurmctld, slurmd) that
+this test starts on localhost, as root, with a generated slurm.conf, munge key and sockets in a temporary
 directory, and stops by pid at the end (also on failure). Jobs are submitted with sbatch; their
 ranks are slurm_rank_double (tests/deploy/slurm_rank_double.cc): the cupmon monitor on the CUPTI
 TEST DOUBLE, run by the real cupmon-srun-wrapper and cupmon-run. Only CUPTI is a stand-in.
@@ -52,7 +52,8 @@ def why_not_runnable():
         return f"{' '.join(unset)} not set: run this through ctest (-R deploy_slurm_live)"
     absent = [os.environ[v] for v in BUILT if not os.access(os.environ[v], os.X_OK)]
     if absent:
-        return f"not built: {' '.join(absent)} (ninja slurm_rank_double cupmon-run cupmonctl cupmon-decode)"
+        return (f"not built: {' '.join(absent)} "
+                "(ninja slurm_rank_double cupmon-run cupmonctl cupmon-decode)")
     return None
 
 
@@ -292,8 +293,7 @@ class SlurmLiveTest(unittest.TestCase):
         state = self.cluster.wait_job(job, FINISHED, 90)
         out = self.output(job)
         self.assertEqual(state, "COMPLETED", out)
-        self.assertEqual(len(re.findall(r"TEST DOUBLE: the CUPTI test double stands in for CUDA", out)),
-                         3, out)
+        self.assertEqual(out.count("TEST DOUBLE: the CUPTI test double stands in for CUDA"), 3, out)
         job_dir = os.path.join(self.node_dir, "cupmon", job)
         self.assertEqual(sorted(os.listdir(job_dir)), ["rank-0", "rank-1", "rank-2"])
         for rank in range(3):
@@ -307,7 +307,8 @@ class SlurmLiveTest(unittest.TestCase):
         summary = self.decode("summary", job_dir).stdout
         self.assertIn("SYNTHETIC: written by the CUPTI test double", summary)
         self.assertIn("Merged: 3 ranks", summary)
-        self.assertEqual(len(re.findall(r"slurm_rank_double_step", summary)), 4, summary)  # 3 + total
+        # Three rank tables and the merged total.
+        self.assertEqual(summary.count("slurm_rank_double_step"), 4, summary)
         for rank in range(3):  # rank numbers from SLURM_PROCID, stored by the monitor
             self.assertRegex(summary, rf"==cupmon== rank {rank} \({self.cluster.host}:\d+\)")
 
@@ -327,8 +328,8 @@ class SlurmLiveTest(unittest.TestCase):
             merged = f.read()
         self.assertIn(f"job {job}, 1 node(s), 3 rank(s)", merged)
         self.assertIn("(SYNTHETIC: CUPTI test double, not measured on a GPU)", merged)
-        calls = [int(re.search(r"\s(\d+)\s+\S+\s+\S+\s+\S+\s+slurm_rank_double_step", line).group(1))
-                 for line in summary.splitlines()
+        row = re.compile(r"\s(\d+)\s+\S+\s+\S+\s+\S+\s+slurm_rank_double_step")
+        calls = [int(row.search(line).group(1)) for line in summary.splitlines()
                  if line.endswith("slurm_rank_double_step") and "%" in line]
         total = re.search(r"GPU activities:\s+100\.00%\s+\S+\s+(\d+)\s.*slurm_rank_double_step",
                           merged)
@@ -367,7 +368,8 @@ class SlurmLiveTest(unittest.TestCase):
         # Inside the running job: srun --overlap into its allocation; --keep for the decode below.
         r = self.script(COLLECT, "--dest", self.shared, "--keep", job)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
-        self.assertTrue(os.path.exists(os.path.join(self.shared, job, f"{self.cluster.host}.tar.gz")))
+        archive = os.path.join(self.shared, job, f"{self.cluster.host}.tar.gz")
+        self.assertTrue(os.path.exists(archive), r.stdout)
         # Decoding a running job is refused.
         r = self.script(DECODE, "--dest", self.shared, job)
         self.assertEqual(r.returncode, 3, r.stdout + r.stderr)
@@ -387,7 +389,7 @@ class SlurmLiveTest(unittest.TestCase):
         self.assertEqual(len(begins), 2, info)
         for seconds, nanos in begins:
             offset = (int(seconds) % 2) + int(nanos) / 1e9
-            self.assertLess(offset, 0.1, f"window #1 began {offset:.6f} s after an even second\n{info}")
+            self.assertLess(offset, 0.1, f"window #1 began {offset:.6f} s after the instant\n{info}")
         print(f"job {job}: window #1 begins {begins}, spread {section.group(2)}")
 
     def test_3_decode_errors_on_a_real_cluster(self):
@@ -404,6 +406,42 @@ class SlurmLiveTest(unittest.TestCase):
         self.assertIn(f"{self.cluster.host}: no recording of job {job} on this node", r.stderr)
         self.assertIn(f"no node had a recording of job {job}", r.stderr)
         self.assertFalse(os.path.exists(os.path.join(self.shared, job)))
+
+    def test_4_trigger_and_collect_errors_from_real_squeue(self):
+        unknown = "987655"
+        for script, extra in ((TRIGGER, ()), (COLLECT, ("--dest", self.shared))):
+            with self.subTest(script=os.path.basename(script), job="unknown"):
+                r = self.script(script, *extra, unknown)
+                self.assertEqual(r.returncode, 3, r.stdout + r.stderr)
+                self.assertIn(f"job {unknown} not found: squeue says: slurm_load_jobs error: "
+                              "Invalid job id specified", r.stderr)
+        pending = self.sbatch("--begin=now+3600", "--ntasks=1", script="true")
+        try:
+            self.assertEqual(self.cluster.wait_job(pending, ("PENDING",), 30), "PENDING")
+            r = self.script(TRIGGER, pending)
+            self.assertEqual(r.returncode, 3, r.stdout + r.stderr)
+            self.assertIn(f"job {pending} is PENDING, not RUNNING", r.stderr)
+            r = self.script(COLLECT, "--dest", self.shared, pending)
+            self.assertEqual(r.returncode, 3, r.stdout + r.stderr)
+            self.assertIn(f"job {pending} is PENDING, not RUNNING; pass --nodelist", r.stderr)
+            r = self.script(DECODE, "--dest", self.shared, pending)
+            self.assertEqual(r.returncode, 3, r.stdout + r.stderr)
+            self.assertIn(f"job {pending} is PENDING, not finished", r.stderr)
+        finally:
+            self.cluster.run("scancel", pending, check=False)
+        # A running job whose step is not under cupmon-srun-wrapper: nothing to open a window on.
+        plain = self.sbatch("--ntasks=1", script="srun sleep 60")
+        try:
+            self.cluster.wait_job(plain, ("RUNNING",), 60)
+            steps = ("squeue", "--noheader", "--steps", f"--jobs={plain}")
+            self.cluster.wait(lambda: self.cluster.run(*steps, check=False).stdout.strip(), 30,
+                              f"job {plain}'s step starting")
+            r = self.script(TRIGGER, plain)
+            self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+            self.assertIn(f"{self.cluster.host}: no live monitored rank of job {plain}", r.stderr)
+            self.assertIn("some ranks did not get a window", r.stderr)
+        finally:
+            self.cluster.run("scancel", plain, check=False)
 
     def test_9_time_limit_sigterm_keeps_the_last_seconds(self):
         job = self.time_limit_job
