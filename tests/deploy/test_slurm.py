@@ -384,6 +384,14 @@ class DecodeTest(SlurmStubTest):
         self.assertIn("cupmon-decode not found (/nonexistent/cupmon-decode)", r.stderr)
         self.assertFalse(os.path.exists(dest))
 
+    def test_a_failing_srun_is_not_called_no_recording(self):
+        # srun (here: the node program) fails on every node without a word about recordings.
+        r = self.run_script(DECODE, "--dest", os.path.join(self.tmp, "shared"), "--nodelist",
+                            "node1", "--node-script", shutil.which("false"), "4444")
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("srun exited 1 and no node wrote a summary", r.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.tmp, "shared", "4444")))
+
     @unittest.skipUnless(os.environ.get("CUPMON_DECODE"), "CUPMON_DECODE not set (run through ctest)")
     def test_merges_the_summaries_of_several_nodes(self):
         # Two stub nodes share this machine's node dir, so each decodes the same rank: the merge
