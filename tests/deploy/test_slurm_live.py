@@ -272,7 +272,10 @@ class SlurmLiveTest(unittest.TestCase):
         return r.stdout.strip().split(";")[0]
 
     def output(self, job):
-        with open(os.path.join(self.tmp, f"job-{job}.out"), errors="replace") as f:
+        path = os.path.join(self.tmp, f"job-{job}.out")
+        if not os.path.exists(path):  # slurmstepd creates it when the batch script starts
+            return ""
+        with open(path, errors="replace") as f:
             return f.read()
 
     def script(self, *args, timeout=120):
@@ -352,15 +355,16 @@ class SlurmLiveTest(unittest.TestCase):
 
     def test_2_running_job_windows_by_socket_and_signal_and_collect(self):
         job = self.sbatch("--ntasks=2", script=(
-            f"srun {WRAPPER} --cupmon-run {os.environ['CUPMON_RUN']} -- {self.rank} 20"))
+            f"srun {WRAPPER} --cupmon-run {os.environ['CUPMON_RUN']} -- {self.rank} 25"))
         self.cluster.wait_job(job, ("RUNNING",), 60)
         self.cluster.wait(lambda: self.output(job).count("TEST DOUBLE") == 2, 30,
                           f"job {job}'s two ranks did not start")
-        # The ranks' control sockets are served once the monitor started (before the line).
-        r = self.script(TRIGGER, "--duration", "1s", "--align", "2s", "--lead", "1s", job)
+        # The ranks' control sockets are served once the monitor started (before the line). A
+        # 3 s lead: srun --overlap must reach the ranks before the instant on a loaded machine.
+        r = self.script(TRIGGER, "--duration", "1s", "--align", "2s", "--lead", "3s", job)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertEqual(r.stdout.count("window scheduled"), 2, r.stdout)
-        time.sleep(4)  # past the aligned instant and the 1 s window
+        time.sleep(6)  # past the aligned instant (at most 5 s away) and the 1 s window
         r = self.script(TRIGGER, "--signal", job)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertIn(f"sent SIGUSR2 to the steps of job {job}", r.stdout)
@@ -415,6 +419,7 @@ class SlurmLiveTest(unittest.TestCase):
                 self.assertEqual(r.returncode, 3, r.stdout + r.stderr)
                 self.assertIn(f"job {unknown} not found: squeue says: slurm_load_jobs error: "
                               "Invalid job id specified", r.stderr)
+                self.assertFalse(os.path.exists(os.path.join(self.shared, unknown)))
         pending = self.sbatch("--begin=now+3600", "--ntasks=1", script="true")
         try:
             self.assertEqual(self.cluster.wait_job(pending, ("PENDING",), 30), "PENDING")
