@@ -369,15 +369,45 @@ class DecodeTest(SlurmStubTest):
         self.assertIn("srun exited 1 and no node wrote a summary", r.stderr)
         self.assertFalse(os.path.exists(os.path.join(self.tmp, "shared", "4444")))
 
-    @unittest.skipUnless(os.environ.get("CUPMON_DECODE"), "CUPMON_DECODE not set (run through ctest)")
-    def test_merges_the_summaries_of_several_nodes(self):
-        # Two stub nodes share this machine's node dir, so each decodes the same rank: the merge
-        # must count it twice, once per node. scontrol (a stub) does not know job 4444: --nodelist.
-        rank = os.path.join(self.node_dir, "cupmon", "4444", "rank-0")
+    def test_an_unwritable_destination(self):
+        r = self.run_script(DECODE, "--dest", "/proc/cupmon-no", "--nodelist", "node1", "4444")
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("cannot create /proc/cupmon-no/4444/decode", r.stderr)
+        self.assertEqual(self.stub_calls("srun"), [])
+
+    def sample_rank(self, job, truncate_to=None):
+        rank = os.path.join(self.node_dir, "cupmon", str(job), "rank-0")
         os.makedirs(rank)
         for name in os.listdir(SAMPLE):
             if name.endswith(".cupmon"):
                 shutil.copy(os.path.join(SAMPLE, name), rank)
+                if truncate_to is not None:
+                    os.truncate(os.path.join(rank, name), truncate_to)
+        return rank
+
+    @unittest.skipUnless(os.environ.get("CUPMON_DECODE"), "CUPMON_DECODE not set (run through ctest)")
+    def test_a_damaged_recording_is_decoded_with_warnings(self):
+        size = os.path.getsize([os.path.join(SAMPLE, n) for n in os.listdir(SAMPLE)
+                                if n.endswith(".cupmon")][0])
+        self.sample_rank(4444, truncate_to=size * 2 // 3)  # the file cut short, as by a crash
+        dest = os.path.join(self.tmp, "shared")
+        r = self.run_script(DECODE, "--dest", dest, "--nodelist", "node1", "--export", "none",
+                            "--decode", os.environ["CUPMON_DECODE"], "4444", STUB_HOSTS="node1")
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        log = os.path.join(dest, "4444", "decode", "node1", "decode.log")
+        self.assertIn(f"node1: 1 rank(s) of job 4444 decoded into {os.path.dirname(log)}, with "
+                      f"warnings (see {log})", r.stdout)
+        self.assertIn("srun exited 1", r.stderr)
+        with open(log) as f:
+            self.assertIn("cupmon-decode:", f.read())  # the decoder's own warnings are kept
+        # What was intact is still summarised and merged.
+        self.assertIn("1 of 1 node summaries merged", r.stdout)
+
+    @unittest.skipUnless(os.environ.get("CUPMON_DECODE"), "CUPMON_DECODE not set (run through ctest)")
+    def test_merges_the_summaries_of_several_nodes(self):
+        # Two stub nodes share this machine's node dir, so each decodes the same rank: the merge
+        # must count it twice, once per node. scontrol (a stub) does not know job 4444: --nodelist.
+        self.sample_rank(4444)
         dest = os.path.join(self.tmp, "shared")
         r = self.run_script(DECODE, "--dest", dest, "--nodelist", "node[1-2]", "--export", "jsonl",
                             "--decode", os.environ["CUPMON_DECODE"], "4444")
