@@ -1,5 +1,6 @@
 // TimelineBuilder and ParseBucketSize (decoder/src/timeline.cc): the union of intervals per bucket,
 // intervals split across buckets, empty buckets, late arrivals, the row limit and bucket sizes.
+#include <algorithm>
 #include <random>
 #include <vector>
 
@@ -17,8 +18,9 @@ constexpr int64_t kT0 = 1'772'366'400 * kSec;
 struct Collected {
   std::vector<TimelineBucket> rows;
   TimelineBuilder builder;
-  explicit Collected(uint64_t bucket_ns, uint64_t max_rows = 100'000'000)
-      : builder(TimelineOptions{bucket_ns, max_rows},
+  explicit Collected(uint64_t bucket_ns, uint64_t max_rows = 100'000'000,
+                     size_t reorder_rows = 1 << 16)
+      : builder(TimelineOptions{bucket_ns, max_rows, reorder_rows},
                 [this](const TimelineBucket& b) { rows.push_back(b); }) {}
 };
 
@@ -110,7 +112,7 @@ TEST(TimelineBuilderTest, BucketsAreAlignedInUnixTime) {
 }
 
 TEST(TimelineBuilderTest, AnActivityAfterItsBucketWasEmittedIsCountedLateAndLeftOut) {
-  Collected c(kSec);
+  Collected c(kSec, 100'000'000, /*reorder_rows=*/0);
   c.builder.Add(Kernel(0, kT0 + 100, kT0 + 200));
   c.builder.Add(Kernel(0, kT0 + kSec + 100, kT0 + kSec + 200));  // bucket 0 is written here
   c.builder.Add(Kernel(0, kT0 + 500, kT0 + 900));                 // late: bucket 0
@@ -123,7 +125,7 @@ TEST(TimelineBuilderTest, AnActivityAfterItsBucketWasEmittedIsCountedLateAndLeft
 }
 
 TEST(TimelineBuilderTest, OutOfOrderInsideABucketNeverCountsAnOverlapTwice) {
-  Collected c(kSec);
+  Collected c(kSec, 100'000'000, /*reorder_rows=*/0);
   c.builder.Add(Kernel(0, kT0 + 1000, kT0 + 2000));
   c.builder.Add(Kernel(0, kT0 + 5000, kT0 + 6000));  // closes [1000, 2000): sweep now at 5000
   // Starts before the sweep position: [1500, 5500) is counted only from 5000 on (already
@@ -137,9 +139,40 @@ TEST(TimelineBuilderTest, OutOfOrderInsideABucketNeverCountsAnOverlapTwice) {
   EXPECT_EQ(c.builder.counts().late, 0u);
 }
 
-TEST(TimelineBuilderTest, ARandomSortedStreamMatchesABruteForceUnion) {
-  // Brute force: a per-microsecond occupancy map. Intervals on 2 devices in start order, some
-  // overlapping, some crossing buckets of 1 ms.
+TEST(TimelineBuilderTest, TheReorderStageMakesOutOfOrderInputExact) {
+  // The two inputs above, with room to reorder: exact union, nothing late or missed.
+  Collected c(kSec, 100'000'000, /*reorder_rows=*/4);
+  c.builder.Add(Kernel(0, kT0 + 1000, kT0 + 2000));
+  c.builder.Add(Kernel(0, kT0 + 5000, kT0 + 6000));
+  c.builder.Add(Kernel(0, kT0 + 1500, kT0 + 5500));
+  c.builder.Add(Kernel(0, kT0 + kSec + 100, kT0 + kSec + 200));
+  c.builder.Add(Kernel(0, kT0 + 500, kT0 + 900));
+  c.builder.Finish();
+  ASSERT_EQ(c.rows.size(), 2u);
+  EXPECT_EQ(c.rows[0].busy_ns, 400u + 5000u);
+  EXPECT_EQ(c.rows[0].kernels, 4u);
+  EXPECT_EQ(c.rows[1].busy_ns, 100u);
+  EXPECT_EQ(c.builder.counts().late, 0u);
+  EXPECT_EQ(c.builder.counts().late_busy_ns_missed, 0u);
+}
+
+TEST(TimelineBuilderTest, PastTheReorderBoundAnActivityIsLate) {
+  // One row held: the bucket-0 activity that comes two rows after a bucket-1 one is late.
+  Collected c(kSec, 100'000'000, /*reorder_rows=*/1);
+  c.builder.Add(Kernel(0, kT0 + 100, kT0 + 200));
+  c.builder.Add(Kernel(0, kT0 + kSec + 100, kT0 + kSec + 200));
+  c.builder.Add(Kernel(0, kT0 + kSec + 300, kT0 + kSec + 400));
+  c.builder.Add(Kernel(0, kT0 + 500, kT0 + 900));
+  c.builder.Finish();
+  EXPECT_EQ(c.builder.counts().late, 1u);
+  ASSERT_EQ(c.rows.size(), 2u);
+  EXPECT_EQ(c.rows[0].kernels, 1u);
+  EXPECT_EQ(c.rows[1].kernels, 2u);
+}
+
+TEST(TimelineBuilderTest, AShuffledStreamMatchesABruteForceUnion) {
+  // Brute force: a per-microsecond occupancy map (to the end of the last 1 ms bucket). Intervals
+  // on 2 devices, nearly in start order, some overlapping, some crossing buckets of 1 ms.
   std::mt19937_64 rng(7);
   constexpr int64_t kUs = 1000, kSpan = 20'000;  // 20 ms in us
   std::vector<TimelineActivity> acts;
@@ -148,12 +181,15 @@ TEST(TimelineBuilderTest, ARandomSortedStreamMatchesABruteForceUnion) {
     const int64_t len = static_cast<int64_t>(rng() % 300) * kUs;
     acts.push_back(Kernel(static_cast<uint32_t>(rng() % 2), kT0 + start, kT0 + start + len));
   }
+  // Nearly sorted, as CUPTI delivers: sorted, then shuffled within runs of 50.
   std::stable_sort(acts.begin(), acts.end(),
                    [](const auto& a, const auto& b) { return a.start < b.start; });
-  std::vector<std::vector<bool>> busy(2, std::vector<bool>(kSpan + 400, false));
+  for (size_t i = 0; i + 50 <= acts.size(); i += 50)
+    std::shuffle(acts.begin() + static_cast<long>(i), acts.begin() + static_cast<long>(i + 50), rng);
+  std::vector<std::vector<bool>> busy(2, std::vector<bool>(kSpan + 1000, false));
   for (const auto& a : acts)
     for (int64_t t = (a.start - kT0) / kUs; t < (a.end - kT0) / kUs; ++t) busy[a.device][t] = true;
-  Collected c(kSec / 1000);
+  Collected c(kSec / 1000, 100'000'000, /*reorder_rows=*/64);
   for (const auto& a : acts) c.builder.Add(a);
   c.builder.Finish();
   ASSERT_FALSE(c.rows.empty());
@@ -167,6 +203,8 @@ TEST(TimelineBuilderTest, ARandomSortedStreamMatchesABruteForceUnion) {
     kernels += b.kernels;
   }
   EXPECT_EQ(kernels, acts.size());
+  EXPECT_EQ(c.builder.counts().late, 0u);
+  EXPECT_EQ(c.builder.counts().late_busy_ns_missed, 0u);
 }
 
 TEST(TimelineBuilderTest, AGapThatWouldPassTheRowLimitStopsBeforeWritingIt) {
