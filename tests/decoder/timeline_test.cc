@@ -185,7 +185,8 @@ TEST(TimelineBuilderTest, AShuffledStreamMatchesABruteForceUnion) {
   std::stable_sort(acts.begin(), acts.end(),
                    [](const auto& a, const auto& b) { return a.start < b.start; });
   for (size_t i = 0; i + 50 <= acts.size(); i += 50)
-    std::shuffle(acts.begin() + static_cast<long>(i), acts.begin() + static_cast<long>(i + 50), rng);
+    std::shuffle(acts.begin() + static_cast<long>(i), acts.begin() + static_cast<long>(i + 50),
+                 rng);
   std::vector<std::vector<bool>> busy(2, std::vector<bool>(kSpan + 1000, false));
   for (const auto& a : acts)
     for (int64_t t = (a.start - kT0) / kUs; t < (a.end - kT0) / kUs; ++t) busy[a.device][t] = true;
