@@ -184,7 +184,8 @@ Expected<uint64_t> ParseBucketSize(const std::string& text) {
   else if (unit == "m") scale = 60e9;
   else if (unit == "h") scale = 3600e9;
   else if (unit.empty()) return MakeError("bucket size '" + text + "' has no unit: " + expected);
-  else return MakeError("bucket size '" + text + "' has an unknown unit '" + unit + "': " + expected);
+  else
+    return MakeError("bucket size '" + text + "' has an unknown unit '" + unit + "': " + expected);
   const double ns = v * scale;
   if (ns <= 0) return MakeError("bucket size '" + text + "' is zero: " + expected);
   if (ns < 1e3)

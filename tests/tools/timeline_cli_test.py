@@ -1,6 +1,6 @@
 """`cupmon-decode timeline` on the real recordings of tests/data: its kernel counts against
-`summary`, its busy time against a union of intervals computed here from `export --format jsonl`, the shape
-of its rows (every bucket, aligned, csv = jsonl), the filters, and its refusals.
+`summary`, its busy time against a union of intervals computed here from `export --format jsonl`,
+the shape of its rows (every bucket, aligned, csv = jsonl), the filters, and its refusals.
 
 Run by ctest (tests/tools/CMakeLists.txt) with CUPMON_DECODE and CUPMON_SOURCE in the environment.
 """

@@ -66,11 +66,11 @@ struct TimelineCounts {
 };
 
 // Turns activities, nearly in start order, into finished buckets, streaming: reorder_rows
-// activities and the current bucket per device are held, whatever the time span. Buckets are aligned to bucket_ns in unix
-// time. Every bucket from the first activity's to the one holding the last end is emitted, in
-// time order, one row per device seen so far (ascending device id), empty ones included, so that
-// a chart of the rows shows idle time as zeros. An activity spanning buckets adds its busy time to
-// each. Single-threaded; `emit` is called from Add and Finish.
+// activities and the current bucket per device are held, whatever the time span. Buckets are
+// aligned to bucket_ns in unix time. Every bucket from the first activity's to the one holding
+// the last end is emitted, in time order, one row per device seen so far (ascending device id),
+// empty ones included, so that a chart of the rows shows idle time as zeros. An activity spanning
+// buckets adds its busy time to each. Single-threaded; `emit` is called from Add and Finish.
 class TimelineBuilder {
  public:
   using EmitFn = std::function<void(const TimelineBucket&)>;
