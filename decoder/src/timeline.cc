@@ -89,13 +89,27 @@ void TimelineBuilder::Add(const TimelineActivity& a) {
   if (stopped_) return;
   ++counts_.activities;
   if (options_.reorder_rows == 0) return SweepOne(a);
-  held_.push_back(a);
-  std::push_heap(held_.begin(), held_.end(), LaterStart);
-  if (held_.size() <= options_.reorder_rows) return;
-  std::pop_heap(held_.begin(), held_.end(), LaterStart);
-  const TimelineActivity first = held_.back();
-  held_.pop_back();
-  SweepOne(first);
+  // Most activities extend the sorted run (O(1)); only those that do not go to the heap.
+  if (run_.empty() || a.start >= run_.back().start) {
+    run_.push_back(a);
+  } else {
+    late_heap_.push_back(a);
+    std::push_heap(late_heap_.begin(), late_heap_.end(), LaterStart);
+  }
+  if (run_.size() + late_heap_.size() > options_.reorder_rows) ReleaseFirst();
+}
+
+void TimelineBuilder::ReleaseFirst() {
+  if (!late_heap_.empty() && (run_.empty() || late_heap_.front().start < run_.front().start)) {
+    std::pop_heap(late_heap_.begin(), late_heap_.end(), LaterStart);
+    const TimelineActivity first = late_heap_.back();
+    late_heap_.pop_back();
+    SweepOne(first);
+  } else {
+    const TimelineActivity first = run_.front();
+    run_.pop_front();
+    SweepOne(first);
+  }
 }
 
 void TimelineBuilder::SweepOne(const TimelineActivity& a) {
@@ -144,10 +158,7 @@ void TimelineBuilder::SweepOne(const TimelineActivity& a) {
 }
 
 void TimelineBuilder::Finish() {
-  std::sort(held_.begin(), held_.end(),
-            [](const TimelineActivity& a, const TimelineActivity& b) { return a.start < b.start; });
-  for (const TimelineActivity& a : held_) SweepOne(a);
-  held_.clear();
+  while (!run_.empty() || !late_heap_.empty()) ReleaseFirst();
   if (stopped_ || !started_) return;
   int64_t last = current_;
   for (const auto& [id, d] : devices_)

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <string>
@@ -103,6 +104,8 @@ class TimelineBuilder {
   int64_t BucketIndex(int64_t t) const;
   // Emits bucket current_ and moves to the next; false once the row limit stops the builder.
   bool Advance();
+  // Sweeps the held activity with the lowest start.
+  void ReleaseFirst();
   // Sweeps one activity, in start order, into the current bucket.
   void SweepOne(const TimelineActivity& a);
 
@@ -112,7 +115,10 @@ class TimelineBuilder {
   bool started_ = false, stopped_ = false;
   int64_t current_ = 0;  // index of the bucket being filled
   std::map<uint32_t, Device> devices_;
-  std::vector<TimelineActivity> held_;  // a min-heap by start (see reorder_rows)
+  // Held activities (see reorder_rows): those that extend the sorted run in a FIFO, the others in
+  // a min-heap by start.
+  std::deque<TimelineActivity> run_;
+  std::vector<TimelineActivity> late_heap_;
 };
 
 // Parses a bucket size: a positive number with a unit (ns, us, ms, s, m, h), e.g. 100ms, 1s, 1.5m,
