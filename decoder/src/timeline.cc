@@ -114,6 +114,12 @@ void TimelineBuilder::ReleaseFirst() {
 
 void TimelineBuilder::SweepOne(const TimelineActivity& a) {
   if (stopped_) return;
+  // Bucket arithmetic stays far from int64 overflow (2^62 ns is the year 2116).
+  constexpr int64_t kLimit = int64_t{1} << 62;
+  if (a.start < -kLimit || a.start > kLimit || a.end > kLimit) {
+    ++counts_.out_of_range;
+    return;
+  }
   const int64_t end = std::max(a.end, a.start);
   const int64_t k = BucketIndex(a.start);
   if (!started_) {

@@ -190,6 +190,12 @@ int RunTimelineReport(const std::vector<const Rank*>& chosen, const ReportOption
              "than --reorder-rows holds) and are left out of the rows; raise --reorder-rows\n";
       warnings = true;
     }
+    if (t.out_of_range) {
+      err << "cupmon-decode: warning: " << who << t.out_of_range
+          << " activit(ies) with wall-clock times beyond the year 2116 or before 1824 (a damaged "
+             "calibration?) are left out of the timeline\n";
+      warnings = true;
+    }
     if (t.late_busy_ns_missed)
       err << "cupmon-decode: note: " << who << "activities out of start order within a bucket: "
           << FormatDuration(static_cast<double>(t.late_busy_ns_missed))

@@ -1,6 +1,7 @@
 // TimelineBuilder and ParseBucketSize (decoder/src/timeline.cc): the union of intervals per bucket,
 // intervals split across buckets, empty buckets, late arrivals, the row limit and bucket sizes.
 #include <algorithm>
+#include <cstdint>
 #include <random>
 #include <vector>
 
@@ -230,6 +231,19 @@ TEST(TimelineBuilderTest, ALongIntervalThatWouldPassTheRowLimitStopsAtFinish) {
   fits.builder.Finish();
   EXPECT_FALSE(fits.builder.counts().too_many_rows);
   EXPECT_EQ(fits.rows.size(), 100u);
+}
+
+TEST(TimelineBuilderTest, TimesFarOutOfRangeAreCountedAndLeftOut) {
+  Collected c(kSec);
+  c.builder.Add(Kernel(0, kT0, kT0 + 10));
+  c.builder.Add(Kernel(0, INT64_MAX - 5, INT64_MAX));  // no overflow in the bucket arithmetic
+  c.builder.Add(Kernel(0, INT64_MIN, INT64_MIN + 5));
+  c.builder.Add(Kernel(0, kT0 + 20, INT64_MAX));
+  c.builder.Finish();
+  EXPECT_EQ(c.builder.counts().out_of_range, 3u);
+  ASSERT_EQ(c.rows.size(), 1u);
+  EXPECT_EQ(c.rows[0].kernels, 1u);
+  EXPECT_EQ(c.rows[0].busy_ns, 10u);
 }
 
 TEST(TimelineBuilderTest, NoActivityNoRows) {

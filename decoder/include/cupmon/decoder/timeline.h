@@ -62,6 +62,8 @@ struct TimelineCounts {
   // bucket (out of start order beyond reorder_rows): the part before that position is not
   // counted, so busy time stays a lower bound and never counts an overlap twice.
   uint64_t late_busy_ns_missed = 0;
+  // Activities with a start or end beyond +-2^62 ns (a damaged calibration): left out.
+  uint64_t out_of_range = 0;
   bool too_many_rows = false;
   int64_t too_many_rows_at = 0;  // bucket start (unix ns) where the limit would have been passed
 };
