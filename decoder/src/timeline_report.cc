@@ -182,8 +182,9 @@ int RunTimelineReport(const std::vector<const Rank*>& chosen, const ReportOption
       err << "cupmon-decode: warning: " << who << "CUPTI dropped " << c.stats.dropped_records()
           << " record(s): the buckets where they were lack them\n";
     if (c.stats.chunks_lost() || c.stats.lost_records())
-      err << "cupmon-decode: warning: " << who << c.stats.lost_records()
-          << " record(s) were lost before disk: the buckets where they were lack them\n";
+      err << "cupmon-decode: warning: " << who << "lost before disk: " << c.stats.lost_records()
+          << " record(s) in " << c.stats.chunks_lost()
+          << " chunk(s): the buckets where they were lack them\n";
     if (t.late) {
       err << "cupmon-decode: warning: " << who << t.late
           << " activit(ies) arrived after their bucket was written (further out of start order "
