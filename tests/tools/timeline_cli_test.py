@@ -214,6 +214,28 @@ class TimelineCliTest(unittest.TestCase):
         lines = r.stdout.splitlines()
         self.assertLessEqual(len(lines), 1000001)
 
+    def test_damaged_input_warns_and_keeps_what_is_intact(self):
+        with tempfile.TemporaryDirectory() as d:
+            names = sorted(n for n in os.listdir(SAMPLE) if n.endswith(".cupmon"))
+            for n in names:
+                with open(os.path.join(SAMPLE, n), "rb") as f:
+                    data = f.read()
+                if n == names[-1]:
+                    data = data[: len(data) // 2]  # the last file cut in the middle
+                with open(os.path.join(d, n), "wb") as f:
+                    f.write(data)
+            r = decode("timeline", d)
+            self.assertEqual(r.returncode, 1, r.stderr)
+            self.assertIn("cupmon-decode: warning:", r.stderr)
+            rows = list(csv.DictReader(io.StringIO(r.stdout)))
+            whole, _ = timeline_rows(SAMPLE)
+            cut = sum(int(x["kernels"]) for x in rows)
+            self.assertTrue(0 < cut < sum(int(x["kernels"]) for x in whole), cut)
+        r = decode("timeline", "/nonexistent-recording-dir")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("/nonexistent-recording-dir", r.stderr)
+        self.assertEqual(r.stdout, "")
+
     def test_limit_is_refused(self):
         r = decode("timeline", SAMPLE, "--limit", "5")
         self.assertEqual(r.returncode, 2)
