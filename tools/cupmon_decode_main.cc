@@ -184,6 +184,17 @@ int main(int argc, char** argv) {
                       "Refuse (exit 2) a bucket that would write more rows than this per rank "
                       "(default 100000000)")
           ->check(CLI::PositiveNumber);
+      sub->footer(
+          "Examples:\n"
+          "  cupmon-decode timeline rec/   # 1 s buckets, CSV on stdout\n"
+          "  cupmon-decode timeline job/ --bucket 100ms -o busy.csv   # rows per rank (rank, pid)\n"
+          "  cupmon-decode timeline rec/ --bucket 1m --format jsonl --device 0\n"
+          "  cupmon-decode timeline rec/ --bucket 10ms --from 2026-03-01T12:00:00Z "
+          "--to 2026-03-01T12:05:00Z\n\n"
+          "Busy % is the union of the device's kernel, memcpy and memset intervals in the bucket "
+          "(not NVML utilization). Every bucket from the first activity to the last is written, "
+          "empty ones as zeros. --reorder-rows: activities held to sort by wall-clock start; one "
+          "that comes after its bucket was written is left out and counted (exit 1).");
     }
     kinds[sub] = c.kind;
   }

@@ -264,6 +264,8 @@ class TimelineCliTest(unittest.TestCase):
         r = decode("timeline", "--help")
         self.assertIn("--bucket", r.stdout)
         self.assertIn("--max-rows", r.stdout)
+        self.assertIn("cupmon-decode timeline job/ --bucket 100ms -o busy.csv", r.stdout)
+        self.assertIn("not NVML utilization", r.stdout)
 
 
 if __name__ == "__main__":
