@@ -193,7 +193,7 @@ class TimelineCliTest(unittest.TestCase):
         self.assertIn("no GPU activity", r.stderr)
 
     def test_bad_bucket_sizes_are_refused_with_the_reason(self):
-        for arg, says in (("0s", "is zero"), ("--bucket=-1s", "has a sign"),
+        for arg, says in (("0s", "is zero"), ("--bucket=-1s", "has a sign"), ("-1s", "has a sign"),
                           ("abc", "is not a number"), ("10", "has no unit"),
                           ("1week", "unknown unit 'week'"), ("100ns", "below 1us"),
                           ("", "is empty")):
@@ -234,6 +234,12 @@ class TimelineCliTest(unittest.TestCase):
         r = decode("timeline", "/nonexistent-recording-dir")
         self.assertEqual(r.returncode, 2)
         self.assertIn("/nonexistent-recording-dir", r.stderr)
+        self.assertEqual(r.stdout, "")
+
+    def test_other_formats_are_refused(self):
+        r = decode("timeline", SAMPLE, "--format", "chrome-json")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("chrome-json not in {csv,jsonl}", r.stderr)
         self.assertEqual(r.stdout, "")
 
     def test_limit_is_refused(self):
