@@ -46,8 +46,8 @@ struct TimelineOptions {
   // The builder refuses to write more rows than this (a bucket too small for the time span):
   // TimelineCounts::too_many_rows is set and nothing more is emitted.
   uint64_t max_rows = 100'000'000;
-  // Activities held in a min-heap by start before they are swept: the lowest start is taken once
-  // more than this many are held (0: swept as they come). Wall-clock starts are not in order even
+  // Activities held to be swept in start order: the lowest start is taken once more than this
+  // many are held (0: swept as they come). Wall-clock starts are not in order even
   // where CUPTI's are: a calibration sample read later moves the mapping of the records after it.
   size_t reorder_rows = 1 << 16;
 };
