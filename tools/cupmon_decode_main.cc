@@ -7,6 +7,8 @@
 #include <iostream>
 #include <regex>
 #include <string_view>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -91,14 +93,25 @@ int main(int argc, char** argv) {
       "  cupmon-decode export job/ --format chrome-json -o job.json   # job/rank*/: one process per rank\n"
       "  cupmon-decode info job/   # per-rank windows in wall-clock time and their spread\n"
       "  cupmon-decode summary torch-out/   # a torch.profiler._cupti_monitor dump (names unresolved)\n"
-      "  cupmon-decode steps rec/   # training steps, step-time distribution, slow steps\n\n"
+      "  cupmon-decode steps rec/   # training steps, step-time distribution, slow steps\n"
+      "  cupmon-decode diff before/ after/   # per kernel and memcpy kind: what B adds or saves\n"
+      "  cupmon-decode diff job/rank0 job/rank1   # two ranks (or job job --rank-a 0 --rank-b 1)\n"
+      "  cupmon-decode diff rec rec --window-a 1 --window-b 2   # two windows of one recording\n"
+      "  cupmon-decode diff rec rec --from-a 0s --to-a 10s --from-b 50s --to-b 60s\n"
+      "  cupmon-decode diff base/ new/ --fail-above 5   # CI gate: exit 3 when B is >5% slower\n\n"
       "Exit codes: 0 clean, 1 warnings (damage, drops, skipped records), 2 unusable input or usage "
-      "error."};
+      "error, 3 diff --fail-above: a regression above the threshold."};
   app.require_subcommand(1);
   CommonArgs args;
   std::string format = "chrome-json";
   std::string steps_format = "table", steps_by = "auto";
   double steps_slow_factor = 1.5;
+  std::string diff_format = "table";
+  struct DiffSideArgs {
+    std::optional<uint32_t> window, rank;
+    std::string from, to;
+  } diff_a, diff_b;
+  std::optional<double> fail_above;
   struct Cmd {
     const char* name;
     const char* help;
@@ -117,6 +130,11 @@ int main(int argc, char** argv) {
        "Training steps found in the kernel stream (or step annotations): per step start, duration, "
        "kernels, busy and idle time per device, memcpy bytes; distribution, slow steps, stragglers",
        ReportKind::kSteps},
+      {"diff",
+       "Compares two recordings, ranks, windows or time ranges (A B): per kernel name and memcpy "
+       "kind calls, total, mean, p50, p99 and their change, step times, a verdict; --fail-above "
+       "makes it a CI gate",
+       ReportKind::kDiff},
   };
   // A first word that is no command (a typo such as "sumary") would otherwise be reported as
   // "A subcommand is required": name it, and the nearest command.
@@ -165,6 +183,28 @@ int main(int argc, char** argv) {
                       "(default 1.5)")
           ->check(CLI::PositiveNumber);
     }
+    if (c.kind == ReportKind::kDiff) {
+      sub->get_option("DIR")->description(
+          "A B: two recordings (directories, rank directories or .cupmon files); the same one "
+          "twice with --window-a/-b or --from-a/... to compare two parts of it");
+      sub->add_option("--format", diff_format,
+                      "table (default), csv (one row per name; the verdict on stderr) or jsonl "
+                      "(sides, names, steps and the verdict, one object per line)")
+          ->check(CLI::IsMember({"table", "csv", "jsonl"}));
+      for (auto [side, a] : {std::pair{"a", &diff_a}, std::pair{"b", &diff_b}}) {
+        const std::string s = side, S = s == "a" ? "A" : "B";
+        sub->add_option("--window-" + s, a->window, "Side " + S + ": only trace window N");
+        sub->add_option("--from-" + s, a->from, "Side " + S + ": start (same forms as --from)");
+        sub->add_option("--to-" + s, a->to, "Side " + S + ": end (same forms as --to)");
+        sub->add_option("--rank-" + s, a->rank,
+                        "Side " + S + ": only the recording of this rank (as info lists them)");
+      }
+      sub->add_option("--fail-above", fail_above,
+                      "Exit 3 when B's GPU time grows by more than PCT percent: per step when "
+                      "steps are found in both sides' ranges, else per call (A's calls at B's mean "
+                      "durations, over the names on both sides); see docs/DECODER.md")
+          ->check(CLI::NonNegativeNumber);
+    }
     kinds[sub] = c.kind;
   }
   try {
@@ -199,6 +239,23 @@ int main(int argc, char** argv) {
                      : steps_by == "annotation" ? cupmon::decoder::StepSource::kAnnotation
                                                 : cupmon::decoder::StepSource::kAuto;
   opt.steps.slow_factor = steps_slow_factor;
+  opt.diff.format = diff_format == "csv"     ? cupmon::decoder::DiffFormat::kCsv
+                    : diff_format == "jsonl" ? cupmon::decoder::DiffFormat::kJsonl
+                                             : cupmon::decoder::DiffFormat::kTable;
+  opt.diff.fail_above = fail_above;
+  for (auto [side, a, r] :
+       {std::tuple{"a", &diff_a, &opt.diff.a}, std::tuple{"b", &diff_b, &opt.diff.b}}) {
+    r->window = a->window;
+    r->rank = a->rank;
+    if (!a->from.empty() && !cupmon::decoder::ParseTimeArg(a->from, &r->from_rel, &r->from_wall)) {
+      std::cerr << "cupmon-decode: cannot parse --from-" << side << " " << a->from << "\n";
+      return cupmon::decoder::kExitUnusable;
+    }
+    if (!a->to.empty() && !cupmon::decoder::ParseTimeArg(a->to, &r->to_rel, &r->to_wall)) {
+      std::cerr << "cupmon-decode: cannot parse --to-" << side << " " << a->to << "\n";
+      return cupmon::decoder::kExitUnusable;
+    }
+  }
   const bool sqlite = kind == ReportKind::kExport && opt.format == ExportFormat::kSqlite;
   if (sqlite && !cupmon::decoder::SqliteExportBuilt()) {
     std::cerr << "cupmon-decode: --format sqlite is not available: this cupmon-decode was built "
@@ -221,7 +278,7 @@ int main(int argc, char** argv) {
   // terminal would tear through them. Summary and info write only once reading is done.
   const bool streams_to_terminal = args.output.empty() && isatty(STDOUT_FILENO) &&
                                    kind != ReportKind::kSummary && kind != ReportKind::kInfo &&
-                                   kind != ReportKind::kSteps;
+                                   kind != ReportKind::kSteps && kind != ReportKind::kDiff;
   opt.progress = isatty(STDERR_FILENO) && !streams_to_terminal;
   if (!args.from.empty() &&
       !cupmon::decoder::ParseTimeArg(args.from, &opt.filter.from_rel, &opt.filter.from_wall)) {
