@@ -128,8 +128,7 @@ class DiffSink : public RowSink {
         row.type != RowType::kMemset)
       return;
     if (!row.valid_time) {
-      ++unknown_;  // the builder warns about these; no duration to count
-      return;
+      return;  // no duration to count (the builder counts and warns about these)
     }
     if (row.name_id >= stats_.size()) stats_.resize(row.name_id + 1);
     NameStats& s = stats_[row.name_id];
@@ -174,7 +173,7 @@ class DiffSink : public RowSink {
   std::vector<std::array<uint64_t, kTypes>> in_step_;
   std::vector<NameStats> stats_;
   size_t cursor_ = 0;
-  uint64_t rows_ = 0, unknown_ = 0;
+  uint64_t rows_ = 0;
 };
 
 std::string Fixed(double v, int decimals) {
@@ -318,7 +317,23 @@ bool StepInRange(const Step& s, const TraceFilter& f, const TraceBuilder& builde
 }
 
 // Reads every chosen recording of one side; false (after a message) when the side is unusable.
-bool ReadSide(Side& side, const ReportOptions& options, ProgressLine& progress,
+uint64_t TotalBytes(const Recording& rec) {
+  uint64_t n = 0;
+  for (const auto& f : rec.files) n += f.bytes;
+  return n;
+}
+
+// Steps depend on the recording only, not on a side's filters: two parts of one recording share
+// one FindSteps pass. Keyed by recording id and file paths (a directory may hold only some files).
+using StepCache = std::map<std::string, StepList>;
+
+std::string StepKey(const Recording& rec) {
+  std::string key = std::to_string(rec.id);
+  for (const auto& f : rec.files) key += "\n" + f.path;
+  return key;
+}
+
+bool ReadSide(Side& side, const ReportOptions& options, StepCache& cache, ProgressLine& progress,
               uint64_t* done_before, uint64_t total_bytes, std::ostream& err) {
   const bool merged = side.chosen.size() > 1;
   bool window_seen = false;
@@ -331,7 +346,13 @@ bool ReadSide(Side& side, const ReportOptions& options, ProgressLine& progress,
       done_here = done;
       progress.Update(*done_before + done, std::max(total_bytes, *done_before + done));
     };
-    StepList steps = FindSteps(rec, options.steps, on_progress);
+    const std::string key = StepKey(rec);
+    auto cached = cache.find(key);
+    if (cached == cache.end())
+      cached = cache.emplace(key, FindSteps(rec, options.steps, on_progress)).first;
+    else
+      on_progress(TotalBytes(rec), 0);
+    const StepList& steps = cached->second;
     *done_before += done_here;
     done_here = 0;
     DiffSink sink(steps.steps);
@@ -692,14 +713,16 @@ int RunDiffReport(const std::string& path_a, const std::string& path_b,
     }
   }
   if (!ListSide(a, options, err) || !ListSide(b, options, err)) return kExitUnusable;
-  // Each recording is read twice: once for its steps, once for its rows.
+  // Each recording is read twice: once for its steps (once for both sides when they share it),
+  // once for its rows.
   uint64_t total_bytes = 0, done_before = 0;
   for (const Side* s : {&a, &b})
     for (const Rank* r : s->chosen)
       for (const auto& f : r->recording.files) total_bytes += 2 * f.bytes;
   ProgressLine progress(err, ProgressLine::ShouldShow(options.progress, total_bytes));
-  if (!ReadSide(a, options, progress, &done_before, total_bytes, err) ||
-      !ReadSide(b, options, progress, &done_before, total_bytes, err))
+  StepCache steps;
+  if (!ReadSide(a, options, steps, progress, &done_before, total_bytes, err) ||
+      !ReadSide(b, options, steps, progress, &done_before, total_bytes, err))
     return kExitUnusable;
 
   const std::vector<NameRow> rows = NameRows(a, b);
