@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <fstream>
 #include <sstream>
 
 #include "cupmon/decoder/rank_listing.h"
@@ -40,7 +42,8 @@ TEST(DurationHistogramTest, ExactBelow128AndWithinTheStatedBoundAbove) {
   EXPECT_EQ(h.min(), all.front());
   EXPECT_EQ(h.max(), all.back());
   for (double q : {0.0, 0.01, 0.25, 0.5, 0.9, 0.99, 0.999, 1.0}) {
-    const size_t rank = std::max<size_t>(1, static_cast<size_t>(std::ceil(q * static_cast<double>(all.size()))));
+    const size_t rank =
+        std::max<size_t>(1, static_cast<size_t>(std::ceil(q * static_cast<double>(all.size()))));
     const uint64_t exact = all[rank - 1];
     const uint64_t got = h.Quantile(q);
     if (exact < 128) {
@@ -310,6 +313,44 @@ TEST_F(DiffTest, TwoWindowsOfOneRecording) {
   EXPECT_LT(steps.fields.at("b").fields.at("count").number, 1520);
   // Different amounts of work in A and B: the per-step comparison still holds.
   EXPECT_EQ(OfType(lines, "verdict").at(0).fields.at("metric").text, "gpu_time_per_step");
+}
+
+TEST_F(DiffTest, TwoWindowsOfTheRealSampleMatchTheirOwnRowsAndTheGolden) {
+  ReportOptions o = Jsonl();
+  o.diff.a.window = 1;
+  o.diff.b.window = 2;
+  int rc = -1;
+  const auto lines = Lines(Run({kSample, kSample}, o, &rc));
+  EXPECT_EQ(rc, kExitClean) << err_;
+  const auto sides = OfType(lines, "side");
+  for (uint32_t w : {1u, 2u}) {
+    TraceFilter f;
+    f.window = w;
+    EXPECT_EQ(sides.at(w - 1).fields.at("gpu_activities").number, GpuRows(kSample, f));
+  }
+  // Every name's calls in each window, as a summary of that window alone counts them.
+  for (const Json& n : OfType(lines, "name")) {
+    EXPECT_EQ(n.fields.at("status").text, "both") << n.fields.at("name").text;
+    EXPECT_GT(n.fields.at("a").fields.at("calls").number, 0);
+  }
+
+  // The table, byte for byte (tests/data/golden/real-sample.diff-windows.txt; set
+  // CUPMON_UPDATE_GOLDEN=1 to rewrite it), with the checkout's path made relative.
+  o.diff.format = DiffFormat::kTable;
+  std::string got = Run({kSample, kSample}, o, &rc);
+  const std::string root = std::string(CUPMON_SOURCE_DIR) + "/";
+  for (size_t at; (at = got.find(root)) != std::string::npos;) got.erase(at, root.size());
+  const std::string path =
+      std::string(CUPMON_SOURCE_DIR) + "/tests/data/golden/real-sample.diff-windows.txt";
+  if (std::getenv("CUPMON_UPDATE_GOLDEN")) {
+    std::ofstream(path, std::ios::trunc) << got;
+    return;
+  }
+  std::ifstream f(path);
+  ASSERT_TRUE(f.good()) << "missing golden file " << path;
+  std::stringstream want;
+  want << f.rdbuf();
+  EXPECT_EQ(got, want.str()) << "output differs from " << path;
 }
 
 TEST_F(DiffTest, TwoTimeRangesOfOneRecording) {
