@@ -173,6 +173,16 @@ TEST_F(DiffTest, KernelTwiceAsSlowComesFirstWithItsExactDeltaAndFailsTheGate) {
   EXPECT_EQ(steps.fields.at("a").fields.at("count").number, spec.steps);
   EXPECT_EQ(steps.fields.at("b").fields.at("count").number, spec.steps);
 
+  // --kernel applies to both sides: only gemm_wgrad's time per step is compared, doubled.
+  ReportOptions only = Jsonl();
+  only.filter.kernel.emplace("gemm_wgrad");
+  const auto filtered = Lines(Run({a_.path(), b_.path()}, only, &rc));
+  EXPECT_EQ(rc, kExitClean) << err_;
+  EXPECT_EQ(OfType(filtered, "name").size(), 1u);
+  const Json fv = OfType(filtered, "verdict").at(0);
+  EXPECT_NEAR(fv.fields.at("a_ns").number, static_cast<double>(expected) / spec.steps, 0.01);
+  EXPECT_NEAR(fv.fields.at("change_pct").number, 100.0, 1e-6);
+
   // The table names it first too, and the other way round B saves the same time.
   o.diff.format = DiffFormat::kTable;
   std::string table = Run({a_.path(), b_.path()}, o, &rc);
@@ -379,6 +389,27 @@ TEST_F(DiffTest, TwoTimeRangesOfOneRecording) {
   EXPECT_GT(na, 0);
   EXPECT_GT(nb, 0);
   EXPECT_LT(na + nb, spec.steps);  // ranges end at 90 ms, in the loop's middle
+}
+
+TEST_F(DiffTest, DamagedSideIsComparedWithAWarningAndTheGateStillDecides) {
+  testing::StepStreamSpec spec;
+  spec.steps = 60;
+  testing::WriteStepRecording(a_.path(), spec);
+  spec.wgrad_factor = 2;
+  testing::WriteStepRecording(b_.path(), spec);
+  const auto files = testing::CupmonFiles(b_.path());
+  ASSERT_EQ(files.size(), 1u);
+  auto bytes = testing::ReadAll(files[0]);
+  bytes.resize(bytes.size() * 2 / 3);  // a crash mid-write: the last chunks are gone
+  testing::WriteAll(files[0], bytes);
+  int rc = -1;
+  Run({a_.path(), b_.path()}, Jsonl(), &rc);
+  EXPECT_EQ(rc, kExitWarnings) << err_;
+  EXPECT_NE(err_.find("cupmon-decode: warning: B: "), std::string::npos) << err_;
+  ReportOptions o = Jsonl();
+  o.diff.fail_above = 5;
+  Run({a_.path(), b_.path()}, o, &rc);
+  EXPECT_EQ(rc, kExitRegression) << err_;  // 3 over 1: the regression is what CI must see
 }
 
 TEST_F(DiffTest, RefusesWhatItCannotCompare) {
