@@ -391,6 +391,42 @@ TEST_F(DiffTest, TwoTimeRangesOfOneRecording) {
   EXPECT_LT(na + nb, spec.steps);  // ranges end at 90 ms, in the loop's middle
 }
 
+TEST_F(DiffTest, WithoutStepsTheGateComparesGpuTimePerCallAtAsMix) {
+  // Three steps: too few repetitions for the kernel pattern, so no steps on either side.
+  testing::StepStreamSpec spec;
+  spec.steps = 3;
+  testing::WriteStepRecording(a_.path(), spec);
+  spec.wgrad_factor = 2;
+  testing::WriteStepRecording(b_.path(), spec);
+  struct Total : RowSink {
+    double ns = 0;
+    void OnRow(const Row& r) override {
+      if (r.type != RowType::kApi && r.valid_time) ns += static_cast<double>(r.duration);
+    }
+  };
+  auto listing = ListRanks({a_.path()});
+  ASSERT_TRUE(listing.has_value());
+  Total total;
+  TraceBuilder builder(TraceFilter{}, &total);
+  ReadIntegrity integrity;
+  ReadRecording(listing->ranks.at(0).recording, builder, &integrity);
+  builder.Finish();
+  // Same names and calls on both sides; only gemm_wgrad's mean doubles (12 us in warm-up steps).
+  const double wgrad = static_cast<double>(spec.layers * spec.steps * 12'000);
+  ReportOptions o = Jsonl();
+  o.diff.fail_above = 5;
+  int rc = -1;
+  const auto lines = Lines(Run({a_.path(), b_.path()}, o, &rc));
+  const Json v = OfType(lines, "verdict").at(0);
+  EXPECT_EQ(v.fields.at("metric").text, "gpu_time_per_call");
+  EXPECT_EQ(OfType(lines, "steps").at(0).fields.at("a").type, Json::kNull);
+  EXPECT_NEAR(v.fields.at("a_ns").number, total.ns, 0.01);
+  EXPECT_NEAR(v.fields.at("b_ns").number, total.ns + wgrad, 0.01);
+  EXPECT_NEAR(v.fields.at("change_pct").number, 100 * wgrad / total.ns, 1e-3);
+  EXPECT_EQ(rc, 100 * wgrad / total.ns > 5 ? kExitRegression : kExitClean) << err_;
+  EXPECT_NE(v.fields.at("text").text.find("steps: none found"), std::string::npos);
+}
+
 TEST_F(DiffTest, DamagedSideIsComparedWithAWarningAndTheGateStillDecides) {
   testing::StepStreamSpec spec;
   spec.steps = 60;
