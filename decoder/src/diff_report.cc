@@ -316,7 +316,6 @@ bool StepInRange(const Step& s, const TraceFilter& f, const TraceBuilder& builde
   return true;
 }
 
-// Reads every chosen recording of one side; false (after a message) when the side is unusable.
 uint64_t TotalBytes(const Recording& rec) {
   uint64_t n = 0;
   for (const auto& f : rec.files) n += f.bytes;
@@ -333,6 +332,7 @@ std::string StepKey(const Recording& rec) {
   return key;
 }
 
+// Reads every chosen recording of one side; false (after a message) when the side is unusable.
 bool ReadSide(Side& side, const ReportOptions& options, StepCache& cache, ProgressLine& progress,
               uint64_t* done_before, uint64_t total_bytes, std::ostream& err) {
   const bool merged = side.chosen.size() > 1;
