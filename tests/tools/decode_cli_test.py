@@ -6,10 +6,12 @@ Run by ctest (tests/tools/CMakeLists.txt) with CUPMON_DECODE and CUPMON_SOURCE i
 
 import os
 import subprocess
+import tempfile
 import unittest
 
 DECODE = os.environ.get("CUPMON_DECODE", "")
 SAMPLE = os.path.join(os.environ.get("CUPMON_SOURCE", ""), "tests", "data", "sample")
+MAKE_SAMPLE = os.environ.get("CUPMON_MAKE_SAMPLE", "")
 DDP = os.path.join(os.environ.get("CUPMON_SOURCE", ""), "tests", "data", "ddp-2rank")
 
 
@@ -76,6 +78,27 @@ class DecodeCliTest(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn('"regression":false', r.stdout)
 
+    @unittest.skipUnless(MAKE_SAMPLE and os.path.exists(MAKE_SAMPLE),
+                         "CUPMON_MAKE_SAMPLE is not set")
+    def test_diff_finds_a_kernel_made_twice_as_slow_and_fails_the_gate(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            base, slow = os.path.join(tmp, "base"), os.path.join(tmp, "slow")
+            for out, extra in ((base, []), (slow, ["2"])):
+                r = subprocess.run([MAKE_SAMPLE, "--steps", out, "100000"] + extra,
+                                   capture_output=True, text=True, timeout=120)
+                self.assertEqual(r.returncode, 0, r.stderr)
+            r = decode("diff", base, slow, "--fail-above", "5")
+            self.assertEqual(r.returncode, 3, r.stderr)
+            rows = r.stdout.split("  name\n", 1)[1].splitlines()
+            self.assertIn("+100.0%", rows[0])
+            self.assertIn("gemm_wgrad(float const*, float const*, float*)", rows[0])
+            self.assertIn("% slower than A in GPU time per step", r.stdout)
+            self.assertIn("cupmon-decode: regression: B is", r.stderr)
+            r = subprocess.run([MAKE_SAMPLE, "--steps", base, "100000", "0"], capture_output=True,
+                               text=True, timeout=120)
+            self.assertEqual(r.returncode, 2)
+            self.assertIn("SLOWER must be a whole factor 1..1000, not '0'", r.stderr)
+
     def test_diff_of_two_rank_files(self):
         files = sorted(os.path.join(DDP, f) for f in os.listdir(DDP) if "-vm-161" in f)
         self.assertEqual(len(files), 2)
@@ -87,7 +110,8 @@ class DecodeCliTest(unittest.TestCase):
 
     def test_diff_refuses_bad_arguments(self):
         cases = (
-            (("diff", SAMPLE), "diff compares two recordings: cupmon-decode diff A B (got 1 path(s))"),
+            (("diff", SAMPLE),
+             "diff compares two recordings: cupmon-decode diff A B (got 1 path(s))"),
             (("diff", SAMPLE, SAMPLE + "/nothing-here"), "cupmon-decode: B: "),
             (("diff", SAMPLE, SAMPLE, "--from-a", "soon"), "cannot parse --from-a soon"),
             (("diff", SAMPLE, SAMPLE, "--to-b", "2s", "--from-b", "5s"),
