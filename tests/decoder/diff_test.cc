@@ -298,9 +298,8 @@ TEST_F(DiffTest, TwoRanksOfTheRealDdpRecording) {
   EXPECT_EQ(steps.fields.at("b").fields.at("count").number, 1520);
 }
 
-TEST_F(DiffTest, TwoWindowsOfOneRecording) {
-  // The two ranks of ddp-2rank each have window 1: rank 0's window against rank 1's, then the
-  // whole of rank 0 against its window.
+TEST_F(DiffTest, AWholeRankAgainstItsOwnWindowComparesPerStep) {
+  // Rank 0 of ddp-2rank, whole (A) against its 1 s window 1 (B).
   ReportOptions o = Jsonl();
   o.diff.a.rank = 0;
   o.diff.b.rank = 0;
