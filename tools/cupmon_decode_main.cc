@@ -7,6 +7,8 @@
 #include <iostream>
 #include <regex>
 #include <string_view>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -93,9 +95,14 @@ int main(int argc, char** argv) {
       "  cupmon-decode summary torch-out/   # a torch.profiler._cupti_monitor dump (names unresolved)\n"
       "  cupmon-decode steps rec/   # training steps, step-time distribution, slow steps\n"
       "  cupmon-decode timeline job/ --bucket 1s -o busy.csv   # per rank, device, second: busy %\n"
-      "  cupmon-decode timeline rec/ --bucket 100ms --from 10s --to 20s --format jsonl\n\n"
+      "  cupmon-decode timeline rec/ --bucket 100ms --from 10s --to 20s --format jsonl\n"
+      "  cupmon-decode diff before/ after/   # per kernel and memcpy kind: what B adds or saves\n"
+      "  cupmon-decode diff job/rank0 job/rank1   # two ranks (or job job --rank-a 0 --rank-b 1)\n"
+      "  cupmon-decode diff rec rec --window-a 1 --window-b 2   # two windows of one recording\n"
+      "  cupmon-decode diff rec rec --from-a 0s --to-a 10s --from-b 50s --to-b 60s\n"
+      "  cupmon-decode diff base/ new/ --fail-above 5   # CI gate: exit 3 when B is >5% slower\n\n"
       "Exit codes: 0 clean, 1 warnings (damage, drops, skipped records), 2 unusable input or usage "
-      "error."};
+      "error, 3 diff --fail-above: a regression above the threshold."};
   app.require_subcommand(1);
   CommonArgs args;
   std::string format = "chrome-json";
@@ -103,6 +110,12 @@ int main(int argc, char** argv) {
   double steps_slow_factor = 1.5;
   std::string timeline_format = "csv", timeline_bucket = "1s";
   uint64_t timeline_max_rows = cupmon::decoder::TimelineOptions{}.max_rows;
+  std::string diff_format = "table";
+  struct DiffSideArgs {
+    std::optional<uint32_t> window, rank;
+    std::string from, to;
+  } diff_a, diff_b;
+  std::optional<double> fail_above;
   struct Cmd {
     const char* name;
     const char* help;
@@ -125,6 +138,11 @@ int main(int argc, char** argv) {
        "Fixed wall-clock buckets (--bucket 1s) per rank and device: busy % (the union of kernel, "
        "memcpy and memset intervals), kernels/s, memcpy bytes/s; csv or jsonl, streamed",
        ReportKind::kTimeline},
+      {"diff",
+       "Compares two recordings, ranks, windows or time ranges (A B): per kernel name and memcpy "
+       "kind calls, total, mean, p50, p99 and their change, step times, a verdict; --fail-above "
+       "makes it a CI gate",
+       ReportKind::kDiff},
   };
   // A first word that is no command (a typo such as "sumary") would otherwise be reported as
   // "A subcommand is required": name it, and the nearest command.
@@ -196,6 +214,28 @@ int main(int argc, char** argv) {
           "empty ones as zeros. --reorder-rows: activities held to sort by wall-clock start; one "
           "that comes after its bucket was written is left out and counted (exit 1).");
     }
+    if (c.kind == ReportKind::kDiff) {
+      sub->get_option("DIR")->description(
+          "A B: two recordings (directories, rank directories or .cupmon files); the same one "
+          "twice with --window-a/-b or --from-a/... to compare two parts of it");
+      sub->add_option("--format", diff_format,
+                      "table (default), csv (one row per name; the verdict on stderr) or jsonl "
+                      "(sides, names, steps and the verdict, one object per line)")
+          ->check(CLI::IsMember({"table", "csv", "jsonl"}));
+      for (auto [side, a] : {std::pair{"a", &diff_a}, std::pair{"b", &diff_b}}) {
+        const std::string s = side, S = s == "a" ? "A" : "B";
+        sub->add_option("--window-" + s, a->window, "Side " + S + ": only trace window N");
+        sub->add_option("--from-" + s, a->from, "Side " + S + ": start (same forms as --from)");
+        sub->add_option("--to-" + s, a->to, "Side " + S + ": end (same forms as --to)");
+        sub->add_option("--rank-" + s, a->rank,
+                        "Side " + S + ": only the recording of this rank (as info lists them)");
+      }
+      sub->add_option("--fail-above", fail_above,
+                      "Exit 3 when B's GPU time grows by more than PCT percent: per step when "
+                      "steps are found in both sides' ranges, else per call (A's calls at B's mean "
+                      "durations, over the names on both sides); see docs/DECODER.md")
+          ->check(CLI::NonNegativeNumber);
+    }
     kinds[sub] = c.kind;
   }
   try {
@@ -240,6 +280,23 @@ int main(int argc, char** argv) {
     opt.timeline.bucket_ns = *bucket;
     opt.timeline.max_rows = timeline_max_rows;
   }
+  opt.diff.format = diff_format == "csv"     ? cupmon::decoder::DiffFormat::kCsv
+                    : diff_format == "jsonl" ? cupmon::decoder::DiffFormat::kJsonl
+                                             : cupmon::decoder::DiffFormat::kTable;
+  opt.diff.fail_above = fail_above;
+  for (auto [side, a, r] :
+       {std::tuple{"a", &diff_a, &opt.diff.a}, std::tuple{"b", &diff_b, &opt.diff.b}}) {
+    r->window = a->window;
+    r->rank = a->rank;
+    if (!a->from.empty() && !cupmon::decoder::ParseTimeArg(a->from, &r->from_rel, &r->from_wall)) {
+      std::cerr << "cupmon-decode: cannot parse --from-" << side << " " << a->from << "\n";
+      return cupmon::decoder::kExitUnusable;
+    }
+    if (!a->to.empty() && !cupmon::decoder::ParseTimeArg(a->to, &r->to_rel, &r->to_wall)) {
+      std::cerr << "cupmon-decode: cannot parse --to-" << side << " " << a->to << "\n";
+      return cupmon::decoder::kExitUnusable;
+    }
+  }
   const bool sqlite = kind == ReportKind::kExport && opt.format == ExportFormat::kSqlite;
   if (sqlite && !cupmon::decoder::SqliteExportBuilt()) {
     std::cerr << "cupmon-decode: --format sqlite is not available: this cupmon-decode was built "
@@ -262,7 +319,7 @@ int main(int argc, char** argv) {
   // terminal would tear through them. Summary and info write only once reading is done.
   const bool streams_to_terminal = args.output.empty() && isatty(STDOUT_FILENO) &&
                                    kind != ReportKind::kSummary && kind != ReportKind::kInfo &&
-                                   kind != ReportKind::kSteps;
+                                   kind != ReportKind::kSteps && kind != ReportKind::kDiff;
   opt.progress = isatty(STDERR_FILENO) && !streams_to_terminal;
   if (!args.from.empty() &&
       !cupmon::decoder::ParseTimeArg(args.from, &opt.filter.from_rel, &opt.filter.from_wall)) {

@@ -22,6 +22,7 @@
 #include "export/out_buf.h"
 #include "export/perfetto_sink.h"
 #include "export/trace_event_json.h"
+#include "diff_report.h"
 #include "steps_report.h"
 #include "timeline_report.h"
 #if CUPMON_HAVE_SQLITE
@@ -984,6 +985,14 @@ int RunReport(ReportKind kind, const std::vector<std::string>& paths, const Repo
   if (sqlite && options.output_path.empty()) {
     err << "cupmon-decode: --format sqlite writes a database file, not a stream: give -o FILE\n";
     return kExitUnusable;
+  }
+  if (kind == ReportKind::kDiff) {
+    if (paths.size() != 2) {
+      err << "cupmon-decode: diff compares two recordings: cupmon-decode diff A B (got "
+          << paths.size() << " path(s))\n";
+      return kExitUnusable;
+    }
+    return RunDiffReport(paths[0], paths[1], options, out, err);
   }
   auto listing = ListRanks(paths, RankListingOptions{options.recursive});
   if (!listing) {

@@ -4,6 +4,7 @@
 //   cupmon-make-sample --overlap DIR              overlapping slices on one stream and one thread
 //   cupmon-make-sample --annotated-steps DIR      two ranks with annotated training steps
 //   cupmon-make-sample --steps DIR 10000000       a training loop of N records, to time `steps`
+//   cupmon-make-sample --steps DIR 100000 2       the same loop with gemm_wgrad 2x slower (`diff`)
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -271,7 +272,7 @@ int main(int argc, char** argv) {
                 argv[2]);
     return 0;
   }
-  if (argc == 4 && std::strcmp(argv[1], "--steps") == 0) {
+  if ((argc == 4 || argc == 5) && std::strcmp(argv[1], "--steps") == 0) {
     // The MLP of tests/gpu/torch/train_mlp.py in shape (24 layers), one slow step, noise.
     cupmon::testing::StepStreamSpec spec;
     spec.steps = UINT32_MAX;
@@ -283,6 +284,16 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "%s: RECORDS must be a positive number, not '%s'\n", argv[0], argv[3]);
       return 2;
     }
+    if (argc == 5) {  // a regression to find with cupmon-decode diff
+      char* end = nullptr;
+      const unsigned long factor = std::strtoul(argv[4], &end, 10);
+      if (end == argv[4] || *end || factor == 0 || factor > 1000) {
+        std::fprintf(stderr, "%s: SLOWER must be a whole factor 1..1000, not '%s'\n", argv[0],
+                     argv[4]);
+        return 2;
+      }
+      spec.wgrad_factor = static_cast<uint32_t>(factor);
+    }
     const auto truth = cupmon::testing::WriteStepRecording(argv[2], spec);
     std::printf("wrote a synthetic training loop (%llu records, %zu steps, CUPTI test double) to %s\n",
                 static_cast<unsigned long long>(truth.records), truth.step_starts.size(), argv[2]);
@@ -291,12 +302,14 @@ int main(int argc, char** argv) {
   const bool help = argc > 1 && (std::strcmp(argv[1], "-h") == 0 || std::strcmp(argv[1], "--help") == 0);
   if (help || (argc != 2 && argc != 3) || argv[1][0] == '-') {
     std::fprintf(help ? stdout : stderr,
-                 "usage: %s DIR [RECORDS] | --overlap DIR | --annotated-steps DIR | --steps DIR RECORDS\n"
+                 "usage: %s DIR [RECORDS] | --overlap DIR | --annotated-steps DIR |\n"
+                 "       --steps DIR RECORDS [SLOWER]\n"
                  "Writes a synthetic recording (CUPTI test double, not GPU data) into DIR: the small\n"
                  "sample, RECORDS records of a training-like mix for timing cupmon-decode,\n"
                  "(--overlap) slices that overlap on one stream and on one thread,\n"
                  "(--annotated-steps) a two-rank job with annotated training steps, or (--steps)\n"
-                 "a training loop of about RECORDS records for timing cupmon-decode steps.\n"
+                 "a training loop of about RECORDS records for timing cupmon-decode steps (SLOWER:\n"
+                 "its gemm_wgrad kernel lasts SLOWER times longer, a regression for diff).\n"
                  "  %s /tmp/sample\n  %s /tmp/big 10000000\n",
                  argv[0], argv[0], argv[0]);
     return help ? 0 : 2;

@@ -253,7 +253,7 @@ TEST_F(MergeReportTest, TracesAndExportsLabelEachRank) {
   EXPECT_EQ(rows_by_rank, (std::map<int, int>{{0, 2}, {1, 4}, {2, 6}}));
   opt.format = ExportFormat::kCsv;
   const Result csv = Decode(ReportKind::kExport, dirs, opt);
-  EXPECT_NE(csv.out.find("annotation,rank\n"), std::string::npos) << csv.out;
+  EXPECT_NE(csv.out.find("annotation,launched_before_window,rank\n"), std::string::npos) << csv.out;
   EXPECT_EQ(std::count(csv.out.begin(), csv.out.end(), '\n'), 1 + 12);
   const Result trace = Decode(ReportKind::kGpuTrace, dirs);
   for (uint32_t i = 0; i < 3; ++i)

@@ -90,7 +90,7 @@ StepStreamTruth WriteStepRecording(const std::string& dir, const StepStreamSpec&
         kernel(r, kReluBwd, dur / 2, step_label);
         kernel(r, kGemmDgrad, dur, step_label);
         if (spec.noise && k % 7 == 3 && l == spec.layers / 2) kernel(r, kNoise, dur, step_label);
-        kernel(r, kGemmWgrad, dur, step_label);
+        kernel(r, kGemmWgrad, dur * spec.wgrad_factor, step_label);
         kernel(r, kBiasGrad, dur / 2, step_label);
       }
       bwd_end[ri] = r.t;

@@ -22,6 +22,7 @@ struct StepStreamSpec {
                                  // every 7th step's backward pass
   bool annotate = false;         // external correlations: "step N" (0-based N), "forward" nested
   uint64_t memcpy_bytes = 1 << 20;  // one HtoD copy at the start of every step
+  uint32_t wgrad_factor = 1;     // gemm_wgrad lasts this many times longer (a regression to diff)
   uint32_t ranks = 1;            // >1: one recording per rank, NCCL all-reduce each step
   uint32_t straggler_rank = 1, straggler_step = 0;  // that rank starts that step late
   uint64_t straggler_ns = 5'000'000;

@@ -6,10 +6,13 @@ Run by ctest (tests/tools/CMakeLists.txt) with CUPMON_DECODE and CUPMON_SOURCE i
 
 import os
 import subprocess
+import tempfile
 import unittest
 
 DECODE = os.environ.get("CUPMON_DECODE", "")
 SAMPLE = os.path.join(os.environ.get("CUPMON_SOURCE", ""), "tests", "data", "sample")
+MAKE_SAMPLE = os.environ.get("CUPMON_MAKE_SAMPLE", "")
+DDP = os.path.join(os.environ.get("CUPMON_SOURCE", ""), "tests", "data", "ddp-2rank")
 
 
 def decode(*args):
@@ -20,7 +23,7 @@ def decode(*args):
 class DecodeCliTest(unittest.TestCase):
     def test_a_typo_names_the_word_and_the_nearest_command(self):
         for typo, nearest in (("sumary", "summary"), ("expor", "export"), ("gputrace", "gpu-trace"),
-                              ("stpes", "steps"), ("inf", "info")):
+                              ("stpes", "steps"), ("inf", "info"), ("dif", "diff")):
             with self.subTest(typo=typo):
                 r = decode(typo, SAMPLE)
                 self.assertEqual(r.returncode, 2, r.stderr)
@@ -55,6 +58,82 @@ class DecodeCliTest(unittest.TestCase):
         r = decode("summary", SAMPLE, "--from", "1s", "--to", "2s")
         self.assertIn(r.returncode, (0, 1), r.stderr)
         self.assertIn("GPU activities", r.stdout)
+
+
+    # diff: the command line around RunDiffReport (tests/decoder/diff_test.cc checks the figures).
+    def test_diff_of_a_recording_with_itself_passes_the_gate(self):
+        r = decode("diff", SAMPLE, SAMPLE, "--fail-above", "0.1")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("verdict: B is as fast as A (+0.0%) in GPU time per step", r.stdout)
+        self.assertIn("gate: +0.0% <= --fail-above 0.1%: pass", r.stdout)
+
+    def test_diff_gate_exit_code_follows_the_threshold(self):
+        # Window 2 of the sample has 0.7% more GPU time per step than window 1.
+        args = ("diff", SAMPLE, SAMPLE, "--window-a", "1", "--window-b", "2", "--format", "jsonl")
+        r = decode(*args, "--fail-above", "0.5")
+        self.assertEqual(r.returncode, 3, r.stderr)
+        self.assertIn("cupmon-decode: regression: B is 0.7% slower than A", r.stderr)
+        self.assertIn('"regression":true', r.stdout)
+        r = decode(*args, "--fail-above", "1")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn('"regression":false', r.stdout)
+
+    @unittest.skipUnless(MAKE_SAMPLE and os.path.exists(MAKE_SAMPLE),
+                         "CUPMON_MAKE_SAMPLE is not set")
+    def test_diff_finds_a_kernel_made_twice_as_slow_and_fails_the_gate(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            base, slow = os.path.join(tmp, "base"), os.path.join(tmp, "slow")
+            for out, extra in ((base, []), (slow, ["2"])):
+                r = subprocess.run([MAKE_SAMPLE, "--steps", out, "100000"] + extra,
+                                   capture_output=True, text=True, timeout=120)
+                self.assertEqual(r.returncode, 0, r.stderr)
+            r = decode("diff", base, slow, "--fail-above", "5")
+            self.assertEqual(r.returncode, 3, r.stderr)
+            rows = r.stdout.split("  name\n", 1)[1].splitlines()
+            self.assertIn("+100.0%", rows[0])
+            self.assertIn("gemm_wgrad(float const*, float const*, float*)", rows[0])
+            self.assertIn("% slower than A in GPU time per step", r.stdout)
+            self.assertIn("cupmon-decode: regression: B is", r.stderr)
+            r = subprocess.run([MAKE_SAMPLE, "--steps", base, "100000", "0"], capture_output=True,
+                               text=True, timeout=120)
+            self.assertEqual(r.returncode, 2)
+            self.assertIn("SLOWER must be a whole factor 1..1000, not '0'", r.stderr)
+
+    def test_diff_of_two_rank_files(self):
+        files = sorted(os.path.join(DDP, f) for f in os.listdir(DDP) if "-vm-161" in f)
+        self.assertEqual(len(files), 2)
+        r = decode("diff", files[0], files[1], "--format", "csv")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertTrue(r.stdout.startswith("kind,name,status,delta_total_ns,"), r.stdout[:200])
+        self.assertIn('kernel,"ncclDevKernel_AllReduce_Sum_f32_RING_LL', r.stdout)
+        self.assertIn("cupmon-decode: verdict: B is", r.stderr)
+
+    def test_diff_refuses_bad_arguments(self):
+        cases = (
+            (("diff", SAMPLE),
+             "diff compares two recordings: cupmon-decode diff A B (got 1 path(s))"),
+            (("diff", SAMPLE, SAMPLE + "/nothing-here"), "cupmon-decode: B: "),
+            (("diff", SAMPLE, SAMPLE, "--from-a", "soon"), "cannot parse --from-a soon"),
+            (("diff", SAMPLE, SAMPLE, "--to-b", "2s", "--from-b", "5s"),
+             "side B's range is empty (from +5.0000s, to +2.0000s)"),
+            (("diff", SAMPLE, SAMPLE, "--window-b", "7"), "there is no window 7 (windows: 1, 2)"),
+            (("diff", SAMPLE, SAMPLE, "--fail-above", "-3"), "--fail-above"),
+            (("diff", SAMPLE, SAMPLE, "--format", "xml"), "--format"),
+            (("diff", SAMPLE, SAMPLE, "-o", "/nonexistent-dir/diff.txt"),
+             "cannot write /nonexistent-dir/diff.txt"),
+        )
+        for args, message in cases:
+            with self.subTest(args=args):
+                r = decode(*args)
+                self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+                self.assertIn(message, r.stderr)
+                self.assertEqual(r.stdout, "")
+
+    def test_help_shows_diff_examples_and_exit_code_3(self):
+        r = decode("--help")
+        self.assertEqual(r.returncode, 0)
+        self.assertIn("cupmon-decode diff base/ new/ --fail-above 5", r.stdout)
+        self.assertIn("3 diff --fail-above", r.stdout)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "cupmon/decoder/diff.h"
 #include "cupmon/decoder/steps.h"
 #include "cupmon/decoder/timeline.h"
 #include "cupmon/decoder/trace_builder.h"
@@ -17,7 +18,7 @@ namespace cupmon::decoder {
 
 // kTimeline writes ExportFormat kCsv or kJsonl.
 enum class ReportKind { kSummary, kGpuTrace, kApiTrace, kKernExec, kExport, kInfo, kSteps,
-                        kTimeline };
+                        kTimeline, kDiff };
 // kPerfetto: Perfetto's protobuf trace format (.pftrace), binary. kKineto: one Kineto-shaped
 // JSON trace per rank in ReportOptions::output_dir, for Holistic Trace Analysis. kSqlite: an
 // SQLite database in the Nsight Systems export schema, written to ReportOptions::output_path
@@ -46,6 +47,8 @@ struct ReportOptions {
   StepOptions steps;
   // `timeline` (decoder/src/timeline_report.cc): the bucket size and row limit.
   TimelineOptions timeline;
+  // `diff` (decoder/src/diff_report.cc): per-side selections, format and the gate.
+  DiffOptions diff;
   // export --format sqlite: the database file (written beside it, then renamed onto it).
   std::string output_path;
 };
@@ -57,11 +60,13 @@ bool SqliteExportBuilt();
 inline constexpr int kExitClean = 0;
 inline constexpr int kExitWarnings = 1;  // damage, drops, skips, unknown timestamps...
 inline constexpr int kExitUnusable = 2;  // nothing decodable, or a usage error
+inline constexpr int kExitRegression = 3;  // diff --fail-above: B is slower than allowed
 
 // Runs one report over `path` (a directory or a .cupmon file). Output goes to `out`, warnings and
 // problems to `err`. Returns one of the exit codes above.
 int RunReport(ReportKind kind, const std::string& path, const ReportOptions& options,
               std::ostream& out, std::ostream& err);
+// ReportKind::kDiff takes exactly two paths, A then B (see RunDiffReport in diff_report.h).
 // Runs one report over several paths (directories, their per-rank subdirectories, or .cupmon
 // files; see ListRanks). One recording gives exactly the single-recording report. Several are
 // merged, one rank per recording (process): summary prints a section per rank and a total, info
