@@ -144,13 +144,18 @@ class LimitedSink : public RowSink {
   void SetShortNames(bool on) { short_names_ = on; }
 
  protected:
-  // A kernel row's name as the trace shows it; other rows' names as they are. Each name id's short
-  // form is computed once per recording (ids are the builder's).
-  std::string_view ShownName(const Row& r) {
-    if (!short_names_ || r.type != RowType::kKernel) return r.name;
+  // A kernel row's name as the trace shows it; other rows' names as they are.
+  std::string_view ShownName(const Row& r) { return short_names_ ? ShortName(r) : r.name; }
+  // A kernel row's short name (of its demangled name also under --mangled); other rows' names as
+  // they are. Each name id's is computed once per recording (ids are the builder's).
+  std::string_view ShortName(const Row& r) {
+    if (r.type != RowType::kKernel) return r.name;
     if (r.name_id >= short_by_id_.size()) short_by_id_.resize(r.name_id + 1);
     std::optional<std::string>& name = short_by_id_[r.name_id];
-    if (!name) name = ShortKernelName(r.name);
+    if (!name) {
+      const bool raw = !r.raw_name.empty() && r.name == r.raw_name;
+      name = ShortKernelName(raw ? Demangle(std::string(r.raw_name)) : r.name);
+    }
     return *name;
   }
   // The same for a name without an id (an API row's launched kernel).
@@ -463,11 +468,13 @@ class CsvSink : public LimitedSink {
   using LimitedSink::LimitedSink;
   void Begin(const TraceBuilder& b, const Recording& r, size_t) override {
     builder_ = &b;
+    ForgetShortNames();
     recording_ = Hex(r.id);
     if (!header_done_) {
+      // short_name: kernels' (ShortKernelName), added last so that positional readers still work.
       out_ << "recording,type,kind,start_ns,end_ns,duration_ns,device,context,stream,"
               "correlation_id,name,api_name,api_start_ns,api_end_ns,pid,tid,return_value,bytes,"
-              "grid,block,registers,annotation"
+              "grid,block,registers,annotation,short_name"
            << (rank_ ? ",rank\n" : "\n");
       header_done_ = true;
     }
@@ -498,7 +505,8 @@ class CsvSink : public LimitedSink {
       out_ << ",,";
     }
     out_ << ',';
-    out_.Csv(r.annotation);
+    out_.Csv(r.annotation) << ',';
+    if (kernel) out_.Csv(ShortName(r));
     if (rank_) out_ << ',' << rank_->rank;
     out_ << '\n';
   }
@@ -511,6 +519,7 @@ class JsonlSink : public LimitedSink {
   using LimitedSink::LimitedSink;
   void Begin(const TraceBuilder& b, const Recording& r, size_t) override {
     builder_ = &b;
+    ForgetShortNames();
     recording_ = Hex(r.id);
   }
 
@@ -527,6 +536,10 @@ class JsonlSink : public LimitedSink {
     }
     out_ << ",\"correlation_id\":" << r.correlation << ",\"name\":\"";
     out_.Json(r.name) << '"';
+    if (r.type == RowType::kKernel) {
+      out_ << ",\"short_name\":\"";
+      out_.Json(ShortName(r)) << '"';
+    }
     if (r.type == RowType::kApi) {
       out_ << ",\"pid\":" << r.pid << ",\"tid\":" << r.tid << ",\"return_value\":" << r.return_value
            << ",\"launched\":" << r.launched;

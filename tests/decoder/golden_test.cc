@@ -71,6 +71,31 @@ TEST_F(GoldenTest, ExportJsonl) {
   EXPECT_EQ(n, 9 + 8);  // 9 GPU activities, 8 API calls
 }
 
+// Exports carry the short name beside the full one, the demangled name's also under --mangled;
+// only kernels have one.
+TEST_F(GoldenTest, ExportsCarryTheShortNameOfKernels) {
+  ReportOptions opt;
+  opt.format = ExportFormat::kJsonl;
+  opt.filter.mangled = true;
+  std::ostringstream out, err;
+  ASSERT_EQ(RunReport(ReportKind::kExport, dir_.path(), opt, out, err), kExitClean) << err.str();
+  const std::string jsonl = out.str();
+  EXPECT_NE(jsonl.find("\"name\":\"_Z10gemm_tiledILi16EEvPKfS1_Pfi\",\"short_name\":\"gemm_tiled\""),
+            std::string::npos)
+      << jsonl;
+  EXPECT_NE(jsonl.find("\"name\":\"_ZN5flash14softmax_kernelIfEEvPT_i\",\"short_name\":"
+                       "\"flash::softmax_kernel\""),
+            std::string::npos);
+  std::istringstream lines(jsonl);
+  int kernels = 0, short_names = 0;
+  for (std::string line; std::getline(lines, line);) {
+    kernels += line.find("\"type\":\"kernel\"") != std::string::npos;
+    short_names += line.find("\"short_name\":") != std::string::npos;
+  }
+  EXPECT_EQ(kernels, 6);
+  EXPECT_EQ(short_names, kernels);
+}
+
 TEST_F(GoldenTest, ChromeJsonIsValidTraceEventFormat) {
   const std::string out = Run(ReportKind::kExport, ExportFormat::kChromeJson);
   Compare("export.chrome.json", out);
