@@ -46,8 +46,8 @@ void AddCommon(CLI::App* app, CommonArgs* a) {
   app->add_option("--device", a->device, "Only GPU activity on this device id");
   app->add_option("--stream", a->stream, "Only GPU activity on this stream id");
   app->add_option("--kernel", a->kernel,
-                  "Only GPU activity whose name matches this ECMAScript regex, searched in the full "
-                  "demangled name (--mangled: the raw one) whichever form is shown, so "
+                  "Only GPU activity whose name matches this ECMAScript regex, searched in the "
+                  "full demangled name (--mangled: the raw one) whichever form is shown, so "
                   "--kernel 'reduce_kernel<512' still finds template arguments");
   app->add_option("--pid", a->pid, "Only the recording of this process id");
   app->add_option("--limit", a->limit, "At most N rows (traces and exports)");

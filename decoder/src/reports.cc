@@ -162,7 +162,8 @@ class LimitedSink : public RowSink {
   std::string_view ShownName(std::string_view kernel) {
     if (!short_names_ || kernel.empty()) return kernel;
     auto it = short_by_view_.find(kernel);
-    if (it == short_by_view_.end()) it = short_by_view_.emplace(kernel, ShortKernelName(kernel)).first;
+    if (it == short_by_view_.end())
+      it = short_by_view_.emplace(kernel, ShortKernelName(kernel)).first;
     return it->second;
   }
   // Call from Begin: the next recording's builder numbers its names anew.

@@ -80,8 +80,9 @@ TEST_F(GoldenTest, ExportsCarryTheShortNameOfKernels) {
   std::ostringstream out, err;
   ASSERT_EQ(RunReport(ReportKind::kExport, dir_.path(), opt, out, err), kExitClean) << err.str();
   const std::string jsonl = out.str();
-  EXPECT_NE(jsonl.find("\"name\":\"_Z10gemm_tiledILi16EEvPKfS1_Pfi\",\"short_name\":\"gemm_tiled\""),
-            std::string::npos)
+  EXPECT_NE(
+      jsonl.find("\"name\":\"_Z10gemm_tiledILi16EEvPKfS1_Pfi\",\"short_name\":\"gemm_tiled\""),
+      std::string::npos)
       << jsonl;
   EXPECT_NE(jsonl.find("\"name\":\"_ZN5flash14softmax_kernelIfEEvPT_i\",\"short_name\":"
                        "\"flash::softmax_kernel\""),

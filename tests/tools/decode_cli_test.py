@@ -65,7 +65,8 @@ class DecodeCliTest(unittest.TestCase):
         self.assertIn("  cutlass::Kernel2 [1]\n", short.stdout)
         self.assertIn("Kernel names are short; [n] numbers kernels that share one.", short.stdout)
         self.assertNotIn("void cutlass::Kernel2<", short.stdout)
-        self.assertIn("  void cutlass::Kernel2<cutlass_80_simt_sgemm_64x64_8x5_tn_align1>(", whole.stdout)
+        self.assertIn("  void cutlass::Kernel2<cutlass_80_simt_sgemm_64x64_8x5_tn_align1>(",
+                      whole.stdout)
         self.assertNotIn("Kernel names are short", whole.stdout)
         # The table fits a screen now: the longest line was over 5,000 characters.
         self.assertLess(max(len(line) for line in short.stdout.splitlines()), 250)

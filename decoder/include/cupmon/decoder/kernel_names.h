@@ -10,7 +10,8 @@ namespace cupmon::decoder {
 // The qualified name of the function a demangled kernel name denotes, without its return type,
 // template argument lists and parameter list:
 //   "void at::native::(anonymous namespace)::distribution_elementwise_grid_stride_kernel<float, 4,
-//    ...>(long, ...)"  ->  "at::native::(anonymous namespace)::distribution_elementwise_grid_stride_kernel"
+//    ...>(long, ...)"
+//     -> "at::native::(anonymous namespace)::distribution_elementwise_grid_stride_kernel"
 // Namespaces and classes stay ("cutlass::Kernel2", "Foo<int>::bar(int)" -> "Foo::bar"), as do
 // "(anonymous namespace)", lambda scopes ("{lambda(int)#1}") and operator names ("operator()",
 // "operator<<", "operator->"); the parameter list of an enclosing function of a local entity is
