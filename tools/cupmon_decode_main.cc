@@ -58,7 +58,7 @@ void AddCommon(CLI::App* app, CommonArgs* a) {
   app->add_flag("--full-names", a->full_names,
                 "Reports: show kernels by their full demangled names, not the short form "
                 "(at::native::reduce_kernel: no return type, template arguments or parameters). "
-                "Exports always carry full names")
+                "Exports always carry full names (csv and jsonl also a short_name)")
       ->excludes(mangled);
   app->add_option("--reorder-rows", a->reorder_rows,
                   "Traces/exports: rows held to sort by start time (default 65536; 0 keeps "

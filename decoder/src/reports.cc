@@ -215,10 +215,6 @@ using NamedStats = std::vector<std::pair<std::string, Stat>>;
 struct ShownNames {
   bool shortened = false;  // some name is shown in its short form
   bool numbered = false;   // some short name stands for several kernels: " [1]", " [2]", ...
-  void Merge(const ShownNames& o) {
-    shortened |= o.shortened;
-    numbered |= o.numbered;
-  }
 };
 
 // The line under a summary whose kernel names are short: how to read them, how to get them whole.
