@@ -27,7 +27,7 @@ struct CommonArgs {
   std::optional<uint32_t> window, device, stream, pid;
   std::optional<uint64_t> limit;
   std::string from, to, kernel, output;
-  bool mangled = false;
+  bool mangled = false, full_names = false;
   size_t reorder_rows = 1 << 16;
 };
 
@@ -47,12 +47,21 @@ void AddCommon(CLI::App* app, CommonArgs* a) {
   app->add_option("--to", a->to, "End of the time range (same forms as --from)");
   app->add_option("--device", a->device, "Only GPU activity on this device id");
   app->add_option("--stream", a->stream, "Only GPU activity on this stream id");
-  app->add_option("--kernel", a->kernel, "Only GPU activity whose name matches this ECMAScript regex");
+  app->add_option("--kernel", a->kernel,
+                  "Only GPU activity whose name matches this ECMAScript regex, searched in the "
+                  "full demangled name (--mangled: the raw one) whichever form is shown, so "
+                  "--kernel 'reduce_kernel<512' still finds template arguments");
   app->add_option("--pid", a->pid, "Only the recording of this process id");
   app->add_option("--limit", a->limit, "At most N rows (traces and exports)");
   app->add_option("-o,--output", a->output,
                   "Write to FILE instead of standard output (export --format kineto: a DIR)");
-  app->add_flag("--mangled", a->mangled, "Show kernel names as recorded, not demangled");
+  CLI::Option* mangled =
+      app->add_flag("--mangled", a->mangled, "Show kernel names as recorded, not demangled");
+  app->add_flag("--full-names", a->full_names,
+                "Reports: show kernels by their full demangled names, not the short form "
+                "(at::native::reduce_kernel: no return type, template arguments or parameters). "
+                "Exports always carry full names (csv and jsonl also a short_name)")
+      ->excludes(mangled);
   app->add_option("--reorder-rows", a->reorder_rows,
                   "Traces/exports: rows held to sort by start time (default 65536; 0 keeps "
                   "CUPTI delivery order). Later rows are emitted anyway and counted");
@@ -82,6 +91,7 @@ int main(int argc, char** argv) {
       "Examples:\n"
       "  cupmon-decode summary /var/log/cupmon\n"
       "  cupmon-decode gpu-trace rec/ --kernel 'gemm' --limit 20\n"
+      "  cupmon-decode summary rec/ --full-names   # kernels by whole demangled names, not short\n"
       "  cupmon-decode kern-exec rec/ --window 3\n"
       "  cupmon-decode export rec/ --format chrome-json -o trace.json   # open in ui.perfetto.dev\n"
       "  cupmon-decode export job/ --format perfetto -o job.pftrace   # Perfetto's own binary format\n"
@@ -253,6 +263,7 @@ int main(int argc, char** argv) {
   opt.filter.device = args.device;
   opt.filter.stream = args.stream;
   opt.filter.mangled = args.mangled;
+  opt.full_names = args.full_names;
   opt.pid = args.pid;
   opt.limit = args.limit;
   opt.reorder_rows = args.reorder_rows;

@@ -16,6 +16,7 @@
 #include <type_traits>
 #include <unordered_map>
 
+#include "cupmon/decoder/kernel_names.h"
 #include "cupmon/decoder/progress_line.h"
 #include "cupmon/decoder/rank_listing.h"
 #include "export/kineto_sink.h"
@@ -141,8 +142,37 @@ class LimitedSink : public RowSink {
   // Merged (multi-rank) reports: the rank whose rows come next; call before Begin. Single
   // recordings never call it, so their output stays as it was.
   virtual void SetRank(const Rank* rank) { rank_ = rank; }
+  // Text traces: kernels by their short name (ShortKernelName) from here on. Exports never call it.
+  void SetShortNames(bool on) { short_names_ = on; }
 
  protected:
+  // A kernel row's name as the trace shows it; other rows' names as they are.
+  std::string_view ShownName(const Row& r) { return short_names_ ? ShortName(r) : r.name; }
+  // A kernel row's short name (of its demangled name also under --mangled); other rows' names as
+  // they are. Each name id's is computed once per recording (ids are the builder's).
+  std::string_view ShortName(const Row& r) {
+    if (r.type != RowType::kKernel) return r.name;
+    if (r.name_id >= short_by_id_.size()) short_by_id_.resize(r.name_id + 1);
+    std::optional<std::string>& name = short_by_id_[r.name_id];
+    if (!name) {
+      const bool raw = !r.raw_name.empty() && r.name == r.raw_name;
+      name = ShortKernelName(raw ? Demangle(std::string(r.raw_name)) : r.name);
+    }
+    return *name;
+  }
+  // The same for a name without an id (an API row's launched kernel).
+  std::string_view ShownName(std::string_view kernel) {
+    if (!short_names_ || kernel.empty()) return kernel;
+    auto it = short_by_view_.find(kernel);
+    if (it == short_by_view_.end())
+      it = short_by_view_.emplace(kernel, ShortKernelName(kernel)).first;
+    return it->second;
+  }
+  // Call from Begin: the next recording's builder numbers its names anew.
+  void ForgetShortNames() {
+    short_by_id_.clear();
+    short_by_view_.clear();
+  }
   virtual bool Wants(const Row& /*row*/) const { return true; }
   // "rank N (host:pid): " in merged reports, else "".
   std::string RankPrefix() const { return rank_ ? rank_->label + ": " : std::string(); }
@@ -152,6 +182,12 @@ class LimitedSink : public RowSink {
   uint64_t written_ = 0;
   const TraceBuilder* builder_ = nullptr;
   const Rank* rank_ = nullptr;
+
+ private:
+  bool short_names_ = false;
+  std::vector<std::optional<std::string>> short_by_id_;
+  // Keys view the builder's names, which live as long as it.
+  std::unordered_map<std::string_view, std::string> short_by_view_;
 };
 
 // ---- summary ----
@@ -177,8 +213,23 @@ struct Stat {
 
 using NamedStats = std::vector<std::pair<std::string, Stat>>;
 
+// What a summary table did to its kernel names, for the line under the tables.
+struct ShownNames {
+  bool shortened = false;  // some name is shown in its short form
+  bool numbered = false;   // some short name stands for several kernels: " [1]", " [2]", ...
+};
+
+// The line under a summary whose kernel names are short: how to read them, how to get them whole.
+void PrintShownNames(std::ostream& out, const ShownNames& shown) {
+  if (!shown.shortened) return;
+  out << "==cupmon== Kernel names are short";
+  if (shown.numbered) out << "; [n] numbers kernels that share one";
+  out << ". Whole: --full-names, raw: --mangled\n";
+}
+
 class SummarySink : public RowSink {
  public:
+  explicit SummarySink(bool short_names = false) : short_names_(short_names) {}
   // Aggregates by the builder's name id (a vector index): no string key per row.
   void OnRow(const Row& row) override {
     auto& table = row.type == RowType::kApi ? api_ : gpu_;
@@ -232,18 +283,41 @@ class SummarySink : public RowSink {
     out << "==cupmon== Profiling result:\n";
     out << Printf("%16s  %7s  %9s  %8s  %9s  %9s  %9s  %s\n", "Type", "Time(%)", "Time", "Calls",
                   "Avg", "Min", "Max", "Name");
-    PrintTable(out, "GPU activities:", Named(b, gpu_));
+    const ShownNames shown = PrintTable(out, "GPU activities:", Named(b, gpu_), short_names_);
     PrintTable(out, "API calls:", Named(b, api_));
+    PrintShownNames(out, shown);
   }
   // This recording's rows by display name, for the merged total.
   NamedStats NamedGpu(const TraceBuilder& b) const { return Named(b, gpu_); }
   NamedStats NamedApi(const TraceBuilder& b) const { return Named(b, api_); }
 
-  static void PrintTable(std::ostream& out, const char* title,
-                         std::vector<std::pair<std::string, Stat>> rows) {
+  // Rows are grouped by full name (one row per kernel). `shorten`: each is shown by its short
+  // name (ShortKernelName); rows whose short names are equal get " [1]", " [2]", ... in table
+  // order (by total time), so they stay apart and a reader sees that they are several kernels.
+  static ShownNames PrintTable(std::ostream& out, const char* title,
+                               std::vector<std::pair<std::string, Stat>> rows,
+                               bool shorten = false) {
     std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) {
       return a.second.total != b.second.total ? a.second.total > b.second.total : a.first < b.first;
     });
+    ShownNames shown;
+    if (shorten) {
+      std::vector<std::string> short_names;
+      std::unordered_map<std::string, int> sharing;
+      for (const auto& r : rows) {
+        short_names.push_back(ShortKernelName(r.first));
+        ++sharing[short_names.back()];
+        shown.shortened |= short_names.back() != r.first;
+      }
+      std::unordered_map<std::string, int> numbered;
+      for (size_t i = 0; i < rows.size(); ++i) {
+        if (sharing[short_names[i]] > 1) {
+          shown.numbered = true;
+          short_names[i] += " [" + std::to_string(++numbered[short_names[i]]) + "]";
+        }
+        rows[i].first = std::move(short_names[i]);
+      }
+    }
     uint64_t total = 0;
     for (const auto& r : rows) total += r.second.total;
     bool first = true;
@@ -258,6 +332,7 @@ class SummarySink : public RowSink {
       first = false;
     }
     if (rows.empty()) out << Printf("%16s  (none)\n", title);
+    return shown;
   }
 
  private:
@@ -269,6 +344,7 @@ class SummarySink : public RowSink {
     return rows;
   }
 
+  bool short_names_;
   std::vector<Stat> gpu_, api_;
 };
 
@@ -284,6 +360,7 @@ class GpuTraceSink : public LimitedSink {
   using LimitedSink::LimitedSink;
   void Begin(const TraceBuilder& b, const Recording& r, size_t) override {
     builder_ = &b;
+    ForgetShortNames();
     out_ << "==cupmon== " << RankPrefix() << "Recording " << Hex(r.id) << " pid " << r.header.pid()
          << (r.header.synthetic() ? " (SYNTHETIC: CUPTI test double)" : "") << "\n";
     out_ << Printf("%12s  %10s  %15s  %15s  %5s  %8s  %8s  %9s  %12s  %6s  %7s  %6s  %8s  %s\n",
@@ -295,6 +372,7 @@ class GpuTraceSink : public LimitedSink {
   bool Wants(const Row& row) const override { return row.type != RowType::kApi; }
   void Write(const Row& r) override {
     const int64_t origin = builder_->origin_wall();
+    const std::string_view name = ShownName(r);
     std::string grid = "-", block = "-", regs = "-", ss = "-", ds = "-", size = "-", tp = "-";
     if (r.type == RowType::kKernel) {
       grid = Printf("(%u %u %u)", r.grid[0], r.grid[1], r.grid[2]);
@@ -312,7 +390,7 @@ class GpuTraceSink : public LimitedSink {
                    r.valid_time ? FormatDuration(static_cast<double>(r.duration)).c_str() : "-",
                    grid.c_str(), block.c_str(), regs.c_str(), ss.c_str(), ds.c_str(), size.c_str(),
                    tp.c_str(), r.device, r.context, r.stream, r.correlation,
-                   static_cast<int>(r.name.size()), r.name.data());
+                   static_cast<int>(name.size()), name.data());
   }
 };
 
@@ -321,6 +399,7 @@ class ApiTraceSink : public LimitedSink {
   using LimitedSink::LimitedSink;
   void Begin(const TraceBuilder& b, const Recording& r, size_t) override {
     builder_ = &b;
+    ForgetShortNames();
     out_ << "==cupmon== " << RankPrefix() << "Recording " << Hex(r.id) << " pid " << r.header.pid()
          << (r.header.synthetic() ? " (SYNTHETIC: CUPTI test double)" : "") << "\n";
     out_ << Printf("%12s  %10s  %8s  %8s  %8s  %-28s  %s\n", "Start", "Duration", "Thread",
@@ -332,9 +411,10 @@ class ApiTraceSink : public LimitedSink {
   void Write(const Row& r) override {
     const int64_t origin = builder_->origin_wall();
     std::string gpu = "-";
-    if (r.launched == 1 && !r.launched_name.empty()) gpu = std::string(r.launched_name);
+    const std::string_view launched = ShownName(r.launched_name);
+    if (r.launched == 1 && !launched.empty()) gpu = std::string(launched);
     else if (r.launched) gpu = std::to_string(r.launched) + " activities" +
-                              (r.launched_name.empty() ? "" : " (first: " + std::string(r.launched_name) + ")");
+                              (launched.empty() ? "" : " (first: " + std::string(launched) + ")");
     out_ << Printf("%12s  %10s  %8u  %8u  %8u  %-28.*s  %s\n",
                    TimeOrDash(r, r.wall_start, origin, r.valid_time).c_str(),
                    r.valid_time ? FormatDuration(static_cast<double>(r.duration)).c_str() : "-", r.tid,
@@ -353,6 +433,7 @@ class KernExecSink : public LimitedSink {
   using LimitedSink::LimitedSink;
   void Begin(const TraceBuilder& b, const Recording& r, size_t) override {
     builder_ = &b;
+    ForgetShortNames();
     out_ << "==cupmon== " << RankPrefix() << "Recording " << Hex(r.id) << " pid " << r.header.pid()
          << (r.header.synthetic() ? " (SYNTHETIC: CUPTI test double)" : "") << "\n";
     out_ << Printf("%12s  %10s  %10s  %12s  %10s  %10s  %8s  %-20s  %s\n", "API Start", "API Dur",
@@ -364,6 +445,7 @@ class KernExecSink : public LimitedSink {
   bool Wants(const Row& row) const override { return row.type == RowType::kKernel; }
   void Write(const Row& r) override {
     const int64_t origin = builder_->origin_wall();
+    const std::string_view name = ShownName(r);
     const bool api = r.has_api && r.api_valid_time;
     std::string queue = "-", total = "-";
     if (api && r.valid_time) {
@@ -379,7 +461,7 @@ class KernExecSink : public LimitedSink {
                    queue.c_str(), TimeOrDash(r, r.wall_start, origin, r.valid_time).c_str(),
                    r.valid_time ? FormatDuration(static_cast<double>(r.duration)).c_str() : "-",
                    total.c_str(), r.correlation, static_cast<int>(ApiColumn(r).size()),
-                   ApiColumn(r).data(), static_cast<int>(r.name.size()), r.name.data());
+                   ApiColumn(r).data(), static_cast<int>(name.size()), name.data());
   }
 };
 
@@ -390,11 +472,13 @@ class CsvSink : public LimitedSink {
   using LimitedSink::LimitedSink;
   void Begin(const TraceBuilder& b, const Recording& r, size_t) override {
     builder_ = &b;
+    ForgetShortNames();
     recording_ = Hex(r.id);
     if (!header_done_) {
+      // launched_before_window, short_name: added last so that positional readers still work.
       out_ << "recording,type,kind,start_ns,end_ns,duration_ns,device,context,stream,"
               "correlation_id,name,api_name,api_start_ns,api_end_ns,pid,tid,return_value,bytes,"
-              "grid,block,registers,annotation,launched_before_window"
+              "grid,block,registers,annotation,launched_before_window,short_name"
            << (rank_ ? ",rank\n" : "\n");
       header_done_ = true;
     }
@@ -425,9 +509,10 @@ class CsvSink : public LimitedSink {
       out_ << ",,";
     }
     out_ << ',';
-    out_.Csv(r.annotation);
-    out_ << ',';
+    out_.Csv(r.annotation) << ',';
     if (!api) out_ << (r.launched_before_window ? '1' : '0');
+    out_ << ',';
+    if (kernel) out_.Csv(ShortName(r));
     if (rank_) out_ << ',' << rank_->rank;
     out_ << '\n';
   }
@@ -440,6 +525,7 @@ class JsonlSink : public LimitedSink {
   using LimitedSink::LimitedSink;
   void Begin(const TraceBuilder& b, const Recording& r, size_t) override {
     builder_ = &b;
+    ForgetShortNames();
     recording_ = Hex(r.id);
   }
 
@@ -456,6 +542,10 @@ class JsonlSink : public LimitedSink {
     }
     out_ << ",\"correlation_id\":" << r.correlation << ",\"name\":\"";
     out_.Json(r.name) << '"';
+    if (r.type == RowType::kKernel) {
+      out_ << ",\"short_name\":\"";
+      out_.Json(ShortName(r)) << '"';
+    }
     if (r.type == RowType::kApi) {
       out_ << ",\"pid\":" << r.pid << ",\"tid\":" << r.tid << ",\"return_value\":" << r.return_value
            << ",\"launched\":" << r.launched;
@@ -884,7 +974,7 @@ void PrintMergedSummary(std::ostream& out, const RankListing& listing,
                         const std::vector<const Rank*>& chosen,
                         const std::vector<RankResult>& results,
                         const std::map<std::string, Stat>& gpu,
-                        const std::map<std::string, Stat>& api) {
+                        const std::map<std::string, Stat>& api, bool short_names) {
   out << "\n==cupmon== Merged: " << results.size() << " ranks, " << JobLine(listing, chosen)
       << "\n";
   int width = 4;
@@ -900,8 +990,10 @@ void PrintMergedSummary(std::ostream& out, const RankListing& listing,
   out << "==cupmon== Total profiling result (" << results.size() << " ranks):\n";
   out << Printf("%16s  %7s  %9s  %8s  %9s  %9s  %9s  %s\n", "Type", "Time(%)", "Time", "Calls",
                 "Avg", "Min", "Max", "Name");
-  SummarySink::PrintTable(out, "GPU activities:", NamedStats(gpu.begin(), gpu.end()));
+  const ShownNames shown = SummarySink::PrintTable(out, "GPU activities:",
+                                                   NamedStats(gpu.begin(), gpu.end()), short_names);
   SummarySink::PrintTable(out, "API calls:", NamedStats(api.begin(), api.end()));
+  PrintShownNames(out, shown);
 }
 
 void PrintMergedInfo(std::ostream& out, const RankListing& listing,
@@ -1025,6 +1117,8 @@ int RunReport(ReportKind kind, const std::vector<std::string>& paths, const Repo
   if (kind == ReportKind::kTimeline) return RunTimelineReport(chosen, options, out, err, warnings);
   // Several recordings: one rank each, merged. One recording: the single-recording report.
   const bool merged = chosen.size() > 1;
+  // Text reports show kernels by their short names; --mangled names are raw, not shortened.
+  const bool short_names = !options.full_names && !options.filter.mangled;
 
   std::unique_ptr<LimitedSink> trace;
   ChromeSink* chrome = nullptr;
@@ -1075,6 +1169,7 @@ int RunReport(ReportKind kind, const std::vector<std::string>& paths, const Repo
     default:
       break;
   }
+  if (trace && kind != ReportKind::kExport) trace->SetShortNames(short_names);
   if (chrome && merged) {
     // One axis for all ranks: from the earliest process start (each rank's own times are mapped
     // to wall clock through its own calibration samples by its builder).
@@ -1108,7 +1203,7 @@ int RunReport(ReportKind kind, const std::vector<std::string>& paths, const Repo
     const Rank& rank = *chosen[i];
     const Recording& rec = rank.recording;
     const std::string who = merged ? rank.label + ": " : std::string();
-    SummarySink summary;
+    SummarySink summary(short_names);
     NullSink null;
     RowSink* sink = trace                          ? static_cast<RowSink*>(trace.get())
                     : kind == ReportKind::kSummary ? static_cast<RowSink*>(&summary)
@@ -1227,7 +1322,7 @@ int RunReport(ReportKind kind, const std::vector<std::string>& paths, const Repo
       warnings = true;
     }
     if (kind == ReportKind::kSummary)
-      PrintMergedSummary(out, *listing, chosen, results, total_gpu, total_api);
+      PrintMergedSummary(out, *listing, chosen, results, total_gpu, total_api, short_names);
     if (kind == ReportKind::kInfo) {
       PrintMergedInfo(out, *listing, chosen, results);
       out << info_blocks.str();

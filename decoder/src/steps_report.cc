@@ -9,6 +9,7 @@
 #include <ctime>
 #include <set>
 
+#include "cupmon/decoder/kernel_names.h"
 #include "cupmon/decoder/progress_line.h"
 #include "cupmon/decoder/steps.h"
 
@@ -98,8 +99,10 @@ const StepDeviceTime* DeviceIn(const Step& s, uint32_t device) {
   return nullptr;
 }
 
-void PrintHeader(std::ostream& out, const RankSteps& r, const std::string& who) {
+// `full_names`: the signature's kernels as demangled, else in their short form (ShortKernelName).
+void PrintHeader(std::ostream& out, const RankSteps& r, const std::string& who, bool full_names) {
   const StepList& l = r.list;
+  const auto name = [&](const std::string& n) { return Clip(full_names ? n : ShortKernelName(n)); };
   const auto& h = r.rank->recording.header;
   out << "==cupmon== " << who << "Recording 0x" << std::hex << r.rank->recording.id << std::dec
       << " pid " << h.pid() << "\n";
@@ -117,8 +120,8 @@ void PrintHeader(std::ostream& out, const RankSteps& r, const std::string& who) 
                                     " annotated steps (--by annotation)"
                               : "")
         << "\n";
-    out << "  a step opens with: " << Clip(l.signature_names.back()) << "\n";
-    out << "  right after:       " << Clip(l.signature_names[l.signature_names.size() - 2])
+    out << "  a step opens with: " << name(l.signature_names.back()) << "\n";
+    out << "  right after:       " << name(l.signature_names[l.signature_names.size() - 2])
         << (l.signature_names.size() > 2
                 ? " (and " + std::to_string(l.signature_names.size() - 2) + " kernel(s) before it)"
                 : "")
@@ -334,7 +337,7 @@ int RunStepsReport(const std::vector<const Rank*>& chosen, const std::vector<std
     for (size_t i = 0; i < ranks.size(); ++i) {
       const std::string who = merged ? ranks[i].rank->label + ": " : std::string();
       if (i) out << "\n";
-      PrintHeader(out, ranks[i], who);
+      PrintHeader(out, ranks[i], who, options.full_names || options.filter.mangled);
       if (ranks[i].list.steps.empty()) continue;
       PrintTable(out, ranks[i], devices);
       PrintDistribution(out, ranks[i], options.steps, paths, merged);

@@ -12,6 +12,7 @@
 #include <sstream>
 #include <variant>
 
+#include "cupmon/decoder/kernel_names.h"
 #include "cupmon/decoder/reports.h"
 #include "json_parser.h"
 #include "recording_builder.h"
@@ -68,6 +69,32 @@ TEST_F(GoldenTest, ExportJsonl) {
     ++n;
   }
   EXPECT_EQ(n, 9 + 8);  // 9 GPU activities, 8 API calls
+}
+
+// Exports carry the short name beside the full one, the demangled name's also under --mangled;
+// only kernels have one.
+TEST_F(GoldenTest, ExportsCarryTheShortNameOfKernels) {
+  ReportOptions opt;
+  opt.format = ExportFormat::kJsonl;
+  opt.filter.mangled = true;
+  std::ostringstream out, err;
+  ASSERT_EQ(RunReport(ReportKind::kExport, dir_.path(), opt, out, err), kExitClean) << err.str();
+  const std::string jsonl = out.str();
+  EXPECT_NE(
+      jsonl.find("\"name\":\"_Z10gemm_tiledILi16EEvPKfS1_Pfi\",\"short_name\":\"gemm_tiled\""),
+      std::string::npos)
+      << jsonl;
+  EXPECT_NE(jsonl.find("\"name\":\"_ZN5flash14softmax_kernelIfEEvPT_i\",\"short_name\":"
+                       "\"flash::softmax_kernel\""),
+            std::string::npos);
+  std::istringstream lines(jsonl);
+  int kernels = 0, short_names = 0;
+  for (std::string line; std::getline(lines, line);) {
+    kernels += line.find("\"type\":\"kernel\"") != std::string::npos;
+    short_names += line.find("\"short_name\":") != std::string::npos;
+  }
+  EXPECT_EQ(kernels, 6);
+  EXPECT_EQ(short_names, kernels);
 }
 
 TEST_F(GoldenTest, ChromeJsonIsValidTraceEventFormat) {
@@ -177,6 +204,112 @@ TEST_F(RealSampleTest, SummaryMatchesGolden) {
   std::stringstream want;
   want << f.rdbuf();
   EXPECT_EQ(got, want.str()) << "output differs from " << path;
+}
+
+// --full-names gives the summary as it was before kernel names were shortened.
+TEST_F(RealSampleTest, SummaryWithFullNamesMatchesGolden) {
+  ReportOptions opt;
+  opt.full_names = true;
+  const std::string got = Run(ReportKind::kSummary, opt);
+  const std::string path =
+      std::string(CUPMON_SOURCE_DIR) + "/tests/data/golden/real-sample.summary.full-names.txt";
+  if (std::getenv("CUPMON_UPDATE_GOLDEN")) {
+    std::ofstream(path, std::ios::trunc) << got;
+    return;
+  }
+  std::ifstream f(path);
+  ASSERT_TRUE(f.good()) << "missing golden file " << path;
+  std::stringstream want;
+  want << f.rdbuf();
+  EXPECT_EQ(got, want.str()) << "output differs from " << path;
+}
+
+// The GPU rows of a summary: (calls, name), in table order.
+std::vector<std::pair<std::string, std::string>> GpuRows(const std::string& summary) {
+  std::vector<std::pair<std::string, std::string>> rows;
+  std::istringstream in(summary);
+  bool gpu = false;
+  for (std::string line; std::getline(in, line);) {
+    if (line.find("GPU activities:") != std::string::npos) gpu = true;
+    if (line.find("API calls:") != std::string::npos) break;
+    if (!gpu) continue;
+    // "  Time(%)  Time  Calls  Avg  Min  Max  Name": the name is what follows the 7th field.
+    std::istringstream fields(line.substr(line.find('%') - 6));
+    std::string f[6];
+    for (auto& x : f) fields >> x;
+    std::string name;
+    std::getline(fields >> std::ws, name);
+    rows.emplace_back(f[2], name);
+  }
+  return rows;
+}
+
+TEST_F(RealSampleTest, ShortNamesStandForTheFullOnesAndStayApart) {
+  ReportOptions full;
+  full.full_names = true;
+  const auto short_rows = GpuRows(Run(ReportKind::kSummary));
+  const auto full_rows = GpuRows(Run(ReportKind::kSummary, full));
+  ASSERT_EQ(short_rows.size(), 21u);  // 20 kernels and the HtoD memcpy
+  ASSERT_EQ(short_rows.size(), full_rows.size());
+  std::map<std::string, int> seen;
+  for (size_t i = 0; i < short_rows.size(); ++i) {
+    EXPECT_EQ(short_rows[i].first, full_rows[i].first) << "calls of row " << i;
+    const std::string base = ShortKernelName(full_rows[i].second);
+    const std::string& shown = short_rows[i].second;
+    // The short name, numbered when other rows share it.
+    ASSERT_EQ(shown.compare(0, base.size(), base), 0) << shown << " / " << full_rows[i].second;
+    seen[base]++;
+    if (shown.size() > base.size())
+      EXPECT_EQ(shown.substr(base.size()), " [" + std::to_string(seen[base]) + "]");
+    // The longest is cuBLAS's 121-character C name (sm80_xmma_gemm_...), which has no shorter
+    // form; the C++ names were up to 5,050 characters.
+    EXPECT_LE(shown.size(), 121u) << shown;
+  }
+  // Seven multi_tensor_apply_kernel instantiations, numbered in table order; the kernels whose
+  // short names are their own carry no number.
+  EXPECT_EQ(seen["at::native::(anonymous namespace)::multi_tensor_apply_kernel"], 7);
+  for (const auto& [shown, calls] : std::vector<std::pair<std::string, std::string>>{
+           {"at::native::(anonymous namespace)::multi_tensor_apply_kernel [7]", "820"},
+           {"at::native::elementwise_kernel", "820"},
+           {"[CUDA memcpy HtoD]", "48"},
+           {"cutlass::Kernel2 [2]", "18860"}}) {
+    EXPECT_NE(std::find(short_rows.begin(), short_rows.end(), std::make_pair(calls, shown)),
+              short_rows.end())
+        << shown;
+  }
+  const std::string text = Run(ReportKind::kSummary);
+  EXPECT_NE(text.find("==cupmon== Kernel names are short; [n] numbers kernels that share one. "
+                      "Whole: --full-names, raw: --mangled\n"),
+            std::string::npos);
+  // Raw names are never cut, and get no note.
+  ReportOptions mangled;
+  mangled.filter.mangled = true;
+  const std::string raw = Run(ReportKind::kSummary, mangled);
+  EXPECT_EQ(raw.find("Kernel names are short"), std::string::npos);
+  EXPECT_EQ(raw.find(" [1]"), std::string::npos);
+  EXPECT_NE(raw.find("_ZN7cutlass7Kernel2I"), std::string::npos);
+}
+
+// --kernel searches the full demangled name, so template arguments still select, while the
+// trace shows the short name.
+TEST_F(RealSampleTest, KernelFilterMatchesTheFullNameWhileTracesShowTheShortOne) {
+  ReportOptions opt;
+  opt.filter.kernel.emplace("reduce_kernel<512, 1,");
+  const std::string trace = Run(ReportKind::kGpuTrace, opt);
+  std::istringstream in(trace);
+  int rows = 0;
+  for (std::string line; std::getline(in, line);) {
+    if (line.find("CorrId") != std::string::npos || line.rfind("==cupmon==", 0) == 0) continue;
+    ++rows;
+    const std::string tail = "  at::native::reduce_kernel";
+    EXPECT_TRUE(line.size() > tail.size() &&
+                line.compare(line.size() - tail.size(), tail.size(), tail) == 0)
+        << line;
+  }
+  EXPECT_EQ(rows, 820);  // the summary's calls of that kernel
+  opt.full_names = true;
+  EXPECT_NE(Run(ReportKind::kGpuTrace, opt).find("void at::native::reduce_kernel<512, 1, "),
+            std::string::npos);
 }
 
 TEST_F(RealSampleTest, IsARealCleanRecordingWithTwoWindows) {

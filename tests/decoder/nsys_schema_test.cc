@@ -39,6 +39,15 @@ TEST(NsysSchemaTest, ShortNameIsTheBaseFunctionName) {
   EXPECT_EQ(KernelShortName("<unresolved kernel name 0x99>"), "<unresolved kernel name 0x99>");
   EXPECT_EQ(KernelShortName(""), "");
   EXPECT_EQ(KernelShortName("(broken"), "(broken");
+  EXPECT_EQ(KernelShortName("void foo(int))"), "void foo(int))");
+  EXPECT_EQ(KernelShortName(std::string(100000, '<')), std::string(100000, '<'));
+  // Member functions: the qualifier after the parameters is no name, nor are operators brackets.
+  EXPECT_EQ(KernelShortName("Functor::operator()(int) const"), "operator()");
+  EXPECT_EQ(KernelShortName("Ptr<int>::operator->() const"), "operator->");
+  EXPECT_EQ(KernelShortName("void k<&Cmp::operator<, 2>(int)"), "k");
+  EXPECT_EQ(KernelShortName("void f(int)::{lambda(at::Foo)#1}::operator()(int) const"),
+            "operator()");
+  EXPECT_EQ(KernelShortName("(anonymous namespace)::k(int)"), "k");
 }
 
 TEST(NsysSchemaTest, GlobalIdsPackAsNsysDoes) {

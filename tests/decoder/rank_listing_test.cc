@@ -169,14 +169,14 @@ TEST_F(MergeReportTest, SummaryPerRankAndTotalHasExactCounts) {
         Section(r.out, "==cupmon== " + label + ": Recording",
                 i < 2 ? "==cupmon== rank " + std::to_string(i + 1) : "==cupmon== Merged");
     ASSERT_FALSE(section.empty()) << label << "\n" << r.out;
-    const auto gemm = TableRow(section, "gemm()");
+    const auto gemm = TableRow(section, "  gemm");  // "gemm()", by its short name
     EXPECT_EQ(gemm.second, i + 1) << section;
     EXPECT_EQ(gemm.first, std::to_string(10 * (i + 1)) + ".000us") << section;
     EXPECT_EQ(TableRow(section, "cudaLaunchKernel").second, i + 1) << section;
   }
   const std::string total = Section(r.out, "==cupmon== Total profiling result (3 ranks)", "");
   ASSERT_FALSE(total.empty()) << r.out;
-  EXPECT_EQ(TableRow(total, "gemm()"), std::make_pair(std::string("60.000us"), uint64_t{6}))
+  EXPECT_EQ(TableRow(total, "  gemm"), std::make_pair(std::string("60.000us"), uint64_t{6}))
       << total;
   EXPECT_EQ(TableRow(total, "cudaLaunchKernel"),
             std::make_pair(std::string("24.000us"), uint64_t{6}));
@@ -253,7 +253,8 @@ TEST_F(MergeReportTest, TracesAndExportsLabelEachRank) {
   EXPECT_EQ(rows_by_rank, (std::map<int, int>{{0, 2}, {1, 4}, {2, 6}}));
   opt.format = ExportFormat::kCsv;
   const Result csv = Decode(ReportKind::kExport, dirs, opt);
-  EXPECT_NE(csv.out.find("annotation,launched_before_window,rank\n"), std::string::npos) << csv.out;
+  EXPECT_NE(csv.out.find("annotation,launched_before_window,short_name,rank\n"), std::string::npos)
+      << csv.out;
   EXPECT_EQ(std::count(csv.out.begin(), csv.out.end(), '\n'), 1 + 12);
   const Result trace = Decode(ReportKind::kGpuTrace, dirs);
   for (uint32_t i = 0; i < 3; ++i)
@@ -320,7 +321,7 @@ TEST_F(MergeReportTest, DamagedRankIsReportedAndTheRestMerged) {
   EXPECT_NE(r.out.find("Total profiling result (2 ranks)"), std::string::npos) << r.out;
   const std::string rank0 =
       Section(r.out, "==cupmon== rank 0 (synthetic-host:1000): Recording", "==cupmon== rank 1");
-  EXPECT_EQ(TableRow(rank0, "gemm()").second, 1u) << r.out;
+  EXPECT_EQ(TableRow(rank0, "  gemm").second, 1u) << r.out;
 }
 
 TEST_F(MergeReportTest, UnrelatedJobsAreReportedAndStillMerged) {
@@ -339,7 +340,7 @@ TEST_F(MergeReportTest, UnrelatedJobsAreReportedAndStillMerged) {
             std::string::npos)
       << r.err;
   EXPECT_NE(r.out.find("Total profiling result (3 ranks)"), std::string::npos);
-  EXPECT_EQ(TableRow(Section(r.out, "Total profiling result", ""), "gemm()").second, 6u);
+  EXPECT_EQ(TableRow(Section(r.out, "Total profiling result", ""), "  gemm").second, 6u);
 
   // Without job ids, different command lines mean different jobs.
   testing::TempDir other;
@@ -454,9 +455,9 @@ TEST(RealTwoRankTest, MergesTheRanksLeavesTheLauncherOutAndShowsTheWindowSpread)
   EXPECT_EQ(sum.rc, kExitClean) << sum.err;
   const std::string total = Section(sum.out, "Total profiling result (2 ranks)", "");
   ASSERT_FALSE(total.empty()) << sum.out;
-  EXPECT_EQ(TableRow(total, "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)").second,
-            6082u);
-  EXPECT_EQ(TableRow(total, "ncclDevKernel_Broadcast_RING_LL(ncclDevKernelArgsStorage<4096ul>)").second, 8u);
+  // By their short names ("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)").
+  EXPECT_EQ(TableRow(total, "  ncclDevKernel_AllReduce_Sum_f32_RING_LL").second, 6082u);
+  EXPECT_EQ(TableRow(total, "  ncclDevKernel_Broadcast_RING_LL").second, 8u);
   EXPECT_EQ(TableRow(total, "[CUDA memcpy DtoD]").second, 73012u);
 }
 

@@ -1,5 +1,6 @@
 """cupmon-decode's command line as a new user meets it: a mistyped command is named with the nearest
-one, and an empty or inverted --from/--to range is refused instead of printing an empty report.
+one, an empty or inverted --from/--to range is refused instead of printing an empty report, and
+kernel names are short unless --full-names or --mangled asks otherwise.
 
 Run by ctest (tests/tools/CMakeLists.txt) with CUPMON_DECODE and CUPMON_SOURCE in the environment.
 """
@@ -58,6 +59,35 @@ class DecodeCliTest(unittest.TestCase):
         r = decode("summary", SAMPLE, "--from", "1s", "--to", "2s")
         self.assertIn(r.returncode, (0, 1), r.stderr)
         self.assertIn("GPU activities", r.stdout)
+
+    def test_kernel_names_are_short_unless_asked_for_whole(self):
+        short = decode("summary", SAMPLE)
+        whole = decode("summary", SAMPLE, "--full-names")
+        for r in (short, whole):
+            self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("  cutlass::Kernel2 [1]\n", short.stdout)
+        self.assertIn("Kernel names are short; [n] numbers kernels that share one.", short.stdout)
+        self.assertNotIn("void cutlass::Kernel2<", short.stdout)
+        self.assertIn("  void cutlass::Kernel2<cutlass_80_simt_sgemm_64x64_8x5_tn_align1>(",
+                      whole.stdout)
+        self.assertNotIn("Kernel names are short", whole.stdout)
+        # The table fits a screen now: the longest line was over 5,000 characters.
+        self.assertLess(max(len(line) for line in short.stdout.splitlines()), 250)
+        self.assertGreater(max(len(line) for line in whole.stdout.splitlines()), 5000)
+
+    def test_full_names_and_mangled_exclude_each_other(self):
+        r = decode("gpu-trace", SAMPLE, "--full-names", "--mangled")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("--mangled excludes --full-names", r.stderr)
+        self.assertEqual(r.stdout, "")
+
+    def test_help_explains_names_and_the_kernel_filter(self):
+        r = decode("gpu-trace", "--help")
+        self.assertEqual(r.returncode, 0)
+        self.assertIn("--full-names", r.stdout)
+        self.assertIn("searched in the full", r.stdout)
+        r = decode("--help")
+        self.assertIn("cupmon-decode summary rec/ --full-names", r.stdout)
 
 
     # diff: the command line around RunDiffReport (tests/decoder/diff_test.cc checks the figures).

@@ -5,6 +5,8 @@
 // enums for memcpy kinds and synchronization types, nsys's own numbering for memory kinds).
 #include "export/nsys_schema.h"
 
+#include "cupmon/decoder/kernel_names.h"
+
 namespace cupmon::decoder::nsys {
 namespace {
 
@@ -362,22 +364,6 @@ constexpr const char* kIndexes[] = {
     "(correlationId)",
 };
 
-// Skips back over a balanced bracket pair ending at s[end - 1] (`close`); returns the position of
-// its `open`, or npos when it does not balance.
-size_t MatchBack(std::string_view s, size_t end, char open, char close) {
-  int depth = 0;
-  for (size_t i = end; i-- > 0;) {
-    if (s[i] == close) ++depth;
-    else if (s[i] == open && --depth == 0) return i;
-  }
-  return std::string_view::npos;
-}
-
-size_t TrimBack(std::string_view s, size_t end) {
-  while (end && s[end - 1] == ' ') --end;
-  return end;
-}
-
 }  // namespace
 
 std::span<const Table> Tables() { return kTables; }
@@ -390,31 +376,26 @@ int MemKind(uint32_t cupti_kind) {
   return cupti_kind >= 1 && cupti_kind <= 7 ? static_cast<int>(cupti_kind) - 1 : 7;
 }
 
-std::string KernelShortName(std::string_view s) {
-  size_t end = TrimBack(s, s.size());
-  // The parameter list, then the template arguments of the function itself.
-  if (end && s[end - 1] == ')') {
-    const size_t open = MatchBack(s, end, '(', ')');
-    if (open == std::string_view::npos || open == 0) return std::string(s);
-    end = TrimBack(s, open);
-  }
-  if (end && s[end - 1] == '>') {
-    const size_t open = MatchBack(s, end, '<', '>');
-    if (open != std::string_view::npos && open > 0) end = TrimBack(s, open);
-  }
-  // What follows the last scope separator or space outside brackets (the return type and the
-  // namespaces before it; "(anonymous namespace)" and lambdas sit inside brackets).
+std::string KernelShortName(std::string_view demangled) {
+  const std::string qualified = ShortKernelName(demangled);
+  // Given back whole: not a signature ("[CUDA memcpy HtoD]", unbalanced brackets), whole here too.
+  if (qualified == demangled && qualified.find_first_of(" (<[{") != std::string::npos)
+    return qualified;
+  // The last scope component; "(anonymous namespace)" and lambda scopes may hold "::" inside.
   size_t begin = 0;
   int depth = 0;
-  for (size_t i = 0; i < end; ++i) {
-    const char c = s[i];
-    if (c == '(' || c == '<' || c == '{' || c == '[') ++depth;
-    else if ((c == ')' || c == '>' || c == '}' || c == ']') && depth > 0) --depth;
-    else if (depth == 0 && c == ' ') begin = i + 1;
-    else if (depth == 0 && c == ':' && i + 1 < end && s[i + 1] == ':') begin = i + 2, ++i;
+  for (size_t i = 0; i + 1 < qualified.size(); ++i) {
+    const char c = qualified[i];
+    if (c == '(' || c == '{') {
+      ++depth;
+    } else if ((c == ')' || c == '}') && depth > 0) {
+      --depth;
+    } else if (depth == 0 && c == ':' && qualified[i + 1] == ':') {
+      begin = i + 2;
+      ++i;
+    }
   }
-  if (begin >= end) return std::string(s);
-  return std::string(s.substr(begin, end - begin));
+  return qualified.substr(begin);
 }
 
 std::string GpuUuidText(std::string_view b) {

@@ -67,7 +67,8 @@ int MemKind(uint32_t cupti_kind);
 
 // nsys's shortName of a kernel: the base function name of a demangled name, without return type,
 // scope, template arguments and parameters ("void at::native::foo<float, 4>(int, float*)" ->
-// "foo"). A name that is not a C++ function signature comes back whole.
+// "foo"): the last scope component of ShortKernelName (cupmon/decoder/kernel_names.h), which the
+// text reports show. A name that is not a C++ function signature comes back whole.
 std::string KernelShortName(std::string_view demangled);
 
 // "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" (as nvidia-smi prints it) for a 16-byte UUID; ""

@@ -51,6 +51,10 @@ struct ReportOptions {
   DiffOptions diff;
   // export --format sqlite: the database file (written beside it, then renamed onto it).
   std::string output_path;
+  // Text reports (summary, gpu-trace, api-trace, kern-exec, steps) show kernels by their short
+  // name (ShortKernelName: "at::native::reduce_kernel") unless this is set (--full-names) or
+  // filter.mangled is. Exports always carry the full names.
+  bool full_names = false;
 };
 
 // Whether this build has the SQLite export (SQLite was found when it was built).

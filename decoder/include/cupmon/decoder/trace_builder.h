@@ -132,7 +132,9 @@ struct TraceFilter {
   std::optional<int64_t> from_wall, to_wall;   // absolute wall-clock ns
   std::optional<int64_t> from_rel, to_rel;     // ns relative to the recording's first timestamp
   std::optional<uint32_t> device, stream;
-  std::optional<std::regex> kernel;            // matched against the displayed GPU row name
+  // Searched in Row::name: the full demangled name (raw when `mangled`), not the short form the
+  // text reports show (ShortKernelName), so patterns with template arguments keep working.
+  std::optional<std::regex> kernel;
   bool mangled = false;
 };
 
