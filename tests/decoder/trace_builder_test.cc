@@ -239,6 +239,57 @@ TEST(TraceBuilderTest, SmallHorizonBoundsTheJoinWindow) {
   EXPECT_EQ(Build(dir.path(), 64)->counts.gpu_without_api, 10u);
 }
 
+// The correlation table indexes ids by their low bits (trace_builder.cc: 8 index slots per live
+// id, at least 1024): ids that differ by a multiple of the index size share a slot, and all but
+// one of them live in the table's overflow map. Each kernel must still join its own call.
+void ExpectEachKernelJoinsItsOwnCall(const Built& b, size_t pairs) {
+  EXPECT_EQ(b.counts.gpu_without_api, 0u);
+  EXPECT_EQ(b.counts.api_without_gpu, 0u);
+  EXPECT_EQ(b.counts.duplicate_api_correlation, 0u);
+  ASSERT_EQ(b.sink.Count(RowType::kKernel), pairs);
+  for (const auto& r : b.sink.rows) {
+    if (r.row.type == RowType::kApi) {
+      EXPECT_EQ(r.row.launched, 1u) << "call " << r.row.correlation;
+      continue;
+    }
+    ASSERT_TRUE(r.row.has_api) << "kernel " << r.row.correlation;
+    EXPECT_EQ(r.row.api_start + 50, r.row.start) << "kernel " << r.row.correlation;
+  }
+}
+
+TEST(TraceBuilderTest, CorrelationIdsSharingAnIndexSlotJoinTheirOwnCalls) {
+  // Horizon 4: at most 18 live ids, a 1024-slot index and a 1024-entry ring. 3,000 ids 1024
+  // apart all land in one slot, and the ring wraps: evictions erase from the slot and the map.
+  // Two pairs a buffer, so that no entry is evicted before its kernel row is emitted.
+  TempDir dir;
+  std::vector<std::vector<uint8_t>> buffers;
+  constexpr size_t kPairs = 3000;
+  for (uint32_t i = 0; i < kPairs; i += 2) {
+    BufferBuilder mixed;
+    for (uint32_t j = i; j < i + 2; ++j) {
+      const uint64_t t = kT0 + 100 * uint64_t{j};
+      mixed.Runtime(t, t + 10, 5 + 1024 * j, 211).Kernel(t + 50, t + 60, 5 + 1024 * j, 0x10);
+    }
+    buffers.push_back(mixed.bytes());
+  }
+  WriteRecording(dir.path(), buffers, {{0x10, "_Z1kv"}});
+  ExpectEachKernelJoinsItsOwnCall(*Build(dir.path(), 4), kPairs);
+
+  // Default horizon: a 2^22-slot index. Kernels arrive first, so their calls find entries that
+  // the kernels created, most of them in the overflow map.
+  TempDir dir2;
+  BufferBuilder gpu, api;
+  constexpr size_t kFar = 500;
+  for (uint32_t i = 0; i < kFar; ++i) {
+    const uint64_t t = kT0 + 100 * uint64_t{i};
+    const uint32_t corr = 9 + (uint32_t{1} << 22) * i;
+    gpu.Kernel(t + 50, t + 60, corr, 0x10);
+    api.Runtime(t, t + 10, corr, 211);
+  }
+  WriteRecording(dir2.path(), {gpu.bytes(), api.bytes()}, {{0x10, "_Z1kv"}});
+  ExpectEachKernelJoinsItsOwnCall(*Build(dir2.path()), kFar);
+}
+
 // CUPTI delivers buffers per stream as they fill, so a later buffer can hold earlier work.
 void WriteDisordered(const std::string& dir) {
   BufferBuilder late, early, api;
