@@ -42,42 +42,6 @@ void AdviseHugePages(const void* p, size_t bytes) {
 #endif
 }
 
-// Zero-filled storage for the correlation table: an anonymous mapping, so pages are zero and
-// faulted in only once used (a short recording does not pay for a table sized for a long one).
-// T is trivially copyable and all-zero bytes are a valid T; elements are never destroyed.
-template <class T>
-class ZeroedArray {
-  static_assert(std::is_trivially_copyable_v<T> && std::is_trivially_destructible_v<T>);
-
- public:
-  ZeroedArray() = default;
-  explicit ZeroedArray(size_t n) : size_(n), bytes_(n * sizeof(T)) {
-    if (!n) return;
-    void* p = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) throw std::bad_alloc();
-    AdviseHugePages(p, bytes_);
-    data_ = static_cast<T*>(p);
-  }
-  ~ZeroedArray() {
-    if (data_) ::munmap(data_, bytes_);
-  }
-  ZeroedArray(ZeroedArray&& o) noexcept { *this = std::move(o); }
-  ZeroedArray& operator=(ZeroedArray&& o) noexcept {
-    std::swap(data_, o.data_);
-    std::swap(size_, o.size_);
-    std::swap(bytes_, o.bytes_);
-    return *this;
-  }
-  T& operator[](size_t i) { return data_[i]; }
-  const T& operator[](size_t i) const { return data_[i]; }
-  size_t size() const { return size_; }
-
- private:
-  T* data_ = nullptr;
-  size_t size_ = 0, bytes_ = 0;
-};
-
 // A span the rows can place in time: ValidSpan (no zero, not reversed), and no time at or past
 // 2^62 ns. CUPTI counts nanoseconds since the epoch, so such a time (after the year 2116) is
 // damage; and the wall-clock mapping and the filters work in int64, where times near 2^63 wrapped
@@ -87,6 +51,29 @@ class ZeroedArray {
 constexpr uint64_t kTimeLimit = uint64_t{1} << 62;
 bool TimedSpan(uint64_t start, uint64_t end) { return ValidSpan(start, end) && end < kTimeLimit; }
 }  // namespace
+
+template <class T>
+TraceBuilder::ZeroedArray<T>::ZeroedArray(size_t n) : size_(n), bytes_(n * sizeof(T)) {
+  static_assert(std::is_trivially_copyable_v<T> && std::is_trivially_destructible_v<T>);
+  if (!n) return;
+  void* p = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) throw std::bad_alloc();
+  AdviseHugePages(p, bytes_);
+  data_ = static_cast<T*>(p);
+}
+
+template <class T>
+TraceBuilder::ZeroedArray<T>::~ZeroedArray() {
+  if (data_) ::munmap(data_, bytes_);
+}
+
+template <class T>
+TraceBuilder::ZeroedArray<T>& TraceBuilder::ZeroedArray<T>::operator=(ZeroedArray&& o) noexcept {
+  std::swap(data_, o.data_);
+  std::swap(size_, o.size_);
+  std::swap(bytes_, o.bytes_);
+  return *this;
+}
 
 // One GPU or API record, decoded straight from the raw bytes with only the fields rows use
 // (about 120 bytes, against 336 for a DecodedRecord): it waits in the join ring.
@@ -414,11 +401,11 @@ void TraceBuilder::AddRecord(const RecordLayout& layout, const FieldReader& f, c
 
   // Append to the join ring (power-of-two capacity, doubled when full).
   if (pending_size_ == pending_.size()) {
-    const size_t capacity = pending_.empty() ? 1024 : 2 * pending_.size();
-    std::vector<Pending> grown;
-    grown.reserve(capacity);
-    AdviseHugePages(grown.data(), capacity * sizeof(Pending));
-    grown.resize(capacity);
+    // The ring holds `horizon_` records and the buffer being read: start at twice the horizon
+    // (untouched pages cost nothing) and double when a buffer brings more.
+    size_t capacity = 1024;
+    while (capacity < std::max(2 * pending_.size(), 2 * horizon_)) capacity *= 2;
+    ZeroedArray<Pending> grown(capacity);
     for (size_t i = 0; i < pending_size_; ++i)
       grown[i] = pending_[(pending_head_ + i) & (pending_.size() - 1)];
     pending_ = std::move(grown);
@@ -769,63 +756,89 @@ void TraceBuilder::Deliver(const Row& row) {
     slots_.push_back(row);
   }
   const HeapKey key{row.start, seq_++, slot};
-  // Rows that extend the sorted run go to a FIFO (O(1)); only rows that arrive out of order pay
-  // for the heap. Release takes the smaller head of the two.
-  if (run_size_ == 0 || row.start >= run_[(run_head_ + run_size_ - 1) & (run_.size() - 1)].start) {
-    if (run_size_ == run_.size()) {
-      std::vector<HeapKey> grown(run_.empty() ? 1024 : 2 * run_.size());
-      for (size_t i = 0; i < run_size_; ++i) grown[i] = run_[(run_head_ + i) & (run_.size() - 1)];
-      run_ = std::move(grown);
-      run_head_ = 0;
+  // Rows that extend a sorted run go to that run's FIFO (O(1)); only rows that fit no run pay for
+  // the heap. CUPTI delivers each buffer's records mostly in start order, but buffers of kernels
+  // and of API calls interleave, so with one run half of tests/data/ddp-2rank's rows went to the
+  // heap and popping it was the largest cost of the export after page faults. A row joins the
+  // run whose last start is the latest at or before its own (an empty run when none fits), so
+  // each interleaved stream keeps its own run. Release takes the smallest head of runs and heap.
+  KeyRun* fit = nullptr;
+  KeyRun* empty = nullptr;
+  uint64_t fit_start = 0;
+  for (KeyRun& q : runs_) {
+    if (!q.size) {
+      if (!empty) empty = &q;
+      continue;
     }
-    run_[(run_head_ + run_size_++) & (run_.size() - 1)] = key;
+    const uint64_t tail = q.keys[(q.head + q.size - 1) & (q.keys.size() - 1)].start;
+    if (tail <= row.start && (!fit || tail > fit_start)) {
+      fit = &q;
+      fit_start = tail;
+    }
+  }
+  if (!fit) fit = empty;
+  if (fit) {
+    KeyRun& q = *fit;
+    if (q.size == q.keys.size()) {
+      std::vector<HeapKey> grown(q.keys.empty() ? 1024 : 2 * q.keys.size());
+      for (size_t i = 0; i < q.size; ++i) grown[i] = q.keys[(q.head + i) & (q.keys.size() - 1)];
+      q.keys = std::move(grown);
+      q.head = 0;
+    }
+    q.keys[(q.head + q.size++) & (q.keys.size() - 1)] = key;
   } else {
     heap_.push_back(key);
     std::push_heap(heap_.begin(), heap_.end(), [](const HeapKey& a, const HeapKey& b) {
       return Later(a.start, a.seq, b.start, b.seq);
     });
   }
+  ++held_;
   if (row.start > max_start_) max_start_ = row.start;
-  while (heap_.size() + run_size_ > reorder_.rows) ReleaseOne();
+  while (held_ > reorder_.rows) ReleaseOne();
   if (reorder_.ns) {
-    while (heap_.size() + run_size_ > 0) {
-      const HeapKey* first = run_size_ ? &run_[run_head_] : nullptr;
-      if (!heap_.empty() && (!first || Later(first->start, first->seq, heap_.front().start,
-                                             heap_.front().seq)))
-        first = &heap_.front();
-      if (max_start_ - first->start <= reorder_.ns) break;
-      ReleaseOne();
-    }
+    size_t run;
+    while (held_ && max_start_ - Front(&run).start > reorder_.ns) ReleaseOne();
   }
 }
 
+// The held key released next: the smallest of the runs' heads and the heap's top; `*run` is its
+// run, or kRuns for the heap. Only while keys are held.
+const TraceBuilder::HeapKey& TraceBuilder::Front(size_t* run) const {
+  const HeapKey* best = heap_.empty() ? nullptr : &heap_.front();
+  *run = kRuns;
+  for (size_t r = 0; r < kRuns; ++r) {
+    const KeyRun& q = runs_[r];
+    if (!q.size) continue;
+    const HeapKey& k = q.keys[q.head];
+    if (!best || Later(best->start, best->seq, k.start, k.seq)) {
+      best = &k;
+      *run = r;
+    }
+  }
+  return *best;
+}
+
 void TraceBuilder::ReleaseOne() {
-  HeapKey k;
-  const bool from_run =
-      run_size_ && (heap_.empty() || !Later(run_[run_head_].start, run_[run_head_].seq,
-                                            heap_.front().start, heap_.front().seq));
-  if (from_run) {
-    k = run_[run_head_];
-    run_head_ = (run_head_ + 1) & (run_.size() - 1);
-    --run_size_;
+  size_t run;
+  const HeapKey k = Front(&run);
+  if (run < kRuns) {
+    KeyRun& q = runs_[run];
+    q.head = (q.head + 1) & (q.keys.size() - 1);
+    --q.size;
   } else {
     std::pop_heap(heap_.begin(), heap_.end(), [](const HeapKey& a, const HeapKey& b) {
       return Later(a.start, a.seq, b.start, b.seq);
     });
-    k = heap_.back();
     heap_.pop_back();
   }
+  --held_;
   released_any_ = true;
   last_released_ = k.start;
   free_slots_.push_back(k.slot);
   // The row released next was stored up to `reorder_.rows` rows ago and has left the cache:
   // fetch it while the sink formats this one (it was a fifth of chrome-json's time in misses).
-  const HeapKey* next = run_size_ ? &run_[run_head_] : nullptr;
-  if (!heap_.empty() &&
-      (!next || Later(next->start, next->seq, heap_.front().start, heap_.front().seq)))
-    next = &heap_.front();
-  if (next) {
-    const char* row = reinterpret_cast<const char*>(&slots_[next->slot]);
+  if (held_) {
+    const char* row = reinterpret_cast<const char*>(&slots_[Front(&run).slot]);
     for (size_t at = 0; at < sizeof(Row); at += 64) __builtin_prefetch(row + at);
   }
   sink_->OnRow(slots_[k.slot]);
@@ -842,7 +855,7 @@ void TraceBuilder::Finish() {
     Emit(pending_[pending_head_]);
     pending_head_ = (pending_head_ + 1) & (pending_.size() - 1);
   }
-  while (!heap_.empty() || run_size_) ReleaseOne();
+  while (held_) ReleaseOne();
 }
 
 }  // namespace cupmon::decoder
