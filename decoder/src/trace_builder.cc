@@ -111,11 +111,11 @@ struct TraceBuilder::CorrEntry {
 // stage, which walks the stream, walks the ring in order too. CUPTI hands out correlation ids
 // from one process-wide counter, so the live ids form a mostly increasing run: an index slot
 // `id mod index size` holds the ring position of an id directly (4 bytes, no hashing). The index
-// has 8 slots per live entry, because ids of records that were not recorded (API calls outside
-// windows) leave gaps: on tests/data/ddp-2rank the live ids of a rank span about 2.4 times their
-// count, and with one 64-byte slot per live id 45,000 ids a rank went to the hash map below,
-// which took a tenth of an export's time. An id whose slot holds another live id still goes to
-// that map, so arbitrary ids stay correct.
+// has 8 slots per live entry, because ids of calls that were not recorded (API calls outside
+// windows) leave gaps: on tests/data/ddp-2rank a rank's 275,000 ids spread over 1..2,436,000,
+// and with one 64-byte slot per live id 45,000 ids a rank went to the hash map below, which took
+// a tenth of an export's time. An id whose slot holds another live id still goes to that map,
+// so arbitrary ids stay correct.
 class TraceBuilder::CorrTable {
  public:
   // At most `live_bound` entries are live at once; Erase is called in creation order.
