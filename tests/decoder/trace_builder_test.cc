@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <sstream>
 
 #include "cupmon/decoder/reports.h"
@@ -319,6 +320,55 @@ TEST(TraceBuilderTest, ReorderSortsRowsByStartTime) {
       EXPECT_EQ(r.row.has_api, r.row.correlation % 100 == 0) << r.row.correlation;
   EXPECT_EQ(sorted->counts.gpu_without_api, 8u);
   EXPECT_EQ(delivery->counts.gpu_without_api, 8u);
+}
+
+TEST(TraceBuilderTest, ReorderMergesMoreInterleavedBuffersThanItHasRuns) {
+  // 12 ascending buffers whose starts interleave (more than the stage's 8 sorted runs), one
+  // descending buffer (every row but its first goes to the heap) and one that repeats buffer 0's
+  // starts (equal starts leave in arrival order). Ids: 1000 + 100 * buffer + index; the repeat
+  // 5000 + index.
+  TempDir dir;
+  std::vector<std::vector<uint8_t>> buffers;
+  constexpr uint32_t kPer = 40;
+  auto start_of = [](uint32_t buffer, uint32_t i) { return kT0 + 1000 + (i * 12 + buffer) * 10; };
+  for (uint32_t b = 0; b < 12; ++b) {
+    BufferBuilder gpu;
+    for (uint32_t i = 0; i < kPer; ++i)
+      gpu.Kernel(start_of(b, i), start_of(b, i) + 5, 1000 + 100 * b + i, 0x10, b);
+    buffers.push_back(gpu.bytes());
+  }
+  BufferBuilder down, repeat;
+  for (uint32_t i = kPer; i-- > 0;)
+    down.Kernel(start_of(0, i) + 5, start_of(0, i) + 6, 3000 + i, 0x10);
+  for (uint32_t i = 0; i < kPer; ++i)
+    repeat.Kernel(start_of(0, i), start_of(0, i) + 5, 5000 + i, 0x10);
+  buffers.push_back(down.bytes());
+  buffers.push_back(repeat.bytes());
+  WriteRecording(dir.path(), buffers, {{0x10, "_Z1kv"}});
+  constexpr size_t kRows = 14 * kPer;
+
+  auto sorted = Build(dir.path(), 1 << 16, ReorderOptions{100'000, 0});
+  ASSERT_EQ(sorted->sink.rows.size(), kRows);
+  EXPECT_EQ(sorted->counts.out_of_order, 0u);
+  for (size_t i = 1; i < kRows; ++i) {
+    const Row& a = sorted->sink.rows[i - 1].row;
+    const Row& b = sorted->sink.rows[i].row;
+    ASSERT_LE(a.start, b.start) << "row " << i;
+    if (a.start == b.start) {
+      EXPECT_EQ(a.correlation + 4000, b.correlation) << "row " << i;  // buffer 0, then the repeat
+    } else {
+      EXPECT_NE(b.correlation / 1000, 5u) << "row " << i << ": the repeat's row left alone";
+    }
+  }
+
+  // A bound below the disorder: every row is still emitted once, the late ones counted.
+  auto bounded = Build(dir.path(), 1 << 16, ReorderOptions{16, 0});
+  ASSERT_EQ(bounded->sink.rows.size(), kRows);
+  EXPECT_GT(bounded->counts.out_of_order, 0u);
+  std::vector<uint32_t> ids;
+  for (const auto& r : bounded->sink.rows) ids.push_back(r.row.correlation);
+  std::sort(ids.begin(), ids.end());
+  EXPECT_EQ(std::adjacent_find(ids.begin(), ids.end()), ids.end());
 }
 
 TEST(TraceBuilderTest, RowsLaterThanTheReorderBoundAreEmittedAndCounted) {
