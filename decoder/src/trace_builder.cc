@@ -2,11 +2,15 @@
 #include "cupmon/decoder/trace_builder.h"
 
 #include <cxxabi.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <cstdlib>
+#include <new>
+#include <type_traits>
 
 #include "cupmon/decoder/api_names.h"
+#include "cupmon/format/check.h"
 
 namespace cupmon::decoder {
 namespace {
@@ -22,6 +26,22 @@ std::string Hex(uint64_t v) {
 namespace {
 constexpr uint32_t kMaxDenseCbid = 4096;  // API name ids for smaller cbids sit in a vector
 
+// Asks for transparent huge pages on the 2 MiB-aligned part of [p, p + bytes): the builder's
+// large arrays (join ring, correlation table, reorder slots) then take one page fault per 2 MiB
+// instead of one per 4 KiB. Page faults, most of them in these arrays, were a third of an
+// export's CPU time on tests/data/ddp-2rank. A hint only: without THP nothing changes.
+void AdviseHugePages(const void* p, size_t bytes) {
+#ifdef MADV_HUGEPAGE
+  constexpr uintptr_t kHuge = uintptr_t{2} << 20;
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + kHuge - 1) & ~(kHuge - 1);
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + bytes) & ~(kHuge - 1);
+  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
+#else
+  (void)p;
+  (void)bytes;
+#endif
+}
+
 // A span the rows can place in time: ValidSpan (no zero, not reversed), and no time at or past
 // 2^62 ns. CUPTI counts nanoseconds since the epoch, so such a time (after the year 2116) is
 // damage; and the wall-clock mapping and the filters work in int64, where times near 2^63 wrapped
@@ -31,6 +51,29 @@ constexpr uint32_t kMaxDenseCbid = 4096;  // API name ids for smaller cbids sit 
 constexpr uint64_t kTimeLimit = uint64_t{1} << 62;
 bool TimedSpan(uint64_t start, uint64_t end) { return ValidSpan(start, end) && end < kTimeLimit; }
 }  // namespace
+
+template <class T>
+TraceBuilder::ZeroedArray<T>::ZeroedArray(size_t n) : size_(n), bytes_(n * sizeof(T)) {
+  static_assert(std::is_trivially_copyable_v<T> && std::is_trivially_destructible_v<T>);
+  if (!n) return;
+  void* p = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) throw std::bad_alloc();
+  AdviseHugePages(p, bytes_);
+  data_ = static_cast<T*>(p);
+}
+
+template <class T>
+TraceBuilder::ZeroedArray<T>::~ZeroedArray() {
+  if (data_) ::munmap(data_, bytes_);
+}
+
+template <class T>
+TraceBuilder::ZeroedArray<T>& TraceBuilder::ZeroedArray<T>::operator=(ZeroedArray&& o) noexcept {
+  std::swap(data_, o.data_);
+  std::swap(size_, o.size_);
+  std::swap(bytes_, o.bytes_);
+  return *this;
+}
 
 // One GPU or API record, decoded straight from the raw bytes with only the fields rows use
 // (about 120 bytes, against 336 for a DecodedRecord): it waits in the join ring.
@@ -63,63 +106,89 @@ struct TraceBuilder::CorrEntry {
   uint64_t external_id = 0;
 };
 
-// Map from correlation id to CorrEntry. CUPTI hands out correlation ids from one process-wide
-// counter, so the live ids (bounded by eviction) form a dense, mostly increasing run: slot
-// `id mod capacity` holds an id directly, and walking the stream walks the table in order (cache
-// friendly, no hashing, no allocation). An id whose slot holds another live id goes to a small
-// overflow map, so arbitrary ids stay correct; they only cost a hash lookup.
+// Map from correlation id to CorrEntry. Entries are created and erased in the same order (the
+// builder evicts the oldest id first), so they live in a FIFO ring in creation order: the join
+// stage, which walks the stream, walks the ring in order too. CUPTI hands out correlation ids
+// from one process-wide counter, so the live ids form a mostly increasing run: an index slot
+// `id mod index size` holds the ring position of an id directly (4 bytes, no hashing). The index
+// has 8 slots per live entry, because ids of calls that were not recorded (API calls outside
+// windows) leave gaps: on tests/data/ddp-2rank a rank's 275,000 ids spread over 1..2,436,000,
+// and with one 64-byte slot per live id 45,000 ids a rank went to the hash map below, which took
+// a tenth of an export's time. An id whose slot holds another live id still goes to that map,
+// so arbitrary ids stay correct.
 class TraceBuilder::CorrTable {
  public:
-  explicit CorrTable(size_t live_bound) {
-    // Live ids from one counter span less than live_bound, so they never share a slot: one
-    // power of two above the bound is enough (twice that only cost memory and cache).
-    size_t n = 1024;
-    while (n < live_bound) n *= 2;
-    slots_.assign(n, Slot{});
-    mask_ = n - 1;
+  // At most `live_bound` entries are live at once; Erase is called in creation order.
+  explicit CorrTable(size_t live_bound)
+      : ring_(PowerOfTwoAtLeast(live_bound)), index_(PowerOfTwoAtLeast(8 * live_bound)) {
+    ring_mask_ = ring_.size() - 1;
+    index_mask_ = index_.size() - 1;
   }
   CorrEntry* Find(uint32_t key) {
-    Slot& s = slots_[key & mask_];
-    if (s.used && s.key == key) return &s.entry;
+    const uint32_t at = index_[key & index_mask_];
+    if (at && ring_[at - 1].key == key) return &ring_[at - 1].entry;
     if (overflow_.empty()) return nullptr;
     auto it = overflow_.find(key);
-    return it == overflow_.end() ? nullptr : &it->second;
+    return it == overflow_.end() ? nullptr : &ring_[it->second].entry;
   }
   // Returns the entry for `key` and whether it was created now.
   std::pair<CorrEntry*, bool> Insert(uint32_t key) {
-    Slot& s = slots_[key & mask_];
-    if (!s.used) {
-      if (!overflow_.empty()) {
-        auto it = overflow_.find(key);
-        if (it != overflow_.end()) return {&it->second, false};
-      }
-      s.used = true;
-      s.key = key;
-      s.entry = CorrEntry{};
-      return {&s.entry, true};
+    uint32_t& at = index_[key & index_mask_];
+    if (at) {
+      if (ring_[at - 1].key == key) return {&ring_[at - 1].entry, false};
+      auto it = overflow_.find(key);
+      if (it != overflow_.end()) return {&ring_[it->second].entry, false};
+      const uint32_t pos = Create(key);
+      overflow_.emplace(key, pos);
+      return {&ring_[pos].entry, true};
     }
-    if (s.key == key) return {&s.entry, false};
-    auto [it, created] = overflow_.try_emplace(key);
-    return {&it->second, created};
+    if (!overflow_.empty()) {
+      auto it = overflow_.find(key);
+      if (it != overflow_.end()) return {&ring_[it->second].entry, false};
+    }
+    const uint32_t pos = Create(key);
+    at = pos + 1;
+    return {&ring_[pos].entry, true};
   }
   void Erase(uint32_t key) {
-    Slot& s = slots_[key & mask_];
-    if (s.used && s.key == key) {
-      s.used = false;
+    uint32_t& at = index_[key & index_mask_];
+    if (at && ring_[at - 1].key == key) {
+      ring_[at - 1].live = false;
+      at = 0;
       return;
     }
-    if (!overflow_.empty()) overflow_.erase(key);
+    auto it = overflow_.find(key);
+    if (it == overflow_.end()) return;
+    ring_[it->second].live = false;
+    overflow_.erase(it);
   }
 
  private:
-  struct Slot {
-    bool used = false;
-    uint32_t key = 0;
+  struct Stored {
+    uint32_t key;
+    bool live;
     CorrEntry entry;
   };
-  std::vector<Slot> slots_;
-  size_t mask_ = 0;
-  std::unordered_map<uint32_t, CorrEntry> overflow_;
+  static size_t PowerOfTwoAtLeast(size_t n) {
+    size_t p = 1024;
+    while (p < n) p *= 2;
+    return p;
+  }
+  uint32_t Create(uint32_t key) {
+    const auto pos = static_cast<uint32_t>(created_++ & ring_mask_);
+    Stored& s = ring_[pos];
+    // Holds while the caller keeps its contract (creation-order erases, live_bound).
+    CUPMON_CHECK(!s.live);
+    s.key = key;
+    s.live = true;
+    s.entry = CorrEntry{};
+    return pos;
+  }
+  ZeroedArray<Stored> ring_;
+  ZeroedArray<uint32_t> index_;  // ring position + 1 of the id in this slot; 0: none
+  size_t ring_mask_ = 0, index_mask_ = 0;
+  uint64_t created_ = 0;
+  std::unordered_map<uint32_t, uint32_t> overflow_;  // id -> ring position
 };
 
 const char* MemcpyKindName(uint32_t copy_kind) {
@@ -146,7 +215,7 @@ TraceBuilder::TraceBuilder(TraceFilter filter, RowSink* sink, size_t horizon,
       sink_(sink),
       horizon_(horizon ? horizon : 1),
       reorder_(reorder),
-      corr_(std::make_unique<CorrTable>(4 * horizon_ + 1)) {
+      corr_(std::make_unique<CorrTable>(4 * horizon_ + 2)) {  // Track: corr_limit_ + 1 live
   timed_filter_ = filter_.window || filter_.from_wall || filter_.to_wall || filter_.from_rel ||
                   filter_.to_rel;
   memcpy_name_ids_.fill(-1);
@@ -157,6 +226,13 @@ TraceBuilder::TraceBuilder(TraceFilter filter, RowSink* sink, size_t horizon,
   corr_order_.resize(ring);
   wall_times_ = timed_filter_ || !sink_ || sink_->NeedsWallTimes();
   sync_rows_ = sink_ && sink_->WantsSynchronization();
+  if (reorder_.rows) {
+    // The stage holds at most rows + 1 rows: taking the storage at once saves growing (copying
+    // and faulting in) the vector of 288-byte rows several times over.
+    const size_t slots = std::min<size_t>(reorder_.rows + 1, size_t{1} << 20);
+    slots_.reserve(slots);
+    AdviseHugePages(slots_.data(), slots * sizeof(Row));
+  }
 }
 
 TraceBuilder::~TraceBuilder() = default;
@@ -326,7 +402,11 @@ void TraceBuilder::AddRecord(const RecordLayout& layout, const FieldReader& f, c
 
   // Append to the join ring (power-of-two capacity, doubled when full).
   if (pending_size_ == pending_.size()) {
-    std::vector<Pending> grown(pending_.empty() ? 1024 : 2 * pending_.size());
+    // The ring holds `horizon_` records and the buffer being read: start at twice the horizon
+    // (untouched pages cost nothing) and double when a buffer brings more.
+    size_t capacity = 1024;
+    while (capacity < std::max(2 * pending_.size(), 2 * horizon_)) capacity *= 2;
+    ZeroedArray<Pending> grown(capacity);
     for (size_t i = 0; i < pending_size_; ++i)
       grown[i] = pending_[(pending_head_ + i) & (pending_.size() - 1)];
     pending_ = std::move(grown);
@@ -433,8 +513,7 @@ TraceBuilder::CorrEntry* TraceBuilder::Track(uint32_t corr) {
     // One buffer brought more new ids than the eviction ring holds: forget the oldest now.
     corr_->Erase(corr_order_[corr_head_]);
     corr_head_ = (corr_head_ + 1) & mask;
-    --corr_size_;
-    e = corr_->Insert(corr).first;  // the erase may have moved entries
+    --corr_size_;  // `e` stays valid: entries do not move
   }
   corr_order_[(corr_head_ + corr_size_++) & mask] = corr;
   return e;
@@ -711,63 +790,89 @@ void TraceBuilder::Deliver(const Row& row) {
     slots_.push_back(row);
   }
   const HeapKey key{row.start, seq_++, slot};
-  // Rows that extend the sorted run go to a FIFO (O(1)); only rows that arrive out of order pay
-  // for the heap. Release takes the smaller head of the two.
-  if (run_size_ == 0 || row.start >= run_[(run_head_ + run_size_ - 1) & (run_.size() - 1)].start) {
-    if (run_size_ == run_.size()) {
-      std::vector<HeapKey> grown(run_.empty() ? 1024 : 2 * run_.size());
-      for (size_t i = 0; i < run_size_; ++i) grown[i] = run_[(run_head_ + i) & (run_.size() - 1)];
-      run_ = std::move(grown);
-      run_head_ = 0;
+  // Rows that extend a sorted run go to that run's FIFO (O(1)); only rows that fit no run pay for
+  // the heap. CUPTI delivers each buffer's records mostly in start order, but buffers of kernels
+  // and of API calls interleave, so with one run half of tests/data/ddp-2rank's rows went to the
+  // heap and popping it was the largest cost of the export after page faults. A row joins the
+  // run whose last start is the latest at or before its own (an empty run when none fits), so
+  // each interleaved stream keeps its own run. Release takes the smallest head of runs and heap.
+  KeyRun* fit = nullptr;
+  KeyRun* empty = nullptr;
+  uint64_t fit_start = 0;
+  for (KeyRun& q : runs_) {
+    if (!q.size) {
+      if (!empty) empty = &q;
+      continue;
     }
-    run_[(run_head_ + run_size_++) & (run_.size() - 1)] = key;
+    const uint64_t tail = q.keys[(q.head + q.size - 1) & (q.keys.size() - 1)].start;
+    if (tail <= row.start && (!fit || tail > fit_start)) {
+      fit = &q;
+      fit_start = tail;
+    }
+  }
+  if (!fit) fit = empty;
+  if (fit) {
+    KeyRun& q = *fit;
+    if (q.size == q.keys.size()) {
+      std::vector<HeapKey> grown(q.keys.empty() ? 1024 : 2 * q.keys.size());
+      for (size_t i = 0; i < q.size; ++i) grown[i] = q.keys[(q.head + i) & (q.keys.size() - 1)];
+      q.keys = std::move(grown);
+      q.head = 0;
+    }
+    q.keys[(q.head + q.size++) & (q.keys.size() - 1)] = key;
   } else {
     heap_.push_back(key);
     std::push_heap(heap_.begin(), heap_.end(), [](const HeapKey& a, const HeapKey& b) {
       return Later(a.start, a.seq, b.start, b.seq);
     });
   }
+  ++held_;
   if (row.start > max_start_) max_start_ = row.start;
-  while (heap_.size() + run_size_ > reorder_.rows) ReleaseOne();
+  while (held_ > reorder_.rows) ReleaseOne();
   if (reorder_.ns) {
-    while (heap_.size() + run_size_ > 0) {
-      const HeapKey* first = run_size_ ? &run_[run_head_] : nullptr;
-      if (!heap_.empty() && (!first || Later(first->start, first->seq, heap_.front().start,
-                                             heap_.front().seq)))
-        first = &heap_.front();
-      if (max_start_ - first->start <= reorder_.ns) break;
-      ReleaseOne();
-    }
+    size_t run;
+    while (held_ && max_start_ - Front(&run).start > reorder_.ns) ReleaseOne();
   }
 }
 
+// The held key released next: the smallest of the runs' heads and the heap's top; `*run` is its
+// run, or kRuns for the heap. Only while keys are held.
+const TraceBuilder::HeapKey& TraceBuilder::Front(size_t* run) const {
+  const HeapKey* best = heap_.empty() ? nullptr : &heap_.front();
+  *run = kRuns;
+  for (size_t r = 0; r < kRuns; ++r) {
+    const KeyRun& q = runs_[r];
+    if (!q.size) continue;
+    const HeapKey& k = q.keys[q.head];
+    if (!best || Later(best->start, best->seq, k.start, k.seq)) {
+      best = &k;
+      *run = r;
+    }
+  }
+  return *best;
+}
+
 void TraceBuilder::ReleaseOne() {
-  HeapKey k;
-  const bool from_run =
-      run_size_ && (heap_.empty() || !Later(run_[run_head_].start, run_[run_head_].seq,
-                                            heap_.front().start, heap_.front().seq));
-  if (from_run) {
-    k = run_[run_head_];
-    run_head_ = (run_head_ + 1) & (run_.size() - 1);
-    --run_size_;
+  size_t run;
+  const HeapKey k = Front(&run);
+  if (run < kRuns) {
+    KeyRun& q = runs_[run];
+    q.head = (q.head + 1) & (q.keys.size() - 1);
+    --q.size;
   } else {
     std::pop_heap(heap_.begin(), heap_.end(), [](const HeapKey& a, const HeapKey& b) {
       return Later(a.start, a.seq, b.start, b.seq);
     });
-    k = heap_.back();
     heap_.pop_back();
   }
+  --held_;
   released_any_ = true;
   last_released_ = k.start;
   free_slots_.push_back(k.slot);
   // The row released next was stored up to `reorder_.rows` rows ago and has left the cache:
   // fetch it while the sink formats this one (it was a fifth of chrome-json's time in misses).
-  const HeapKey* next = run_size_ ? &run_[run_head_] : nullptr;
-  if (!heap_.empty() &&
-      (!next || Later(next->start, next->seq, heap_.front().start, heap_.front().seq)))
-    next = &heap_.front();
-  if (next) {
-    const char* row = reinterpret_cast<const char*>(&slots_[next->slot]);
+  if (held_) {
+    const char* row = reinterpret_cast<const char*>(&slots_[Front(&run).slot]);
     for (size_t at = 0; at < sizeof(Row); at += 64) __builtin_prefetch(row + at);
   }
   sink_->OnRow(slots_[k.slot]);
@@ -784,7 +889,7 @@ void TraceBuilder::Finish() {
     Emit(pending_[pending_head_]);
     pending_head_ = (pending_head_ + 1) & (pending_.size() - 1);
   }
-  while (!heap_.empty() || run_size_) ReleaseOne();
+  while (held_) ReleaseOne();
 }
 
 }  // namespace cupmon::decoder

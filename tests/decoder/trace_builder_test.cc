@@ -242,6 +242,57 @@ TEST(TraceBuilderTest, SmallHorizonBoundsTheJoinWindow) {
   EXPECT_EQ(Build(dir.path(), 64)->counts.gpu_without_api, 10u);
 }
 
+// The correlation table indexes ids by their low bits (trace_builder.cc: 8 index slots per live
+// id, at least 1024): ids that differ by a multiple of the index size share a slot, and all but
+// one of them live in the table's overflow map. Each kernel must still join its own call.
+void ExpectEachKernelJoinsItsOwnCall(const Built& b, size_t pairs) {
+  EXPECT_EQ(b.counts.gpu_without_api, 0u);
+  EXPECT_EQ(b.counts.api_without_gpu, 0u);
+  EXPECT_EQ(b.counts.duplicate_api_correlation, 0u);
+  ASSERT_EQ(b.sink.Count(RowType::kKernel), pairs);
+  for (const auto& r : b.sink.rows) {
+    if (r.row.type == RowType::kApi) {
+      EXPECT_EQ(r.row.launched, 1u) << "call " << r.row.correlation;
+      continue;
+    }
+    ASSERT_TRUE(r.row.has_api) << "kernel " << r.row.correlation;
+    EXPECT_EQ(r.row.api_start + 50, r.row.start) << "kernel " << r.row.correlation;
+  }
+}
+
+TEST(TraceBuilderTest, CorrelationIdsSharingAnIndexSlotJoinTheirOwnCalls) {
+  // Horizon 4: at most 18 live ids, a 1024-slot index and a 1024-entry ring. 3,000 ids 1024
+  // apart all land in one slot, and the ring wraps: evictions erase from the slot and the map.
+  // Two pairs a buffer, so that no entry is evicted before its kernel row is emitted.
+  TempDir dir;
+  std::vector<std::vector<uint8_t>> buffers;
+  constexpr size_t kPairs = 3000;
+  for (uint32_t i = 0; i < kPairs; i += 2) {
+    BufferBuilder mixed;
+    for (uint32_t j = i; j < i + 2; ++j) {
+      const uint64_t t = kT0 + 100 * uint64_t{j};
+      mixed.Runtime(t, t + 10, 5 + 1024 * j, 211).Kernel(t + 50, t + 60, 5 + 1024 * j, 0x10);
+    }
+    buffers.push_back(mixed.bytes());
+  }
+  WriteRecording(dir.path(), buffers, {{0x10, "_Z1kv"}});
+  ExpectEachKernelJoinsItsOwnCall(*Build(dir.path(), 4), kPairs);
+
+  // Default horizon: a 2^22-slot index. Kernels arrive first, so their calls find entries that
+  // the kernels created, most of them in the overflow map.
+  TempDir dir2;
+  BufferBuilder gpu, api;
+  constexpr size_t kFar = 500;
+  for (uint32_t i = 0; i < kFar; ++i) {
+    const uint64_t t = kT0 + 100 * uint64_t{i};
+    const uint32_t corr = 9 + (uint32_t{1} << 22) * i;
+    gpu.Kernel(t + 50, t + 60, corr, 0x10);
+    api.Runtime(t, t + 10, corr, 211);
+  }
+  WriteRecording(dir2.path(), {gpu.bytes(), api.bytes()}, {{0x10, "_Z1kv"}});
+  ExpectEachKernelJoinsItsOwnCall(*Build(dir2.path()), kFar);
+}
+
 // CUPTI delivers buffers per stream as they fill, so a later buffer can hold earlier work.
 void WriteDisordered(const std::string& dir) {
   BufferBuilder late, early, api;
@@ -271,6 +322,55 @@ TEST(TraceBuilderTest, ReorderSortsRowsByStartTime) {
       EXPECT_EQ(r.row.has_api, r.row.correlation % 100 == 0) << r.row.correlation;
   EXPECT_EQ(sorted->counts.gpu_without_api, 8u);
   EXPECT_EQ(delivery->counts.gpu_without_api, 8u);
+}
+
+TEST(TraceBuilderTest, ReorderMergesMoreInterleavedBuffersThanItHasRuns) {
+  // 12 ascending buffers whose starts interleave (more than the stage's 8 sorted runs), one
+  // descending buffer (every row but its first goes to the heap) and one that repeats buffer 0's
+  // starts (equal starts leave in arrival order). Ids: 1000 + 100 * buffer + index; the repeat
+  // 5000 + index.
+  TempDir dir;
+  std::vector<std::vector<uint8_t>> buffers;
+  constexpr uint32_t kPer = 40;
+  auto start_of = [](uint32_t buffer, uint32_t i) { return kT0 + 1000 + (i * 12 + buffer) * 10; };
+  for (uint32_t b = 0; b < 12; ++b) {
+    BufferBuilder gpu;
+    for (uint32_t i = 0; i < kPer; ++i)
+      gpu.Kernel(start_of(b, i), start_of(b, i) + 5, 1000 + 100 * b + i, 0x10, b);
+    buffers.push_back(gpu.bytes());
+  }
+  BufferBuilder down, repeat;
+  for (uint32_t i = kPer; i-- > 0;)
+    down.Kernel(start_of(0, i) + 5, start_of(0, i) + 6, 3000 + i, 0x10);
+  for (uint32_t i = 0; i < kPer; ++i)
+    repeat.Kernel(start_of(0, i), start_of(0, i) + 5, 5000 + i, 0x10);
+  buffers.push_back(down.bytes());
+  buffers.push_back(repeat.bytes());
+  WriteRecording(dir.path(), buffers, {{0x10, "_Z1kv"}});
+  constexpr size_t kRows = 14 * kPer;
+
+  auto sorted = Build(dir.path(), 1 << 16, ReorderOptions{100'000, 0});
+  ASSERT_EQ(sorted->sink.rows.size(), kRows);
+  EXPECT_EQ(sorted->counts.out_of_order, 0u);
+  for (size_t i = 1; i < kRows; ++i) {
+    const Row& a = sorted->sink.rows[i - 1].row;
+    const Row& b = sorted->sink.rows[i].row;
+    ASSERT_LE(a.start, b.start) << "row " << i;
+    if (a.start == b.start) {
+      EXPECT_EQ(a.correlation + 4000, b.correlation) << "row " << i;  // buffer 0, then the repeat
+    } else {
+      EXPECT_NE(b.correlation / 1000, 5u) << "row " << i << ": the repeat's row left alone";
+    }
+  }
+
+  // A bound below the disorder: every row is still emitted once, the late ones counted.
+  auto bounded = Build(dir.path(), 1 << 16, ReorderOptions{16, 0});
+  ASSERT_EQ(bounded->sink.rows.size(), kRows);
+  EXPECT_GT(bounded->counts.out_of_order, 0u);
+  std::vector<uint32_t> ids;
+  for (const auto& r : bounded->sink.rows) ids.push_back(r.row.correlation);
+  std::sort(ids.begin(), ids.end());
+  EXPECT_EQ(std::adjacent_find(ids.begin(), ids.end()), ids.end());
 }
 
 TEST(TraceBuilderTest, RowsLaterThanTheReorderBoundAreEmittedAndCounted) {

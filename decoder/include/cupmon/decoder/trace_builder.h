@@ -211,10 +211,36 @@ class TraceBuilder : public ChunkVisitor {
     uint64_t seq;
     uint32_t slot;
   };
+  // A run of held keys in (start, arrival) order: a FIFO ring with a power-of-two capacity.
+  struct KeyRun {
+    std::vector<HeapKey> keys;
+    size_t head = 0, size = 0;
+  };
+  static constexpr size_t kRuns = 8;
+  // Zero-filled storage for the builder's large arrays of trivially copyable T (join ring,
+  // correlation table): an anonymous mapping, so pages are faulted in only once used, with
+  // transparent huge pages asked for (trace_builder.cc says why). Elements are never destroyed.
+  template <class T>
+  class ZeroedArray {
+   public:
+    ZeroedArray() = default;
+    explicit ZeroedArray(size_t n);
+    ~ZeroedArray();
+    ZeroedArray(ZeroedArray&& o) noexcept { *this = std::move(o); }
+    ZeroedArray& operator=(ZeroedArray&& o) noexcept;
+    T& operator[](size_t i) { return data_[i]; }
+    const T& operator[](size_t i) const { return data_[i]; }
+    size_t size() const { return size_; }
+
+   private:
+    T* data_ = nullptr;
+    size_t size_ = 0, bytes_ = 0;
+  };
   void AddRecord(const RecordLayout& layout, const FieldReader& f, const uint8_t* rec);
   void Emit(const Pending& p);
   void Deliver(const Row& row);
   void ReleaseOne();
+  const HeapKey& Front(size_t* run) const;
   bool Passes(const Row& row) const;
   WindowSpan* WindowAt(uint64_t cupti_ns);  // the window whose span holds the time, or null
   uint32_t InternName(std::string name);
@@ -266,7 +292,7 @@ class TraceBuilder : public ChunkVisitor {
   std::unordered_map<uint64_t, std::string> annotations_;  // external id -> label
 
   // Join stage: records in arrival order (a ring), and join state by correlation id.
-  std::vector<Pending> pending_;
+  ZeroedArray<Pending> pending_;
   size_t pending_head_ = 0, pending_size_ = 0;
   std::unique_ptr<CorrTable> corr_;
   // Ring (power-of-two capacity) of correlation ids in arrival order, for eviction; it holds at
@@ -285,13 +311,13 @@ class TraceBuilder : public ChunkVisitor {
   };
   std::array<NameCacheSlot, 256> name_cache_{};
 
-  // Reorder stage: rows in slots; keys of rows that extend the sorted run in a FIFO ring, keys of
-  // the others in a min-heap.
+  // Reorder stage: rows in slots; keys of rows that extend one of the sorted runs in that run's
+  // FIFO ring, keys of the others in a min-heap.
   std::vector<Row> slots_;
   std::vector<uint32_t> free_slots_;
   std::vector<HeapKey> heap_;
-  std::vector<HeapKey> run_;
-  size_t run_head_ = 0, run_size_ = 0;
+  std::array<KeyRun, kRuns> runs_;
+  size_t held_ = 0;  // keys in heap_ and runs_
   uint64_t seq_ = 0, max_start_ = 0, last_released_ = 0;
   bool released_any_ = false;
 };
