@@ -115,6 +115,17 @@ const char* RowTypeName(RowType t) {
     case RowType::kMemset: return "memset";
     case RowType::kApi: return "api";
     case RowType::kSynchronization: return "synchronization";
+    case RowType::kRange: return "range";
+  }
+  return "?";
+}
+
+// The NVTX call a range row came from, as JSONL and the exports name it.
+const char* RangeKindName(RangeKind k) {
+  switch (k) {
+    case RangeKind::kPushPop: return "push_pop";
+    case RangeKind::kStartEnd: return "start_end";
+    case RangeKind::kMark: return "mark";
   }
   return "?";
 }
@@ -436,6 +447,7 @@ class CsvSink : public LimitedSink {
 class JsonlSink : public LimitedSink {
  public:
   using LimitedSink::LimitedSink;
+  bool WantsRanges() const override { return true; }
   void Begin(const TraceBuilder& b, const Recording& r, size_t) override {
     builder_ = &b;
     recording_ = Hex(r.id);
@@ -446,6 +458,10 @@ class JsonlSink : public LimitedSink {
     out_ << "{\"recording\":\"" << recording_ << '"';
     if (rank_) out_ << ",\"rank\":" << rank_->rank;
     out_ << ",\"type\":\"" << RowTypeName(r.type) << "\",\"kind\":" << r.kind;
+    if (r.type == RowType::kRange) {
+      WriteRange(r);
+      return;
+    }
     if (r.valid_time) {
       out_ << ",\"start_ns\":" << r.wall_start << ",\"end_ns\":" << r.wall_end
            << ",\"duration_ns\":" << r.duration;
@@ -475,12 +491,29 @@ class JsonlSink : public LimitedSink {
         out_ << '}';
       }
       if (r.launched_before_window) out_ << ",\"launched_before_window\":true";
+      if (!r.range.empty()) {
+        out_ << ",\"range\":\"";
+        out_.Json(r.range) << '"';
+      }
     }
     if (!r.annotation.empty()) {
       out_ << ",\"annotation\":\"";
       out_.Json(r.annotation) << '"';
     }
     out_ << "}\n";
+  }
+  // An NVTX range or mark: end_ns and duration_ns are null for a range never ended.
+  void WriteRange(const Row& r) {
+    out_ << ",\"nvtx\":\"" << RangeKindName(r.range_kind) << "\",\"name\":\"";
+    out_.Json(r.name) << "\",\"domain\":\"";
+    out_.Json(r.range_domain) << "\",\"pid\":" << r.pid << ",\"tid\":" << r.tid;
+    if (r.valid_time) out_ << ",\"start_ns\":" << r.wall_start;
+    else out_ << ",\"start_ns\":null";
+    if (r.valid_time && r.range_ended)
+      out_ << ",\"end_ns\":" << r.wall_end << ",\"duration_ns\":" << r.duration;
+    else
+      out_ << ",\"end_ns\":null,\"duration_ns\":null";
+    out_ << ",\"depth\":" << r.range_depth << "}\n";
   }
   std::string recording_;
 };
