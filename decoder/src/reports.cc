@@ -525,6 +525,7 @@ class ChromeSink : public LimitedSink {
   ChromeSink(std::ostream& out, std::optional<uint64_t> limit) : LimitedSink(out, limit), ev_(out_) {
     out_ << "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n";
   }
+  bool WantsRanges() const override { return true; }
   // Merged timelines: every rank's times count from `base` (the earliest process start), so the
   // ranks share one wall-clock axis. 0: the first rank's first record.
   void SetCommonBase(int64_t base) {
@@ -601,6 +602,10 @@ class ChromeSink : public LimitedSink {
   void Write(const Row& r) override {
     if (!r.valid_time) return;  // cannot be placed on a timeline; counted in the summary
     if (!ev_.base()) ev_.set_base(builder_->origin_wall());
+    if (r.type == RowType::kRange) {
+      WriteRange(r);
+      return;
+    }
     if (r.type == RowType::kApi) {
       if (r.tid != last_tid_ || cpu_threads_.empty()) {
         cpu_threads_.insert(r.tid);
@@ -631,10 +636,42 @@ class ChromeSink : public LimitedSink {
       out_.Json(r.annotation) << '"';
     }
     if (r.launched_before_window) out_ << ",\"launched_before_window\":true";
+    if (!r.range.empty()) {
+      out_ << ",\"nvtx_range\":\"";
+      out_.Json(r.range) << '"';
+    }
     out_ << "}}";
     // A flow arrow from the launch call to this activity (one per activity: graphs fan out).
     if (r.has_api && r.api_valid_time)
       ev_.LaunchFlow("launch", "flow", ++flow_id_, r, CpuPid(r.api_pid), gpid);
+  }
+
+  // An NVTX range: a slice of category "nvtx" on its thread (it nests with the thread's API
+  // calls); an unended one lasts to the recording's last record; a mark is an instant event.
+  void WriteRange(const Row& r) {
+    cpu_threads_.insert(r.tid);
+    last_tid_ = r.tid;
+    const uint32_t pid = CpuPid(r.pid);
+    if (r.range_kind == RangeKind::kMark) {
+      ev_.Comma();
+      out_ << "{\"name\":\"";
+      out_.Json(r.name) << "\",\"cat\":\"nvtx\",\"ph\":\"i\",\"s\":\"t\",\"pid\":" << pid
+                        << ",\"tid\":" << r.tid << ",\"ts\":";
+      ev_.Us(r.wall_start);
+      out_ << ",\"args\":{";
+    } else {
+      int64_t dur = static_cast<int64_t>(r.duration);
+      if (!r.range_ended && builder_->last_ts())
+        dur = std::max<int64_t>(0, builder_->clock().ToWall(builder_->last_ts()) - r.wall_start);
+      ev_.SliceHead(r.name, "nvtx", pid, r.tid, r.wall_start, dur);
+    }
+    out_ << "\"depth\":" << r.range_depth << ",\"nvtx\":\"" << RangeKindName(r.range_kind) << '"';
+    if (!r.range_domain.empty()) {
+      out_ << ",\"domain\":\"";
+      out_.Json(r.range_domain) << '"';
+    }
+    if (!r.range_ended) out_ << ",\"unended\":true";
+    out_ << "}}";
   }
 
  private:
@@ -665,6 +702,7 @@ class PerfettoExport : public LimitedSink {
  public:
   PerfettoExport(std::ostream& out, std::optional<uint64_t> limit)
       : LimitedSink(out, limit), perfetto_(out) {}
+  bool WantsRanges() const override { return true; }
   void Begin(const TraceBuilder& b, const Recording& r, size_t index) override {
     perfetto_.Begin(b, r, index, rank_);
   }

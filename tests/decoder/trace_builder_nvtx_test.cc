@@ -203,6 +203,35 @@ TEST(TraceBuilderNvtxTest, JsonlHasRangeRowsAndLabelsAndSampleHasNone) {
   EXPECT_EQ(out2.str().find("\"type\":\"range\""), std::string::npos);
 }
 
+TEST(TraceBuilderNvtxTest, ChromeJsonDrawsRangesOnTheirThreadAndLabelsKernels) {
+  TempDir dir;
+  testing::WriteNvtxRecording(dir.path());
+  ReportOptions o;
+  o.format = ExportFormat::kChromeJson;
+  std::ostringstream out, err;
+  RunReport(ReportKind::kExport, dir.path(), o, out, err);
+  const std::string s = out.str();
+  // Times count from the process start, kT0 - 1 s.
+  EXPECT_NE(s.find("{\"name\":\"inner\",\"cat\":\"nvtx\",\"ph\":\"X\",\"pid\":4242,\"tid\":101,"
+                   "\"ts\":1000020.000,\"dur\":30.000,\"args\":{\"depth\":1,\"nvtx\":\"push_pop\","
+                   "\"domain\":\"mylib\"}}"),
+            std::string::npos)
+      << s;
+  EXPECT_NE(s.find("{\"name\":\"checkpoint\",\"cat\":\"nvtx\",\"ph\":\"i\",\"s\":\"t\",\"pid\":4242,"
+                   "\"tid\":101,\"ts\":1000025.000,\"args\":{\"depth\":2,\"nvtx\":\"mark\"}}"),
+            std::string::npos)
+      << s;
+  EXPECT_NE(s.find("\"name\":\"never ended\""), std::string::npos);
+  EXPECT_NE(s.find("\"unended\":true"), std::string::npos);
+  EXPECT_NE(s.find("\"registers\":32,\"nvtx_range\":\"t2 outer\"}}"), std::string::npos) << s;
+
+  TempDir plain;
+  testing::WriteSampleRecording(plain.path());
+  std::ostringstream out2, err2;
+  RunReport(ReportKind::kExport, plain.path(), o, out2, err2);
+  EXPECT_EQ(out2.str().find("nvtx"), std::string::npos);
+}
+
 TEST(TraceBuilderNvtxTest, DamagedMarkersNeverCrashOrLeakIntoOtherRows) {
   // A second START with a held id, an END with id 0, a START with no timestamp, and a marker
   // with a kind the decoder does not pair (a sync marker): counted or ignored, never fatal.
