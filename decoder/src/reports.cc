@@ -750,6 +750,7 @@ class SqliteExport : public LimitedSink {
   SqliteExport(std::ostream& out, std::optional<uint64_t> limit, std::unique_ptr<SqliteSink> sink)
       : LimitedSink(out, limit), sqlite_(std::move(sink)) {}
   bool WantsSynchronization() const override { return true; }
+  bool WantsRanges() const override { return true; }
   void Begin(const TraceBuilder& b, const Recording& r, size_t) override {
     sqlite_->Begin(b, r, rank_);
   }
