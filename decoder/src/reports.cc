@@ -130,6 +130,14 @@ const char* RangeKindName(RangeKind k) {
   return "?";
 }
 
+// "5 ranges, 1 marks, 1 unended, 1 END(s) without START, 1 unresolved names" (summary, info).
+std::string NvtxCounts(const TraceCounts& c) {
+  return std::to_string(c.ranges) + " ranges, " + std::to_string(c.marks) + " marks, " +
+         std::to_string(c.unended_ranges) + " unended, " +
+         std::to_string(c.range_ends_without_start) + " END(s) without START, " +
+         std::to_string(c.unresolved_range_names) + " unresolved names";
+}
+
 // Keeps rows and the limit for the trace-like sinks.
 class LimitedSink : public RowSink {
  public:
@@ -190,11 +198,20 @@ class SummarySink : public RowSink {
  public:
   // Aggregates by the builder's name id (a vector index): no string key per row.
   void OnRow(const Row& row) override {
+    if (row.type == RowType::kRange) {
+      // Marks have no duration; a range never ended counts as a call with no time.
+      if (row.range_kind == RangeKind::kMark) return;
+      if (row.name_id >= ranges_.size()) ranges_.resize(row.name_id + 1);
+      if (row.range_ended) ranges_[row.name_id].Add(row);
+      else ++ranges_[row.name_id].calls;
+      return;
+    }
     auto& table = row.type == RowType::kApi ? api_ : gpu_;
     if (row.name_id >= table.size()) table.resize(row.name_id + 1);
     table[row.name_id].Add(row);
   }
   bool NeedsWallTimes() const override { return false; }  // durations only
+  bool WantsRanges() const override { return true; }
   // `prefix` starts the first line ("rank N (host:pid): " in merged summaries).
   void Print(std::ostream& out, const TraceBuilder& b, const Recording& rec,
              const ReadIntegrity& integrity, const std::string& prefix = {}) {
@@ -243,6 +260,12 @@ class SummarySink : public RowSink {
                   "Avg", "Min", "Max", "Name");
     PrintTable(out, "GPU activities:", Named(b, gpu_));
     PrintTable(out, "API calls:", Named(b, api_));
+    // NVTX ranges (CPU time between push and pop; nested ranges overlap, so their Time(%) is of
+    // the ranges' summed time, as in nsys's nvtx_sum). Only when the recording has NVTX.
+    if (c.ranges || c.marks || c.unended_ranges || c.range_ends_without_start) {
+      out << "==cupmon== NVTX: " << NvtxCounts(c) << "\n";
+      PrintTable(out, "NVTX ranges:", Named(b, ranges_));
+    }
   }
   // This recording's rows by display name, for the merged total.
   NamedStats NamedGpu(const TraceBuilder& b) const { return Named(b, gpu_); }
@@ -278,7 +301,7 @@ class SummarySink : public RowSink {
     return rows;
   }
 
-  std::vector<Stat> gpu_, api_;
+  std::vector<Stat> gpu_, api_, ranges_;
 };
 
 // ---- gpu-trace, api-trace, kern-exec ----
@@ -829,6 +852,8 @@ void PrintInfo(std::ostream& out, const TraceBuilder& b, const Recording& r,
       << c.launched_before_window << " of them launched before their window), "
       << c.calibration_samples << " calibration samples (" << c.calibration_non_monotonic
       << " non-monotonic)\n";
+  if (c.ranges || c.marks || c.range_ends_without_start || c.unended_ranges)
+    out << "  nvtx: " << NvtxCounts(c) << "\n";
 }
 
 }  // namespace

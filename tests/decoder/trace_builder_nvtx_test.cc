@@ -232,6 +232,37 @@ TEST(TraceBuilderNvtxTest, ChromeJsonDrawsRangesOnTheirThreadAndLabelsKernels) {
   EXPECT_EQ(out2.str().find("nvtx"), std::string::npos);
 }
 
+TEST(TraceBuilderNvtxTest, SummaryAndInfoHaveAnNvtxSectionOnlyWithNvtx) {
+  TempDir dir;
+  testing::WriteNvtxRecording(dir.path());
+  std::ostringstream out, err, info, err2;
+  RunReport(ReportKind::kSummary, dir.path(), ReportOptions{}, out, err);
+  const std::string s = out.str();
+  EXPECT_NE(s.find("==cupmon== NVTX: 5 ranges, 1 marks, 1 unended, 1 END(s) without START, 1 "
+                   "unresolved names\n"),
+            std::string::npos)
+      << s;
+  EXPECT_NE(s.find("    NVTX ranges:   42.17%   70.000us         1   70.000us   70.000us   "
+                   "70.000us  outer\n"),
+            std::string::npos)
+      << s;
+  // Never ended: one call, no time; the mark is not a range.
+  EXPECT_NE(s.find("0.00%        0ns         1          -          -          -  never ended"),
+            std::string::npos)
+      << s;
+  EXPECT_EQ(s.find("checkpoint"), std::string::npos);
+  RunReport(ReportKind::kInfo, dir.path(), ReportOptions{}, info, err2);
+  EXPECT_NE(info.str().find("  nvtx: 5 ranges, 1 marks"), std::string::npos) << info.str();
+
+  TempDir plain;
+  testing::WriteSampleRecording(plain.path());
+  std::ostringstream out2, info2, e1, e2;
+  RunReport(ReportKind::kSummary, plain.path(), ReportOptions{}, out2, e1);
+  RunReport(ReportKind::kInfo, plain.path(), ReportOptions{}, info2, e2);
+  EXPECT_EQ(out2.str().find("NVTX"), std::string::npos);
+  EXPECT_EQ(info2.str().find("nvtx"), std::string::npos);
+}
+
 TEST(TraceBuilderNvtxTest, DamagedMarkersNeverCrashOrLeakIntoOtherRows) {
   // A second START with a held id, an END with id 0, a START with no timestamp, and a marker
   // with a kind the decoder does not pair (a sync marker): counted or ignored, never fatal.
