@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "cupmon/decoder/reports.h"
+#include "cupmon/decoder/steps.h"
 #include "cupmon/decoder/trace_builder.h"
 #include "recording_builder.h"
 #include "test_util.h"
@@ -261,6 +262,53 @@ TEST(TraceBuilderNvtxTest, SummaryAndInfoHaveAnNvtxSectionOnlyWithNvtx) {
   RunReport(ReportKind::kInfo, plain.path(), ReportOptions{}, info2, e2);
   EXPECT_EQ(out2.str().find("NVTX"), std::string::npos);
   EXPECT_EQ(info2.str().find("nvtx"), std::string::npos);
+}
+
+// Four NVTX ranges "step 1".."step 4" on thread 101, each around two launches (gemm, relu) whose
+// kernels run inside it, and a range "forward" nested in step 3 around its second launch.
+void WriteNvtxSteps(const std::string& dir) {
+  RecordingWriter w(testing::WriterOptions(dir), testing::SyntheticHeader());
+  ASSERT_TRUE(w.Open().has_value());
+  std::vector<pb::StringEntry> e(7);
+  for (int n = 0; n < 4; ++n) e[n].set_pointer(0x10 + n), e[n].set_text("step " + std::to_string(n + 1));
+  e[4].set_pointer(0x20), e[4].set_text("_Z4gemmv");
+  e[5].set_pointer(0x21), e[5].set_text("_Z4reluv");
+  e[6].set_pointer(0x30), e[6].set_text("forward");
+  w.AddStrings(e);
+  BufferBuilder cpu, gpu;
+  for (uint32_t n = 1; n <= 4; ++n) {
+    const uint64_t base = n * 1000;
+    cpu.Marker(kMarkerStart, Us(base), n, 0x10 + n - 1).Runtime(Us(base + 10), Us(base + 12), 2 * n - 1, 211);
+    if (n == 3) cpu.Marker(kMarkerStart, Us(base + 15), 100, 0x30);
+    cpu.Runtime(Us(base + 20), Us(base + 22), 2 * n, 211);
+    if (n == 3) cpu.Marker(kMarkerEnd, Us(base + 25), 100, 0);
+    cpu.Marker(kMarkerEnd, Us(base + 500), n, 0);
+    gpu.Kernel(Us(base + 100), Us(base + 200), 2 * n - 1, 0x20)
+        .Kernel(Us(base + 300), Us(base + 400), 2 * n, 0x21);
+  }
+  w.WriteRawBuffer(cpu.bytes(), 0, 0);
+  w.WriteRawBuffer(gpu.bytes(), 1, 7);
+  w.Close(0);
+}
+
+TEST(TraceBuilderNvtxTest, StepsByAnnotationTakeStepLikeNvtxRanges) {
+  TempDir dir;
+  WriteNvtxSteps(dir.path());
+  auto listing = ListRecordings(dir.path());
+  ASSERT_TRUE(listing.has_value());
+  StepOptions o;
+  o.source = StepSource::kAnnotation;
+  const StepList list = FindSteps(listing->recordings.at(0), o);
+  EXPECT_EQ(list.source, StepSource::kAnnotation);
+  ASSERT_EQ(list.steps.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(list.steps[i].label, "step " + std::to_string(i + 1));
+    EXPECT_EQ(list.steps[i].kernels, 2u) << "step " << i + 1;
+    EXPECT_EQ(list.steps[i].start, Us((i + 1) * 1000 + 100));
+  }
+  // Auto picks the labels too: every step carries one.
+  StepOptions a;
+  EXPECT_EQ(FindSteps(listing->recordings.at(0), a).source, StepSource::kAnnotation);
 }
 
 TEST(TraceBuilderNvtxTest, DamagedMarkersNeverCrashOrLeakIntoOtherRows) {
