@@ -750,6 +750,7 @@ class KinetoExport : public LimitedSink {
   KinetoExport(std::ostream& out, std::optional<uint64_t> limit, const std::string& dir,
                const std::vector<const Rank*>& ranks)
       : LimitedSink(out, limit), kineto_(dir, ranks) {}
+  bool WantsRanges() const override { return true; }
   void Begin(const TraceBuilder& b, const Recording& r, size_t index) override {
     kineto_.Begin(b, r, index);
   }

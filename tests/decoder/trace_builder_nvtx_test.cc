@@ -2,6 +2,8 @@
 // unpaired ranges, GPU rows labelled with the range open on their launching thread, and JSONL.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <sstream>
 
 #include "cupmon/decoder/reports.h"
@@ -262,6 +264,28 @@ TEST(TraceBuilderNvtxTest, SummaryAndInfoHaveAnNvtxSectionOnlyWithNvtx) {
   RunReport(ReportKind::kInfo, plain.path(), ReportOptions{}, info2, e2);
   EXPECT_EQ(out2.str().find("NVTX"), std::string::npos);
   EXPECT_EQ(info2.str().find("nvtx"), std::string::npos);
+}
+
+TEST(TraceBuilderNvtxTest, KinetoWritesRangesAsUserAnnotations) {
+  TempDir dir, out_dir;
+  testing::WriteNvtxRecording(dir.path());
+  ReportOptions o;
+  o.format = ExportFormat::kKineto;
+  o.output_dir = out_dir.path();
+  std::ostringstream out, err;
+  RunReport(ReportKind::kExport, dir.path(), o, out, err);
+  std::string all;
+  for (const auto& f : std::filesystem::directory_iterator(out_dir.path())) {
+    std::ifstream in(f.path());
+    all += std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  EXPECT_NE(all.find("{\"name\":\"inner\",\"cat\":\"user_annotation\",\"ph\":\"X\",\"pid\":4242,"
+                     "\"tid\":101,"),
+            std::string::npos)
+      << all;
+  EXPECT_NE(all.find("\"name\":\"t2 outer\",\"cat\":\"user_annotation\""), std::string::npos);
+  EXPECT_EQ(all.find("checkpoint"), std::string::npos);   // marks are left out
+  EXPECT_EQ(all.find("never ended"), std::string::npos);  // and ranges never ended
 }
 
 // Four NVTX ranges "step 1".."step 4" on thread 101, each around two launches (gemm, relu) whose
