@@ -432,7 +432,8 @@ class StepScanner : public ChunkVisitor {
     const uint64_t t = f.Get(rec, Field::kStart);
     const NvtxStep* best = nullptr;
     for (const NvtxStep& r : it->second)
-      if (r.start <= t && (r.end == 0 || r.end >= t) && (!best || r.start >= best->start)) best = &r;
+      if (r.start <= t && (r.end == 0 || r.end >= t) && (!best || r.start >= best->start))
+        best = &r;
     if (!best) return;
     const uint32_t corr = f.Get32(rec, Field::kCorrelationId);
     NvtxSlot& slot = nvtx_labels_[corr & (nvtx_labels_.size() - 1)];

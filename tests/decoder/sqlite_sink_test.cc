@@ -337,8 +337,11 @@ TEST(SqliteSinkTest, NvtxRangesFillNvtxEventsInNsysShape) {
   std::string err;
   EXPECT_EQ(Export(dir.path(), db_path, &err), kExitWarnings) << err;  // the unresolved name
   Db db(db_path);
-  const auto us = [](int64_t n) { return std::to_string(static_cast<int64_t>(kT0) + n * 1000 - kBase); };
-  const std::string nvtx = "SELECT COUNT(*) FROM NVTX_EVENTS e JOIN StringIds s ON s.id = e.textId ";
+  const auto us = [](int64_t n) {
+    return std::to_string(static_cast<int64_t>(kT0) + n * 1000 - kBase);
+  };
+  const std::string nvtx =
+      "SELECT COUNT(*) FROM NVTX_EVENTS e JOIN StringIds s ON s.id = e.textId ";
   // The push/pop ranges (59), the mark (34), the unended range (end NULL).
   EXPECT_EQ(db.Int(nvtx + "WHERE s.value = 'inner' AND e.eventType = 59 AND e.start = " + us(20) +
                    " AND e.end = " + us(50) + " AND e.rangeId = 2 AND e.text IS NULL"),
@@ -346,7 +349,8 @@ TEST(SqliteSinkTest, NvtxRangesFillNvtxEventsInNsysShape) {
   EXPECT_EQ(db.Int(nvtx + "WHERE s.value = 'checkpoint' AND e.eventType = 34 AND e.end IS NULL "
                           "AND e.rangeId IS NULL"),
             1);
-  EXPECT_EQ(db.Int(nvtx + "WHERE s.value = 'never ended' AND e.eventType = 59 AND e.end IS NULL"), 1);
+  EXPECT_EQ(db.Int(nvtx + "WHERE s.value = 'never ended' AND e.eventType = 59 AND e.end IS NULL"),
+            1);
   EXPECT_EQ(db.Int("SELECT COUNT(*) FROM NVTX_EVENTS WHERE eventType IN (34, 59, 60)"), 7);
   // The thread: the same globalTid as the thread's API calls.
   EXPECT_EQ(db.Int(nvtx + "JOIN CUPTI_ACTIVITY_KIND_RUNTIME r ON r.globalTid = e.globalTid "
@@ -366,7 +370,8 @@ TEST(SqliteSinkTest, NvtxRangesFillNvtxEventsInNsysShape) {
                     "WHERE k.correlationId = 1 ORDER BY e.start DESC LIMIT 1"),
             "inner");
   EXPECT_EQ(db.Text("SELECT label FROM ENUM_NSYS_EVENT_TYPE WHERE id = 59"), "NVTX push/pop range");
-  EXPECT_EQ(db.Int("SELECT value FROM CUPMON_COUNTERS WHERE name = 'decoder.nvtx_unended_ranges'"), 1);
+  EXPECT_EQ(db.Int("SELECT value FROM CUPMON_COUNTERS WHERE name = 'decoder.nvtx_unended_ranges'"),
+            1);
   EXPECT_EQ(db.Int("SELECT value FROM CUPMON_COUNTERS WHERE name = 'export.rows.nvtx'"), 7);
 
   // Without NVTX, no NVTX table at all (nsys creates its tables lazily too).

@@ -178,14 +178,16 @@ TEST(TraceBuilderNvtxTest, JsonlHasRangeRowsAndLabelsAndSampleHasNone) {
   std::ostringstream out, err;
   EXPECT_EQ(RunReport(ReportKind::kExport, dir.path(), o, out, err), kExitWarnings);
   const std::string s = out.str();
-  const std::string inner = "\"type\":\"range\",\"kind\":12,\"nvtx\":\"push_pop\",\"name\":\"inner\","
-                            "\"domain\":\"mylib\",\"pid\":4242,\"tid\":101,\"start_ns\":" +
+  const std::string inner = "\"type\":\"range\",\"kind\":12,\"nvtx\":\"push_pop\","
+                            "\"name\":\"inner\",\"domain\":\"mylib\",\"pid\":4242,\"tid\":101,"
+                            "\"start_ns\":" +
                             std::to_string(Us(20)) + ",\"end_ns\":" + std::to_string(Us(50)) +
                             ",\"duration_ns\":30000,\"depth\":1}";
   EXPECT_NE(s.find(inner), std::string::npos) << s;
   EXPECT_NE(s.find("\"nvtx\":\"mark\",\"name\":\"checkpoint\""), std::string::npos) << s;
-  EXPECT_NE(s.find("\"name\":\"never ended\",\"domain\":\"\",\"pid\":4242,\"tid\":101,\"start_ns\":" +
-                   std::to_string(Us(100)) + ",\"end_ns\":null,\"duration_ns\":null,\"depth\":0}"),
+  EXPECT_NE(s.find("\"name\":\"never ended\",\"domain\":\"\",\"pid\":4242,\"tid\":101,"
+                   "\"start_ns\":" + std::to_string(Us(100)) +
+                   ",\"end_ns\":null,\"duration_ns\":null,\"depth\":0}"),
             std::string::npos)
       << s;
   EXPECT_NE(s.find("\"correlation_id\":1,\"name\":\"gemm()\""), std::string::npos);
@@ -220,8 +222,9 @@ TEST(TraceBuilderNvtxTest, ChromeJsonDrawsRangesOnTheirThreadAndLabelsKernels) {
                    "\"domain\":\"mylib\"}}"),
             std::string::npos)
       << s;
-  EXPECT_NE(s.find("{\"name\":\"checkpoint\",\"cat\":\"nvtx\",\"ph\":\"i\",\"s\":\"t\",\"pid\":4242,"
-                   "\"tid\":101,\"ts\":1000025.000,\"args\":{\"depth\":2,\"nvtx\":\"mark\"}}"),
+  EXPECT_NE(s.find("{\"name\":\"checkpoint\",\"cat\":\"nvtx\",\"ph\":\"i\",\"s\":\"t\","
+                   "\"pid\":4242,\"tid\":101,\"ts\":1000025.000,"
+                   "\"args\":{\"depth\":2,\"nvtx\":\"mark\"}}"),
             std::string::npos)
       << s;
   EXPECT_NE(s.find("\"name\":\"never ended\""), std::string::npos);
@@ -294,7 +297,10 @@ void WriteNvtxSteps(const std::string& dir) {
   RecordingWriter w(testing::WriterOptions(dir), testing::SyntheticHeader());
   ASSERT_TRUE(w.Open().has_value());
   std::vector<pb::StringEntry> e(7);
-  for (int n = 0; n < 4; ++n) e[n].set_pointer(0x10 + n), e[n].set_text("step " + std::to_string(n + 1));
+  for (int n = 0; n < 4; ++n) {
+    e[n].set_pointer(0x10 + n);
+    e[n].set_text("step " + std::to_string(n + 1));
+  }
   e[4].set_pointer(0x20), e[4].set_text("_Z4gemmv");
   e[5].set_pointer(0x21), e[5].set_text("_Z4reluv");
   e[6].set_pointer(0x30), e[6].set_text("forward");
@@ -302,7 +308,8 @@ void WriteNvtxSteps(const std::string& dir) {
   BufferBuilder cpu, gpu;
   for (uint32_t n = 1; n <= 4; ++n) {
     const uint64_t base = n * 1000;
-    cpu.Marker(kMarkerStart, Us(base), n, 0x10 + n - 1).Runtime(Us(base + 10), Us(base + 12), 2 * n - 1, 211);
+    cpu.Marker(kMarkerStart, Us(base), n, 0x10 + n - 1)
+        .Runtime(Us(base + 10), Us(base + 12), 2 * n - 1, 211);
     if (n == 3) cpu.Marker(kMarkerStart, Us(base + 15), 100, 0x30);
     cpu.Runtime(Us(base + 20), Us(base + 22), 2 * n, 211);
     if (n == 3) cpu.Marker(kMarkerEnd, Us(base + 25), 100, 0);

@@ -560,10 +560,10 @@ void PerfettoSink::WriteRange(const Row& r) {
   const int64_t start = r.wall_start;
   // An unended range lasts to the recording's last record (it arrives from Finish, when that
   // is known).
+  const uint64_t last = builder_->last_ts();
+  const int64_t last_wall = last ? builder_->clock().ToWall(last) : start;
   const int64_t end =
-      r.range_ended ? start + static_cast<int64_t>(r.duration)
-                    : std::max(start, builder_->last_ts() ? builder_->clock().ToWall(builder_->last_ts())
-                                                          : start);
+      r.range_ended ? start + static_cast<int64_t>(r.duration) : std::max(start, last_wall);
   uint64_t track;
   if (r.range_kind == RangeKind::kStartEnd) {
     // Ended on another thread: it need not nest with the thread's calls, so it gets a track of

@@ -145,7 +145,8 @@ struct TraceCounts {
   }
   // Problems that make the exit code 1.
   bool HasWarnings() const {
-    return unknown_timestamps || unresolved_names || unresolved_range_names || buffers_stopped || duplicate_api_correlation ||
+    return unknown_timestamps || unresolved_names || unresolved_range_names || buffers_stopped ||
+           duplicate_api_correlation ||
            calibration_non_monotonic || stats.dropped_records() || stats.pool_exhausted() ||
            stats.chunks_lost() || stats.lost_records();
   }
