@@ -91,7 +91,9 @@ int main(int argc, char** argv) {
       "  cupmon-decode export job/ --format chrome-json -o job.json   # job/rank*/: one process per rank\n"
       "  cupmon-decode info job/   # per-rank windows in wall-clock time and their spread\n"
       "  cupmon-decode summary torch-out/   # a torch.profiler._cupti_monitor dump (names unresolved)\n"
-      "  cupmon-decode steps rec/   # training steps, step-time distribution, slow steps\n\n"
+      "  cupmon-decode steps rec/   # training steps, step-time distribution, slow steps\n"
+      "  cupmon-decode timeline job/ --bucket 1s -o busy.csv   # per rank, device, second: busy %\n"
+      "  cupmon-decode timeline rec/ --bucket 100ms --from 10s --to 20s --format jsonl\n\n"
       "Exit codes: 0 clean, 1 warnings (damage, drops, skipped records), 2 unusable input or usage "
       "error."};
   app.require_subcommand(1);
@@ -99,6 +101,8 @@ int main(int argc, char** argv) {
   std::string format = "chrome-json";
   std::string steps_format = "table", steps_by = "auto";
   double steps_slow_factor = 1.5;
+  std::string timeline_format = "csv", timeline_bucket = "1s";
+  uint64_t timeline_max_rows = cupmon::decoder::TimelineOptions{}.max_rows;
   struct Cmd {
     const char* name;
     const char* help;
@@ -117,6 +121,10 @@ int main(int argc, char** argv) {
        "Training steps found in the kernel stream (or step annotations): per step start, duration, "
        "kernels, busy and idle time per device, memcpy bytes; distribution, slow steps, stragglers",
        ReportKind::kSteps},
+      {"timeline",
+       "Fixed wall-clock buckets (--bucket 1s) per rank and device: busy % (the union of kernel, "
+       "memcpy and memset intervals), kernels/s, memcpy bytes/s; csv or jsonl, streamed",
+       ReportKind::kTimeline},
   };
   // A first word that is no command (a typo such as "sumary") would otherwise be reported as
   // "A subcommand is required": name it, and the nearest command.
@@ -165,6 +173,29 @@ int main(int argc, char** argv) {
                       "(default 1.5)")
           ->check(CLI::PositiveNumber);
     }
+    if (c.kind == ReportKind::kTimeline) {
+      sub->add_option("--format", timeline_format, "csv (default) or jsonl: one row per bucket "
+                      "per device")
+          ->check(CLI::IsMember({"csv", "jsonl"}));
+      sub->add_option("--bucket", timeline_bucket,
+                      "Bucket size with a unit: 100ms, 1s (default), 10s, 1m, 1h; buckets are "
+                      "aligned to it in unix time");
+      sub->add_option("--max-rows", timeline_max_rows,
+                      "Refuse (exit 2) a bucket that would write more rows than this per rank "
+                      "(default 100000000)")
+          ->check(CLI::PositiveNumber);
+      sub->footer(
+          "Examples:\n"
+          "  cupmon-decode timeline rec/   # 1 s buckets, CSV on stdout\n"
+          "  cupmon-decode timeline job/ --bucket 100ms -o busy.csv   # rows per rank (rank, pid)\n"
+          "  cupmon-decode timeline rec/ --bucket 1m --format jsonl --device 0\n"
+          "  cupmon-decode timeline rec/ --bucket 10ms --from 2026-03-01T12:00:00Z "
+          "--to 2026-03-01T12:05:00Z\n\n"
+          "Busy % is the union of the device's kernel, memcpy and memset intervals in the bucket "
+          "(not NVML utilization). Every bucket from the first activity to the last is written, "
+          "empty ones as zeros. --reorder-rows: activities held to sort by wall-clock start; one "
+          "that comes after its bucket was written is left out and counted (exit 1).");
+    }
     kinds[sub] = c.kind;
   }
   try {
@@ -199,6 +230,16 @@ int main(int argc, char** argv) {
                      : steps_by == "annotation" ? cupmon::decoder::StepSource::kAnnotation
                                                 : cupmon::decoder::StepSource::kAuto;
   opt.steps.slow_factor = steps_slow_factor;
+  if (kind == ReportKind::kTimeline) {
+    opt.format = timeline_format == "jsonl" ? ExportFormat::kJsonl : ExportFormat::kCsv;
+    auto bucket = cupmon::decoder::ParseBucketSize(timeline_bucket);
+    if (!bucket) {
+      std::cerr << "cupmon-decode: --bucket: " << bucket.error().message << "\n";
+      return cupmon::decoder::kExitUnusable;
+    }
+    opt.timeline.bucket_ns = *bucket;
+    opt.timeline.max_rows = timeline_max_rows;
+  }
   const bool sqlite = kind == ReportKind::kExport && opt.format == ExportFormat::kSqlite;
   if (sqlite && !cupmon::decoder::SqliteExportBuilt()) {
     std::cerr << "cupmon-decode: --format sqlite is not available: this cupmon-decode was built "

@@ -23,6 +23,7 @@
 #include "export/perfetto_sink.h"
 #include "export/trace_event_json.h"
 #include "steps_report.h"
+#include "timeline_report.h"
 #if CUPMON_HAVE_SQLITE
 #include "export/sqlite_sink.h"
 #endif
@@ -1110,6 +1111,7 @@ int RunReport(ReportKind kind, const std::vector<std::string>& paths, const Repo
     return kExitUnusable;
   }
   if (kind == ReportKind::kSteps) return RunStepsReport(chosen, paths, options, out, err, warnings);
+  if (kind == ReportKind::kTimeline) return RunTimelineReport(chosen, options, out, err, warnings);
   // Several recordings: one rank each, merged. One recording: the single-recording report.
   const bool merged = chosen.size() > 1;
 

@@ -251,13 +251,13 @@ void ApplyControlEnvironment(MonitorConfig* c, std::vector<std::string>* warning
     std::vector<std::string> kind_warnings;
     std::vector<uint32_t> kinds = ParseKinds(v, &kind_warnings);
     // Only what the control socket accepts too: KERNEL, for one, would serialise every kernel.
-    constexpr uint32_t kWindowKinds[] = {5, 4, 17, 38, 36, 39};
+    constexpr uint32_t kWindowKinds[] = {5, 4, 17, 38, 36, 39, 12};
     std::erase_if(kinds, [&](uint32_t k) {
       if (std::find(std::begin(kWindowKinds), std::end(kWindowKinds), k) != std::end(kWindowKinds))
         return false;
       kind_warnings.push_back(std::string("'") + KindName(k) + "' (" + std::to_string(k) +
                               ") is not a window kind (runtime, driver, overhead, synchronization, "
-                              "cuda_event, external_correlation), ignored");
+                              "cuda_event, external_correlation, marker), ignored");
       return true;
     });
     for (auto& w : kind_warnings) warnings->push_back("CUPMON_WINDOW_KINDS: " + w);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cupmon/monitor/cupti_api.h"
+#include "cupmon/monitor/cupti_library.h"
 
 namespace cupmon {
 namespace {
@@ -108,14 +109,7 @@ bool Bind(void* lib, const char* name, T* out, std::string* missing) {
 }  // namespace
 
 Expected<std::unique_ptr<CuptiApi>> LoadCupti() {
-  std::vector<std::string> candidates = {"libcupti.so.13", "libcupti.so"};
-  const char* roots[] = {std::getenv("CUDA_HOME"), std::getenv("CUDA_PATH"), "/usr/local/cuda"};
-  for (const char* root : roots) {
-    if (!root || !*root) continue;
-    for (const char* sub : {"/lib64/libcupti.so", "/extras/CUPTI/lib64/libcupti.so",
-                            "/targets/x86_64-linux/lib/libcupti.so"})
-      candidates.push_back(std::string(root) + sub);
-  }
+  const std::vector<std::string> candidates = CuptiLibraryCandidates();
   void* lib = nullptr;
   std::string tried;
   for (const auto& c : candidates) {

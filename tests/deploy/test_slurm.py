@@ -1,6 +1,8 @@
 """Tests of deploy/slurm/ against TEST STUB srun/squeue/scancel/scontrol/cupmonctl/cupmon-run/hostname
-commands (tests/deploy/stubs/, each labelled as a stub) put first on PATH. No Slurm cluster here:
-these check argument handling, per-rank paths, what is sent to Slurm and exit codes.
+commands (tests/deploy/stubs/, each labelled as a stub) put first on PATH: argument handling, exact
+command lines sent to Slurm, and what one real node cannot produce (several nodes, a rank refusing a
+window, Slurm commands missing). What a real Slurm can do (unknown, pending and unmonitored jobs,
+windows, collect, decode, time limits) runs on a real one-node cluster in test_slurm_live.py.
 """
 
 import os
@@ -20,6 +22,21 @@ WRAPPER = os.path.join(SLURM, "cupmon-srun-wrapper")
 TRIGGER = os.path.join(SLURM, "cupmon-slurm-trigger")
 COLLECT = os.path.join(SLURM, "cupmon-slurm-collect")
 NODE = os.path.join(SLURM, "cupmon-slurm-node")
+DECODE = os.path.join(SLURM, "cupmon-slurm-decode")
+SAMPLE = os.path.join(REPO, "tests", "data", "synthetic-sample")
+
+
+def bare_path(tmp, left_out):
+    """A PATH directory with the stubs but `left_out`, and only the system tools the scripts run
+    before they look for Slurm (bash, dirname)."""
+    bare = os.path.join(tmp, "bin")
+    os.makedirs(bare)
+    for name in os.listdir(STUBS):
+        if name != left_out:
+            os.symlink(os.path.join(STUBS, name), os.path.join(bare, name))
+    for tool in ("bash", "dirname"):
+        os.symlink(shutil.which(tool), os.path.join(bare, tool))
+    return bare
 
 
 class SlurmStubTest(unittest.TestCase):
@@ -155,28 +172,13 @@ class TriggerTest(SlurmStubTest):
                 self.assertIn(message, r.stderr)
         self.assertEqual(self.stub_calls("srun") + self.stub_calls("scancel"), [])
 
-    def test_unknown_or_pending_job(self):
-        r = self.run_script(TRIGGER, "999")
-        self.assertEqual(r.returncode, 3)
-        self.assertIn("job 999 not found", r.stderr)
-        self.assertIn("Invalid job id", r.stderr)
-        r = self.run_script(TRIGGER, "555")
-        self.assertEqual(r.returncode, 3)
-        self.assertIn("PENDING, not RUNNING", r.stderr)
-        self.assertEqual(self.stub_calls("srun"), [])
-
     def test_without_slurm_commands_it_says_so(self):
-        if shutil.which("squeue", path="/usr/local/bin:/usr/bin:/bin"):
-            self.skipTest("this machine has a real squeue")
-        bare = os.path.join(self.tmp, "bin")  # the stubs without squeue
-        os.makedirs(bare)
-        for name in os.listdir(STUBS):
-            if name != "squeue":
-                os.symlink(os.path.join(STUBS, name), os.path.join(bare, name))
+        # PATH is only this directory, so a real Slurm installed here (CI has one) is not found.
+        bare = bare_path(self.tmp, "squeue")
         for script in (TRIGGER, COLLECT):
             with self.subTest(script=os.path.basename(script)):
                 extra = ("--dest", os.path.join(self.tmp, "d")) if script == COLLECT else ()
-                r = self.run_script(script, *extra, "1234", PATH=bare + os.pathsep + "/usr/bin:/bin")
+                r = self.run_script(script, *extra, "1234", PATH=bare)
                 self.assertEqual(r.returncode, 3, r.stderr)
                 self.assertIn("squeue not found", r.stderr)
         self.assertEqual(self.stub_calls("srun"), [])
@@ -223,13 +225,6 @@ class TriggerTest(SlurmStubTest):
         self.assertIn(f"rank-1 pid {b}: FAILED (cupmonctl exit 1): error: window 3 is already open", r.stdout)
         self.assertIn(f"rank-0 pid {a}: window scheduled", r.stdout)
         self.assertIn("some ranks did not get a window", r.stderr)
-
-    def test_no_monitored_rank_on_a_node_is_reported(self):
-        self.rank_dir(1234, 0, [self.dead_pid()])
-        r = self.run_script(TRIGGER, "1234", STUB_HOSTS="node1")
-        self.assertEqual(r.returncode, 1)
-        self.assertIn("node1: no live monitored rank of job 1234", r.stderr)
-        self.assertEqual(self.stub_calls("cupmonctl"), [])
 
     def test_signal_mode_uses_scancel(self):
         r = self.run_script(TRIGGER, "--signal", "1234")
@@ -304,14 +299,6 @@ class CollectTest(SlurmStubTest):
         self.assertEqual(os.listdir(os.path.join(self.dest, "4444")), ["node1.tar.gz"])
         self.assertIn("node2: nothing to collect", r.stdout)
 
-    def test_a_job_that_does_not_exist(self):
-        r = self.run_script(COLLECT, "--dest", self.dest, "999")
-        self.assertEqual(r.returncode, 3)
-        self.assertIn("job 999 not found", r.stderr)
-        self.assertIn("Invalid job id", r.stderr)  # what squeue said
-        self.assertEqual(self.stub_calls("srun"), [])
-        self.assertFalse(os.path.exists(os.path.join(self.dest, "999")), "made a directory for it")
-
     def test_a_nodelist_where_no_node_has_the_job(self):
         self.rank_dir(1234, 0, [1], files=["x.cupmon"])  # another job's files: not collected
         r = self.run_script(COLLECT, "--dest", self.dest, "--nodelist", "node[1-2]", "999")
@@ -331,12 +318,126 @@ class CollectTest(SlurmStubTest):
         self.assertEqual(r.returncode, 0)
 
 
+class DecodeTest(SlurmStubTest):
+    """cupmon-slurm-decode's usage errors, and what one real node cannot show: several nodes."""
+
+    def test_help_and_usage_errors(self):
+        r = self.run_script(DECODE, "--help")
+        self.assertEqual(r.returncode, 0)
+        self.assertIn("Examples:", r.stdout)
+        self.assertIn("cupmon-slurm-decode --dest /shared/cupmon 4242", r.stdout)
+        dest = os.path.join(self.tmp, "shared")
+        for args, message in [(("1234",), "--dest DIR is required"),
+                              (("--dest=rel", "1234"), "must be an absolute path"),
+                              (("--dest", dest), "no JOBID"),
+                              (("--dest", dest, "x1"), "not a Slurm job id"),
+                              (("--dest", dest, "1", "2"), "more than one JOBID"),
+                              (("--dest", dest, "--export", "pdf", "1234"), "--export 'pdf'"),
+                              (("--dest", dest, "--node-dir=rel", "1234"), "absolute"),
+                              (("--dest", dest, "--bogus", "1234"), "unknown option"),
+                              (("--dest",), "--dest needs a value")]:
+            with self.subTest(args=args):
+                r = self.run_script(DECODE, *args)
+                self.assertEqual(r.returncode, 2, r.stderr)
+                self.assertIn(message, r.stderr)
+        self.assertEqual(self.stub_calls("srun") + self.stub_calls("scontrol"), [])
+
+    def test_without_scontrol_it_says_so(self):
+        r = self.run_script(DECODE, "--dest", os.path.join(self.tmp, "d"), "1234",
+                            PATH=bare_path(self.tmp, "scontrol"))
+        self.assertEqual(r.returncode, 3, r.stderr)
+        self.assertIn("scontrol not found", r.stderr)
+
+    def test_node_script_decode_errors(self):
+        dest = os.path.join(self.tmp, "shared")
+        r = self.run_script(NODE, "decode", "--job=1234", f"--node-dir={self.node_dir}",
+                            f"--dest={dest}", "--export=pdf")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("--export 'pdf'", r.stderr)
+        self.rank_dir(1234, 0, [1], files=["x.cupmon"])
+        r = self.run_script(NODE, "decode", "--job=1234", f"--node-dir={self.node_dir}",
+                            f"--dest={dest}", "--export=none", "--decode=/nonexistent/cupmon-decode")
+        self.assertEqual(r.returncode, 127)
+        self.assertIn("cupmon-decode not found (/nonexistent/cupmon-decode)", r.stderr)
+        self.assertFalse(os.path.exists(dest))
+
+    def test_a_failing_srun_is_not_called_no_recording(self):
+        # srun (here: the node program) fails on every node without a word about recordings.
+        r = self.run_script(DECODE, "--dest", os.path.join(self.tmp, "shared"), "--nodelist",
+                            "node1", "--node-script", shutil.which("false"), "4444")
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("srun exited 1 and no node wrote a summary", r.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.tmp, "shared", "4444")))
+
+    def test_an_unwritable_destination(self):
+        r = self.run_script(DECODE, "--dest", "/proc/cupmon-no", "--nodelist", "node1", "4444")
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("cannot create /proc/cupmon-no/4444/decode", r.stderr)
+        self.assertEqual(self.stub_calls("srun"), [])
+
+    def sample_rank(self, job, truncate_to=None):
+        rank = os.path.join(self.node_dir, "cupmon", str(job), "rank-0")
+        os.makedirs(rank)
+        for name in os.listdir(SAMPLE):
+            if name.endswith(".cupmon"):
+                shutil.copy(os.path.join(SAMPLE, name), rank)
+                if truncate_to is not None:
+                    os.truncate(os.path.join(rank, name), truncate_to)
+        return rank
+
+    @unittest.skipUnless(os.environ.get("CUPMON_DECODE"), "CUPMON_DECODE not set (run through ctest)")
+    def test_a_damaged_recording_is_decoded_with_warnings(self):
+        size = os.path.getsize([os.path.join(SAMPLE, n) for n in os.listdir(SAMPLE)
+                                if n.endswith(".cupmon")][0])
+        self.sample_rank(4444, truncate_to=size * 2 // 3)  # the file cut short, as by a crash
+        dest = os.path.join(self.tmp, "shared")
+        r = self.run_script(DECODE, "--dest", dest, "--nodelist", "node1", "--export", "none",
+                            "--decode", os.environ["CUPMON_DECODE"], "4444", STUB_HOSTS="node1")
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        log = os.path.join(dest, "4444", "decode", "node1", "decode.log")
+        self.assertIn(f"node1: 1 rank(s) of job 4444 decoded into {os.path.dirname(log)}, with "
+                      f"warnings (see {log})", r.stdout)
+        self.assertIn("srun exited 1", r.stderr)
+        with open(log) as f:
+            self.assertIn("cupmon-decode:", f.read())  # the decoder's own warnings are kept
+        # What was intact is still summarised and merged.
+        self.assertIn("1 of 1 node summaries merged", r.stdout)
+
+    @unittest.skipUnless(os.environ.get("CUPMON_DECODE"), "CUPMON_DECODE not set (run through ctest)")
+    def test_merges_the_summaries_of_several_nodes(self):
+        # Two stub nodes share this machine's node dir, so each decodes the same rank: the merge
+        # must count it twice, once per node. scontrol (a stub) does not know job 4444: --nodelist.
+        self.sample_rank(4444)
+        dest = os.path.join(self.tmp, "shared")
+        r = self.run_script(DECODE, "--dest", dest, "--nodelist", "node[1-2]", "--export", "jsonl",
+                            "--decode", os.environ["CUPMON_DECODE"], "4444")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertEqual(self.stub_calls("srun")[0][:4], ["--nodelist=node[1-2]", "--nodes=2",
+                                                         "--ntasks-per-node=1", "--kill-on-bad-exit=0"])
+        out = os.path.join(dest, "4444", "decode")
+        self.assertEqual(sorted(os.listdir(out)), ["node1", "node2", "summary.txt"])
+        self.assertEqual(sorted(os.listdir(os.path.join(out, "node1"))),
+                         ["decode.log", "info.txt", "summary.txt", "trace.jsonl"])
+        with open(os.path.join(out, "node1", "summary.txt")) as f:
+            node = f.read()
+        with open(os.path.join(out, "summary.txt")) as f:
+            merged = f.read()
+        self.assertIn("job 4444, 2 node(s), 2 rank(s)", merged)
+        self.assertEqual(merged.count("(SYNTHETIC: CUPTI test double, not measured on a GPU)"), 2)
+        # The sample's rows: "180.00us 3 ... gemm_tiled" on one node; merged: twice the time and
+        # calls, the same min and max.
+        self.assertIn("180.00us         3   60.000us   40.000us   100.00us  void gemm_tiled<16>", node)
+        self.assertIn("360.00us         6   60.000us   40.000us   100.00us  void gemm_tiled<16>", merged)
+        self.assertIn("node1: 1 rank(s) of job 4444 decoded", r.stdout)
+        self.assertIn("2 of 2 node summaries merged", r.stdout)
+
+
 @unittest.skipUnless(shutil.which("shellcheck"), "shellcheck is not installed")
 class ShellcheckTest(unittest.TestCase):
     def test_scripts_are_clean(self):
         scripts = [os.path.join(SLURM, n) for n in ("cupmon-srun-wrapper", "cupmon-slurm-trigger",
                                                      "cupmon-slurm-collect", "cupmon-slurm-node",
-                                                     "cupmon-slurm-lib.sh")]
+                                                     "cupmon-slurm-lib.sh", "cupmon-slurm-decode")]
         scripts.append(os.path.join(REPO, "deploy", "kubernetes", "cupmon-k8s-window"))
         r = subprocess.run(["shellcheck", "-x", *scripts], capture_output=True, text=True, cwd=SLURM)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)

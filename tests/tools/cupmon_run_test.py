@@ -129,6 +129,35 @@ class CupmonRunTest(unittest.TestCase):
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("excludes", r.stderr)
 
+    def test_nvtx_injection_is_the_libcupti_cupmon_loads_unless_set(self):
+        show = ["--", "sh", "-c", 'printf %s "${NVTX_INJECTION64_PATH-<unset>}"']
+        env = self.env()
+        env.pop("NVTX_INJECTION64_PATH", None)
+        seen = self.run_cupmon(show, env=env).stdout
+        # The first of cupmon's candidates that loads here (cupmon/monitor/cupti_library.h).
+        import ctypes
+        first = None
+        for c in ["libcupti.so.13", "libcupti.so"] + [
+                os.path.join(root, sub) for root in (env.get("CUDA_HOME"), env.get("CUDA_PATH"), "/usr/local/cuda")
+                if root for sub in ("lib64/libcupti.so", "extras/CUPTI/lib64/libcupti.so",
+                                    "targets/x86_64-linux/lib/libcupti.so")]:
+            try:
+                ctypes.CDLL(c)
+            except OSError:
+                continue
+            first = c
+            break
+        self.assertEqual(seen, first if first else "<unset>")
+        self.assertEqual(self.run_cupmon(show, env=dict(env, NVTX_INJECTION64_PATH="/opt/other/libnvtx-tool.so")).stdout,
+                         "/opt/other/libnvtx-tool.so")
+        self.assertEqual(self.run_cupmon(["--no-nvtx"] + show, env=env).stdout, "<unset>")
+        # No libcupti anywhere cupmon looks: one line says NVTX ranges will not be recorded.
+        bare = dict(env, CUDA_HOME=self.tmp, CUDA_PATH=self.tmp, LD_LIBRARY_PATH=self.tmp)
+        if first and os.path.isabs(first):
+            r = self.run_cupmon(show, env=bare)
+            self.assertEqual(r.stdout, "<unset>")
+            self.assertIn("NVTX ranges will not be recorded", r.stderr)
+
     def test_a_path_ld_preload_cannot_hold_is_not_preloaded(self):
         spaced = os.path.join(self.tmp, "lib dir")
         os.makedirs(spaced)

@@ -2,6 +2,7 @@
 // --no-preload, libcupmon-preload.so (found beside it) in LD_PRELOAD, so that cupmon shares CUPTI
 // with torch.profiler and other CUPTI clients (docs/COEXISTENCE.md), configured by CUPMON_* variables built from its options. It execs
 // the program, so the exit status is the program's own.
+#include <dlfcn.h>
 #include <limits.h>
 #include <link.h>
 #include <unistd.h>
@@ -15,6 +16,8 @@
 #include <vector>
 
 #include <CLI/CLI.hpp>
+
+#include "cupmon/monitor/cupti_library.h"
 
 namespace {
 
@@ -96,6 +99,19 @@ std::string PreloadValue(const char* old, const std::string& library) {
   return value;
 }
 
+// The libcupti that cupmon's loader would open in the program (the first candidate that loads
+// here, with the same environment): NVTX's injection must be that library, since a second copy
+// of libcupti in one process would keep its own state. "" when none loads.
+std::string CuptiForNvtx() {
+  for (const std::string& c : cupmon::CuptiLibraryCandidates()) {
+    void* lib = dlopen(c.c_str(), RTLD_LAZY | RTLD_LOCAL);
+    if (!lib) continue;
+    dlclose(lib);
+    return c;
+  }
+  return "";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -106,6 +122,10 @@ int main(int argc, char** argv) {
       "  cupmon-run -o /data/cupmon --file-size 128M --retention-bytes 20G -- ./my_cuda_app\n"
       "  cupmon-run --kinds concurrent_kernel,memcpy,memset,memcpy2 -- ./app\n"
       "  cupmon-run --no-preload -- ./app   # injection only (docs/COEXISTENCE.md)\n"
+      "  cupmon-run --no-nvtx -- ./app   # leave NVTX_INJECTION64_PATH alone\n"
+      "NVTX ranges (torch.cuda.nvtx, Megatron, NeMo) reach cupmon's trace windows through\n"
+      "NVTX_INJECTION64_PATH, which cupmon-run points at the libcupti cupmon loads, unless it\n"
+      "is already set (another NVTX tool keeps it) or --no-nvtx is given.\n"
       "libcupmon.so goes into CUDA_INJECTION64_PATH, and the small libcupmon-preload.so beside\n"
       "it into LD_PRELOAD (after entries already there), so that torch.profiler and other CUPTI\n"
       "clients share CUPTI with cupmon. Child processes inherit both; a program that never\n"
@@ -117,7 +137,7 @@ int main(int argc, char** argv) {
       "The exit status is the program's.");
   std::string lib, output_dir, kinds, buffer_size, pool_size, file_size, retention_bytes, encoding;
   int flush_ms = -1, retention_files = -1, zstd_level = INT_MIN, zero_buffers = -1;
-  bool preload = false, no_preload = false;
+  bool preload = false, no_preload = false, no_nvtx = false;
   std::vector<std::string> command;
   app.add_option("--lib", lib, "libcupmon.so to inject (default: found next to cupmon-run)");
   app.add_option("-o,--output-dir", output_dir, "CUPMON_OUTPUT_DIR: where the files go");
@@ -138,6 +158,8 @@ int main(int argc, char** argv) {
                "another CUPTI client (torch.profiler) for CUPMON_RECLAIM_MS instead of sharing it "
                "(docs/COEXISTENCE.md)")
       ->excludes(preload_flag);
+  app.add_flag("--no-nvtx", no_nvtx,
+               "do not set NVTX_INJECTION64_PATH: NVTX ranges and marks are then not recorded");
   app.add_option("command", command, "the program and its arguments (after --)")->required();
   CLI11_PARSE(app, argc, argv);
 
@@ -167,6 +189,16 @@ int main(int argc, char** argv) {
     } else {
       setenv("LD_PRELOAD", PreloadValue(std::getenv("LD_PRELOAD"), preload_library).c_str(), 1);
     }
+  }
+  if (!no_nvtx && !std::getenv("NVTX_INJECTION64_PATH")) {
+    // NVTX reads the variable at a program's first NVTX call and loads that library, whose
+    // handlers turn ranges into CUPTI MARKER records while a window has the marker kind on.
+    const std::string cupti = CuptiForNvtx();
+    if (cupti.empty())
+      std::fprintf(stderr, "cupmon: libcupti not found here; NVTX ranges will not be recorded "
+                           "(set CUDA_HOME, or NVTX_INJECTION64_PATH to libcupti)\n");
+    else
+      setenv("NVTX_INJECTION64_PATH", cupti.c_str(), 1);
   }
   auto set = [](const char* var, const std::string& v) {
     if (!v.empty()) setenv(var, v.c_str(), 1);

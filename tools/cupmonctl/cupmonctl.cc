@@ -189,7 +189,7 @@ int main(int argc, char** argv) {
   window->add_option("--duration", duration_text, "Window length: 500ms, 5s, 2m")->required();
   window->add_option("--kinds", kinds,
                      "Comma-separated: runtime, driver, overhead, synchronization, cuda_event, "
-                     "external_correlation (default: the monitor's window kinds)")
+                     "external_correlation, marker (default: the monitor's window kinds)")
       ->delimiter(',');
   auto* at_opt = window->add_option("--at", at_ms, "Open at this wall-clock instant (Unix epoch ms)");
   auto* align_opt = window->add_option("--align", align_text,

@@ -10,11 +10,14 @@
 #include <vector>
 
 #include "cupmon/decoder/steps.h"
+#include "cupmon/decoder/timeline.h"
 #include "cupmon/decoder/trace_builder.h"
 
 namespace cupmon::decoder {
 
-enum class ReportKind { kSummary, kGpuTrace, kApiTrace, kKernExec, kExport, kInfo, kSteps };
+// kTimeline writes ExportFormat kCsv or kJsonl.
+enum class ReportKind { kSummary, kGpuTrace, kApiTrace, kKernExec, kExport, kInfo, kSteps,
+                        kTimeline };
 // kPerfetto: Perfetto's protobuf trace format (.pftrace), binary. kKineto: one Kineto-shaped
 // JSON trace per rank in ReportOptions::output_dir, for Holistic Trace Analysis. kSqlite: an
 // SQLite database in the Nsight Systems export schema, written to ReportOptions::output_path
@@ -41,6 +44,8 @@ struct ReportOptions {
   std::string output_dir;
   // `steps` (decoder/src/steps_report.cc).
   StepOptions steps;
+  // `timeline` (decoder/src/timeline_report.cc): the bucket size and row limit.
+  TimelineOptions timeline;
   // export --format sqlite: the database file (written beside it, then renamed onto it).
   std::string output_path;
 };

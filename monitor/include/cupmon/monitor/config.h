@@ -34,7 +34,8 @@ struct MonitorConfig {
 
   // Trace windows (monitor/README.md, docs/CONTROL.md). Kinds a window adds on top of `kinds`:
   // RUNTIME, DRIVER, OVERHEAD, SYNCHRONIZATION, CUDA_EVENT, EXTERNAL_CORRELATION.
-  std::vector<uint32_t> window_kinds = {5, 4, 17, 38, 36, 39};
+  // MARKER (12): NVTX ranges and marks, recorded when NVTX's injection is libcupti (cupmon-run).
+  std::vector<uint32_t> window_kinds = {5, 4, 17, 38, 36, 39, 12};
   uint32_t window_ms = 5000;  // duration of a window opened by the signal
   // API names whose records a window leaves out (cuptiActivityEnableRuntimeApi/DriverApi(cbid, 0)
   // after the kind is enabled). A name matches the CUPTI callback name with or without its

@@ -29,8 +29,9 @@ inline constexpr int64_t kMaxScheduleAheadMs = 24LL * 60 * 60 * 1000;
 inline constexpr int64_t kMaxScheduleLateMs = 1000;
 
 // The activity kinds a trace window may add, by their CUPTI names without the prefix.
-inline constexpr std::array<std::string_view, 6> kWindowKindNames = {
-    "RUNTIME", "DRIVER", "OVERHEAD", "SYNCHRONIZATION", "CUDA_EVENT", "EXTERNAL_CORRELATION"};
+inline constexpr std::array<std::string_view, 7> kWindowKindNames = {
+    "RUNTIME",    "DRIVER",         "OVERHEAD", "SYNCHRONIZATION",
+    "CUDA_EVENT", "EXTERNAL_CORRELATION", "MARKER"};
 
 // Returns `message` serialised behind its 4-byte little-endian length.
 std::string EncodeFrame(const google::protobuf::MessageLite& message);

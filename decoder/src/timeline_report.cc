@@ -1,0 +1,230 @@
+// `cupmon-decode timeline`: per rank and device, fixed wall-clock buckets of busy %, kernels/s and
+// memcpy bytes/s, streamed as CSV or JSONL rows while each recording is read.
+#include "timeline_report.h"
+
+#include <cinttypes>
+#include <cstdio>
+#include <ctime>
+
+#include "cupmon/decoder/progress_line.h"
+#include "cupmon/decoder/timeline.h"
+#include "cupmon/decoder/trace_builder.h"
+#include "export/out_buf.h"
+
+namespace cupmon::decoder {
+namespace {
+
+// CUPTI_ActivityMemcpyKind values (cupti_activity.h).
+constexpr uint32_t kCopyHtoD = 1, kCopyDtoH = 2, kCopyDtoD = 8, kCopyPtoP = 10;
+
+CopyDirection DirectionOf(uint32_t copy_kind) {
+  switch (copy_kind) {
+    case kCopyHtoD: return CopyDirection::kHostToDevice;
+    case kCopyDtoH: return CopyDirection::kDeviceToHost;
+    case kCopyDtoD:
+    case kCopyPtoP: return CopyDirection::kDeviceToDevice;
+    default: return CopyDirection::kOther;
+  }
+}
+
+// Bucket starts in UTC with as many decimals as the bucket size needs (buckets are aligned to it).
+std::string BucketTime(int64_t unix_ns, uint64_t bucket_ns) {
+  const int digits = bucket_ns % 1'000'000'000 == 0 ? 0
+                     : bucket_ns % 1'000'000 == 0   ? 3
+                     : bucket_ns % 1'000 == 0       ? 6
+                                                    : 9;
+  int64_t secs = unix_ns / 1'000'000'000, frac = unix_ns % 1'000'000'000;
+  if (frac < 0) frac += 1'000'000'000, --secs;
+  const auto t = static_cast<time_t>(secs);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char date[40], text[72];
+  std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%S", &tm);
+  if (digits == 0) return std::string(date) + "Z";
+  for (int d = digits; d < 9; ++d) frac /= 10;
+  std::snprintf(text, sizeof text, "%s.%0*" PRId64 "Z", date, digits, frac);
+  return text;
+}
+
+std::string Fixed3(double v) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%.3f", v);
+  return text;
+}
+
+// Feeds the trace builder's GPU rows (in delivery order) to the timeline; API and synchronization
+// rows are not activity on a device.
+class TimelineSink : public RowSink {
+ public:
+  explicit TimelineSink(TimelineBuilder* timeline) : timeline_(timeline) {}
+  void OnRow(const Row& r) override {
+    TimelineActivityKind kind;
+    switch (r.type) {
+      case RowType::kKernel: kind = TimelineActivityKind::kKernel; break;
+      case RowType::kMemcpy: kind = TimelineActivityKind::kMemcpy; break;
+      case RowType::kMemset: kind = TimelineActivityKind::kMemset; break;
+      default: return;
+    }
+    if (!r.valid_time) {
+      ++untimed_;
+      return;
+    }
+    timeline_->Add({.device = r.device,
+                    .start = r.wall_start,
+                    .end = r.wall_end,
+                    .kind = kind,
+                    .bytes = kind == TimelineActivityKind::kMemcpy ? r.bytes : 0,
+                    .direction = DirectionOf(r.copy_kind)});
+  }
+  uint64_t untimed() const { return untimed_; }
+
+ private:
+  TimelineBuilder* timeline_;
+  uint64_t untimed_ = 0;
+};
+
+class RowWriter {
+ public:
+  RowWriter(std::ostream& out, bool jsonl) : out_(out), jsonl_(jsonl) {
+    if (!jsonl_)
+      out_ << "bucket_start,bucket_start_ns,bucket_ns,rank,pid,device,busy_ns,busy_pct,"
+              "kernel_busy_ns,kernel_busy_pct,kernels,kernels_per_s,memcpys,memcpy_bytes,"
+              "memcpy_bytes_per_s,memcpy_h2d_bytes,memcpy_d2h_bytes,memcpy_d2d_bytes,memsets\n";
+  }
+  void Write(const TimelineBucket& b, uint32_t rank, uint32_t pid) {
+    const double len = static_cast<double>(b.length);
+    const std::string when = BucketTime(b.start, b.length);
+    const std::string busy = Fixed3(100.0 * static_cast<double>(b.busy_ns) / len);
+    const std::string kbusy = Fixed3(100.0 * static_cast<double>(b.kernel_busy_ns) / len);
+    const std::string kps = Fixed3(static_cast<double>(b.kernels) * 1e9 / len);
+    const std::string bps = Fixed3(static_cast<double>(b.memcpy_bytes) * 1e9 / len);
+    if (!jsonl_) {
+      out_ << when << ',' << b.start << ',' << b.length << ',' << rank << ',' << pid << ','
+           << b.device << ',' << b.busy_ns << ',' << busy << ',' << b.kernel_busy_ns << ','
+           << kbusy << ',' << b.kernels << ',' << kps << ',' << b.memcpys << ',' << b.memcpy_bytes
+           << ',' << bps << ',' << b.h2d_bytes << ',' << b.d2h_bytes << ',' << b.d2d_bytes << ','
+           << b.memsets << '\n';
+    } else {
+      out_ << "{\"bucket_start\":\"" << when << "\",\"bucket_start_ns\":" << b.start
+           << ",\"bucket_ns\":" << b.length << ",\"rank\":" << rank << ",\"pid\":" << pid
+           << ",\"device\":" << b.device << ",\"busy_ns\":" << b.busy_ns << ",\"busy_pct\":"
+           << busy << ",\"kernel_busy_ns\":" << b.kernel_busy_ns << ",\"kernel_busy_pct\":"
+           << kbusy << ",\"kernels\":" << b.kernels << ",\"kernels_per_s\":" << kps
+           << ",\"memcpys\":" << b.memcpys << ",\"memcpy_bytes\":" << b.memcpy_bytes
+           << ",\"memcpy_bytes_per_s\":" << bps << ",\"memcpy_h2d_bytes\":" << b.h2d_bytes
+           << ",\"memcpy_d2h_bytes\":" << b.d2h_bytes << ",\"memcpy_d2d_bytes\":" << b.d2d_bytes
+           << ",\"memsets\":" << b.memsets << "}\n";
+    }
+    out_.EndRow();
+  }
+  void Flush() { out_.Flush(); }
+
+ private:
+  OutBuf out_;
+  bool jsonl_;
+};
+
+}  // namespace
+
+int RunTimelineReport(const std::vector<const Rank*>& chosen, const ReportOptions& options,
+                      std::ostream& out, std::ostream& err, bool warnings) {
+  if (options.limit) {
+    err << "cupmon-decode: timeline writes every bucket of the time span: --limit does not apply "
+           "(narrow it with --from/--to or --window)\n";
+    return kExitUnusable;
+  }
+  if (options.format != ExportFormat::kCsv && options.format != ExportFormat::kJsonl) {
+    err << "cupmon-decode: timeline writes csv or jsonl\n";
+    return kExitUnusable;
+  }
+  const bool merged = chosen.size() > 1;
+  uint64_t total_bytes = 0, done_before = 0;
+  for (const Rank* r : chosen)
+    for (const auto& file : r->recording.files) total_bytes += file.bytes;
+  ProgressLine progress(err, ProgressLine::ShouldShow(options.progress, total_bytes));
+  RowWriter writer(out, options.format == ExportFormat::kJsonl);
+  uint64_t activities = 0;
+  for (const Rank* rank : chosen) {
+    const std::string who = merged ? rank->label + ": " : std::string();
+    const uint32_t pid = rank->recording.header.pid();
+    // The timeline orders activities by wall-clock start itself (TimelineOptions::reorder_rows):
+    // the trace builder's reorder stage, by CUPTI start, would only add work.
+    TimelineOptions timeline_options = options.timeline;
+    timeline_options.reorder_rows = options.reorder_rows;
+    TimelineBuilder timeline(timeline_options, [&](const TimelineBucket& b) {
+      writer.Write(b, rank->rank, pid);
+    });
+    TimelineSink sink(&timeline);
+    TraceBuilder builder(options.filter, &sink, options.horizon, ReorderOptions{});
+    ReadIntegrity integrity;
+    uint64_t done_here = 0;
+    ReadRecording(rank->recording, builder, &integrity, [&](uint64_t done, uint64_t) {
+      done_here = done;
+      progress.Update(done_before + done, std::max(total_bytes, done_before + done));
+    });
+    done_before += done_here;
+    builder.Finish();
+    timeline.Finish();
+    progress.Finish();
+    const TraceCounts& c = builder.counts();
+    const TimelineCounts& t = timeline.counts();
+    activities += t.activities;
+    for (const auto& m : integrity.messages) err << "cupmon-decode: warning: " << who << m << "\n";
+    for (const auto& m : c.messages) err << "cupmon-decode: warning: " << who << m << "\n";
+    for (const auto& m : c.notes) err << "cupmon-decode: note: " << who << m << "\n";
+    if (sink.untimed())
+      err << "cupmon-decode: warning: " << who << sink.untimed()
+          << " GPU record(s) with zero or reversed timestamps are left out of the timeline\n";
+    if (c.unresolved_names)
+      err << "cupmon-decode: warning: " << who << c.unresolved_names
+          << " kernel record(s) whose name pointer has no string entry\n";
+    if (c.stats.dropped_records())
+      err << "cupmon-decode: warning: " << who << "CUPTI dropped " << c.stats.dropped_records()
+          << " record(s): the buckets where they were lack them\n";
+    if (c.stats.chunks_lost() || c.stats.lost_records())
+      err << "cupmon-decode: warning: " << who << "lost before disk: " << c.stats.lost_records()
+          << " record(s) in " << c.stats.chunks_lost()
+          << " chunk(s): the buckets where they were lack them\n";
+    if (t.late) {
+      err << "cupmon-decode: warning: " << who << t.late
+          << " activit(ies) arrived after their bucket was written (further out of start order "
+             "than --reorder-rows holds) and are left out of the rows; raise --reorder-rows\n";
+      warnings = true;
+    }
+    if (t.out_of_range) {
+      err << "cupmon-decode: warning: " << who << t.out_of_range
+          << " activit(ies) with wall-clock times beyond the year 2116 or before 1824 (a damaged "
+             "calibration?) are left out of the timeline\n";
+      warnings = true;
+    }
+    if (t.late_busy_ns_missed)
+      err << "cupmon-decode: note: " << who << "activities out of start order within a bucket: "
+          << FormatDuration(static_cast<double>(t.late_busy_ns_missed))
+          << " of their busy time is left out, so that no overlap counts twice\n";
+    warnings |= integrity.HasWarnings() || c.HasWarnings() || sink.untimed() != 0;
+    if (t.too_many_rows) {
+      writer.Flush();
+      err << "cupmon-decode: " << who << "--bucket "
+          << FormatDuration(static_cast<double>(options.timeline.bucket_ns))
+          << " would write more than " << options.timeline.max_rows
+          << " rows (the activity reaches the bucket of "
+          << BucketTime(t.too_many_rows_at, options.timeline.bucket_ns)
+          << "); give a larger --bucket or a shorter --from/--to range\n";
+      out.flush();
+      return kExitUnusable;
+    }
+  }
+  writer.Flush();
+  out.flush();
+  if (!out) {
+    err << "cupmon-decode: writing the timeline failed (a full disk, or the reader of the pipe "
+           "went away): the rows are incomplete\n";
+    return kExitUnusable;
+  }
+  if (activities == 0)
+    err << "cupmon-decode: note: no GPU activity (kernel, memcpy, memset) in the region asked "
+           "for: no buckets\n";
+  return warnings ? kExitWarnings : kExitClean;
+}
+
+}  // namespace cupmon::decoder

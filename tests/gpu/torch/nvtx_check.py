@@ -1,0 +1,125 @@
+#!/usr/bin/env python3
+"""torch.cuda.nvtx ranges in a cupmon trace window on a real GPU (issue 19), through the Python module.
+
+A linked-in program (cupmon.start) sets NVTX_INJECTION64_PATH itself before its first NVTX call, as
+docs/CONTROL.md says: here to the libcupti cupmon loaded (from /proc/self/maps). Warm-up steps
+without ranges, then a window holding STEPS steps, each inside range_push("step N"), its forward
+pass inside a nested range_push("forward"). Checks on `cupmon-decode export --format jsonl`: one
+"step N" range per step at depth 0 and STEPS "forward" ranges at depth 1, each inside its step;
+every kernel whose launch call falls inside a forward range carries the label "forward", the same
+number in every step; no warm-up kernel carries a label. Prints a table; exits 1 on any failure.
+Usage: nvtx_check.py --lib build/monitor/libcupmon.so --decode build/tools/cupmon-decode --out DIR
+"""
+import argparse
+import collections
+import json
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--lib", required=True)
+    ap.add_argument("--decode", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--steps", type=int, default=20)
+    args = ap.parse_args()
+
+    sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "python"))
+    os.environ["CUPMON_LIB"] = os.path.abspath(args.lib)
+    import cupmon
+
+    rec = os.path.join(args.out, "rec")
+    cupmon.start(dir=rec)
+    cupti = next((line.split()[-1] for line in open("/proc/self/maps") if "libcupti.so" in line),
+                 "libcupti.so.13")
+    os.environ.setdefault("NVTX_INJECTION64_PATH", cupti)
+    import torch
+
+    dev = torch.device("cuda")
+    torch.manual_seed(0)
+    layers = []
+    for _ in range(8):
+        layers += [torch.nn.Linear(512, 512), torch.nn.ReLU()]
+    model = torch.nn.Sequential(*layers).to(dev)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    x = torch.randn(64, 512, device=dev)
+    y = torch.randn(64, 512, device=dev)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        opt.step()
+
+    for _ in range(5):  # warm-up, no ranges
+        step()
+    torch.cuda.synchronize()
+    w = cupmon.window(60)
+    for i in range(args.steps):
+        torch.cuda.nvtx.range_push(f"step {i}")
+        opt.zero_grad(set_to_none=True)
+        torch.cuda.nvtx.range_push("forward")
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        torch.cuda.nvtx.range_pop()
+        loss.backward()
+        opt.step()
+        torch.cuda.nvtx.range_pop()
+    torch.cuda.synchronize()
+    w.close()
+    cupmon.stop()
+
+    rows_path = os.path.join(args.out, "rows.jsonl")
+    d = subprocess.run([args.decode, "export", rec, "--format", "jsonl", "-o", rows_path],
+                       capture_output=True, text=True)
+    if d.returncode not in (0, 1):
+        sys.exit(f"cupmon-decode export exited {d.returncode}: {d.stderr}")
+    rows = [json.loads(line) for line in open(rows_path)]
+    ranges = [r for r in rows if r["type"] == "range"]
+    kernels = [r for r in rows if r["type"] == "kernel"]
+    results = []
+
+    def check(name, expected, got):
+        results.append((name, expected, got, expected == got))
+
+    steps = [r for r in ranges if r["name"].startswith("step ")]
+    forwards = [r for r in ranges if r["name"] == "forward"]
+    check("step ranges at depth 0", args.steps,
+          len({r["name"] for r in steps if r.get("depth") == 0}))
+    check("forward ranges at depth 1", args.steps, sum(1 for r in forwards if r.get("depth") == 1))
+    check("forward ranges inside a step range", args.steps,
+          sum(1 for f in forwards if any(s["tid"] == f["tid"] and s["start_ns"] <= f["start_ns"]
+                                         and f["end_ns"] <= s["end_ns"] for s in steps)))
+    per_step = collections.Counter()
+    in_forward = labelled = 0
+    for k in kernels:
+        api = k.get("api")
+        if not api or "start_ns" not in api:
+            continue
+        f = next((f for f in forwards if f["tid"] == api["tid"] and f["start_ns"] <= api["start_ns"] <= f["end_ns"]), None)
+        if f is None:
+            continue
+        in_forward += 1
+        labelled += k.get("range") == "forward"
+        per_step[f["start_ns"]] += 1
+    check("kernels launched in forward ranges, labelled", in_forward, labelled)
+    check("forward kernels: same count in every step", True,
+          len(per_step) == args.steps and len(set(per_step.values())) == 1 and in_forward > 0)
+    first_window_api = min((k["api"]["start_ns"] for k in kernels if k.get("api", {}).get("start_ns")),
+                           default=None)
+    warm = [k for k in kernels if first_window_api is None or k["start_ns"] < first_window_api]
+    check("warm-up kernels with a range label", 0, sum(1 for k in warm if "range" in k))
+    print(f"{'check':44} {'expected':>10} {'got':>10}  result")
+    for name, expected, got, ok in results:
+        print(f"{name:44} {str(expected):>10} {str(got):>10}  {'ok' if ok else 'FAIL'}")
+    print(f"{len(ranges)} range rows, {len(kernels)} kernel rows, {in_forward} kernels in forward "
+          f"ranges ({sorted(set(per_step.values()))} per step); NVTX_INJECTION64_PATH={os.environ['NVTX_INJECTION64_PATH']}")
+    if not all(ok for *_, ok in results):
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
