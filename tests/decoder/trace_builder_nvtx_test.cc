@@ -9,6 +9,7 @@
 #include "cupmon/decoder/reports.h"
 #include "cupmon/decoder/steps.h"
 #include "cupmon/decoder/trace_builder.h"
+#include "decoder_fuzz_entry.h"
 #include "recording_builder.h"
 #include "test_util.h"
 
@@ -374,6 +375,17 @@ TEST(TraceBuilderNvtxTest, DamagedMarkersNeverCrashOrLeakIntoOtherRows) {
   ASSERT_TRUE(k);
   EXPECT_EQ(k->range, "<unresolved range name 0xfeed>");
   EXPECT_EQ(c.unknown_timestamps, 0u);  // marker times are not GPU/API timestamps
+}
+
+TEST(TraceBuilderNvtxTest, FuzzSeedWithMarkersDecodesToItsRows) {
+  // tests/fuzz/record_corpus/d5cca49f...: marks, nested and unended ranges, an END without START,
+  // an END on another thread, an untimed START, a sync marker, two launches and their kernels.
+  const auto bytes = testing::ReadAll(std::string(CUPMON_SOURCE_DIR) +
+                                      "/tests/fuzz/record_corpus/"
+                                      "d5cca49f799d60e43d40206edb4d45c6f257ee95");
+  ASSERT_EQ(bytes.size(), 1073u);
+  // 1 mark, 2 ended ranges, 3 unended (one untimed), 2 API rows, 2 kernels.
+  EXPECT_EQ(fuzz::DecodeRawBufferFuzzInput(bytes.data(), bytes.size()), 10u);
 }
 
 }  // namespace
