@@ -193,8 +193,9 @@ int main(int argc, char** argv) {
       sub->add_option("--format", steps_format, "table (default), csv or jsonl: one row per step")
           ->check(CLI::IsMember({"table", "csv", "jsonl"}));
       sub->add_option("--by", steps_by,
-                      "auto (default: step annotations such as \"step 12\" when they label at "
-                      "least half as many steps as the kernel pattern finds), pattern or annotation")
+                      "auto (default: step annotations or NVTX ranges such as \"step 12\" when "
+                      "they label at least half as many steps as the kernel pattern finds), "
+                      "pattern or annotation (annotations and NVTX ranges)")
           ->check(CLI::IsMember({"auto", "pattern", "annotation"}));
       sub->add_option("--slow-factor", steps_slow_factor,
                       "A step is slow at this many times the median of the steps before it "

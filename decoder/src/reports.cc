@@ -118,8 +118,27 @@ const char* RowTypeName(RowType t) {
     case RowType::kMemset: return "memset";
     case RowType::kApi: return "api";
     case RowType::kSynchronization: return "synchronization";
+    case RowType::kRange: return "range";
   }
   return "?";
+}
+
+// The NVTX call a range row came from, as JSONL and the exports name it.
+const char* RangeKindName(RangeKind k) {
+  switch (k) {
+    case RangeKind::kPushPop: return "push_pop";
+    case RangeKind::kStartEnd: return "start_end";
+    case RangeKind::kMark: return "mark";
+  }
+  return "?";
+}
+
+// "5 ranges, 1 marks, 1 unended, 1 END(s) without START, 1 unresolved names" (summary, info).
+std::string NvtxCounts(const TraceCounts& c) {
+  return std::to_string(c.ranges) + " ranges, " + std::to_string(c.marks) + " marks, " +
+         std::to_string(c.unended_ranges) + " unended, " +
+         std::to_string(c.range_ends_without_start) + " END(s) without START, " +
+         std::to_string(c.unresolved_range_names) + " unresolved names";
 }
 
 // Keeps rows and the limit for the trace-like sinks.
@@ -232,11 +251,20 @@ class SummarySink : public RowSink {
   explicit SummarySink(bool short_names = false) : short_names_(short_names) {}
   // Aggregates by the builder's name id (a vector index): no string key per row.
   void OnRow(const Row& row) override {
+    if (row.type == RowType::kRange) {
+      // Marks have no duration; a range never ended counts as a call with no time.
+      if (row.range_kind == RangeKind::kMark) return;
+      if (row.name_id >= ranges_.size()) ranges_.resize(row.name_id + 1);
+      if (row.range_ended) ranges_[row.name_id].Add(row);
+      else ++ranges_[row.name_id].calls;
+      return;
+    }
     auto& table = row.type == RowType::kApi ? api_ : gpu_;
     if (row.name_id >= table.size()) table.resize(row.name_id + 1);
     table[row.name_id].Add(row);
   }
   bool NeedsWallTimes() const override { return false; }  // durations only
+  bool WantsRanges() const override { return true; }
   // `prefix` starts the first line ("rank N (host:pid): " in merged summaries).
   void Print(std::ostream& out, const TraceBuilder& b, const Recording& rec,
              const ReadIntegrity& integrity, const std::string& prefix = {}) {
@@ -286,6 +314,12 @@ class SummarySink : public RowSink {
     const ShownNames shown = PrintTable(out, "GPU activities:", Named(b, gpu_), short_names_);
     PrintTable(out, "API calls:", Named(b, api_));
     PrintShownNames(out, shown);
+    // NVTX ranges (CPU time between push and pop; nested ranges overlap, so their Time(%) is of
+    // the ranges' summed time, as in nsys's nvtx_sum). Only when the recording has NVTX.
+    if (c.ranges || c.marks || c.unended_ranges || c.range_ends_without_start) {
+      out << "==cupmon== NVTX: " << NvtxCounts(c) << "\n";
+      PrintTable(out, "NVTX ranges:", Named(b, ranges_));
+    }
   }
   // This recording's rows by display name, for the merged total.
   NamedStats NamedGpu(const TraceBuilder& b) const { return Named(b, gpu_); }
@@ -345,7 +379,7 @@ class SummarySink : public RowSink {
   }
 
   bool short_names_;
-  std::vector<Stat> gpu_, api_;
+  std::vector<Stat> gpu_, api_, ranges_;
 };
 
 // ---- gpu-trace, api-trace, kern-exec ----
@@ -523,6 +557,7 @@ class CsvSink : public LimitedSink {
 class JsonlSink : public LimitedSink {
  public:
   using LimitedSink::LimitedSink;
+  bool WantsRanges() const override { return true; }
   void Begin(const TraceBuilder& b, const Recording& r, size_t) override {
     builder_ = &b;
     ForgetShortNames();
@@ -534,6 +569,10 @@ class JsonlSink : public LimitedSink {
     out_ << "{\"recording\":\"" << recording_ << '"';
     if (rank_) out_ << ",\"rank\":" << rank_->rank;
     out_ << ",\"type\":\"" << RowTypeName(r.type) << "\",\"kind\":" << r.kind;
+    if (r.type == RowType::kRange) {
+      WriteRange(r);
+      return;
+    }
     if (r.valid_time) {
       out_ << ",\"start_ns\":" << r.wall_start << ",\"end_ns\":" << r.wall_end
            << ",\"duration_ns\":" << r.duration;
@@ -567,12 +606,29 @@ class JsonlSink : public LimitedSink {
         out_ << '}';
       }
       if (r.launched_before_window) out_ << ",\"launched_before_window\":true";
+      if (!r.range.empty()) {
+        out_ << ",\"range\":\"";
+        out_.Json(r.range) << '"';
+      }
     }
     if (!r.annotation.empty()) {
       out_ << ",\"annotation\":\"";
       out_.Json(r.annotation) << '"';
     }
     out_ << "}\n";
+  }
+  // An NVTX range or mark: end_ns and duration_ns are null for a range never ended.
+  void WriteRange(const Row& r) {
+    out_ << ",\"nvtx\":\"" << RangeKindName(r.range_kind) << "\",\"name\":\"";
+    out_.Json(r.name) << "\",\"domain\":\"";
+    out_.Json(r.range_domain) << "\",\"pid\":" << r.pid << ",\"tid\":" << r.tid;
+    if (r.valid_time) out_ << ",\"start_ns\":" << r.wall_start;
+    else out_ << ",\"start_ns\":null";
+    if (r.valid_time && r.range_ended)
+      out_ << ",\"end_ns\":" << r.wall_end << ",\"duration_ns\":" << r.duration;
+    else
+      out_ << ",\"end_ns\":null,\"duration_ns\":null";
+    out_ << ",\"depth\":" << r.range_depth << "}\n";
   }
   std::string recording_;
 };
@@ -584,6 +640,7 @@ class ChromeSink : public LimitedSink {
   ChromeSink(std::ostream& out, std::optional<uint64_t> limit) : LimitedSink(out, limit), ev_(out_) {
     out_ << "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n";
   }
+  bool WantsRanges() const override { return true; }
   // Merged timelines: every rank's times count from `base` (the earliest process start), so the
   // ranks share one wall-clock axis. 0: the first rank's first record.
   void SetCommonBase(int64_t base) {
@@ -660,6 +717,10 @@ class ChromeSink : public LimitedSink {
   void Write(const Row& r) override {
     if (!r.valid_time) return;  // cannot be placed on a timeline; counted in the summary
     if (!ev_.base()) ev_.set_base(builder_->origin_wall());
+    if (r.type == RowType::kRange) {
+      WriteRange(r);
+      return;
+    }
     if (r.type == RowType::kApi) {
       if (r.tid != last_tid_ || cpu_threads_.empty()) {
         cpu_threads_.insert(r.tid);
@@ -690,10 +751,42 @@ class ChromeSink : public LimitedSink {
       out_.Json(r.annotation) << '"';
     }
     if (r.launched_before_window) out_ << ",\"launched_before_window\":true";
+    if (!r.range.empty()) {
+      out_ << ",\"nvtx_range\":\"";
+      out_.Json(r.range) << '"';
+    }
     out_ << "}}";
     // A flow arrow from the launch call to this activity (one per activity: graphs fan out).
     if (r.has_api && r.api_valid_time)
       ev_.LaunchFlow("launch", "flow", ++flow_id_, r, CpuPid(r.api_pid), gpid);
+  }
+
+  // An NVTX range: a slice of category "nvtx" on its thread (it nests with the thread's API
+  // calls); an unended one lasts to the recording's last record; a mark is an instant event.
+  void WriteRange(const Row& r) {
+    cpu_threads_.insert(r.tid);
+    last_tid_ = r.tid;
+    const uint32_t pid = CpuPid(r.pid);
+    if (r.range_kind == RangeKind::kMark) {
+      ev_.Comma();
+      out_ << "{\"name\":\"";
+      out_.Json(r.name) << "\",\"cat\":\"nvtx\",\"ph\":\"i\",\"s\":\"t\",\"pid\":" << pid
+                        << ",\"tid\":" << r.tid << ",\"ts\":";
+      ev_.Us(r.wall_start);
+      out_ << ",\"args\":{";
+    } else {
+      int64_t dur = static_cast<int64_t>(r.duration);
+      if (!r.range_ended && builder_->last_ts())
+        dur = std::max<int64_t>(0, builder_->clock().ToWall(builder_->last_ts()) - r.wall_start);
+      ev_.SliceHead(r.name, "nvtx", pid, r.tid, r.wall_start, dur);
+    }
+    out_ << "\"depth\":" << r.range_depth << ",\"nvtx\":\"" << RangeKindName(r.range_kind) << '"';
+    if (!r.range_domain.empty()) {
+      out_ << ",\"domain\":\"";
+      out_.Json(r.range_domain) << '"';
+    }
+    if (!r.range_ended) out_ << ",\"unended\":true";
+    out_ << "}}";
   }
 
  private:
@@ -724,6 +817,7 @@ class PerfettoExport : public LimitedSink {
  public:
   PerfettoExport(std::ostream& out, std::optional<uint64_t> limit)
       : LimitedSink(out, limit), perfetto_(out) {}
+  bool WantsRanges() const override { return true; }
   void Begin(const TraceBuilder& b, const Recording& r, size_t index) override {
     perfetto_.Begin(b, r, index, rank_);
   }
@@ -748,6 +842,7 @@ class KinetoExport : public LimitedSink {
   KinetoExport(std::ostream& out, std::optional<uint64_t> limit, const std::string& dir,
                const std::vector<const Rank*>& ranks)
       : LimitedSink(out, limit), kineto_(dir, ranks) {}
+  bool WantsRanges() const override { return true; }
   void Begin(const TraceBuilder& b, const Recording& r, size_t index) override {
     kineto_.Begin(b, r, index);
   }
@@ -771,6 +866,7 @@ class SqliteExport : public LimitedSink {
   SqliteExport(std::ostream& out, std::optional<uint64_t> limit, std::unique_ptr<SqliteSink> sink)
       : LimitedSink(out, limit), sqlite_(std::move(sink)) {}
   bool WantsSynchronization() const override { return true; }
+  bool WantsRanges() const override { return true; }
   void Begin(const TraceBuilder& b, const Recording& r, size_t) override {
     sqlite_->Begin(b, r, rank_);
   }
@@ -849,6 +945,8 @@ void PrintInfo(std::ostream& out, const TraceBuilder& b, const Recording& r,
       << c.launched_before_window << " of them launched before their window), "
       << c.calibration_samples << " calibration samples (" << c.calibration_non_monotonic
       << " non-monotonic)\n";
+  if (c.ranges || c.marks || c.range_ends_without_start || c.unended_ranges)
+    out << "  nvtx: " << NvtxCounts(c) << "\n";
 }
 
 }  // namespace

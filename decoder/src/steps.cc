@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdio>
+#include <deque>
 #include <regex>
 #include <unordered_map>
 
@@ -358,14 +359,85 @@ class StepScanner : public ChunkVisitor {
   }
 
   // The step label a kernel's annotation names (kNoLabel when none), and whether it carries any
-  // annotation at all.
+  // annotation at all. Without a step-like annotation, the step-like NVTX range open on its
+  // launching thread when the launch call began (see AddMarker) labels it.
   uint32_t LabelOf(uint32_t corr, bool* annotated) {
     const ExtSlot& e = ext_[corr & (ext_.size() - 1)];
-    if (!e.used || e.corr != corr) return kNoLabel;
-    *annotated = true;
-    auto it = by_pointer_.find(e.external);
-    if (it == by_pointer_.end()) return kNoLabel;
-    return StepLabel(it->second) ? it->second : kNoLabel;
+    if (e.used && e.corr == corr) {
+      *annotated = true;
+      auto it = by_pointer_.find(e.external);
+      if (it != by_pointer_.end() && StepLabel(it->second)) return it->second;
+    }
+    if (!nvtx_labels_.empty()) {
+      const NvtxSlot& n = nvtx_labels_[corr & (nvtx_labels_.size() - 1)];
+      if (n.used && n.corr == corr) {
+        *annotated = true;
+        return n.label;
+      }
+    }
+    return kNoLabel;
+  }
+
+  // NVTX ranges whose names look like steps ("step 12", as annotation labels): kept per thread
+  // (the last kNvtxPerThread), so that a launch call inside one labels its activities. Other
+  // ranges are ignored here (the trace builder shows them).
+  struct NvtxStep {
+    uint64_t start = 0, end = 0;  // end 0: not ended yet
+    uint32_t id = 0, label = 0;
+  };
+  struct NvtxSlot {
+    uint32_t corr = 0, label = 0;
+    bool used = false;
+  };
+  static constexpr size_t kNvtxPerThread = 64;
+  void AddMarker(const FieldReader& f, const uint8_t* rec) {
+    constexpr uint32_t kStart = 2, kEnd = 4;           // CUPTI_ACTIVITY_FLAG_MARKER_*
+    constexpr uint32_t kProcess = 1, kThread = 2;      // CUpti_ActivityObjectKind
+    const uint32_t flags = f.Get32(rec, Field::kMarkerFlags);
+    const uint32_t id = f.Get32(rec, Field::kMarkerId);
+    const uint64_t ts = f.Get(rec, Field::kTimestamp);
+    if (flags & kEnd) {
+      auto it = nvtx_open_.find(id);
+      if (it == nvtx_open_.end()) return;
+      for (NvtxStep& r : nvtx_threads_[it->second])
+        if (r.id == id && r.end == 0) r.end = ts ? ts : r.start;
+      nvtx_open_.erase(it);
+      return;
+    }
+    if (!(flags & kStart) || !ts) return;
+    auto name = by_pointer_.find(f.Get(rec, Field::kNamePointer));
+    if (name == by_pointer_.end() || !StepLabel(name->second)) return;
+    const uint32_t object_kind = f.Get32(rec, Field::kObjectKind);
+    if (object_kind != kThread && object_kind != kProcess) return;  // not on a CPU thread
+    const bool thread = object_kind == kThread;
+    const uint64_t key = uint64_t{f.Get32(rec, Field::kObjectId0)} << 32 |
+                         (thread ? f.Get32(rec, Field::kObjectId1) : 0);
+    std::deque<NvtxStep>& list = nvtx_threads_[key];
+    if (list.size() == kNvtxPerThread) {
+      if (list.front().end == 0) nvtx_open_.erase(list.front().id);
+      list.pop_front();
+    }
+    list.push_back(NvtxStep{ts, 0, id, name->second});
+    if (nvtx_open_.size() < kJoinHorizon) nvtx_open_[id] = key;
+    if (nvtx_labels_.empty()) nvtx_labels_.resize(ext_.size());
+    have_step_labels_ = true;
+  }
+  // An API record: the step-like NVTX range holding its start on its thread labels its
+  // correlation id.
+  void LabelLaunch(const FieldReader& f, const uint8_t* rec) {
+    const uint64_t key = uint64_t{f.Get32(rec, Field::kProcessId)} << 32 |
+                         f.Get32(rec, Field::kThreadId);
+    auto it = nvtx_threads_.find(key);
+    if (it == nvtx_threads_.end()) return;
+    const uint64_t t = f.Get(rec, Field::kStart);
+    const NvtxStep* best = nullptr;
+    for (const NvtxStep& r : it->second)
+      if (r.start <= t && (r.end == 0 || r.end >= t) && (!best || r.start >= best->start))
+        best = &r;
+    if (!best) return;
+    const uint32_t corr = f.Get32(rec, Field::kCorrelationId);
+    NvtxSlot& slot = nvtx_labels_[corr & (nvtx_labels_.size() - 1)];
+    slot = NvtxSlot{corr, best->label, true};
   }
   bool StepLabel(uint32_t id) {
     if (step_label_[id] == -2) {
@@ -388,7 +460,14 @@ class StepScanner : public ChunkVisitor {
       }
       return;
     }
-    if (cls == RecordClass::kApi) ++joined_;
+    if (cls == RecordClass::kMarker) {
+      AddMarker(f, rec);
+      return;
+    }
+    if (cls == RecordClass::kApi) {
+      ++joined_;
+      if (!nvtx_threads_.empty()) LabelLaunch(f, rec);
+    }
     if (cls != RecordClass::kKernel && cls != RecordClass::kMemcpy && cls != RecordClass::kMemset)
       return;
     const uint64_t index = joined_++;
@@ -502,6 +581,11 @@ class StepScanner : public ChunkVisitor {
   std::array<CacheSlot, 256> cache_{};
   std::array<ExtSlot, 1 << 18> ext_;
   bool have_step_labels_ = false;
+  // NVTX step ranges by thread (pid << 32 | tid), open ones by marker id, and the labels they
+  // give launch calls by correlation id (direct-mapped like ext_; allocated at the first one).
+  std::unordered_map<uint64_t, std::deque<NvtxStep>> nvtx_threads_;
+  std::unordered_map<uint32_t, uint64_t> nvtx_open_;
+  std::vector<NvtxSlot> nvtx_labels_;
   StepAccumulator pattern_;
   std::optional<StepAccumulator> annotated_;
   uint64_t annotated_before_ = 0;

@@ -106,6 +106,14 @@ struct TraceBuilder::CorrEntry {
   uint64_t external_id = 0;
 };
 
+// One NVTX range or mark on its way to becoming a row (see "NVTX ranges" below).
+struct TraceBuilder::RangeRecord {
+  uint64_t start = 0, end = 0;
+  uint32_t id = 0, name_id = 0, domain_id = 0, pid = 0, tid = 0, depth = 0;
+  RangeKind kind = RangeKind::kPushPop;
+  bool ended = true;
+};
+
 // Map from correlation id to CorrEntry. Entries are created and erased in the same order (the
 // builder evicts the oldest id first), so they live in a FIFO ring in creation order: the join
 // stage, which walks the stream, walks the ring in order too. CUPTI hands out correlation ids
@@ -233,6 +241,7 @@ TraceBuilder::TraceBuilder(TraceFilter filter, RowSink* sink, size_t horizon,
     slots_.reserve(slots);
     AdviseHugePages(slots_.data(), slots * sizeof(Row));
   }
+  range_rows_ = sink_ && sink_->WantsRanges();
 }
 
 TraceBuilder::~TraceBuilder() = default;
@@ -255,6 +264,7 @@ void TraceBuilder::OnStrings(const pb::StringTable& table) {
     strings_.push_back(e.text());
     string_by_pointer_[e.pointer()] = static_cast<uint32_t>(strings_.size() - 1);
     name_cache_.fill(NameCacheSlot{});  // the pointer may now name a newer entry
+    marker_string_ids_.clear();
   }
 }
 
@@ -396,9 +406,13 @@ void TraceBuilder::AddRecord(const RecordLayout& layout, const FieldReader& f, c
     else Emit(p);
     return;
   }
+  if (cls == RecordClass::kMarker) {
+    AddMarker(f, rec);
+    return;
+  }
   if (cls != RecordClass::kKernel && cls != RecordClass::kMemcpy && cls != RecordClass::kMemset &&
       cls != RecordClass::kApi)
-    return;  // synchronization (unless the sink wants it), CUDA events, markers, names: counted only
+    return;  // synchronization (unless the sink wants it), CUDA events, names: counted only
 
   // Append to the join ring (power-of-two capacity, doubled when full).
   if (pending_size_ == pending_.size()) {
@@ -425,6 +439,7 @@ void TraceBuilder::AddRecord(const RecordLayout& layout, const FieldReader& f, c
     if (!origin_ts_) {
       origin_ts_ = p.start;
       ReleaseHeldSync();
+      ReleaseHeldRanges();
     }
     if (!first_ts_ || p.start < first_ts_) first_ts_ = p.start;
     if (p.end > last_ts_) last_ts_ = p.end;
@@ -605,7 +620,8 @@ WindowSpan* TraceBuilder::WindowAt(uint64_t t) {
 }
 
 bool TraceBuilder::Passes(const Row& row) const {
-  const bool gpu = row.type != RowType::kApi && row.type != RowType::kSynchronization;
+  const bool gpu = row.type != RowType::kApi && row.type != RowType::kSynchronization &&
+                   row.type != RowType::kRange;
   if (gpu && (filter_.device || filter_.stream || filter_.kernel)) {
     if (filter_.device && row.device != *filter_.device) return false;
     if (filter_.stream && row.stream != *filter_.stream) return false;
@@ -731,6 +747,8 @@ void TraceBuilder::Emit(const Pending& p) {
         }
       }
       row.api_name = NameOf(ApiNameId(e->api_kind, e->cbid));
+      if (row.api_valid_time && !thread_ranges_.empty())
+        row.range = RangeAt(e->pid, e->tid, e->api_start);
     } else {
       ++counts_.gpu_without_api;
       if (row.valid_time && !windows_.empty()) {
@@ -885,11 +903,201 @@ void TraceBuilder::ReleaseHeldSync() {
 
 void TraceBuilder::Finish() {
   ReleaseHeldSync();
+  finishing_ = true;
+  ReleaseHeldRanges();
+  // Ranges never ended: emitted with no end (Row::range_ended false), oldest id first.
+  for (const auto& [id, o] : open_ranges_) {
+    ++counts_.unended_ranges;
+    EmitRange(RangeRecord{o.start, 0, id, o.name_id, o.domain_id, o.pid, o.tid, o.depth,
+                          RangeKind::kPushPop, false});
+  }
+  if (!open_ranges_.empty())
+    counts_.notes.push_back(std::to_string(open_ranges_.size()) +
+                            " NVTX range(s) started but never ended by the recording's end; "
+                            "shown as unended");
+  open_ranges_.clear();
   for (; pending_size_; --pending_size_) {
     Emit(pending_[pending_head_]);
     pending_head_ = (pending_head_ + 1) & (pending_.size() - 1);
   }
   while (held_) ReleaseOne();
+}
+
+// ---- NVTX ranges ----
+//
+// CUPTI writes one MARKER record per NVTX event: a mark (INSTANTANEOUS), or the START and the END
+// of a range, paired by the marker id (the END has no name). A range becomes a row when its END
+// is read; GPU rows are labelled from the STARTs read so far, so a kernel emitted while its
+// range is still open gets its label all the same.
+
+namespace {
+constexpr uint32_t kMarkerInstantaneous = 1, kMarkerStart = 2, kMarkerEnd = 4;
+constexpr uint32_t kObjectProcess = 1, kObjectThread = 2;  // CUpti_ActivityObjectKind
+constexpr size_t kMaxOpenRanges = 1 << 16;
+constexpr size_t kMaxThreadRanges = 4096;
+uint64_t ThreadKey(uint32_t pid, uint32_t tid) { return uint64_t{pid} << 32 | tid; }
+}  // namespace
+
+uint32_t TraceBuilder::MarkerStringId(uint64_t pointer, bool domain) {
+  const uint64_t key = pointer ^ (domain ? uint64_t{1} << 63 : 0);
+  auto it = marker_string_ids_.find(key);
+  if (it != marker_string_ids_.end()) return it->second;
+  std::string text;
+  if (pointer == 0) {
+    text = domain ? "" : "(unnamed)";  // the default domain; a range pushed with no message
+  } else if (auto s = string_by_pointer_.find(pointer); s != string_by_pointer_.end()) {
+    text = strings_[s->second];
+  } else {
+    // Counted per record by the caller; the placeholder names the pointer, as for kernels.
+    text = std::string(domain ? "<unresolved domain " : "<unresolved range name ") + Hex(pointer) +
+           ">";
+  }
+  const uint32_t id = InternName(std::move(text));
+  marker_string_ids_.emplace(key, id);
+  return id;
+}
+
+uint32_t TraceBuilder::OpenDepth(uint64_t thread, uint64_t t) const {
+  auto it = thread_ranges_.find(thread);
+  if (it == thread_ranges_.end()) return 0;
+  uint32_t depth = 0;
+  for (const ThreadRange& r : it->second) depth += r.start <= t && (r.end == 0 || r.end > t);
+  return depth;
+}
+
+std::string_view TraceBuilder::RangeAt(uint32_t pid, uint32_t tid, uint64_t t) const {
+  auto it = thread_ranges_.find(ThreadKey(pid, tid));
+  if (it == thread_ranges_.end()) return {};
+  // The innermost range holding t is the one holding it that started last.
+  const ThreadRange* best = nullptr;
+  for (const ThreadRange& r : it->second)
+    if (r.start <= t && (r.end == 0 || r.end >= t) && (!best || r.start >= best->start)) best = &r;
+  return best ? NameOf(best->name_id) : std::string_view();
+}
+
+void TraceBuilder::AddMarker(const FieldReader& f, const uint8_t* rec) {
+  const uint32_t flags = f.Get32(rec, Field::kMarkerFlags);
+  const uint64_t ts = f.Get(rec, Field::kTimestamp);
+  const uint32_t id = f.Get32(rec, Field::kMarkerId);
+  const uint32_t object_kind = f.Get32(rec, Field::kObjectKind);
+  // objectId is a union: pt.processId/threadId for a process or thread, else device ids.
+  const bool on_thread = object_kind == kObjectThread || object_kind == kObjectProcess;
+  const uint32_t pid = on_thread ? f.Get32(rec, Field::kObjectId0) : 0;
+  const uint32_t tid = object_kind == kObjectThread ? f.Get32(rec, Field::kObjectId1) : 0;
+  const uint64_t thread = ThreadKey(pid, tid);
+  if (flags & kMarkerEnd) {
+    auto it = open_ranges_.find(id);
+    if (it == open_ranges_.end()) {
+      // Usually a range pushed before the trace window opened (its START was not recorded).
+      if (counts_.range_ends_without_start++ == 0)
+        counts_.notes.push_back("NVTX range END(s) with no START read (e.g. ranges begun before "
+                                "a window opened) are left out; see info");
+      return;
+    }
+    const OpenRange o = it->second;
+    open_ranges_.erase(it);
+    if (auto t = thread_ranges_.find(ThreadKey(o.pid, o.tid)); t != thread_ranges_.end()) {
+      for (auto r = t->second.rbegin(); r != t->second.rend(); ++r) {
+        if (r->id != id || r->end != 0) continue;
+        r->end = ts ? ts : r->start;  // an END with no time closes the range at its start
+        r->ended_at = counts_.records;
+        break;
+      }
+    }
+    ++counts_.ranges;
+    const bool other_thread = o.pid != pid || o.tid != tid;
+    EmitRange(RangeRecord{o.start, ts, id, o.name_id, o.domain_id, o.pid, o.tid, o.depth,
+                          other_thread ? RangeKind::kStartEnd : RangeKind::kPushPop, true});
+    return;
+  }
+  if (!(flags & (kMarkerStart | kMarkerInstantaneous))) return;  // sync markers: not NVTX ranges
+  const uint64_t name_ptr = f.Get(rec, Field::kNamePointer);
+  if (name_ptr && !string_by_pointer_.contains(name_ptr)) {
+    if (counts_.unresolved_range_names++ == 0)
+      counts_.Note("NVTX range name pointer " + Hex(name_ptr) +
+                   " has no string entry; shown as <unresolved range name>");
+  }
+  const uint32_t name_id = MarkerStringId(name_ptr, false);
+  const uint32_t domain_id = MarkerStringId(f.Get(rec, Field::kDomainPointer), true);
+  const uint32_t depth = OpenDepth(thread, ts);
+  if (flags & kMarkerInstantaneous) {
+    ++counts_.marks;
+    EmitRange(RangeRecord{ts, ts, id, name_id, domain_id, pid, tid, depth, RangeKind::kMark, true});
+    return;
+  }
+  if (open_ranges_.size() >= kMaxOpenRanges) {
+    // Bounded memory: the oldest open range is given up as unended.
+    auto oldest = open_ranges_.begin();
+    const OpenRange& o = oldest->second;
+    ++counts_.unended_ranges;
+    EmitRange(RangeRecord{o.start, 0, oldest->first, o.name_id, o.domain_id, o.pid, o.tid,
+                          o.depth, RangeKind::kPushPop, false});
+    if (auto t = thread_ranges_.find(ThreadKey(o.pid, o.tid)); t != thread_ranges_.end())
+      for (ThreadRange& r : t->second)
+        if (r.id == oldest->first && r.end == 0) r.end = r.start, r.ended_at = counts_.records;
+    open_ranges_.erase(oldest);
+  }
+  auto [slot, fresh] = open_ranges_.try_emplace(id);
+  if (!fresh) return;  // a second START with a held id: damage; the first one stands
+  slot->second = OpenRange{ts, name_id, domain_id, pid, tid, depth};
+  if (!ts || ts >= kTimeLimit) return;  // cannot be placed in time: labels nothing
+  std::deque<ThreadRange>& list = thread_ranges_[thread];
+  // Forget ranges that ended long before any row still waiting in the join stage was launched.
+  const uint64_t forget = 8 * static_cast<uint64_t>(horizon_);
+  while (!list.empty() && list.front().end != 0 &&
+         (counts_.records - list.front().ended_at > forget || list.size() >= kMaxThreadRanges))
+    list.pop_front();
+  if (list.size() >= kMaxThreadRanges) {
+    // Only open ranges at the front: drop the oldest ended one anywhere.
+    auto ended = std::find_if(list.begin(), list.end(), [](const ThreadRange& r) { return r.end; });
+    if (ended != list.end()) list.erase(ended);
+    else list.pop_front();
+  }
+  list.push_back(ThreadRange{ts, 0, 0, id, name_id});
+}
+
+void TraceBuilder::EmitRange(const RangeRecord& r) {
+  if (!range_rows_) return;
+  if (!origin_ts_ && !finishing_ && held_ranges_.size() < horizon_) {
+    held_ranges_.push_back(r);  // relative time filters need the origin
+    return;
+  }
+  Row row;
+  row.type = RowType::kRange;
+  row.kind = kKindMarker;
+  row.start = r.start;
+  row.end = r.ended ? r.end : r.start;
+  row.valid_time = TimedSpan(row.start, row.end);
+  if (row.valid_time) {
+    if (wall_times_) {
+      row.wall_start = clock_.ToWall(row.start);
+      row.wall_end = clock_.ToWall(row.end);
+    }
+    row.duration = clock_.WallDuration(row.start, row.end);
+  } else {
+    row.start = row.end = 0;
+  }
+  row.name_id = r.name_id;
+  row.name = NameOf(r.name_id);
+  row.range_domain = NameOf(r.domain_id);
+  row.pid = r.pid;
+  row.tid = r.tid;
+  row.range_kind = r.kind;
+  row.range_ended = r.ended;
+  row.range_depth = r.depth;
+  row.range_id = r.id;
+  if (!Passes(row)) {
+    ++counts_.filtered_out;
+    return;
+  }
+  ++counts_.range_rows;
+  sink_->OnRow(row);
+}
+
+void TraceBuilder::ReleaseHeldRanges() {
+  std::vector<RangeRecord> held;
+  held.swap(held_ranges_);
+  for (const RangeRecord& r : held) EmitRange(r);
 }
 
 }  // namespace cupmon::decoder

@@ -25,6 +25,7 @@ CLOCK_REALTIME = 1
 SEQ_INCREMENTAL_STATE_CLEARED = 1
 TYPE_SLICE_BEGIN = 1
 TYPE_SLICE_END = 2
+TYPE_INSTANT = 3
 GPU_CATEGORIES = {"kernel", "memcpy", "memset"}
 API_CATEGORIES = {"cuda_runtime", "cuda_driver"}
 
@@ -70,6 +71,7 @@ class Reader:
         self.tracks = {}        # uuid -> TrackDescriptor
         self.events = collections.defaultdict(list)  # track uuid -> [(ts, file order, kind, data)]
         self.sequences = {}     # sequence id -> state
+        self.instants = []      # NVTX marks: dicts like slices' with dur 0
         order = 0
         for p in trace.packet:
             order += 1
@@ -136,7 +138,7 @@ class Reader:
             return
         if not check(e.track_uuid in self.tracks, f"event on undescribed track {e.track_uuid}"):
             return
-        if e.type == TYPE_SLICE_BEGIN:
+        if e.type in (TYPE_SLICE_BEGIN, TYPE_INSTANT):
             if e.HasField("name_iid"):
                 name = st["names"].get(e.name_iid)
                 check(name is not None, f"name iid {e.name_iid} not interned")
@@ -161,6 +163,9 @@ class Reader:
             data = {"name": name, "cats": cats, "args": args, "flows": list(e.flow_ids),
                     "seq": p.trusted_packet_sequence_id,
                     "ends": list(e.terminating_flow_ids)}
+            if e.type == TYPE_INSTANT:
+                self.instants.append(dict(data, track=e.track_uuid, start=ts, dur=0))
+                return
             self.events[e.track_uuid].append((ts, order, TYPE_SLICE_BEGIN, data))
         elif e.type == TYPE_SLICE_END:
             self.events[e.track_uuid].append((ts, order, TYPE_SLICE_END, None))
@@ -175,8 +180,10 @@ class Reader:
             open_ = []
             for ts, _, kind, data in evs:
                 if kind == TYPE_SLICE_BEGIN:
-                    # The export never nests: overlapping slices go to another lane.
-                    check(not open_, f"slice '{data['name']}' overlaps another on track {uuid}")
+                    # The export nests only inside NVTX ranges (on their thread's track): other
+                    # overlapping slices go to another lane.
+                    check(all(o["cats"] == ["nvtx"] for _, o in open_),
+                          f"slice '{data['name']}' overlaps another on track {uuid}")
                     open_.append((ts, data))
                 else:
                     if check(open_, f"end without begin on track {uuid} at {ts}"):
@@ -232,8 +239,8 @@ def compare(reader, jsonl_path, label):
         if row["recording"] not in recordings:
             recordings.append(row["recording"])
         index = recordings.index(row["recording"])
-        if row["start_ns"] is None:
-            continue
+        if row["start_ns"] is None or row["type"] == "range":
+            continue  # ranges: check_nvtx
         if row["type"] == "api":
             cat = "cuda_driver" if row["kind"] == 4 else "cuda_runtime"
             want[(index, cat, row["name"], row["start_ns"], row["duration_ns"], row["tid"],
@@ -286,6 +293,40 @@ def check_flows(slices, jsonl_path, label):
     check(flows == joined, f"{label}: {flows} flows, {joined} GPU rows with a timed launch call")
     print(f"{label}: {flows} launch flows, each from its call to its activity")
     return flows
+
+
+def check_nvtx(reader, slices, jsonl_path, label):
+    """Every JSONL range is one "nvtx" slice (a mark one instant) on its thread's track, with
+    its name, start, duration (unended: to the last record), depth and domain; every kernel the
+    JSONL labels carries the label as "nvtx_range", and no other kernel does."""
+    rows = [json.loads(line) for line in open(jsonl_path)]
+    last_end = max(r["end_ns"] for r in rows if r["type"] != "range" and r["end_ns"] is not None)
+    got = collections.Counter()
+    for s in slices + reader.instants:
+        if s["cats"] != ["nvtx"]:
+            continue
+        t = reader.tracks[s["track"]]
+        check(t.HasField("thread"), f"{label}: NVTX '{s['name']}' is not on a thread track")
+        got[(s["name"], t.thread.tid, s["start"], s["dur"], s["args"].get("depth"),
+             s["args"].get("domain", ""), s["args"].get("unended", 0))] += 1
+    want = collections.Counter()
+    for r in rows:
+        if r["type"] != "range" or r["start_ns"] is None:
+            continue
+        dur = r["duration_ns"] if r["end_ns"] is not None else max(0, last_end - r["start_ns"])
+        want[(r["name"], r["tid"], r["start_ns"], dur, r["depth"], r["domain"],
+              0 if r["end_ns"] is not None else 1)] += 1
+    check(len(want) >= 3, f"{label}: only {len(want)} ranges in the JSONL export")
+    check(got == want, f"{label}: NVTX slices differ from the JSONL ranges: "
+          f"missing {list((want - got).items())[:3]} extra {list((got - want).items())[:3]}")
+    labels = {r["correlation_id"]: r.get("range") for r in rows if r["type"] == "kernel"}
+    seen = {s["args"]["correlation"]: s["args"].get("nvtx_range") for s in slices
+            if s["cats"] == ["kernel"]}
+    check(any(labels.values()) and None in labels.values(),
+          f"{label}: the sample should have labelled and unlabelled kernels: {labels}")
+    check(seen == labels, f"{label}: kernel nvtx_range {seen}, JSONL range {labels}")
+    print(f"{label}: {sum(want.values())} NVTX ranges and marks, each one slice or instant; "
+          f"{sum(1 for v in labels.values() if v)} labelled kernels")
 
 
 def lane_of(track):
@@ -387,6 +428,11 @@ def main():
                   f"{label}: the graph launch does not start five flows")
             notes = [s for s in slices if s["cats"] == ["annotation"]]
             check([s["name"] for s in notes] == ["step 1"], f"{label}: annotations {notes}")
+        # NVTX: ranges nest with the API calls on their thread's track; kernels carry labels.
+        nv = os.path.join(work, "nvtx")
+        subprocess.run([a.make_sample, "--nvtx", nv], check=True, stdout=subprocess.DEVNULL)
+        reader, slices, _ = run_case(pb, a.decode, [nv], [], work, "nvtx")
+        check_nvtx(reader, slices, os.path.join(work, "nvtx.jsonl"), "nvtx")
     if failures:
         print(f"{len(failures)} check(s) failed")
         return 1

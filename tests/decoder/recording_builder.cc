@@ -111,6 +111,16 @@ BufferBuilder& BufferBuilder::External(uint32_t corr, uint64_t external_id) {
               {Field::kCorrelationId, corr}});
 }
 
+BufferBuilder& BufferBuilder::Marker(uint32_t flags, uint64_t timestamp, uint32_t id,
+                                     uint64_t name_ptr, uint32_t tid, uint64_t domain_ptr,
+                                     uint32_t pid) {
+  return Add(decoder::kKindMarker,
+             {{Field::kMarkerFlags, flags}, {Field::kTimestamp, timestamp}, {Field::kMarkerId, id},
+              {Field::kObjectKind, 2 /* CUPTI_ACTIVITY_OBJECT_THREAD */}, {Field::kObjectId0, pid},
+              {Field::kObjectId1, tid}, {Field::kNamePointer, name_ptr},
+              {Field::kDomainPointer, domain_ptr}});
+}
+
 pb::RecordingHeader SyntheticHeader(uint64_t recording_id, uint32_t pid) {
   pb::RecordingHeader h;
   h.set_recording_id(recording_id);
@@ -213,6 +223,55 @@ size_t WriteSampleRecording(const std::string& dir) {
   w.WriteStats(static_cast<int64_t>(kT0) + 30'000'000);
   w.Close(static_cast<int64_t>(kT0) + 30'000'000);
   return api.records() + gpu.records();
+}
+
+size_t WriteNvtxRecording(const std::string& dir) {
+  RecordingWriter w(WriterOptions(dir, "cupmon-nvtx-4242"), SyntheticHeader());
+  CUPMON_CHECK(w.Open().has_value());
+  constexpr uint64_t kOuter = 0x100, kInner = 0x101, kMark = 0x102, kNever = 0x103;
+  constexpr uint64_t kT2Outer = 0x200, kT2Inner = 0x201, kDomain = 0x300, kKernel = 0x400;
+  const std::vector<std::pair<uint64_t, std::string>> texts = {
+      {kOuter, "outer"},       {kInner, "inner"},       {kMark, "checkpoint"},
+      {kNever, "never ended"}, {kT2Outer, "t2 outer"}, {kT2Inner, "t2 inner"},
+      {kDomain, "mylib"},      {kKernel, "_Z4gemmv"}};
+  std::vector<pb::StringEntry> strings(texts.size());
+  for (size_t i = 0; i < texts.size(); ++i) {
+    strings[i].set_id(static_cast<uint32_t>(i + 1));
+    strings[i].set_pointer(texts[i].first);
+    strings[i].set_text(texts[i].second);
+  }
+  w.AddStrings(strings);
+  auto us = [](uint64_t n) { return kT0 + n * 1000; };
+  BufferBuilder markers;
+  markers.Marker(kMarkerStart, us(10), 1, kOuter)
+      .Marker(kMarkerStart, us(20), 2, kInner, 101, kDomain)
+      .Marker(kMarkerInstant, us(25), 3, kMark)
+      .Marker(kMarkerStart, us(30), 4, kT2Outer, 102)
+      .Marker(kMarkerStart, us(35), 5, kT2Inner, 102)
+      .Marker(kMarkerEnd, us(50), 2, 0)
+      .Marker(kMarkerEnd, us(60), 5, 0, 102)
+      .Marker(kMarkerEnd, us(70), 4, 0, 102)
+      .Marker(kMarkerEnd, us(80), 1, 0)
+      .Marker(kMarkerEnd, us(90), 99, 0)             // no START: begun before the recording
+      .Marker(kMarkerStart, us(100), 6, kNever)      // never ended
+      .Marker(kMarkerStart, us(105), 7, 0xbad, 102)  // name pointer with no string entry
+      .Marker(kMarkerEnd, us(106), 7, 0, 102);
+  BufferBuilder api;
+  api.Runtime(us(22), us(24), 1, 211)          // inside "inner" on thread 101
+      .Runtime(us(32), us(33), 2, 211, 102)    // inside "t2 outer" on thread 102
+      .Runtime(us(55), us(56), 3, 211)         // inside "outer" only ("inner" ended at 50)
+      .Runtime(us(85), us(86), 4, 211);        // outside every range
+  BufferBuilder gpu;
+  gpu.Kernel(us(40), us(45), 1, kKernel)
+      .Kernel(us(46), us(48), 2, kKernel)
+      .Kernel(us(57), us(58), 3, kKernel)
+      .Kernel(us(87), us(89), 4, kKernel);
+  w.WriteRawBuffer(markers.bytes(), 0, 0);
+  w.WriteRawBuffer(api.bytes(), 0, 0);
+  w.WriteRawBuffer(gpu.bytes(), 1, 7);
+  w.WriteStats(static_cast<int64_t>(kT0) + 1'000'000);
+  w.Close(static_cast<int64_t>(kT0) + 1'000'000);
+  return markers.records() + api.records() + gpu.records();
 }
 
 }  // namespace cupmon::testing

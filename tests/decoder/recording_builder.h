@@ -16,6 +16,10 @@ namespace cupmon::testing {
 
 using decoder::Field;
 
+inline constexpr uint32_t kTestPid = 4242;
+// CUPTI_ACTIVITY_FLAG_MARKER_* values for Marker().
+inline constexpr uint32_t kMarkerInstant = 1, kMarkerStart = 2, kMarkerEnd = 4;
+
 // Packs records into one raw CUPTI buffer, using the decoder's CUPTI 13.0 field tables (the
 // layout test checks those against the real structs, and builder_test checks the bytes).
 class BufferBuilder {
@@ -37,6 +41,11 @@ class BufferBuilder {
   BufferBuilder& Driver(uint64_t start, uint64_t end, uint32_t corr, uint32_t cbid,
                         uint32_t tid = 101);
   BufferBuilder& External(uint32_t corr, uint64_t external_id);
+  // A CUpti_ActivityMarker2 on thread (pid, tid) (objectKind THREAD): `flags` kMarkerStart with
+  // the name and domain pointers, kMarkerEnd with the START's id (CUPTI leaves name NULL there),
+  // or kMarkerInstant for a mark.
+  BufferBuilder& Marker(uint32_t flags, uint64_t timestamp, uint32_t id, uint64_t name_ptr,
+                        uint32_t tid = 101, uint64_t domain_ptr = 0, uint32_t pid = kTestPid);
 
   const std::vector<uint8_t>& bytes() const { return bytes_; }
   // Empties the buffer, keeping its capacity.
@@ -51,7 +60,6 @@ class BufferBuilder {
   size_t records_ = 0;
 };
 
-inline constexpr uint32_t kTestPid = 4242;
 inline constexpr uint64_t kTestRecordingId = 0x5eed0000c0ffee01ull;
 // A fixed CUPTI time origin (2026-01-01T00:00:00Z in ns) so outputs are deterministic.
 inline constexpr uint64_t kT0 = 1767225600000000000ull;
@@ -67,5 +75,11 @@ RecordingWriterOptions WriterOptions(const std::string& dir, const std::string& 
 // a window with memcpys, kernels, a memset, a CUDA graph launch (one API call, three kernels), an
 // annotation and calibration. Returns the number of raw CUPTI records written.
 size_t WriteSampleRecording(const std::string& dir);
+
+// Writes a recording with NVTX ranges into `dir` (tests/decoder/trace_builder_nvtx_test.cc
+// describes it): ranges nested two deep on threads 101 and 102, a mark, a range never ended, an
+// END with no START, a range whose name pointer has no string entry, and kernels launched inside
+// and outside the ranges. Returns the number of raw CUPTI records written.
+size_t WriteNvtxRecording(const std::string& dir);
 
 }  // namespace cupmon::testing

@@ -330,5 +330,61 @@ TEST(SqliteSinkTest, AnEmptyRegionGivesTheTablesWithNoRows) {
   EXPECT_EQ(db.Text("SELECT value FROM META_DATA_EXPORT WHERE name = 'EXPORT_SCHEMA_VERSION'"), "3.28.1");
 }
 
+TEST(SqliteSinkTest, NvtxRangesFillNvtxEventsInNsysShape) {
+  TempDir dir, out;
+  testing::WriteNvtxRecording(dir.path());
+  const std::string db_path = out.path() + "/nvtx.sqlite";
+  std::string err;
+  EXPECT_EQ(Export(dir.path(), db_path, &err), kExitWarnings) << err;  // the unresolved name
+  Db db(db_path);
+  const auto us = [](int64_t n) {
+    return std::to_string(static_cast<int64_t>(kT0) + n * 1000 - kBase);
+  };
+  const std::string nvtx =
+      "SELECT COUNT(*) FROM NVTX_EVENTS e JOIN StringIds s ON s.id = e.textId ";
+  // The push/pop ranges (59), the mark (34), the unended range (end NULL).
+  EXPECT_EQ(db.Int(nvtx + "WHERE s.value = 'inner' AND e.eventType = 59 AND e.start = " + us(20) +
+                   " AND e.end = " + us(50) + " AND e.rangeId = 2 AND e.text IS NULL"),
+            1);
+  EXPECT_EQ(db.Int(nvtx + "WHERE s.value = 'checkpoint' AND e.eventType = 34 AND e.end IS NULL "
+                          "AND e.rangeId IS NULL"),
+            1);
+  EXPECT_EQ(db.Int(nvtx + "WHERE s.value = 'never ended' AND e.eventType = 59 AND e.end IS NULL"),
+            1);
+  EXPECT_EQ(db.Int("SELECT COUNT(*) FROM NVTX_EVENTS WHERE eventType IN (34, 59, 60)"), 7);
+  // The thread: the same globalTid as the thread's API calls.
+  EXPECT_EQ(db.Int(nvtx + "JOIN CUPTI_ACTIVITY_KIND_RUNTIME r ON r.globalTid = e.globalTid "
+                          "WHERE s.value = 't2 outer' AND r.correlationId = 2"),
+            1);
+  // The domain: a domainId and its eventType 75 row naming it; the default domain is 0.
+  EXPECT_EQ(db.Text("SELECT d.text FROM NVTX_EVENTS e JOIN StringIds s ON s.id = e.textId "
+                    "JOIN NVTX_EVENTS d ON d.eventType = 75 AND d.domainId = e.domainId "
+                    "WHERE s.value = 'inner'"),
+            "mylib");
+  EXPECT_EQ(db.Int(nvtx + "WHERE s.value = 'outer' AND e.domainId = 0"), 1);
+  // nsys's kernel-to-range join: the innermost range on the launch thread around the launch.
+  EXPECT_EQ(db.Text("SELECT s.value FROM CUPTI_ACTIVITY_KIND_KERNEL k "
+                    "JOIN CUPTI_ACTIVITY_KIND_RUNTIME r ON r.correlationId = k.correlationId "
+                    "JOIN NVTX_EVENTS e ON e.globalTid = r.globalTid AND e.eventType = 59 "
+                    "AND e.start <= r.start AND e.end >= r.end JOIN StringIds s ON s.id = e.textId "
+                    "WHERE k.correlationId = 1 ORDER BY e.start DESC LIMIT 1"),
+            "inner");
+  EXPECT_EQ(db.Text("SELECT label FROM ENUM_NSYS_EVENT_TYPE WHERE id = 59"), "NVTX push/pop range");
+  EXPECT_EQ(db.Int("SELECT value FROM CUPMON_COUNTERS WHERE name = 'decoder.nvtx_unended_ranges'"),
+            1);
+  EXPECT_EQ(db.Int("SELECT value FROM CUPMON_COUNTERS WHERE name = 'export.rows.nvtx'"), 7);
+
+  // Without NVTX, no NVTX table at all (nsys creates its tables lazily too).
+  TempDir plain;
+  WriteEverything(plain.path());
+  const std::string plain_path = out.path() + "/plain.sqlite";
+  Export(plain.path(), plain_path);
+  Db db2(plain_path);
+  EXPECT_EQ(db2.Int("SELECT COUNT(*) FROM sqlite_master WHERE name IN ('NVTX_EVENTS', "
+                    "'ENUM_NSYS_EVENT_TYPE')"),
+            0);
+  EXPECT_EQ(db2.Int("SELECT COUNT(*) FROM CUPMON_COUNTERS WHERE name LIKE '%nvtx%'"), 0);
+}
+
 }  // namespace
 }  // namespace cupmon::decoder

@@ -29,9 +29,12 @@ class DiscardingSink : public decoder::RowSink {
       if (short_name.size() > row.name.size()) __builtin_trap();
       sum_ += short_name.size();
     }
-    sum_ += row.duration + row.launched;
+    for (char c : row.range) sum_ += static_cast<unsigned char>(c);
+    for (char c : row.range_domain) sum_ += static_cast<unsigned char>(c);
+    sum_ += row.duration + row.launched + row.range_depth;
     ++rows_;
   }
+  bool WantsRanges() const override { return true; }  // NVTX rows too (MARKER records)
   uint64_t rows() const { return rows_; }
 
  private:

@@ -10,6 +10,8 @@ nesting depth, on the right thread; every ForwardKernel labelled "forward", Back
 `summary` lists the ranges. Prints a table; exits 1 on any failure.
 Usage: check_nvtx.py --run build/tools/cupmon-run --program build/tests/gpu/nvtx_ranges
                      --decode build/tools/cupmon-decode --out DIR
+       check_nvtx.py --recording tests/data/h200-nvtx --decode build/tools/cupmon-decode --out DIR
+         (no GPU: checks a recording the program made on the H200, kept in tests/data)
 """
 import argparse
 import collections
@@ -22,21 +24,30 @@ import sys
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--run", required=True)
-    ap.add_argument("--program", required=True)
+    ap.add_argument("--run")
+    ap.add_argument("--program")
+    ap.add_argument("--recording", help="check this recording instead of running the program")
     ap.add_argument("--decode", required=True)
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
-    rec = os.path.join(args.out, "rec")
-    shutil.rmtree(rec, ignore_errors=True)
     os.makedirs(args.out, exist_ok=True)
-    env = dict(os.environ)
-    env.pop("NVTX_INJECTION64_PATH", None)  # cupmon-run sets it
-    r = subprocess.run([args.run, "-o", rec, "--", args.program], capture_output=True, text=True, env=env)
-    sys.stderr.write(r.stderr)
-    if r.returncode != 0:
-        sys.exit(f"nvtx_ranges under cupmon-run exited {r.returncode}")
-    want = json.loads(r.stdout.strip().splitlines()[-1])
+    if args.recording:
+        rec = args.recording
+        # What nvtx_ranges.cu prints (its constants).
+        want = {"steps": 10, "forward_kernels_per_step": 3, "backward_kernels_per_step": 2,
+                "worker_kernels": 5, "outside_kernels": 2, "domain_kernels": 1, "marks": 1}
+    else:
+        if not args.run or not args.program:
+            ap.error("--run and --program are required without --recording")
+        rec = os.path.join(args.out, "rec")
+        shutil.rmtree(rec, ignore_errors=True)
+        env = dict(os.environ)
+        env.pop("NVTX_INJECTION64_PATH", None)  # cupmon-run sets it
+        r = subprocess.run([args.run, "-o", rec, "--", args.program], capture_output=True, text=True, env=env)
+        sys.stderr.write(r.stderr)
+        if r.returncode != 0:
+            sys.exit(f"nvtx_ranges under cupmon-run exited {r.returncode}")
+        want = json.loads(r.stdout.strip().splitlines()[-1])
     rows_path = os.path.join(args.out, "rows.jsonl")
     d = subprocess.run([args.decode, "export", rec, "--format", "jsonl", "-o", rows_path],
                        capture_output=True, text=True)
@@ -95,7 +106,8 @@ def main():
     for name, expected, got, ok in results:
         print(f"{name:44} {str(expected):>10} {str(got):>10}  {'ok' if ok else 'FAIL'}")
     print(f"(not checked) the OutsideKernel inside the start/end range carries: {second}")
-    print(f"{len(ranges)} range rows, {len(kernels)} kernel rows; NVTX_INJECTION64_PATH set by cupmon-run")
+    print(f"{len(ranges)} range rows, {len(kernels)} kernel rows"
+          + ("" if args.recording else "; NVTX_INJECTION64_PATH set by cupmon-run"))
     if not all(ok for *_, ok in results):
         sys.exit(1)
 

@@ -132,6 +132,20 @@ void KinetoTraceWriter::Header(int64_t base) {
 
 void KinetoTraceWriter::Write(const Row& r) {
   if (!r.valid_time) return;  // cannot be placed on a timeline; counted in the summary
+  if (r.type == RowType::kRange) {
+    // An NVTX range: a user_annotation on its thread, as Kineto writes record_function ranges.
+    // Marks (no duration) and ranges never ended are left out.
+    if (r.range_kind == RangeKind::kMark || !r.range_ended) return;
+    if (!started_) Header(r.wall_start);
+    ++rows_;
+    cpu_threads_.emplace(r.pid, r.tid);
+    last_cpu_ = {r.pid, r.tid};
+    ev_.SliceHead(r.name, "user_annotation", r.pid, r.tid, r.wall_start,
+                  static_cast<int64_t>(r.duration));
+    out_ << "\"nvtx\":true,\"depth\":" << r.range_depth << "}}";
+    out_.EndRow();
+    return;
+  }
   if (!started_) Header(r.wall_start);
   if (step_source_) step_source_->OnRow(r);
   ++rows_;

@@ -351,6 +351,49 @@ constexpr EnumRow kEnumRows[] = {
      "Later record of a correlation id another call of its kind holds"},
 };
 
+// NVTX_EVENTS in nsys's column order. cupmon fills start, end, eventType, rangeId, globalTid,
+// textId (ranges' and marks' names, in StringIds) and domainId; text only on the domain rows
+// (eventType 75), as nsys writes them. The payload, color and category columns stay NULL: CUPTI's
+// MARKER record does not carry them.
+constexpr Table kNvtxTables[] = {
+    {"ENUM_NSYS_EVENT_TYPE",
+     "CREATE TABLE ENUM_NSYS_EVENT_TYPE (\n"
+     "    id INTEGER NOT NULL PRIMARY KEY,\n"
+     "    name TEXT NOT NULL,\n"
+     "    label TEXT\n"
+     ")"},
+    {"NVTX_EVENTS",
+     "CREATE TABLE NVTX_EVENTS (\n"
+     "    start INTEGER NOT NULL,       -- Event start timestamp (ns)\n"
+     "    end INTEGER,                  -- Event end timestamp (ns); NULL for marks, unended\n"
+     "    eventType INTEGER NOT NULL,   -- REFERENCES ENUM_NSYS_EVENT_TYPE(id)\n"
+     "    rangeId INTEGER,              -- CUPTI's marker id of a range\n"
+     "    category INTEGER,\n"
+     "    color INTEGER,\n"
+     "    text TEXT,                    -- domain name (eventType 75)\n"
+     "    globalTid INTEGER,            -- the thread that started it\n"
+     "    endGlobalTid INTEGER,\n"
+     "    textId INTEGER,               -- REFERENCES StringIds(id): the range's or mark's name\n"
+     "    domainId INTEGER,             -- 0: the default domain\n"
+     "    uint64Value INTEGER,\n"
+     "    int64Value INTEGER,\n"
+     "    doubleValue REAL,\n"
+     "    uint32Value INTEGER,\n"
+     "    int32Value INTEGER,\n"
+     "    floatValue REAL,\n"
+     "    jsonTextId INTEGER,\n"
+     "    jsonText TEXT,\n"
+     "    binaryData TEXT\n"
+     ")"},
+};
+constexpr EnumRow kNvtxEnumRows[] = {
+    {"ENUM_NSYS_EVENT_TYPE", kEventTypeNvtxMark, "NvtxMark", "NVTX mark"},
+    {"ENUM_NSYS_EVENT_TYPE", kEventTypeNvtxPushPopRange, "NvtxPushPopRange", "NVTX push/pop range"},
+    {"ENUM_NSYS_EVENT_TYPE", kEventTypeNvtxStartEndRange, "NvtxStartEndRange",
+     "NVTX start/end range"},
+    {"ENUM_NSYS_EVENT_TYPE", kEventTypeNvtxDomainCreate, "NvtxDomainCreate", "NVTX domain create"},
+};
+
 constexpr const char* kIndexes[] = {
     "CREATE INDEX CUPMON_KERNEL_CORRELATION ON CUPTI_ACTIVITY_KIND_KERNEL (correlationId)",
     "CREATE INDEX CUPMON_KERNEL_START ON CUPTI_ACTIVITY_KIND_KERNEL (start)",
@@ -369,6 +412,8 @@ constexpr const char* kIndexes[] = {
 std::span<const Table> Tables() { return kTables; }
 std::span<const EnumRow> EnumRows() { return kEnumRows; }
 std::span<const char* const> Indexes() { return kIndexes; }
+std::span<const Table> NvtxTables() { return kNvtxTables; }
+std::span<const EnumRow> NvtxEnumRows() { return kNvtxEnumRows; }
 
 int MemKind(uint32_t cupti_kind) {
   // CUPTI: UNKNOWN 0, PAGEABLE 1, PINNED 2, DEVICE 3, ARRAY 4, MANAGED 5, DEVICE_STATIC 6,

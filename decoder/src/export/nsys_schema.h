@@ -35,6 +35,17 @@ struct EnumRow {
 };
 std::span<const EnumRow> EnumRows();
 
+// NVTX: the NVTX_EVENTS table and ENUM_NSYS_EVENT_TYPE (with the NVTX rows of it), created only
+// when a recording has NVTX ranges (nsys creates its tables lazily too), so that exports
+// without NVTX keep their tables. ENUM_NSYS_EVENT_TYPE ids of NVTX_EVENTS.eventType, as nsys
+// numbers them (its nvtx_sum report selects 59 and 60; domain names are the text of 75 rows).
+std::span<const Table> NvtxTables();
+std::span<const EnumRow> NvtxEnumRows();
+inline constexpr int kEventTypeNvtxMark = 34;
+inline constexpr int kEventTypeNvtxPushPopRange = 59;
+inline constexpr int kEventTypeNvtxStartEndRange = 60;
+inline constexpr int kEventTypeNvtxDomainCreate = 75;
+
 // CREATE INDEX statements, run after every row is written (nsys itself creates none; these serve
 // the joins the nsys reports make: on correlationId and on time).
 std::span<const char* const> Indexes();

@@ -63,6 +63,7 @@ constexpr uint32_t kEventTerminatingFlowIds = 48;  // repeated fixed64 terminati
 // enum TrackEvent.Type
 constexpr uint64_t kSliceBegin = 1;  // TYPE_SLICE_BEGIN = 1
 constexpr uint64_t kSliceEnd = 2;    // TYPE_SLICE_END = 2
+constexpr uint64_t kInstant = 3;     // TYPE_INSTANT = 3
 // message DebugAnnotation
 constexpr uint32_t kAnnotationNameIid = 1;     // uint64 name_iid = 1
 constexpr uint32_t kAnnotationUint = 3;        // uint64 uint_value = 3
@@ -87,10 +88,12 @@ enum Category : uint64_t {
   kCatRuntime,
   kCatDriver,
   kCatWindow,
-  kCatAnnotation
+  kCatAnnotation,
+  kCatNvtx  // interned with the NVTX annotation names, only once a recording has NVTX
 };
-constexpr const char* kCategoryNames[] = {
-    "", "kernel", "memcpy", "memset", "cuda_runtime", "cuda_driver", "window", "annotation"};
+constexpr const char* kCategoryNames[] = {"",       "kernel",      "memcpy",
+                                          "memset", "cuda_runtime", "cuda_driver",
+                                          "window", "annotation",   "nvtx"};
 enum AnnotationName : uint64_t {
   kAnnCorrelation = 1,
   kAnnLaunch,
@@ -99,11 +102,17 @@ enum AnnotationName : uint64_t {
   kAnnReturn,
   kAnnSource,
   kAnnNote,
-  kAnnLaunchedBeforeWindow
+  kAnnLaunchedBeforeWindow,
+  // NVTX (interned only once a recording has NVTX, so that other traces keep their bytes).
+  kAnnNvtxRange,
+  kAnnDomain,
+  kAnnDepth,
+  kAnnUnended
 };
 constexpr const char* kAnnotationNames[] = {"",           "correlation", "launch", "bytes",
                                             "annotation", "return",      "source", "note",
-                                            "launched_before_window"};
+                                            "launched_before_window", "nvtx_range", "domain",
+                                            "depth", "unended"};
 
 constexpr size_t kFlushAt = 1 << 20;
 constexpr size_t kFlowSlots = 1 << 16;
@@ -188,6 +197,8 @@ void PerfettoSink::Begin(const TraceBuilder& builder, const Recording& recording
   last_cpu_key_ = {UINT32_MAX, UINT32_MAX};
   std::fill(flow_slots_.begin(), flow_slots_.end(), FlowSlot{});
   annotations_.clear();
+  nvtx_interned_ = false;
+  range_tracks_.clear();
 
   // First packet of the sequence: clears incremental state, sets the default clock (the
   // sequence's incremental clock, defined by the ClockSnapshot written before the first slice)
@@ -430,6 +441,10 @@ uint64_t PerfettoSink::LaunchIid(const Row& r, bool* fresh) {
 
 void PerfettoSink::Write(const Row& r) {
   if (!r.valid_time) return;  // cannot be placed on a timeline; counted in the summary
+  if (r.type == RowType::kRange) {
+    WriteRange(r);
+    return;
+  }
   const int64_t start = r.wall_start;
   const int64_t end = start + static_cast<int64_t>(r.duration);
   const bool api = r.type == RowType::kApi;
@@ -447,14 +462,16 @@ void PerfettoSink::Write(const Row& r) {
   uint64_t launch_iid = 0;
   bool new_launch = false;
   if (r.type == RowType::kKernel) launch_iid = LaunchIid(r, &new_launch);
+  const bool new_nvtx = !r.range.empty() && !nvtx_interned_;
 
   StartPacket();
   Stamp(start);
   w_.Varint(kPacketSequenceFlags, kSeqNeedsIncrementalState);  // interned names, clock
-  if (new_name || new_launch) {
+  if (new_name || new_launch || new_nvtx) {
     const size_t at = w_.BeginNested(kPacketInternedData);
     if (new_name) Intern(w_, kInternedEventNames, r.name_id + 1ull, r.name);
     if (new_launch) Intern(w_, kInternedAnnotationStrings, launch_iid, LaunchText(r));
+    if (new_nvtx) InternNvtx();
     w_.EndNested(at);
   }
   const size_t ev = w_.BeginNested(kPacketTrackEvent);
@@ -476,6 +493,7 @@ void PerfettoSink::Write(const Row& r) {
       category = r.kind == 4 ? kCatDriver : kCatRuntime;
       break;
     case RowType::kSynchronization:  // not asked for (RowSink::WantsSynchronization)
+    case RowType::kRange:            // WriteRange
       break;
   }
   w_.Varint(kEventCategoryIids, category);
@@ -505,6 +523,7 @@ void PerfettoSink::Write(const Row& r) {
     }
     if (!r.annotation.empty()) AnnotateString(w_, kAnnAnnotation, r.annotation);
     if (r.launched_before_window) AnnotateUint(w_, kAnnLaunchedBeforeWindow, 1);
+    if (!r.range.empty()) AnnotateString(w_, kAnnNvtxRange, r.range);
     if (r.has_api && r.api_valid_time) {
       FlowSlot& slot = flow_slots_[r.correlation & (kFlowSlots - 1)];
       if (!slot.used || slot.correlation != r.correlation) slot = FlowSlot{r.correlation, 0, true};
@@ -516,6 +535,76 @@ void PerfettoSink::Write(const Row& r) {
   w_.EndNested(ev);
   FinishPacket();
   ends_.push(PendingEnd{end, end_order_++, track});
+  ++slices_;
+}
+
+void PerfettoSink::InternNvtx() {
+  Intern(w_, kInternedCategories, kCatNvtx, kCategoryNames[kCatNvtx]);
+  for (uint64_t i = kAnnNvtxRange; i <= kAnnUnended; ++i)
+    Intern(w_, kInternedAnnotationNames, i, kAnnotationNames[i]);
+  nvtx_interned_ = true;
+}
+
+uint64_t PerfettoSink::FirstLane(TrackGroup& group) {
+  if (group.lanes.empty()) {
+    Lane lane;
+    lane.uuid = NewUuid();
+    if (group.thread) EmitThreadDescriptor(lane.uuid, group.pid, group.tid, group.name);
+    else EmitTrackDescriptor(lane.uuid, group.parent_uuid, group.name, group.description);
+    group.lanes.push_back(lane);
+  }
+  return group.lanes.front().uuid;
+}
+
+void PerfettoSink::WriteRange(const Row& r) {
+  const int64_t start = r.wall_start;
+  // An unended range lasts to the recording's last record (it arrives from Finish, when that
+  // is known).
+  const uint64_t last = builder_->last_ts();
+  const int64_t last_wall = last ? builder_->clock().ToWall(last) : start;
+  const int64_t end =
+      r.range_ended ? start + static_cast<int64_t>(r.duration) : std::max(start, last_wall);
+  uint64_t track;
+  if (r.range_kind == RangeKind::kStartEnd) {
+    // Ended on another thread: it need not nest with the thread's calls, so it gets a track of
+    // its own (with lanes for overlaps).
+    auto [it, inserted] = range_tracks_.try_emplace({PidOf(r.pid), r.tid});
+    if (inserted) {
+      it->second.parent_uuid = process_uuid_;
+      it->second.name = "thread " + std::to_string(r.tid) + " ranges";
+    }
+    track = LaneFor(it->second, start, end);
+  } else {
+    // Push/pop ranges and marks nest with the thread's API calls: on its own track (first lane).
+    track = FirstLane(CpuTrack(PidOf(r.pid), r.tid));
+  }
+  EnsureClock(start);
+  FlushEndsUpTo(start);
+  if (r.name_id >= name_interned_.size()) name_interned_.resize(r.name_id + 1, 0);
+  const bool new_name = !name_interned_[r.name_id];
+  name_interned_[r.name_id] = 1;
+  const bool new_nvtx = !nvtx_interned_;
+  StartPacket();
+  Stamp(start);
+  w_.Varint(kPacketSequenceFlags, kSeqNeedsIncrementalState);
+  if (new_name || new_nvtx) {
+    const size_t at = w_.BeginNested(kPacketInternedData);
+    if (new_name) Intern(w_, kInternedEventNames, r.name_id + 1ull, r.name);
+    if (new_nvtx) InternNvtx();
+    w_.EndNested(at);
+  }
+  const size_t ev = w_.BeginNested(kPacketTrackEvent);
+  const bool mark = r.range_kind == RangeKind::kMark;
+  w_.Varint(kEventType, mark ? kInstant : kSliceBegin);
+  w_.Varint(kEventTrackUuid, track);
+  w_.Varint(kEventNameIid, r.name_id + 1ull);
+  w_.Varint(kEventCategoryIids, kCatNvtx);
+  if (!r.range_domain.empty()) AnnotateString(w_, kAnnDomain, r.range_domain);
+  AnnotateUint(w_, kAnnDepth, r.range_depth);
+  if (!r.range_ended) AnnotateUint(w_, kAnnUnended, 1);
+  w_.EndNested(ev);
+  FinishPacket();
+  if (!mark) ends_.push(PendingEnd{end, end_order_++, track});
   ++slices_;
 }
 

@@ -32,6 +32,10 @@ namespace cupmon::decoder {
 // calibration). The Perfetto UI drops slices that overlap without nesting on one track, and CUPTI
 // reports the concurrent kernels of a CUDA graph on one stream, so a slice that would overlap the
 // slices already on its track goes to the track's next lane (a sibling track "stream 7 lane 2").
+// NVTX ranges (RowType::kRange) are slices of category "nvtx" on their thread's track, where
+// they nest with its API calls; marks are instant events there; a range ended on another thread
+// (RangeKind::kStartEnd) goes to a "thread N ranges" track. A kernel launched inside a range
+// carries its name as the "nvtx_range" annotation.
 // Launch flows: the API slice carries one flow id per activity it launched, each activity
 // terminates its own.
 //
@@ -138,6 +142,11 @@ class PerfettoSink {
                   int64_t end, const std::vector<std::pair<uint64_t, std::string>>& strings);
   // The string iid of a kernel's launch shape; *fresh when it is new (to intern in this packet).
   uint64_t LaunchIid(const Row& r, bool* fresh);
+  // NVTX: a range or mark row; the first lane of a group, made when needed; the NVTX category
+  // and annotation names, interned into the open InternedData message.
+  void WriteRange(const Row& r);
+  uint64_t FirstLane(TrackGroup& group);
+  void InternNvtx();
   uint32_t PidOf(uint32_t record_pid) const;
   uint64_t NewUuid() { return next_uuid_++; }
 
@@ -179,6 +188,8 @@ class PerfettoSink {
   std::vector<FlowSlot> flow_slots_;
   // Annotation label -> [first start, last end] of the rows carrying it (as chrome-json).
   std::map<std::string, std::pair<int64_t, int64_t>> annotations_;
+  bool nvtx_interned_ = false;
+  std::map<std::pair<uint32_t, uint32_t>, TrackGroup> range_tracks_;  // start/end ranges
 
   // Across recordings: pids already given to a rank's process (two hosts may share one).
   std::vector<uint32_t> rank_pids_;

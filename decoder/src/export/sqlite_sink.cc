@@ -64,6 +64,7 @@ constexpr BatchedTable kBatched[SqliteSink::kTableCount] = {
      10, ""},
     {"CUPMON_THREADS", "globalTid, cuptiThreadId, cuptiProcessId", 3, ""},
     {"CUPMON_CORRELATION_ANNOTATIONS", "globalPid, correlationId, externalId", 3, ""},
+    {"NVTX_EVENTS", "start, end, eventType, rangeId, globalTid, textId, domainId", 7, ""},
 };
 
 constexpr const char* kTypeNames[6] = {"kernel",  "memcpy",        "memset",
@@ -96,6 +97,9 @@ constexpr const char* kInsertGpu =
 constexpr const char* kInsertSessionStart =
     "INSERT INTO TARGET_INFO_SESSION_START_TIME (utcEpochNs, utcTime) VALUES (?1, ?2)";
 constexpr const char* kInsertMeta = "INSERT INTO META_DATA_EXPORT (name, value) VALUES (?1, ?2)";
+constexpr const char* kInsertNvtxDomain =
+    "INSERT INTO NVTX_EVENTS (start, eventType, text, globalTid, domainId) VALUES "
+    "(?1, ?2, ?3, ?4, ?5)";
 
 std::string Hex(uint64_t v) {
   char buf[24];
@@ -225,23 +229,38 @@ bool SqliteSink::Exec(const std::string& sql) {
 }
 
 bool SqliteSink::PrepareInserts() {
-  for (int t = 0; t < kTableCount; ++t) {
-    const BatchedTable& bt = kBatched[t];
-    for (int multi = 0; multi < 2; ++multi) {
-      std::string sql = std::string("INSERT INTO ") + bt.table + " (" + bt.columns + ") VALUES ";
-      const size_t rows = multi ? kMultiRows : 1;
-      int param = 1;
-      for (size_t r = 0; r < rows; ++r) {
-        sql += r ? ", (" : "(";
-        for (int c = 0; c < bt.count; ++c, ++param) sql += (c ? ", ?" : "?") + std::to_string(param);
-        sql += bt.fixed;
-        sql += ")";
-      }
-      if (sqlite3_prepare_v3(db_, sql.c_str(), -1, SQLITE_PREPARE_PERSISTENT, &inserts_[t][multi],
-                             nullptr) != SQLITE_OK) {
-        Fail(std::string("preparing the INSERT into ") + bt.table);
-        return false;
-      }
+  for (int t = 0; t < kTableCount; ++t)
+    if (t != kNvtx && !PrepareInsert(t)) return false;
+  return true;
+}
+
+bool SqliteSink::CreateNvtxTables() {
+  for (const nsys::Table& t : nsys::NvtxTables()) Exec(t.create);
+  for (const nsys::EnumRow& row : nsys::NvtxEnumRows()) {
+    char* sql = sqlite3_mprintf("INSERT INTO %s (id, name, label) VALUES (%d, %Q, %Q)", row.table,
+                                row.id, row.name, row.label);
+    Exec(sql);
+    sqlite3_free(sql);
+  }
+  return error_.empty() && PrepareInsert(kNvtx);
+}
+
+bool SqliteSink::PrepareInsert(int t) {
+  const BatchedTable& bt = kBatched[t];
+  for (int multi = 0; multi < 2; ++multi) {
+    std::string sql = std::string("INSERT INTO ") + bt.table + " (" + bt.columns + ") VALUES ";
+    const size_t rows = multi ? kMultiRows : 1;
+    int param = 1;
+    for (size_t r = 0; r < rows; ++r) {
+      sql += r ? ", (" : "(";
+      for (int c = 0; c < bt.count; ++c, ++param) sql += (c ? ", ?" : "?") + std::to_string(param);
+      sql += bt.fixed;
+      sql += ")";
+    }
+    if (sqlite3_prepare_v3(db_, sql.c_str(), -1, SQLITE_PREPARE_PERSISTENT, &inserts_[t][multi],
+                           nullptr) != SQLITE_OK) {
+      Fail(std::string("preparing the INSERT into ") + bt.table);
+      return false;
     }
   }
   return true;
@@ -251,6 +270,7 @@ bool SqliteSink::PrepareInserts() {
 
 void SqliteSink::InsertBatch(const Batch& b) {
   if (!error_.empty()) return;
+  if (b.table == kNvtx && !inserts_[kNvtx][0] && !CreateNvtxTables()) return;
   const int n = kBatched[b.table].count;
   const int64_t* cell = b.cells.data();
   size_t row = 0;
@@ -414,6 +434,8 @@ void SqliteSink::Begin(const TraceBuilder& /*builder*/, const Recording& recordi
   last_context_ = last_device_ = ~0u;
   sync_unknown_device_ = 0;
   annotations_.clear();
+  nvtx_domains_.clear();
+  nvtx_rows_ = nvtx_untimed_ = 0;
   std::fill(std::begin(rank_rows_), std::end(rank_rows_), 0);
   std::fill(std::begin(rank_untimed_), std::end(rank_untimed_), 0);
 }
@@ -434,6 +456,9 @@ void SqliteSink::Write(const Row& r) {
     case RowType::kMemset: type = kTMemset; break;
     case RowType::kApi: type = r.nested || r.duplicate ? kTSecondary : kTRuntime; break;
     case RowType::kSynchronization: type = kTSync; break;
+    case RowType::kRange:
+      WriteRange(r);
+      return;
   }
   if (!r.valid_time) {
     ++rank_untimed_[type];
@@ -501,6 +526,8 @@ void SqliteSink::Write(const Row& r) {
       RowDone(secondary ? kSecondaryApi : kRuntime);
       return;
     }
+    case RowType::kRange:
+      return;  // WriteRange
     case RowType::kSynchronization: {
       // CUPTI's synchronization record names no device: its context's, as the GPU rows tell
       // (the few whose context had no GPU row yet are filled in by Close).
@@ -533,6 +560,42 @@ void SqliteSink::Write(const Row& r) {
                   : r.type == RowType::kMemset ? kMemset
                                                : kSync;
   RowDone(t);
+}
+
+// An NVTX range or mark: one NVTX_EVENTS row (end NULL for a mark and for a range never ended).
+// Its domain gets a domainId (from 1; 0 is the default domain) and one eventType 75 row naming
+// it, written by End.
+void SqliteSink::WriteRange(const Row& r) {
+  if (!r.valid_time) {
+    ++nvtx_untimed_;
+    return;
+  }
+  ++nvtx_rows_;
+  const int64_t tid = ThreadTid(r.pid, r.tid);
+  int64_t domain = 0;
+  if (!r.range_domain.empty()) {
+    auto [it, inserted] = nvtx_domains_.try_emplace(std::string(r.range_domain));
+    if (inserted) {
+      it->second.id = static_cast<int64_t>(nvtx_domains_.size());
+      it->second.start = Rel(r.wall_start);
+      it->second.global_tid = tid;
+    }
+    it->second.start = std::min(it->second.start, Rel(r.wall_start));
+    domain = it->second.id;
+  }
+  const bool mark = r.range_kind == RangeKind::kMark;
+  const int64_t name = StringId(r.name);
+  int64_t* c = NewRow(kNvtx);
+  c[0] = Rel(r.wall_start);
+  c[1] = mark || !r.range_ended ? kNull : Rel(r.wall_end);
+  c[2] = mark                                      ? nsys::kEventTypeNvtxMark
+         : r.range_kind == RangeKind::kStartEnd ? nsys::kEventTypeNvtxStartEndRange
+                                                  : nsys::kEventTypeNvtxPushPopRange;
+  c[3] = mark ? kNull : r.range_id;
+  c[4] = tid;
+  c[5] = name;
+  c[6] = domain;
+  RowDone(kNvtx);
 }
 
 void SqliteSink::Annotate(const Row& r) {
@@ -680,6 +743,22 @@ void SqliteSink::End(const TraceBuilder& b, const Recording& rec, const ReadInte
     Counter(std::string("export.rows.") + kTypeNames[t], static_cast<int64_t>(rank_rows_[t]));
     Counter(std::string("export.untimed.") + kTypeNames[t], static_cast<int64_t>(rank_untimed_[t]));
   }
+  // NVTX counters only where there is NVTX, so that other exports keep their rows.
+  if (c.ranges || c.marks || c.range_ends_without_start || c.unended_ranges) {
+    const std::pair<const char*, uint64_t> nvtx[] = {
+        {"decoder.nvtx_ranges", c.ranges},
+        {"decoder.nvtx_marks", c.marks},
+        {"decoder.nvtx_range_ends_without_start", c.range_ends_without_start},
+        {"decoder.nvtx_unended_ranges", c.unended_ranges},
+        {"decoder.nvtx_unresolved_names", c.unresolved_range_names},
+        {"export.rows.nvtx", nvtx_rows_},
+        {"export.untimed.nvtx", nvtx_untimed_},
+    };
+    for (const auto& [name, v] : nvtx) Counter(name, static_cast<int64_t>(v));
+  }
+  for (const auto& [name, d] : nvtx_domains_)
+    Defer(kInsertNvtxDomain, {I(d.start), I(nsys::kEventTypeNvtxDomainCreate), T(name),
+                              I(d.global_tid), I(d.id)});
 }
 
 // ---- closing (caller's thread, writer stopped) ----

@@ -90,6 +90,7 @@ class SqliteSink {
     kSync,
     kThreads,
     kCorrelationAnnotations,
+    kNvtx,  // created by the first batch of NVTX rows (nsys_schema.h, NvtxTables)
     kTableCount
   };
 
@@ -126,6 +127,8 @@ class SqliteSink {
   bool Exec(const std::string& sql);
   void Fail(const std::string& what);
   bool PrepareInserts();
+  bool PrepareInsert(int table);
+  bool CreateNvtxTables();  // the writer's, before the first NVTX batch
   void InsertBatch(const Batch& b);  // the writer's work
   void WriterLoop();
 
@@ -141,6 +144,7 @@ class SqliteSink {
   int64_t Rel(int64_t wall) const { return wall - base_; }
   void NoteDevice(uint32_t context, uint32_t device);
   void Annotate(const Row& r);
+  void WriteRange(const Row& r);
   bool failed() const { return failed_.load(std::memory_order_relaxed); }
   void Defer(const char* insert, std::vector<Value> values) {
     deferred_.push_back(DeferredRow{insert, std::move(values)});
@@ -194,6 +198,12 @@ class SqliteSink {
   uint32_t last_context_ = ~0u, last_device_ = ~0u;
   uint64_t sync_unknown_device_ = 0;
   std::map<uint64_t, Annotation> annotations_;  // external id -> span and count
+  // NVTX: domain name -> (domainId, first use, globalTid of it), rows given and left out.
+  struct NvtxDomain {
+    int64_t id = 0, start = 0, global_tid = 0;
+  };
+  std::map<std::string, NvtxDomain> nvtx_domains_;
+  uint64_t nvtx_rows_ = 0, nvtx_untimed_ = 0;
   // Rows given (and left out for want of a time) by type: kernel, memcpy, memset, runtime,
   // secondary API calls, synchronization.
   uint64_t rank_rows_[6] = {}, rank_untimed_[6] = {};

@@ -9,6 +9,8 @@ pass inside a nested range_push("forward"). Checks on `cupmon-decode export --fo
 every kernel whose launch call falls inside a forward range carries the label "forward", the same
 number in every step; no warm-up kernel carries a label. Prints a table; exits 1 on any failure.
 Usage: nvtx_check.py --lib build/monitor/libcupmon.so --decode build/tools/cupmon-decode --out DIR
+       nvtx_check.py --recording tests/data/h200-torch-nvtx --decode ... --out DIR
+         (no GPU: checks a recording this script made on the H200, kept in tests/data)
 """
 import argparse
 import collections
@@ -22,12 +24,22 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--lib", required=True)
+    ap.add_argument("--lib")
+    ap.add_argument("--recording", help="check this recording instead of training")
     ap.add_argument("--decode", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--steps", type=int, default=20)
     args = ap.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    if args.recording:
+        check(args, args.recording)
+        return
+    if not args.lib:
+        ap.error("--lib is required without --recording")
+    train(args)
 
+
+def train(args):
     sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "python"))
     os.environ["CUPMON_LIB"] = os.path.abspath(args.lib)
     import cupmon
@@ -71,7 +83,10 @@ def main():
     torch.cuda.synchronize()
     w.close()
     cupmon.stop()
+    check(args, rec)
 
+
+def check(args, rec):
     rows_path = os.path.join(args.out, "rows.jsonl")
     d = subprocess.run([args.decode, "export", rec, "--format", "jsonl", "-o", rows_path],
                        capture_output=True, text=True)
@@ -116,7 +131,7 @@ def main():
     for name, expected, got, ok in results:
         print(f"{name:44} {str(expected):>10} {str(got):>10}  {'ok' if ok else 'FAIL'}")
     print(f"{len(ranges)} range rows, {len(kernels)} kernel rows, {in_forward} kernels in forward "
-          f"ranges ({sorted(set(per_step.values()))} per step); NVTX_INJECTION64_PATH={os.environ['NVTX_INJECTION64_PATH']}")
+          f"ranges ({sorted(set(per_step.values()))} per step); NVTX_INJECTION64_PATH={os.environ.get('NVTX_INJECTION64_PATH', '(not set here)')}")
     if not all(ok for *_, ok in results):
         sys.exit(1)
 

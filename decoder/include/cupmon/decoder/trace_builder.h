@@ -20,8 +20,15 @@
 
 namespace cupmon::decoder {
 
-// kSynchronization rows reach only sinks that ask for them (RowSink::WantsSynchronization).
-enum class RowType : uint8_t { kKernel, kMemcpy, kMemset, kApi, kSynchronization };
+// kSynchronization rows reach only sinks that ask for them (RowSink::WantsSynchronization), and
+// kRange rows (NVTX ranges and marks, from CUPTI MARKER records) only those that ask for them
+// (RowSink::WantsRanges).
+enum class RowType : uint8_t { kKernel, kMemcpy, kMemset, kApi, kSynchronization, kRange };
+
+// What a kRange row is. CUPTI's MARKER records do not say whether a range came from
+// nvtxRangePush/Pop or nvtxRangeStart/End: a range whose END was recorded on another thread than
+// its START can only be a start/end range; every other range is taken as push/pop.
+enum class RangeKind : uint8_t { kPushPop, kStartEnd, kMark };
 
 // One output row. Views point into the builder's caches and stay valid until the builder dies.
 struct Row {
@@ -69,6 +76,17 @@ struct Row {
   // User annotation from external correlation ("" when none).
   std::string_view annotation;
   uint64_t external_id = 0;
+  // GPU rows: the innermost NVTX range open on the launching thread (api_pid, api_tid) when the
+  // launch call began (api_start); "" when none, or when the launch record is unknown.
+  std::string_view range;
+  // Range rows (RowType::kRange): `name` is the range's message, pid/tid the thread that started
+  // it, start/end its START and END times (end == start for a mark). A range whose END was never
+  // read (range_ended false) has end = start and duration 0; the exports say "unended".
+  std::string_view range_domain;  // the NVTX domain's name, "" for the default domain
+  RangeKind range_kind = RangeKind::kPushPop;
+  bool range_ended = true;
+  uint32_t range_depth = 0;  // ranges open on its thread when it started (0: outermost)
+  uint32_t range_id = 0;     // CUPTI's marker id
 };
 
 struct WindowSpan {
@@ -105,6 +123,12 @@ struct TraceCounts {
   uint64_t overhead_ns = 0;
   uint64_t overhead_records = 0;
   uint64_t external_correlations = 0;
+  // NVTX (CUPTI MARKER records): ranges paired START to END, marks, and the ones that did not pair.
+  uint64_t ranges = 0, marks = 0;
+  uint64_t range_rows = 0;  // ranges and marks emitted to a sink that wants them
+  uint64_t range_ends_without_start = 0;  // END with an id no START had (or one long forgotten)
+  uint64_t unended_ranges = 0;  // START with no END by the recording's end (or evicted, see below)
+  uint64_t unresolved_range_names = 0;  // START or mark whose name pointer has no string entry
   uint64_t calibration_non_monotonic = 0;
   uint64_t calibration_samples = 0;
   uint64_t calibration_domain_changes = 0;  // CUPTI's clock switched domain; not a warning
@@ -121,7 +145,8 @@ struct TraceCounts {
   }
   // Problems that make the exit code 1.
   bool HasWarnings() const {
-    return unknown_timestamps || unresolved_names || buffers_stopped || duplicate_api_correlation ||
+    return unknown_timestamps || unresolved_names || unresolved_range_names || buffers_stopped ||
+           duplicate_api_correlation ||
            calibration_non_monotonic || stats.dropped_records() || stats.pool_exhausted() ||
            stats.chunks_lost() || stats.lost_records();
   }
@@ -150,6 +175,11 @@ class RowSink {
   // reordered), and left out of first_ts/last_ts and the unknown-timestamp count, so that every
   // other row and count stays as without them). Asked once.
   virtual bool WantsSynchronization() const { return false; }
+  // True when the sink also takes NVTX ranges and marks as rows (RowType::kRange: emitted when
+  // the END is read, a mark at once, unended ones by Finish; delivered as they come (not
+  // reordered), filtered by time on their start but never by device, stream or kernel, and kept
+  // out of first_ts/last_ts). GPU rows get Row::range whatever this answers. Asked once.
+  virtual bool WantsRanges() const { return false; }
 };
 
 // How rows are put in start-time order before they reach the sink. A row is held in a min-heap
@@ -251,6 +281,14 @@ class TraceBuilder : public ChunkVisitor {
   CorrEntry* Track(uint32_t corr);  // the entry for `corr`, created and queued for eviction
   void ReleaseHeldSync();
   void Retire();
+  // NVTX ranges (decoder/src/trace_builder.cc, "NVTX ranges").
+  struct RangeRecord;
+  void AddMarker(const FieldReader& f, const uint8_t* rec);
+  void EmitRange(const RangeRecord& r);
+  void ReleaseHeldRanges();
+  uint32_t MarkerStringId(uint64_t pointer, bool domain);
+  uint32_t OpenDepth(uint64_t thread, uint64_t t) const;
+  std::string_view RangeAt(uint32_t pid, uint32_t tid, uint64_t t) const;
 
  public:
   // The display name with id `id` (ids come from Row::name_id; valid for the builder's life).
@@ -303,6 +341,26 @@ class TraceBuilder : public ChunkVisitor {
   bool sync_rows_ = false;  // synchronization records become rows (the sink asks for them)
   int32_t sync_name_id_ = -1;
   std::vector<Pending> held_sync_;  // synchronization records before the origin is known
+  // NVTX ranges. open_ranges_: STARTs waiting for their END, by marker id (at most
+  // kMaxOpenRanges; the oldest id is emitted as unended beyond that). thread_ranges_: per thread
+  // (pid << 32 | tid), the ranges whose START was read, in arrival order, for GPU rows' labels
+  // and depths; an ended one is forgotten 8 join horizons of records after its END, and each
+  // thread keeps at most kMaxThreadRanges.
+  struct OpenRange {
+    uint64_t start = 0;
+    uint32_t name_id = 0, domain_id = 0, pid = 0, tid = 0, depth = 0;
+  };
+  struct ThreadRange {
+    uint64_t start = 0, end = 0;  // end 0: still open
+    uint64_t ended_at = 0;        // counts_.records when its END was read
+    uint32_t id = 0, name_id = 0;
+  };
+  bool range_rows_ = false;  // ranges become rows (the sink asks for them)
+  bool finishing_ = false;   // Finish has begun: held ranges go out even with no origin
+  std::map<uint32_t, OpenRange> open_ranges_;
+  std::unordered_map<uint64_t, std::deque<ThreadRange>> thread_ranges_;
+  std::vector<RangeRecord> held_ranges_;  // ranges read before the origin is known
+  std::unordered_map<uint64_t, uint32_t> marker_string_ids_;  // pointer -> name id (names, domains)
   // Kernel name pointer -> string index + 1 (0: empty slot), direct-mapped in front of
   // string_by_pointer_; cleared whenever the string table changes.
   struct NameCacheSlot {
