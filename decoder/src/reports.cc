@@ -22,6 +22,7 @@
 #include "export/out_buf.h"
 #include "export/perfetto_sink.h"
 #include "export/trace_event_json.h"
+#include "html_report.h"
 #include "steps_report.h"
 #include "timeline_report.h"
 #if CUPMON_HAVE_SQLITE
@@ -1014,6 +1015,7 @@ int RunReport(ReportKind kind, const std::vector<std::string>& paths, const Repo
   }
   if (kind == ReportKind::kSteps) return RunStepsReport(chosen, paths, options, out, err, warnings);
   if (kind == ReportKind::kTimeline) return RunTimelineReport(chosen, options, out, err, warnings);
+  if (kind == ReportKind::kReport) return RunHtmlReport(chosen, paths, options, out, err, warnings);
   // Several recordings: one rank each, merged. One recording: the single-recording report.
   const bool merged = chosen.size() > 1;
 

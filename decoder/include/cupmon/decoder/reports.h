@@ -15,9 +15,10 @@
 
 namespace cupmon::decoder {
 
-// kTimeline writes ExportFormat kCsv or kJsonl.
+// kTimeline writes ExportFormat kCsv or kJsonl. kReport: one self-contained HTML page, to
+// ReportOptions::output_path when set (decoder/src/html_report.cc).
 enum class ReportKind { kSummary, kGpuTrace, kApiTrace, kKernExec, kExport, kInfo, kSteps,
-                        kTimeline };
+                        kTimeline, kReport };
 // kPerfetto: Perfetto's protobuf trace format (.pftrace), binary. kKineto: one Kineto-shaped
 // JSON trace per rank in ReportOptions::output_dir, for Holistic Trace Analysis. kSqlite: an
 // SQLite database in the Nsight Systems export schema, written to ReportOptions::output_path
@@ -46,7 +47,7 @@ struct ReportOptions {
   StepOptions steps;
   // `timeline` (decoder/src/timeline_report.cc): the bucket size and row limit.
   TimelineOptions timeline;
-  // export --format sqlite: the database file (written beside it, then renamed onto it).
+  // export --format sqlite and report: the file (written beside it, then renamed onto it).
   std::string output_path;
 };
 
