@@ -305,7 +305,9 @@ const char* kStyle =
     ".grid{stroke:#e4e4e4}.axis{stroke:#888}.range{stroke:#9bb8d8;stroke-width:1}"
     ".median{fill:none;stroke:#1f5fa8;stroke-width:1.5}.slow{fill:#d62728;stroke:#fff}"
     ".strip{fill:#f3f3f3}.busy{fill:#2ca02c;fill-opacity:.75}dt{font-weight:bold}"
-    "dl{display:grid;grid-template-columns:max-content auto;gap:2px 12px}";
+    "dl{display:grid;grid-template-columns:max-content auto;gap:2px 12px}dd{margin:0}"
+    "td.name{max-width:760px;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}"
+    ".note{color:#555;font-size:12px}td.t{white-space:nowrap}";
 
 void Header(std::ostream& o, const RankPage& r) {
   const auto& h = r.rank->recording.header;
@@ -373,7 +375,7 @@ void StepsSection(std::ostream& o, const RankPage& r, int ri, const StepOptions&
     const Step& s = steps[r.slow[k]];
     const uint64_t m = r.medians[r.slow[k]];
     o << "<tr data-step=\"" << s.number << "\" data-duration-ns=\"" << s.duration()
-      << "\"><td class=\"n\">" << s.number << "</td><td>" << UtcTime(s.wall_start, 6)
+      << "\"><td class=\"n\">" << s.number << "</td><td class=\"t\">" << UtcTime(s.wall_start, 6)
       << "</td><td class=\"n\">" << Dur(s.duration()) << "</td><td class=\"n\">" << Dur(m)
       << "</td><td class=\"n\">"
       << Fixed(static_cast<double>(s.duration()) / static_cast<double>(m), 1)
@@ -466,7 +468,7 @@ void ActivityTable(std::ostream& o, const std::map<std::string, Stat>& all, size
       << "</td><td class=\"n calls\">" << s.calls << "</td><td class=\"n\">"
       << (s.timed ? Dur(s.total / s.timed) : "-") << "</td><td class=\"n\">"
       << (s.timed ? Dur(s.min) : "-") << "</td><td class=\"n\">" << (s.timed ? Dur(s.max) : "-")
-      << "</td><td class=\"name\">" << Esc(name) << "</td></tr>";
+      << "</td><td class=\"name\" title=\"" << Esc(name) << "\">" << Esc(name) << "</td></tr>";
   }
   if (rows.empty()) o << "<tr><td colspan=\"7\">(none)</td></tr>";
   o << "</table>\n";
@@ -515,7 +517,6 @@ void WritePage(std::ostream& o, const std::vector<RankPage>& pages, const Report
       << "chart show only matching activities; steps are found in whole recordings.</span>";
   o << "</p>\n";
   if (merged) RanksTable(o, pages);
-  ActivityTable(o, all, pages.size());
   for (size_t i = 0; i < pages.size(); ++i) {
     const RankPage& r = pages[i];
     const int ri = static_cast<int>(i);
@@ -533,6 +534,7 @@ void WritePage(std::ostream& o, const std::vector<RankPage>& pages, const Report
     IntegritySection(o, r, ri);
     o << "</section>\n";
   }
+  ActivityTable(o, all, pages.size());
   o << "</body></html>\n";
 }
 
