@@ -74,6 +74,12 @@ class Page(html.parser.HTMLParser):
                 (cls is None or cls in e["attrs"].get("class", "").split())]
 
 
+def descendants(e):
+    for c in e["children"]:
+        yield c
+        yield from descendants(c)
+
+
 def parse(text):
     p = Page()
     p.feed(text)
@@ -173,15 +179,17 @@ def check_page(decode, paths, html_path, merged, what):
         chart = page.by_id.get("rank%d-steps-chart" % i)
         check(chart is not None and chart["tag"] == "svg", "%s: rank %d has no step chart" % (what, i))
         if chart:
-            marked = {c["attrs"]["data-step"] for c in chart["children"]
-                      if "slow" in c["attrs"].get("class", "")}
+            marked = {c["attrs"]["data-step"] for c in descendants(chart)
+                      if "slow" in c["attrs"].get("class", "").split()}
             check(marked == slow, "%s: rank %d marks slow steps %s, steps says %s" %
                   (what, i, sorted(marked)[:5], sorted(slow)[:5]))
             check(any(c["tag"] == "path" and "median" in c["attrs"].get("class", "")
-                      for c in chart["children"]), what + ": the step chart has no median line")
+                      for c in descendants(chart)), what + ": the step chart has no median line")
         table = page.by_id.get("rank%d-slow-steps" % i)
         if slow:
-            listed = {r["attrs"].get("data-step") for r in table["children"]} - {None} if table else set()
+            # (A browser's DOM puts the rows in a <tbody>.)
+            listed = ({r["attrs"].get("data-step") for r in descendants(table) if r["tag"] == "tr"}
+                      - {None}) if table else set()
             check(listed == slow, "%s: rank %d lists slow steps %s" % (what, i, sorted(listed)[:5]))
             cmds = [c["text"] for c in page.find("code") if "gpu-trace" in c["text"]]
             check(cmds and all("--from" in c and "--to" in c for c in cmds),
