@@ -345,8 +345,7 @@ void Header(std::ostream& o, const RankPage& r) {
   o << "</dl>\n";
 }
 
-void StepsSection(std::ostream& o, const RankPage& r, int ri, const StepOptions& so,
-                  const std::vector<std::string>& paths, bool merged) {
+void StepsSection(std::ostream& o, const RankPage& r, int ri, const StepOptions& so) {
   const auto& steps = r.steps.steps;
   o << "<h3>Step time</h3>";
   if (steps.empty()) {
@@ -367,8 +366,14 @@ void StepsSection(std::ostream& o, const RankPage& r, int ri, const StepOptions&
     << " steps before, and 50us more): <span id=\"rank" << ri << "-slow\" data-count=\""
     << r.slow.size() << "\">" << r.slow.size() << "</span>, marked in red.</p>\n";
   StepChart(o, r, ri);
+}
+
+// The slow steps, slowest excess first, each with the gpu-trace command that shows its rows.
+void SlowStepsTable(std::ostream& o, const RankPage& r, int ri,
+                    const std::vector<std::string>& paths, bool merged) {
+  const auto& steps = r.steps.steps;
   if (r.slow.empty()) return;
-  o << "<table class=\"slow-steps\" id=\"rank" << ri << "-slow-steps\"><tr><th>step</th>"
+  o << "<h3>Slow steps</h3><table class=\"slow-steps\" id=\"rank" << ri << "-slow-steps\"><tr><th>step</th>"
     << "<th>start (UTC)</th><th>duration</th><th>rolling median</th><th>ratio</th>"
     << "<th>drill down</th></tr>";
   for (size_t k = 0; k < r.slow.size() && k < kSlowListed; ++k) {
@@ -523,7 +528,7 @@ void WritePage(std::ostream& o, const std::vector<RankPage>& pages, const Report
     o << "<section class=\"rank-section\" id=\"rank" << ri << "\" data-rank=\"" << r.rank->rank
       << "\"><h2>" << (merged ? Esc(r.rank->label) : std::string("Recording")) << "</h2>\n";
     Header(o, r);
-    StepsSection(o, r, ri, options.steps, paths, merged);
+    StepsSection(o, r, ri, options.steps);
     o << "<h3>Busy time per GPU</h3>";
     if (r.busy.empty())
       o << "<p>No GPU activity.</p>";
@@ -531,6 +536,7 @@ void WritePage(std::ostream& o, const std::vector<RankPage>& pages, const Report
       o << "<p>The union of kernel, memcpy and memset intervals per " << Dur(r.bucket_ns)
         << " bucket (not NVML utilization).</p>\n";
     if (!r.busy.empty()) BusyChart(o, r, ri);
+    SlowStepsTable(o, r, ri, paths, merged);
     IntegritySection(o, r, ri);
     o << "</section>\n";
   }
