@@ -209,7 +209,8 @@ void StepChart(std::ostream& o, const RankPage& r, int rank_index) {
   uint64_t ymax = std::max<uint64_t>(std::min(sorted.back(), 2 * Percentile(sorted, 0.99)), 1);
   ymax += ymax / 20;
   const auto Y = [&](uint64_t d) {
-    return kTop + kPlotH - kPlotH * std::min(1.0, static_cast<double>(d) / static_cast<double>(ymax));
+    const double f = static_cast<double>(d) / static_cast<double>(ymax);
+    return kTop + kPlotH - kPlotH * std::min(1.0, f);
   };
   o << "<svg class=\"chart steps-chart\" id=\"rank" << rank_index << "-steps-chart\" width=\""
     << kLeft + kPlotWidth + kRight << "\" height=\"" << kHeight << "\" data-steps=\""
@@ -279,7 +280,8 @@ void BusyChart(std::ostream& o, const RankPage& r, int rank_index) {
       << "\" height=\"" << kStrip << "\"/>";
     std::string d = "M" + Fixed(kLeft, 1) + " " + std::to_string(base);
     for (const TimelineBucket& b : busy.buckets) {
-      const double f = std::min(1.0, static_cast<double>(b.busy_ns) / static_cast<double>(b.length));
+      const double f =
+          std::min(1.0, static_cast<double>(b.busy_ns) / static_cast<double>(b.length));
       const double y = base - kStrip * f;
       d += " L" + Fixed(X(r, b.start), 1) + " " + Fixed(y, 1) + " L" +
            Fixed(X(r, b.start + static_cast<int64_t>(b.length)), 1) + " " + Fixed(y, 1);
@@ -298,7 +300,8 @@ void BusyChart(std::ostream& o, const RankPage& r, int rank_index) {
 const char* kStyle =
     "body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;max-width:1400px}"
     "h1{font-size:22px}h2{font-size:18px;margin-top:28px;border-bottom:1px solid #ccc}"
-    "table{border-collapse:collapse;margin:8px 0}td,th{padding:2px 8px;border-bottom:1px solid #eee;"
+    "table{border-collapse:collapse;margin:8px 0}"
+    "td,th{padding:2px 8px;border-bottom:1px solid #eee;"
     "text-align:left;vertical-align:top}td.n{text-align:right;font-variant-numeric:tabular-nums}"
     "code{font-size:12px;word-break:break-all}.warn{color:#a40000;font-weight:bold}"
     ".chart{display:block;margin:6px 0}.chart text{font-size:11px;fill:#444}"
@@ -373,7 +376,8 @@ void SlowStepsTable(std::ostream& o, const RankPage& r, int ri,
                     const std::vector<std::string>& paths, bool merged) {
   const auto& steps = r.steps.steps;
   if (r.slow.empty()) return;
-  o << "<h3>Slow steps</h3><table class=\"slow-steps\" id=\"rank" << ri << "-slow-steps\"><tr><th>step</th>"
+  o << "<h3>Slow steps</h3><table class=\"slow-steps\" id=\"rank" << ri
+    << "-slow-steps\"><tr><th>step</th>"
     << "<th>start (UTC)</th><th>duration</th><th>rolling median</th><th>ratio</th>"
     << "<th>drill down</th></tr>";
   for (size_t k = 0; k < r.slow.size() && k < kSlowListed; ++k) {
@@ -455,7 +459,8 @@ void ActivityTable(std::ostream& o, const std::map<std::string, Stat>& all, size
     if (s.type == RowType::kKernel) kernels += s.calls;
   }
   o << "<h2>Top GPU activities" << (ranks > 1 ? " (all ranks)" : "") << "</h2>";
-  o << "<p><span id=\"kernels-total\">" << kernels << "</span> kernels, <span id=\"gpu-rows-total\">"
+  o << "<p><span id=\"kernels-total\">" << kernels
+    << "</span> kernels, <span id=\"gpu-rows-total\">"
     << calls << "</span> GPU activities (kernels, memcpys, memsets) in all, <span "
     << "id=\"gpu-time-total\" data-ns=\"" << total << "\">" << Dur(total) << "</span> of GPU time"
     << (rows.size() > kTopActivities
@@ -466,7 +471,8 @@ void ActivityTable(std::ostream& o, const std::map<std::string, Stat>& all, size
     << "<th>Calls</th><th>Avg</th><th>Min</th><th>Max</th><th>Name</th></tr>";
   for (size_t k = 0; k < rows.size() && k < kTopActivities; ++k) {
     const auto& [name, s] = rows[k];
-    const double pct = total ? 100.0 * static_cast<double>(s.total) / static_cast<double>(total) : 0;
+    const double pct =
+        total ? 100.0 * static_cast<double>(s.total) / static_cast<double>(total) : 0;
     const std::string top = k == 0 ? " id=\"top-activity\"" : "";
     o << "<tr" << top << " data-ns=\"" << s.total << "\" data-calls=\"" << s.calls
       << "\"><td class=\"n\">" << Fixed(pct, 2) << "%</td><td class=\"n time\">" << Dur(s.total)
@@ -638,7 +644,8 @@ int RunHtmlReport(const std::vector<const Rank*>& chosen, const std::vector<std:
     progress.Finish();
     const RankPage& p = pages[i];
     const std::string who = merged ? rank.label + ": " : std::string();
-    for (const auto& m : p.integrity.messages) err << "cupmon-decode: warning: " << who << m << "\n";
+    for (const auto& m : p.integrity.messages)
+      err << "cupmon-decode: warning: " << who << m << "\n";
     for (const auto& m : p.counts.messages) err << "cupmon-decode: warning: " << who << m << "\n";
     if (p.counts.stats.dropped_records())
       err << "cupmon-decode: warning: " << who << "CUPTI dropped "
@@ -678,7 +685,8 @@ int RunHtmlReport(const std::vector<const Rank*>& chosen, const std::vector<std:
   }
   bool any_steps = false;
   for (const RankPage& p : pages) any_steps |= !p.steps.steps.empty();
-  if (!any_steps) err << "cupmon-decode: note: no training steps found; the page has no step chart\n";
+  if (!any_steps)
+    err << "cupmon-decode: note: no training steps found; the page has no step chart\n";
   return warnings ? kExitWarnings : kExitClean;
 }
 

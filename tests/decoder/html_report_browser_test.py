@@ -44,8 +44,8 @@ def browse(browser, profile, url, *args):
         proc.communicate()
         pages.check(False, "chromium did not finish in %d s: %s" % (TIMEOUT_S, " ".join(cmd)))
         return ""
-    pages.check(proc.returncode == 0, "chromium exit %d: %s" % (proc.returncode,
-                                                                err.decode(errors="replace")[-500:]))
+    pages.check(proc.returncode == 0, "chromium exit %d: %s" %
+                (proc.returncode, err.decode(errors="replace")[-500:]))
     return out.decode("utf-8", errors="replace")
 
 
@@ -101,7 +101,8 @@ def main():
             src = os.path.join(data, name)
             html_path = os.path.join(tmp, name + ".html")
             r = pages.run(a.decode, "report", src, "-o", html_path)
-            pages.check(r.returncode == 0, "report %s: exit %d: %s" % (name, r.returncode, r.stderr))
+            pages.check(r.returncode == 0,
+                        "report %s: exit %d: %s" % (name, r.returncode, r.stderr))
             url = "file://" + html_path
             dom = browse(browser, profile, url, "--dump-dom")
             pages.check("<svg" in dom, "%s: no SVG in Chromium's DOM" % name)

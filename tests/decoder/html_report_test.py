@@ -3,8 +3,9 @@
 element closed), loads nothing from elsewhere, and its numbers are those of `summary` (GPU
 activity and kernel counts, the top activity's name and time) and `steps --format csv` (step
 counts, which steps are slow). Also: many steps are downsampled to the chart's columns with every
-slow step still marked, damaged input is flagged, and each refusal (a terminal without -o, an
-unwritable -o, --from, a missing input) exits 2 with a message naming it.
+slow step still marked, --kernel narrows the counts as it narrows summary, a recording without
+steps gets a page without a step chart, damaged input is flagged, and each refusal (a terminal
+without -o, an unwritable -o, --from, a missing input) exits 2 with a message naming it.
 
 usage: html_report_test.py --decode BIN --make-sample BIN --source REPO
 """
@@ -163,7 +164,8 @@ def check_page(decode, paths, html_path, merged, what):
         if "<" in rows[0]["name"]:
             check(rows[0]["name"] not in text, what + ": a kernel name written unescaped")
 
-    steps = list(csv.DictReader(io.StringIO(run(decode, "steps", *paths, "--format", "csv").stdout)))
+    steps_csv = run(decode, "steps", *paths, "--format", "csv").stdout
+    steps = list(csv.DictReader(io.StringIO(steps_csv)))
     by_rank = {}
     for s in steps:
         by_rank.setdefault(s["rank"], []).append(s)
@@ -177,7 +179,8 @@ def check_page(decode, paths, html_path, merged, what):
               "%s: rank %d shows %s steps, steps finds %d" % (what, i, count, len(rank_steps)))
         slow = {s["step"] for s in rank_steps if s["slow"] == "1"}
         chart = page.by_id.get("rank%d-steps-chart" % i)
-        check(chart is not None and chart["tag"] == "svg", "%s: rank %d has no step chart" % (what, i))
+        check(chart is not None and chart["tag"] == "svg",
+              "%s: rank %d has no step chart" % (what, i))
         if chart:
             marked = {c["attrs"]["data-step"] for c in descendants(chart)
                       if "slow" in c["attrs"].get("class", "").split()}
@@ -253,6 +256,26 @@ def main():
         cols = int(med[0]["attrs"]["data-columns"]) if med else -1
         check(n > 5000 and 0 < cols <= 1000,
               "%d steps drawn in %d columns (expected at most 1000)" % (n, cols))
+
+        # --kernel narrows the table as it narrows summary.
+        out = os.path.join(tmp, "gemm.html")
+        r = run(a.decode, "report", sample, "--kernel", "gemm", "-o", out)
+        page = parse(open(out, encoding="utf-8").read()) if r.returncode == 0 else None
+        gemm = summary_rows(run(a.decode, "summary", sample, "--kernel", "gemm").stdout, False)
+        check(page is not None and gemm and
+              page.by_id["kernels-total"]["text"] == str(sum(g["calls"] for g in gemm)) and
+              "Filtered" in page.by_id["overview"]["text"],
+              "report --kernel gemm: exit %d, kernels do not match summary --kernel gemm" %
+              r.returncode)
+
+        # No steps (the small synthetic sample): a note, a page without a step chart, exit 0.
+        out = os.path.join(tmp, "synthetic.html")
+        r = run(a.decode, "report", os.path.join(data, "synthetic-sample"), "-o", out)
+        page = parse(open(out, encoding="utf-8").read()) if r.returncode == 0 else None
+        check(page is not None and not page.errors and "no training steps" in r.stderr and
+              page.by_id["rank0-steps"]["attrs"].get("data-count") == "0" and
+              "rank0-steps-chart" not in page.by_id,
+              "report without steps: exit %d, %r" % (r.returncode, r.stderr))
 
         # Damage: bytes overwritten in the middle of the first file.
         bad = os.path.join(tmp, "damaged")
