@@ -110,7 +110,7 @@ struct Stat {
 
 struct Busy {
   std::vector<TimelineBucket> buckets;
-  uint64_t busy_ns = 0, kernels = 0;
+  uint64_t busy_ns = 0;
 };
 
 // Collects GPU rows (as summary does: by the builder's name id) and feeds the timeline.
@@ -214,7 +214,8 @@ void StepChart(std::ostream& o, const RankPage& r, int rank_index) {
   };
   o << "<svg class=\"chart steps-chart\" id=\"rank" << rank_index << "-steps-chart\" width=\""
     << kLeft + kPlotWidth + kRight << "\" height=\"" << kHeight << "\" data-steps=\""
-    << steps.size() << "\" data-slow=\"" << r.slow.size() << "\" role=\"img\">";
+    << steps.size() << "\" data-slow=\"" << r.slow.size() << "\" data-from-ns=\"" << r.t0
+    << "\" data-to-ns=\"" << r.t1 << "\" role=\"img\">";
   for (int k = 0; k <= 4; ++k) {
     const uint64_t d = ymax * static_cast<uint64_t>(k) / 4;
     o << "<line class=\"grid\" x1=\"" << kLeft << "\" x2=\"" << kLeft + kPlotWidth << "\" y1=\""
@@ -222,16 +223,22 @@ void StepChart(std::ostream& o, const RankPage& r, int rank_index) {
       << kLeft - 4 << "\" y=\"" << Fixed(Y(d) + 4, 1) << "\" text-anchor=\"end\">" << Esc(Dur(d))
       << "</text>";
   }
-  // Steps are in start order: each column's steps are one run.
+  // Steps by pixel column (sorted: a calibration that steps back can put a step's wall-clock
+  // start before its predecessor's).
+  std::vector<std::pair<int, uint64_t>> by_column;
+  by_column.reserve(steps.size());
+  for (const Step& s : steps)
+    by_column.emplace_back(std::min(static_cast<int>(X(r, s.wall_start)) - kLeft, kPlotWidth - 1),
+                           s.duration());
+  std::sort(by_column.begin(), by_column.end());
   std::string median_path;
   size_t columns = 0;
   std::vector<uint64_t> col;
-  for (size_t i = 0; i < steps.size();) {
-    const int c = static_cast<int>(X(r, steps[i].wall_start)) - kLeft;
+  for (size_t i = 0; i < by_column.size();) {
+    const int c = by_column[i].first;
     col.clear();
     size_t j = i;
-    for (; j < steps.size() && static_cast<int>(X(r, steps[j].wall_start)) - kLeft == c; ++j)
-      col.push_back(steps[j].duration());
+    for (; j < by_column.size() && by_column[j].first == c; ++j) col.push_back(by_column[j].second);
     auto mid = col.begin() + static_cast<ptrdiff_t>(col.size() / 2);
     std::nth_element(col.begin(), mid, col.end());
     const uint64_t median = *mid;
@@ -267,13 +274,15 @@ void BusyChart(std::ostream& o, const RankPage& r, int rank_index) {
   const int height = kTop + static_cast<int>(r.busy.size()) * (kStrip + kGap) + 20;
   o << "<svg class=\"chart busy-chart\" id=\"rank" << rank_index << "-busy-chart\" width=\""
     << kLeft + kPlotWidth + kRight << "\" height=\"" << height << "\" data-bucket-ns=\""
-    << r.bucket_ns << "\" role=\"img\">";
+    << r.bucket_ns << "\" data-from-ns=\"" << r.t0 << "\" data-to-ns=\"" << r.t1
+    << "\" role=\"img\">";
   int row = 0;
   for (const auto& [device, busy] : r.busy) {
     const int top = kTop + row++ * (kStrip + kGap), base = top + kStrip;
-    const double pct = r.t1 > r.t0 ? 100.0 * static_cast<double>(busy.busy_ns) /
-                                         static_cast<double>(r.t1 - r.t0)
-                                   : 0.0;
+    // Of the rank's own span (merged ranks share a wider axis).
+    const int64_t span = r.steps.last_wall - r.steps.first_wall;
+    const double pct =
+        span > 0 ? 100.0 * static_cast<double>(busy.busy_ns) / static_cast<double>(span) : 0.0;
     o << "<g class=\"device\" data-device=\"" << device << "\" data-buckets=\""
       << busy.buckets.size() << "\" data-busy-ns=\"" << busy.busy_ns << "\">";
     o << "<rect class=\"strip\" x=\"" << kLeft << "\" y=\"" << top << "\" width=\"" << kPlotWidth
@@ -337,7 +346,8 @@ void Header(std::ostream& o, const RankPage& r) {
       << ", " << d.sm_count() << " SMs) ";
   o << "</dd><dt>Span</dt><dd>";
   if (r.steps.activities)
-    o << UtcTime(r.t0, 6) << " + " << Dur(static_cast<uint64_t>(r.t1 - r.t0));
+    o << UtcTime(r.steps.first_wall, 6) << " + "
+      << Dur(static_cast<uint64_t>(r.steps.last_wall - r.steps.first_wall));
   else
     o << "no GPU activity";
   o << (r.calibrated ? " (calibrated, " + std::to_string(r.samples) + " samples)"
@@ -566,13 +576,14 @@ void ReadRank(const Rank& rank, const ReportOptions& options, RankPage* page,
   TimelineOptions timeline_options;
   timeline_options.bucket_ns = page->bucket_ns;
   timeline_options.reorder_rows = options.reorder_rows;
-  // The span above bounds the buckets; this only stops a calibration that disagrees wildly.
-  timeline_options.max_rows = 64 * kMaxBuckets;
+  // The span above bounds the buckets per device; this only stops a calibration that disagrees
+  // wildly with the one FindSteps ended with (8 times the span on 16 devices, or the header's).
+  const uint64_t devices = std::max(16, rank.recording.header.devices_size());
+  timeline_options.max_rows = 8 * (kMaxBuckets + 2) * devices;
   TimelineBuilder timeline(timeline_options, [&](const TimelineBucket& b) {
     Busy& busy = page->busy[b.device];
     busy.buckets.push_back(b);
     busy.busy_ns += b.busy_ns;
-    busy.kernels += b.kernels;
   });
   PageSink sink(&timeline);
   TraceBuilder builder(options.filter, &sink, options.horizon, ReorderOptions{});
@@ -660,6 +671,15 @@ int RunHtmlReport(const std::vector<const Rank*>& chosen, const std::vector<std:
           << ": activity far outside the recording's span (a damaged calibration?)\n";
     warnings |= p.integrity.HasWarnings() || p.counts.HasWarnings() || p.timeline.late ||
                 p.timeline.too_many_rows;
+  }
+  // Ranks of one job on one time axis, so that their charts line up (each rank's buckets were
+  // sized from its own span, which the union hardly exceeds).
+  if (merged) {
+    int64_t t0 = INT64_MAX, t1 = INT64_MIN;
+    for (const RankPage& p : pages)
+      if (p.steps.activities) t0 = std::min(t0, p.t0), t1 = std::max(t1, p.t1);
+    for (RankPage& p : pages)
+      if (p.steps.activities && t0 < t1) p.t0 = t0, p.t1 = t1;
   }
   std::ostream& to = options.output_path.empty() ? out : file;
   WritePage(to, pages, options, paths);

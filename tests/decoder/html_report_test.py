@@ -205,6 +205,10 @@ def check_page(decode, paths, html_path, merged, what):
             for g in devices:
                 n = int(g["attrs"]["data-buckets"])
                 check(0 < n <= 2002, "%s: %d busy buckets on a device" % (what, n))
+    axes = {(c["attrs"].get("data-from-ns"), c["attrs"].get("data-to-ns"))
+            for c in page.find("svg", "chart")}
+    check(len(axes) == 1 and None not in next(iter(axes)),
+          "%s: the charts do not share one time axis: %s" % (what, sorted(axes)[:4]))
     if merged:
         ranks = [r for r in page.find("tr", "rank")]
         check(len(ranks) == len(by_rank), "%s: %d rank rows, %d ranks" % (what, len(ranks),
