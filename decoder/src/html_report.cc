@@ -16,6 +16,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 
 #include "cupmon/decoder/progress_line.h"
 #include "cupmon/decoder/steps.h"
@@ -162,6 +163,7 @@ struct RankPage {
   uint64_t bucket_ns = 0;
   TimelineCounts timeline;
   std::vector<WindowRow> windows;
+  std::vector<uint32_t> missing_windows;  // merged: ids other ranks have and this one lacks
   TraceCounts counts;
   ReadIntegrity integrity;
   bool calibrated = false;
@@ -511,8 +513,13 @@ void RanksTable(std::ostream& o, const std::vector<RankPage>& pages) {
       << r.rank->recording.header.pid() << "</td><td class=\"n\">" << r.steps.steps.size()
       << "</td><td class=\"n\">" << r.slow.size() << "</td><td class=\"n\">"
       << (d.empty() ? "-" : Dur(Percentile(d, 0.5))) << "</td><td class=\"n\">" << Dur(r.gpu_time)
-      << "</td><td class=\"n\">" << r.kernels << "</td><td class=\"n\">" << r.windows.size()
-      << "</td><td" << (bad ? " class=\"warn\">warnings (see its section)" : ">clean")
+      << "</td><td class=\"n\">" << r.kernels << "</td><td class=\"n\">" << r.windows.size();
+    if (!r.missing_windows.empty()) {
+      o << " <span class=\"warn missing-windows\">lacks";
+      for (uint32_t id : r.missing_windows) o << " #" << id;
+      o << "</span>";
+    }
+    o << "</td><td" << (bad ? " class=\"warn\">warnings (see its section)" : ">clean")
       << "</td></tr>";
   }
   o << "</table>\n";
@@ -671,6 +678,25 @@ int RunHtmlReport(const std::vector<const Rank*>& chosen, const std::vector<std:
           << ": activity far outside the recording's span (a damaged calibration?)\n";
     warnings |= p.integrity.HasWarnings() || p.counts.HasWarnings() || p.timeline.late ||
                 p.timeline.too_many_rows;
+  }
+  // A window some ranks have and others lack: usually a rank the request did not reach.
+  if (merged) {
+    std::set<uint32_t> all;
+    for (const RankPage& p : pages)
+      for (const WindowRow& w : p.windows) all.insert(w.id);
+    for (RankPage& p : pages) {
+      for (uint32_t id : all)
+        if (std::none_of(p.windows.begin(), p.windows.end(),
+                         [&](const WindowRow& w) { return w.id == id; }))
+          p.missing_windows.push_back(id);
+      if (p.missing_windows.empty()) continue;
+      std::string list;
+      for (uint32_t id : p.missing_windows)
+        list += (list.empty() ? "#" : ", #") + std::to_string(id);
+      err << "cupmon-decode: warning: " << p.rank->label << " lacks window(s) " << list
+          << " that other ranks have\n";
+      warnings = true;
+    }
   }
   // Ranks of one job on one time axis, so that their charts line up (each rank's buckets were
   // sized from its own span, which the union hardly exceeds).

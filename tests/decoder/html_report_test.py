@@ -246,6 +246,17 @@ def main():
         check(r.returncode == 0, "report on ddp-2rank: exit %d: %s" % (r.returncode, r.stderr))
         check_page(a.decode, [ddp], out, True, "ddp-2rank")
 
+        # A rank that lacks a window the other has (the sample has #1 and #2, ddp rank 0 only #1;
+        # two jobs, so a warning for that too): a warning naming it, and its row says so.
+        rank0 = sorted(f for f in os.listdir(ddp) if "-vm-1611-" in f)[0]
+        out = os.path.join(tmp, "mixed.html")
+        r = run(a.decode, "report", sample, os.path.join(ddp, rank0), "-o", out)
+        page = parse(open(out, encoding="utf-8").read()) if os.path.exists(out) else None
+        lacks = [e["text"] for e in page.find("span", "missing-windows")] if page else []
+        check(r.returncode == 1 and "(vm:1611)" in r.stderr and "lacks window(s) #2" in r.stderr
+              and lacks == ["lacks #2"],
+              "a rank without window #2: exit %d, rows %s, %r" % (r.returncode, lacks, r.stderr))
+
         # Many steps: at most one column per pixel, every slow step still marked.
         big = os.path.join(tmp, "big")
         subprocess.run([a.make_sample, "--steps", big, "2000000"], check=True,
