@@ -110,7 +110,8 @@ int main(int argc, char** argv) {
       "  cupmon-decode diff job/rank0 job/rank1   # two ranks (or job job --rank-a 0 --rank-b 1)\n"
       "  cupmon-decode diff rec rec --window-a 1 --window-b 2   # two windows of one recording\n"
       "  cupmon-decode diff rec rec --from-a 0s --to-a 10s --from-b 50s --to-b 60s\n"
-      "  cupmon-decode diff base/ new/ --fail-above 5   # CI gate: exit 3 when B is >5% slower\n\n"
+      "  cupmon-decode diff base/ new/ --fail-above 5   # CI gate: exit 3 when B is >5% slower\n"
+      "  cupmon-decode report job/ -o report.html   # one self-contained HTML page\n\n"
       "Exit codes: 0 clean, 1 warnings (damage, drops, skipped records), 2 unusable input or usage "
       "error, 3 diff --fail-above: a regression above the threshold."};
   app.require_subcommand(1);
@@ -153,6 +154,11 @@ int main(int argc, char** argv) {
        "kind calls, total, mean, p50, p99 and their change, step times, a verdict; --fail-above "
        "makes it a CI gate",
        ReportKind::kDiff},
+      {"report",
+       "One self-contained HTML page (-o FILE.html): header, step-time chart with slow steps and "
+       "their drill-down commands, busy time per GPU, top GPU activities, windows, drops, "
+       "integrity, per-rank rows",
+       ReportKind::kReport},
   };
   // A first word that is no command (a typo such as "sumary") would otherwise be reported as
   // "A subcommand is required": name it, and the nearest command.
@@ -247,6 +253,22 @@ int main(int argc, char** argv) {
                       "durations, over the names on both sides); see docs/DECODER.md")
           ->check(CLI::NonNegativeNumber);
     }
+    if (c.kind == ReportKind::kReport) {
+      sub->add_option("--slow-factor", steps_slow_factor,
+                      "A step is slow at this many times the median of the steps before it "
+                      "(default 1.5)")
+          ->check(CLI::PositiveNumber);
+      sub->footer(
+          "Examples:\n"
+          "  cupmon-decode report rec/ -o report.html\n"
+          "  cupmon-decode report job/rank0 job/rank1 -o job.html   # per-rank rows, totals\n"
+          "  cupmon-decode report rec/ --device 0 -o dev0.html   # activities of GPU 0 only\n"
+          "  cupmon-decode report rec/ | gzip > report.html.gz   # stdout when it is no terminal\n\n"
+          "The page needs no network: charts are inline SVG, no script. Steps and slow steps are "
+          "as `steps` finds them, over whole recordings (--window, --from, --to and --limit do "
+          "not apply); --device, --stream and --kernel narrow the activity table and busy chart. "
+          "-o FILE is written beside it and renamed onto it once complete.");
+    }
     kinds[sub] = c.kind;
   }
   try {
@@ -321,6 +343,13 @@ int main(int argc, char** argv) {
     return cupmon::decoder::kExitUnusable;
   }
   if (sqlite) opt.output_path = args.output;
+  const bool html = kind == ReportKind::kReport;
+  if (html && args.output.empty() && isatty(STDOUT_FILENO)) {
+    std::cerr << "cupmon-decode: report writes an HTML page: give -o FILE.html or redirect "
+                 "standard output\n";
+    return cupmon::decoder::kExitUnusable;
+  }
+  if (html) opt.output_path = args.output;
   if (kind == ReportKind::kExport && opt.format == ExportFormat::kPerfetto && args.output.empty() &&
       isatty(STDOUT_FILENO)) {
     std::cerr << "cupmon-decode: --format perfetto writes binary protobuf; give -o FILE.pftrace "
@@ -371,15 +400,16 @@ int main(int argc, char** argv) {
     }
     opt.output_dir = std::move(args.output);
     args.output.clear();
-  } else if (!args.output.empty() && !sqlite) {
-    // (The SQLite export opens its file itself: a temporary beside it, renamed onto it at the end.)
+  } else if (!args.output.empty() && !sqlite && !html) {
+    // (The SQLite export and the HTML report open their file themselves: a temporary beside it,
+    // renamed onto it at the end.)
     file.open(args.output, std::ios::out | std::ios::trunc | std::ios::binary);
     if (!file) {
       std::cerr << "cupmon-decode: cannot write " << args.output << "\n";
       return cupmon::decoder::kExitUnusable;
     }
   }
-  std::ostream& out = args.output.empty() || sqlite ? std::cout : file;
+  std::ostream& out = args.output.empty() || sqlite || html ? std::cout : file;
   std::ios::sync_with_stdio(false);
   return cupmon::decoder::RunReport(kind, args.dirs, opt, out, std::cerr);
 }

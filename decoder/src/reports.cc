@@ -24,6 +24,7 @@
 #include "export/perfetto_sink.h"
 #include "export/trace_event_json.h"
 #include "diff_report.h"
+#include "html_report.h"
 #include "steps_report.h"
 #include "timeline_report.h"
 #if CUPMON_HAVE_SQLITE
@@ -1213,6 +1214,7 @@ int RunReport(ReportKind kind, const std::vector<std::string>& paths, const Repo
   }
   if (kind == ReportKind::kSteps) return RunStepsReport(chosen, paths, options, out, err, warnings);
   if (kind == ReportKind::kTimeline) return RunTimelineReport(chosen, options, out, err, warnings);
+  if (kind == ReportKind::kReport) return RunHtmlReport(chosen, paths, options, out, err, warnings);
   // Several recordings: one rank each, merged. One recording: the single-recording report.
   const bool merged = chosen.size() > 1;
   // Text reports show kernels by their short names; --mangled names are raw, not shortened.

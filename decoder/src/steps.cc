@@ -258,6 +258,10 @@ class StepScanner : public ChunkVisitor {
     out.kernels_before =
         use_labels ? annotated_before_ + (annotated_ ? annotated_->before() : 0) : pattern_.before();
     out.activities = activities_;
+    if (activities_) {
+      out.first_wall = clock_.ToWall(first_start_);
+      out.last_wall = clock_.ToWall(last_end_);
+    }
     out.unresolved_names = unresolved_;
     return out;
   }
@@ -476,6 +480,8 @@ class StepScanner : public ChunkVisitor {
     a.end = f.Get(rec, Field::kEnd);
     if (!ValidSpan(a.start, a.end) || a.end >= kTimeLimit) return;  // cannot be placed in time
     ++activities_;
+    first_start_ = std::min(first_start_, a.start);
+    last_end_ = std::max(last_end_, a.end);
     a.device = f.Get32(rec, Field::kDeviceId);
     a.label = kNoLabel;
     a.comm = false;
@@ -595,6 +601,7 @@ class StepScanner : public ChunkVisitor {
   Ring<Activity> delayed_;
   std::vector<Activity> by_start_;
   uint64_t activities_ = 0, unresolved_ = 0;
+  uint64_t first_start_ = UINT64_MAX, last_end_ = 0;  // CUPTI ns of the activities placed
   uint32_t since_drain_ = 0;
 };
 

@@ -299,6 +299,36 @@ class KernelRows : public RowSink {
   std::vector<int64_t> walls;  // as gpu-trace's --from/--to see them
 };
 
+// The span FindSteps gives (the HTML report's chart axis) is that of every GPU activity, as the
+// trace builder maps them: its calibration grows as it reads, so the two may differ by a little.
+class GpuSpan : public RowSink {
+ public:
+  void OnRow(const Row& r) override {
+    if (r.type == RowType::kApi || !r.valid_time) return;
+    first = std::min(first, r.wall_start);
+    last = std::max(last, r.wall_end);
+  }
+  int64_t first = INT64_MAX, last = INT64_MIN;
+};
+
+TEST(RealStepsTest, SampleSpanIsThatOfItsGpuActivity) {
+  const std::string dir = std::string(CUPMON_SOURCE_DIR) + "/tests/data/sample";
+  auto listing = ListRecordings(dir);
+  ASSERT_TRUE(listing.has_value());
+  ASSERT_EQ(listing->recordings.size(), 1u);
+  const StepList l = FindSteps(listing->recordings[0], StepOptions{});
+  GpuSpan span;
+  TraceBuilder b(TraceFilter{}, &span);
+  ReadIntegrity integrity;
+  ReadRecording(listing->recordings[0], b, &integrity);
+  b.Finish();
+  ASSERT_LT(span.first, span.last);
+  EXPECT_NEAR(static_cast<double>(l.first_wall), static_cast<double>(span.first), 100e3);
+  EXPECT_NEAR(static_cast<double>(l.last_wall), static_cast<double>(span.last), 100e3);
+  EXPECT_LE(l.first_wall, l.steps.front().wall_start);
+  EXPECT_GE(l.last_wall, l.steps.back().wall_end);
+}
+
 // tests/data/sample: train_mlp.py --steps 800 --warmup 20 on the H200.
 TEST(RealStepsTest, SampleHas820StepsCutBetweenTheSameTwoKernels) {
   const std::string dir = std::string(CUPMON_SOURCE_DIR) + "/tests/data/sample";

@@ -16,9 +16,10 @@
 
 namespace cupmon::decoder {
 
-// kTimeline writes ExportFormat kCsv or kJsonl.
+// kTimeline writes ExportFormat kCsv or kJsonl. kReport: one self-contained HTML page, to
+// ReportOptions::output_path when set (decoder/src/html_report.cc).
 enum class ReportKind { kSummary, kGpuTrace, kApiTrace, kKernExec, kExport, kInfo, kSteps,
-                        kTimeline, kDiff };
+                        kTimeline, kDiff, kReport };
 // kPerfetto: Perfetto's protobuf trace format (.pftrace), binary. kKineto: one Kineto-shaped
 // JSON trace per rank in ReportOptions::output_dir, for Holistic Trace Analysis. kSqlite: an
 // SQLite database in the Nsight Systems export schema, written to ReportOptions::output_path
@@ -49,7 +50,7 @@ struct ReportOptions {
   TimelineOptions timeline;
   // `diff` (decoder/src/diff_report.cc): per-side selections, format and the gate.
   DiffOptions diff;
-  // export --format sqlite: the database file (written beside it, then renamed onto it).
+  // export --format sqlite and report: the file (written beside it, then renamed onto it).
   std::string output_path;
   // Text reports (summary, gpu-trace, api-trace, kern-exec, steps) show kernels by their short
   // name (ShortKernelName: "at::native::reduce_kernel") unless this is set (--full-names) or

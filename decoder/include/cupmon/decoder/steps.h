@@ -64,6 +64,9 @@ struct StepList {
   uint64_t pattern_steps = 0, annotated_steps = 0;  // what each source found
   uint64_t kernels_before = 0;   // kernels that start before the first step (initialisation)
   uint64_t activities = 0;       // kernels, memcpys and memsets read
+  // Unix ns of the earliest start and the latest end among them (0 when none), through the
+  // final calibration: the span a chart over the whole recording covers.
+  int64_t first_wall = 0, last_wall = 0;
   uint64_t unresolved_names = 0;
   ReadIntegrity integrity;
 };

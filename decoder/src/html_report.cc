@@ -1,0 +1,753 @@
+// `cupmon-decode report`: one self-contained HTML page (inline SVG drawn here, no script or
+// network fetch) with the recording header, step times, busy time per device, top GPU activities,
+// windows, drops and integrity, and per-rank rows. Two passes per recording: FindSteps, then one
+// TraceBuilder pass feeding the activity table and a TimelineBuilder.
+#include "html_report.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cinttypes>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <unordered_map>
+
+#include "cupmon/decoder/kernel_names.h"
+#include "cupmon/decoder/progress_line.h"
+#include "cupmon/decoder/steps.h"
+#include "cupmon/decoder/timeline.h"
+#include "cupmon/decoder/trace_builder.h"
+
+namespace cupmon::decoder {
+namespace {
+
+// Busy buckets per device at most (about one per pixel column of the chart).
+constexpr uint64_t kMaxBuckets = 2000;
+// Pixel columns of the plots; the step chart keeps min, median and max per column.
+constexpr int kPlotWidth = 1000, kLeft = 90, kRight = 20;
+constexpr size_t kTopActivities = 50, kSlowListed = 100;
+// More slow steps than this are counted but not each drawn (a pathological recording).
+constexpr size_t kSlowDrawn = 20000;
+
+std::string Esc(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+std::string Dur(uint64_t ns) { return FormatDuration(static_cast<double>(ns)); }
+
+std::string Fixed(double v, int decimals) {
+  char text[48];
+  std::snprintf(text, sizeof text, "%.*f", decimals, v);
+  return text;
+}
+
+// UTC with `digits` decimals of the second (9 for --from/--to, which take nanoseconds).
+std::string UtcTime(int64_t unix_ns, int digits) {
+  const time_t secs = static_cast<time_t>(unix_ns / 1'000'000'000);
+  int64_t frac = unix_ns % 1'000'000'000;
+  if (frac < 0) frac += 1'000'000'000;
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char date[40], text[64];
+  std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%S", &tm);
+  for (int d = digits; d < 9; ++d) frac /= 10;
+  std::snprintf(text, sizeof text, "%s.%0*" PRId64 "Z", date, digits, frac);
+  return text;
+}
+
+uint64_t Percentile(const std::vector<uint64_t>& sorted, double q) {
+  if (sorted.empty()) return 0;
+  const auto i = static_cast<size_t>(q * static_cast<double>(sorted.size() - 1) + 0.5);
+  return sorted[std::min(i, sorted.size() - 1)];
+}
+
+// The smallest 1, 2 or 5 times a power of ten, in ns and at least 1 us, that cuts `span` into at
+// most kMaxBuckets buckets.
+uint64_t BucketFor(uint64_t span) {
+  const uint64_t want = std::max<uint64_t>(span / kMaxBuckets + 1, 1000);
+  for (uint64_t p = 1000;; p *= 10)
+    for (uint64_t m : {1, 2, 5})
+      if (p * m >= want || p > UINT64_MAX / 100) return p * m;
+}
+
+struct Stat {
+  uint64_t calls = 0, timed = 0, total = 0, min = UINT64_MAX, max = 0;
+  RowType type = RowType::kKernel;
+  void Add(const Row& r) {
+    type = r.type;
+    ++calls;
+    if (!r.valid_time) return;
+    ++timed;
+    total += r.duration;
+    min = std::min(min, r.duration);
+    max = std::max(max, r.duration);
+  }
+  void Merge(const Stat& o) {
+    type = o.type;
+    calls += o.calls;
+    timed += o.timed;
+    total += o.total;
+    min = std::min(min, o.min);
+    max = std::max(max, o.max);
+  }
+};
+
+struct Busy {
+  std::vector<TimelineBucket> buckets;
+  uint64_t busy_ns = 0;
+};
+
+// Collects GPU rows (as summary does: by the builder's name id) and feeds the timeline.
+class PageSink : public RowSink {
+ public:
+  explicit PageSink(TimelineBuilder* timeline) : timeline_(timeline) {}
+  void OnRow(const Row& r) override {
+    if (r.type == RowType::kApi || r.type == RowType::kSynchronization) return;
+    if (r.name_id >= stats_.size()) stats_.resize(r.name_id + 1);
+    stats_[r.name_id].Add(r);
+    if (!r.valid_time) return;
+    timeline_->Add({.device = r.device,
+                    .start = r.wall_start,
+                    .end = r.wall_end,
+                    .kind = r.type == RowType::kKernel   ? TimelineActivityKind::kKernel
+                            : r.type == RowType::kMemcpy ? TimelineActivityKind::kMemcpy
+                                                         : TimelineActivityKind::kMemset,
+                    .bytes = r.type == RowType::kMemcpy ? r.bytes : 0});
+  }
+  // By display name (names outlive the builder).
+  std::map<std::string, Stat> Named(const TraceBuilder& b) const {
+    std::map<std::string, Stat> out;
+    for (size_t id = 0; id < stats_.size(); ++id)
+      if (stats_[id].calls) out[std::string(b.NameOf(static_cast<uint32_t>(id)))].Merge(stats_[id]);
+    return out;
+  }
+
+ private:
+  TimelineBuilder* timeline_;
+  std::vector<Stat> stats_;
+};
+
+struct WindowRow {
+  uint32_t id = 0;
+  int64_t begin_wall = 0;  // 0: begin marker missing
+  std::optional<uint64_t> duration;
+  std::string source, note;
+  uint64_t launched_before = 0;
+};
+
+// Everything the page shows of one rank; the recording itself is read and let go.
+struct RankPage {
+  const Rank* rank = nullptr;
+  StepList steps;
+  std::vector<uint64_t> medians;
+  std::vector<size_t> slow;      // slowest excess first
+  std::map<std::string, Stat> gpu;
+  std::map<uint32_t, Busy> busy;  // by device
+  uint64_t bucket_ns = 0;
+  TimelineCounts timeline;
+  std::vector<WindowRow> windows;
+  std::vector<uint32_t> missing_windows;  // merged: ids other ranks have and this one lacks
+  TraceCounts counts;
+  ReadIntegrity integrity;
+  bool calibrated = false;
+  uint64_t samples = 0;
+  uint64_t gpu_time = 0, kernels = 0;
+  int64_t t0 = 0, t1 = 0;  // the x range of its charts (unix ns)
+};
+
+std::string DrillCommand(const std::vector<std::string>& paths, const RankPage& r, bool merged,
+                         const Step& s) {
+  std::string cmd = "cupmon-decode gpu-trace";
+  for (const auto& p : paths) cmd += " " + p;
+  if (merged) cmd += " --pid " + std::to_string(r.rank->recording.header.pid());
+  return cmd + " --from " + UtcTime(s.drill_from, 9) + " --to " + UtcTime(s.drill_to, 9);
+}
+
+double X(const RankPage& r, int64_t t) {
+  const double span = static_cast<double>(std::max<int64_t>(r.t1 - r.t0, 1));
+  return kLeft + kPlotWidth * std::clamp(static_cast<double>(t - r.t0) / span, 0.0, 1.0);
+}
+
+void TimeAxis(std::ostream& o, const RankPage& r, int y) {
+  o << "<line class=\"axis\" x1=\"" << kLeft << "\" y1=\"" << y << "\" x2=\"" << kLeft + kPlotWidth
+    << "\" y2=\"" << y << "\"/>";
+  for (int k = 0; k <= 4; ++k) {
+    const int64_t t = r.t0 + (r.t1 - r.t0) * k / 4;
+    o << "<text class=\"tick\" x=\"" << Fixed(X(r, t), 1) << "\" y=\"" << y + 14
+      << "\" text-anchor=\"" << (k == 0 ? "start" : k == 4 ? "end" : "middle") << "\">"
+      << (k == 0 ? Esc(UtcTime(t, 3)) : "+" + Esc(Dur(static_cast<uint64_t>(t - r.t0))))
+      << "</text>";
+  }
+}
+
+// Step durations over time: per pixel column the min..max range and the median, and every slow
+// step as its own mark (with its number and drill-down range in the tooltip).
+void StepChart(std::ostream& o, const RankPage& r, int rank_index) {
+  const auto& steps = r.steps.steps;
+  constexpr int kHeight = 240, kTop = 10, kPlotH = 200;
+  // One very slow step (the first, warming up) would flatten all others: the scale stops at
+  // twice the 99th percentile and taller steps are drawn at its top edge (their tooltips say).
+  std::vector<uint64_t> sorted;
+  sorted.reserve(steps.size());
+  for (const Step& s : steps) sorted.push_back(s.duration());
+  std::sort(sorted.begin(), sorted.end());
+  uint64_t ymax = std::max<uint64_t>(std::min(sorted.back(), 2 * Percentile(sorted, 0.99)), 1);
+  ymax += ymax / 20;
+  const auto Y = [&](uint64_t d) {
+    const double f = static_cast<double>(d) / static_cast<double>(ymax);
+    return kTop + kPlotH - kPlotH * std::min(1.0, f);
+  };
+  o << "<svg class=\"chart steps-chart\" id=\"rank" << rank_index << "-steps-chart\" width=\""
+    << kLeft + kPlotWidth + kRight << "\" height=\"" << kHeight << "\" data-steps=\""
+    << steps.size() << "\" data-slow=\"" << r.slow.size() << "\" data-from-ns=\"" << r.t0
+    << "\" data-to-ns=\"" << r.t1 << "\" role=\"img\">";
+  for (int k = 0; k <= 4; ++k) {
+    const uint64_t d = ymax * static_cast<uint64_t>(k) / 4;
+    o << "<line class=\"grid\" x1=\"" << kLeft << "\" x2=\"" << kLeft + kPlotWidth << "\" y1=\""
+      << Fixed(Y(d), 1) << "\" y2=\"" << Fixed(Y(d), 1) << "\"/><text class=\"tick\" x=\""
+      << kLeft - 4 << "\" y=\"" << Fixed(Y(d) + 4, 1) << "\" text-anchor=\"end\">" << Esc(Dur(d))
+      << "</text>";
+  }
+  // Steps by pixel column (sorted: a calibration that steps back can put a step's wall-clock
+  // start before its predecessor's).
+  std::vector<std::pair<int, uint64_t>> by_column;
+  by_column.reserve(steps.size());
+  for (const Step& s : steps)
+    by_column.emplace_back(std::min(static_cast<int>(X(r, s.wall_start)) - kLeft, kPlotWidth - 1),
+                           s.duration());
+  std::sort(by_column.begin(), by_column.end());
+  std::string median_path;
+  size_t columns = 0;
+  std::vector<uint64_t> col;
+  for (size_t i = 0; i < by_column.size();) {
+    const int c = by_column[i].first;
+    col.clear();
+    size_t j = i;
+    for (; j < by_column.size() && by_column[j].first == c; ++j) col.push_back(by_column[j].second);
+    auto mid = col.begin() + static_cast<ptrdiff_t>(col.size() / 2);
+    std::nth_element(col.begin(), mid, col.end());
+    const uint64_t median = *mid;
+    const auto [lo, hi] = std::minmax_element(col.begin(), col.end());
+    const double x = kLeft + c + 0.5;
+    if (*hi > *lo)
+      o << "<line class=\"range\" x1=\"" << Fixed(x, 1) << "\" x2=\"" << Fixed(x, 1) << "\" y1=\""
+        << Fixed(Y(*lo), 1) << "\" y2=\"" << Fixed(Y(*hi), 1) << "\"/>";
+    median_path += (median_path.empty() ? "M" : " L") + Fixed(x, 1) + " " + Fixed(Y(median), 1);
+    ++columns;
+    i = j;
+  }
+  o << "<path class=\"median\" d=\"" << median_path << "\" data-columns=\"" << columns << "\"/>";
+  for (size_t k = 0; k < r.slow.size() && k < kSlowDrawn; ++k) {
+    const Step& s = steps[r.slow[k]];
+    o << "<circle class=\"slow\" data-step=\"" << s.number << "\" cx=\""
+      << Fixed(X(r, s.wall_start), 1) << "\" cy=\"" << Fixed(Y(s.duration()), 1)
+      << "\" r=\"3.5\"><title>step " << s.number << ": " << Esc(Dur(s.duration())) << ", "
+      << Fixed(static_cast<double>(s.duration()) / static_cast<double>(r.medians[r.slow[k]]), 1)
+      << "x the rolling median; --from " << UtcTime(s.drill_from, 9) << " --to "
+      << UtcTime(s.drill_to, 9) << "</title></circle>";
+  }
+  TimeAxis(o, r, kTop + kPlotH);
+  o << "</svg>\n";
+  if (sorted.back() > ymax)
+    o << "<p class=\"note\">Steps longer than " << Esc(Dur(ymax)) << " (the longest: "
+      << Esc(Dur(sorted.back())) << ") are drawn at the chart's top edge.</p>\n";
+}
+
+// Busy % per device over time, one strip per device, from the timeline's buckets.
+void BusyChart(std::ostream& o, const RankPage& r, int rank_index) {
+  constexpr int kStrip = 46, kGap = 8, kTop = 6;
+  const int height = kTop + static_cast<int>(r.busy.size()) * (kStrip + kGap) + 20;
+  o << "<svg class=\"chart busy-chart\" id=\"rank" << rank_index << "-busy-chart\" width=\""
+    << kLeft + kPlotWidth + kRight << "\" height=\"" << height << "\" data-bucket-ns=\""
+    << r.bucket_ns << "\" data-from-ns=\"" << r.t0 << "\" data-to-ns=\"" << r.t1
+    << "\" role=\"img\">";
+  int row = 0;
+  for (const auto& [device, busy] : r.busy) {
+    const int top = kTop + row++ * (kStrip + kGap), base = top + kStrip;
+    // Of the rank's own span (merged ranks share a wider axis).
+    const int64_t span = r.steps.last_wall - r.steps.first_wall;
+    const double pct =
+        span > 0 ? 100.0 * static_cast<double>(busy.busy_ns) / static_cast<double>(span) : 0.0;
+    o << "<g class=\"device\" data-device=\"" << device << "\" data-buckets=\""
+      << busy.buckets.size() << "\" data-busy-ns=\"" << busy.busy_ns << "\">";
+    o << "<rect class=\"strip\" x=\"" << kLeft << "\" y=\"" << top << "\" width=\"" << kPlotWidth
+      << "\" height=\"" << kStrip << "\"/>";
+    std::string d = "M" + Fixed(kLeft, 1) + " " + std::to_string(base);
+    for (const TimelineBucket& b : busy.buckets) {
+      const double f =
+          std::min(1.0, static_cast<double>(b.busy_ns) / static_cast<double>(b.length));
+      const double y = base - kStrip * f;
+      d += " L" + Fixed(X(r, b.start), 1) + " " + Fixed(y, 1) + " L" +
+           Fixed(X(r, b.start + static_cast<int64_t>(b.length)), 1) + " " + Fixed(y, 1);
+    }
+    d += " L" + Fixed(kLeft + kPlotWidth, 1) + " " + std::to_string(base) + " Z";
+    o << "<path class=\"busy\" d=\"" << d << "\"/>";
+    o << "<text class=\"tick\" x=\"" << kLeft - 4 << "\" y=\"" << top + 18
+      << "\" text-anchor=\"end\">GPU " << device << "</text><text class=\"tick\" x=\"" << kLeft - 4
+      << "\" y=\"" << top + 32 << "\" text-anchor=\"end\">" << Fixed(pct, 1) << "% busy</text>";
+    o << "</g>";
+  }
+  TimeAxis(o, r, height - 20);
+  o << "</svg>\n";
+}
+
+const char* kStyle =
+    "body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;max-width:1400px}"
+    "h1{font-size:22px}h2{font-size:18px;margin-top:28px;border-bottom:1px solid #ccc}"
+    "table{border-collapse:collapse;margin:8px 0}"
+    "td,th{padding:2px 8px;border-bottom:1px solid #eee;"
+    "text-align:left;vertical-align:top}td.n{text-align:right;font-variant-numeric:tabular-nums}"
+    "code{font-size:12px;word-break:break-all}.warn{color:#a40000;font-weight:bold}"
+    ".chart{display:block;margin:6px 0}.chart text{font-size:11px;fill:#444}"
+    ".grid{stroke:#e4e4e4}.axis{stroke:#888}.range{stroke:#9bb8d8;stroke-width:1}"
+    ".median{fill:none;stroke:#1f5fa8;stroke-width:1.5}.slow{fill:#d62728;stroke:#fff}"
+    ".strip{fill:#f3f3f3}.busy{fill:#2ca02c;fill-opacity:.75}dt{font-weight:bold}"
+    "dl{display:grid;grid-template-columns:max-content auto;gap:2px 12px}dd{margin:0}"
+    "td.name{max-width:760px;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}"
+    ".note{color:#555;font-size:12px}td.t{white-space:nowrap}";
+
+void Header(std::ostream& o, const RankPage& r) {
+  const auto& h = r.rank->recording.header;
+  std::string cmd;
+  for (const auto& a : h.command_line()) cmd += (cmd.empty() ? "" : " ") + a;
+  o << "<dl class=\"header\">";
+  char id[24];
+  std::snprintf(id, sizeof id, "0x%" PRIx64, r.rank->recording.id);
+  o << "<dt>Recording</dt><dd>" << id << (h.synthetic()
+                                             ? " <span class=\"warn\">SYNTHETIC: written by the "
+                                               "CUPTI test double, not measured on a GPU</span>"
+                                             : "")
+    << "</dd>";
+  o << "<dt>Host</dt><dd class=\"host\">" << Esc(h.host()) << "</dd><dt>PID</dt><dd class=\"pid\">"
+    << h.pid() << "</dd>";
+  o << "<dt>Command</dt><dd><code>" << Esc(cmd.empty() ? "(unknown)" : cmd) << "</code></dd>";
+  o << "<dt>CUPTI / CUDA</dt><dd>CUPTI API " << h.cupti_api_version() << ", driver "
+    << h.cuda_driver_version() << ", runtime " << h.cuda_runtime_version() << ", cupmon "
+    << Esc(h.cupmon_version()) << "</dd>";
+  o << "<dt>Devices</dt><dd>";
+  if (h.devices_size() == 0) o << "(none listed)";
+  for (const auto& d : h.devices())
+    o << "[" << d.id() << "] " << Esc(d.name()) << " (sm_" << d.cc_major() << d.cc_minor()
+      << ", " << d.sm_count() << " SMs) ";
+  o << "</dd><dt>Span</dt><dd>";
+  if (r.steps.activities)
+    o << UtcTime(r.steps.first_wall, 6) << " + "
+      << Dur(static_cast<uint64_t>(r.steps.last_wall - r.steps.first_wall));
+  else
+    o << "no GPU activity";
+  o << (r.calibrated ? " (calibrated, " + std::to_string(r.samples) + " samples)"
+                     : " (no calibration: CUPTI clock taken as wall clock)")
+    << "</dd>";
+  if (!r.rank->recording.source_note.empty())
+    o << "<dt>Source</dt><dd>" << Esc(r.rank->recording.source_note) << "</dd>";
+  o << "</dl>\n";
+}
+
+void StepsSection(std::ostream& o, const RankPage& r, int ri, const StepOptions& so) {
+  const auto& steps = r.steps.steps;
+  o << "<h3>Step time</h3>";
+  if (steps.empty()) {
+    o << "<p id=\"rank" << ri << "-steps\" data-count=\"0\">No training steps found (no repeating "
+      << "kernel pattern, no step annotations).</p>\n";
+    return;
+  }
+  std::vector<uint64_t> d;
+  d.reserve(steps.size());
+  for (const Step& s : steps) d.push_back(s.duration());
+  std::sort(d.begin(), d.end());
+  o << "<p><span id=\"rank" << ri << "-steps\" data-count=\"" << steps.size() << "\">"
+    << steps.size() << "</span> steps from "
+    << (r.steps.source == StepSource::kAnnotation ? "step annotations" : "the kernel pattern")
+    << "; median " << Dur(Percentile(d, 0.5)) << ", p90 " << Dur(Percentile(d, 0.9)) << ", p99 "
+    << Dur(Percentile(d, 0.99)) << ", max " << Dur(d.back()) << ". Slow (at least "
+    << Fixed(so.slow_factor, 2) << "x the median of the " << so.rolling
+    << " steps before, and 50us more): <span id=\"rank" << ri << "-slow\" data-count=\""
+    << r.slow.size() << "\">" << r.slow.size() << "</span>, marked in red.</p>\n";
+  StepChart(o, r, ri);
+}
+
+// The slow steps, slowest excess first, each with the gpu-trace command that shows its rows.
+void SlowStepsTable(std::ostream& o, const RankPage& r, int ri,
+                    const std::vector<std::string>& paths, bool merged) {
+  const auto& steps = r.steps.steps;
+  if (r.slow.empty()) return;
+  o << "<h3>Slow steps</h3><table class=\"slow-steps\" id=\"rank" << ri
+    << "-slow-steps\"><tr><th>step</th>"
+    << "<th>start (UTC)</th><th>duration</th><th>rolling median</th><th>ratio</th>"
+    << "<th>drill down</th></tr>";
+  for (size_t k = 0; k < r.slow.size() && k < kSlowListed; ++k) {
+    const Step& s = steps[r.slow[k]];
+    const uint64_t m = r.medians[r.slow[k]];
+    o << "<tr data-step=\"" << s.number << "\" data-duration-ns=\"" << s.duration()
+      << "\"><td class=\"n\">" << s.number << "</td><td class=\"t\">" << UtcTime(s.wall_start, 6)
+      << "</td><td class=\"n\">" << Dur(s.duration()) << "</td><td class=\"n\">" << Dur(m)
+      << "</td><td class=\"n\">"
+      << Fixed(static_cast<double>(s.duration()) / static_cast<double>(m), 1)
+      << "x</td><td><code>" << Esc(DrillCommand(paths, r, merged, s)) << "</code></td></tr>";
+  }
+  o << "</table>";
+  if (r.slow.size() > kSlowListed)
+    o << "<p>" << r.slow.size() - kSlowListed << " more slow steps (cupmon-decode steps lists "
+      << "them all).</p>";
+  if (r.slow.size() > kSlowDrawn)
+    o << "<p class=\"warn\">Only the " << kSlowDrawn << " slowest of " << r.slow.size()
+      << " slow steps are marked in the chart.</p>";
+  o << "\n";
+}
+
+void IntegritySection(std::ostream& o, const RankPage& r, int ri) {
+  const auto& c = r.counts;
+  const auto& i = r.integrity;
+  o << "<h3>Windows</h3>";
+  if (r.windows.empty()) {
+    o << "<p>No trace windows.</p>";
+  } else {
+    o << "<table class=\"windows\" id=\"rank" << ri << "-windows\"><tr><th>#</th><th>begin (UTC)"
+      << "</th><th>duration</th><th>source</th><th>end</th><th>launched before it</th></tr>";
+    for (const WindowRow& w : r.windows)
+      o << "<tr data-window=\"" << w.id << "\"><td class=\"n\">" << w.id << "</td><td>"
+        << (w.begin_wall ? UtcTime(w.begin_wall, 6) : "(begin marker missing)")
+        << "</td><td class=\"n\">" << (w.duration ? Dur(*w.duration) : "(open)") << "</td><td>"
+        << Esc(w.source) << "</td><td>" << Esc(w.note) << "</td><td class=\"n\">"
+        << w.launched_before << "</td></tr>";
+    o << "</table>";
+  }
+  const bool bad = i.HasWarnings() || c.HasWarnings();
+  o << "<h3>Drops and integrity</h3><table class=\"integrity\" id=\"rank" << ri
+    << "-integrity\" data-warnings=\"" << (bad ? 1 : 0) << "\">";
+  const auto Row2 = [&](const char* name, uint64_t v, const char* key) {
+    o << "<tr><td>" << name << "</td><td class=\"n" << (v ? " warn" : "") << "\" data-key=\""
+      << key << "\">" << v << "</td></tr>";
+  };
+  Row2("records dropped by CUPTI", c.stats.dropped_records(), "dropped");
+  Row2("buffer requests unmet", c.stats.pool_exhausted(), "pool_exhausted");
+  Row2("records lost before disk", c.stats.lost_records(), "lost_records");
+  Row2("chunks lost before disk", c.stats.chunks_lost(), "chunks_lost");
+  Row2("records with unknown timestamps", c.unknown_timestamps, "unknown_timestamps");
+  Row2("buffers cut short", c.buffers_stopped, "buffers_stopped");
+  Row2("damaged byte ranges", i.damaged_ranges, "damaged_ranges");
+  Row2("chunks missing", i.missing_chunks, "missing_chunks");
+  Row2("undecodable chunks", i.undecodable_chunks, "undecodable_chunks");
+  Row2("files missing", i.missing_files, "missing_files");
+  Row2("late timeline activities (left out of the busy chart)", r.timeline.late, "timeline_late");
+  o << "<tr><td>files, chunks</td><td class=\"n\">" << i.files << ", " << i.chunks
+    << "</td></tr><tr><td>records decoded</td><td class=\"n\">" << c.records << "</td></tr>"
+    << "</table>";
+  if (!i.messages.empty() || !c.messages.empty()) {
+    o << "<ul class=\"messages\">";
+    for (const auto& m : i.messages) o << "<li>" << Esc(m) << "</li>";
+    for (const auto& m : c.messages) o << "<li>" << Esc(m) << "</li>";
+    o << "</ul>";
+  }
+  o << "\n";
+}
+
+// `shorten`: kernel names shown as `summary` shows them (ShortKernelName, " [1]", " [2]", ... on
+// rows that share a short name, in table order), the full name in the cell's title.
+void ActivityTable(std::ostream& o, const std::map<std::string, Stat>& all, size_t ranks,
+                   bool shorten) {
+  std::vector<std::pair<std::string, Stat>> rows(all.begin(), all.end());
+  std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) {
+    return a.second.total != b.second.total ? a.second.total > b.second.total : a.first < b.first;
+  });
+  std::vector<std::string> shown;
+  for (const auto& r : rows) shown.push_back(shorten ? ShortKernelName(r.first) : r.first);
+  if (shorten) {
+    std::unordered_map<std::string, int> sharing, numbered;
+    for (const auto& n : shown) ++sharing[n];
+    for (auto& n : shown)
+      if (sharing[n] > 1) n += " [" + std::to_string(++numbered[n]) + "]";
+  }
+  uint64_t total = 0, calls = 0, kernels = 0;
+  for (const auto& [name, s] : rows) {
+    total += s.total;
+    calls += s.calls;
+    if (s.type == RowType::kKernel) kernels += s.calls;
+  }
+  o << "<h2>Top GPU activities" << (ranks > 1 ? " (all ranks)" : "") << "</h2>";
+  o << "<p><span id=\"kernels-total\">" << kernels
+    << "</span> kernels, <span id=\"gpu-rows-total\">"
+    << calls << "</span> GPU activities (kernels, memcpys, memsets) in all, <span "
+    << "id=\"gpu-time-total\" data-ns=\"" << total << "\">" << Dur(total) << "</span> of GPU time"
+    << (rows.size() > kTopActivities
+            ? "; the " + std::to_string(kTopActivities) + " with the most time of " +
+                  std::to_string(rows.size()) + " names"
+            : "")
+    << ".</p>\n<table class=\"activities\" id=\"activities\"><tr><th>Time(%)</th><th>Time</th>"
+    << "<th>Calls</th><th>Avg</th><th>Min</th><th>Max</th><th>Name</th></tr>";
+  for (size_t k = 0; k < rows.size() && k < kTopActivities; ++k) {
+    const auto& [name, s] = rows[k];
+    const double pct =
+        total ? 100.0 * static_cast<double>(s.total) / static_cast<double>(total) : 0;
+    const std::string top = k == 0 ? " id=\"top-activity\"" : "";
+    o << "<tr" << top << " data-ns=\"" << s.total << "\" data-calls=\"" << s.calls
+      << "\"><td class=\"n\">" << Fixed(pct, 2) << "%</td><td class=\"n time\">" << Dur(s.total)
+      << "</td><td class=\"n calls\">" << s.calls << "</td><td class=\"n\">"
+      << (s.timed ? Dur(s.total / s.timed) : "-") << "</td><td class=\"n\">"
+      << (s.timed ? Dur(s.min) : "-") << "</td><td class=\"n\">" << (s.timed ? Dur(s.max) : "-")
+      << "</td><td class=\"name\" title=\"" << Esc(name) << "\">" << Esc(shown[k])
+      << "</td></tr>";
+  }
+  if (rows.empty()) o << "<tr><td colspan=\"7\">(none)</td></tr>";
+  o << "</table>\n";
+}
+
+void RanksTable(std::ostream& o, const std::vector<RankPage>& pages) {
+  o << "<h2>Ranks</h2><table class=\"ranks\" id=\"ranks\"><tr><th>rank</th><th>host</th>"
+    << "<th>pid</th><th>steps</th><th>slow</th><th>median step</th><th>GPU time</th>"
+    << "<th>kernels</th><th>windows</th><th>integrity</th></tr>";
+  for (const RankPage& r : pages) {
+    std::vector<uint64_t> d;
+    for (const Step& s : r.steps.steps) d.push_back(s.duration());
+    std::sort(d.begin(), d.end());
+    const bool bad = r.integrity.HasWarnings() || r.counts.HasWarnings();
+    o << "<tr class=\"rank\" data-rank=\"" << r.rank->rank << "\" data-steps=\""
+      << r.steps.steps.size() << "\" data-slow=\"" << r.slow.size() << "\" data-gpu-ns=\""
+      << r.gpu_time << "\" data-kernels=\"" << r.kernels << "\"><td>" << Esc(r.rank->label)
+      << "</td><td>" << Esc(r.rank->recording.header.host()) << "</td><td class=\"n\">"
+      << r.rank->recording.header.pid() << "</td><td class=\"n\">" << r.steps.steps.size()
+      << "</td><td class=\"n\">" << r.slow.size() << "</td><td class=\"n\">"
+      << (d.empty() ? "-" : Dur(Percentile(d, 0.5))) << "</td><td class=\"n\">" << Dur(r.gpu_time)
+      << "</td><td class=\"n\">" << r.kernels << "</td><td class=\"n\">" << r.windows.size();
+    if (!r.missing_windows.empty()) {
+      o << " <span class=\"warn missing-windows\">lacks";
+      for (uint32_t id : r.missing_windows) o << " #" << id;
+      o << "</span>";
+    }
+    o << "</td><td" << (bad ? " class=\"warn\">warnings (see its section)" : ">clean")
+      << "</td></tr>";
+  }
+  o << "</table>\n";
+}
+
+void WritePage(std::ostream& o, const std::vector<RankPage>& pages, const ReportOptions& options,
+               const std::vector<std::string>& paths) {
+  const bool merged = pages.size() > 1;
+  std::map<std::string, Stat> all;
+  for (const RankPage& r : pages)
+    for (const auto& [name, s] : r.gpu) all[name].Merge(s);
+  std::string where;
+  for (const auto& p : paths) where += (where.empty() ? "" : " ") + p;
+  o << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+    << "<meta name=\"generator\" content=\"cupmon-decode report\">"
+    << "<title>cupmon report: " << Esc(where) << "</title><style>" << kStyle
+    << "</style></head>\n<body>\n<h1>cupmon report: " << Esc(where) << "</h1>\n<p id=\"overview\" "
+    << "data-ranks=\"" << pages.size() << "\">" << pages.size() << " recording(s)"
+    << (merged ? ", merged as the ranks of one job" : "") << ".";
+  const TraceFilter& f = options.filter;
+  if (f.device || f.stream || f.kernel)
+    o << " <span class=\"warn\">Filtered (--device/--stream/--kernel): the activity table and busy "
+      << "chart show only matching activities; steps are found in whole recordings.</span>";
+  o << "</p>\n";
+  if (merged) RanksTable(o, pages);
+  for (size_t i = 0; i < pages.size(); ++i) {
+    const RankPage& r = pages[i];
+    const int ri = static_cast<int>(i);
+    o << "<section class=\"rank-section\" id=\"rank" << ri << "\" data-rank=\"" << r.rank->rank
+      << "\"><h2>" << (merged ? Esc(r.rank->label) : std::string("Recording")) << "</h2>\n";
+    Header(o, r);
+    StepsSection(o, r, ri, options.steps);
+    o << "<h3>Busy time per GPU</h3>";
+    if (r.busy.empty())
+      o << "<p>No GPU activity.</p>";
+    else
+      o << "<p>The union of kernel, memcpy and memset intervals per " << Dur(r.bucket_ns)
+        << " bucket (not NVML utilization).</p>\n";
+    if (!r.busy.empty()) BusyChart(o, r, ri);
+    SlowStepsTable(o, r, ri, paths, merged);
+    IntegritySection(o, r, ri);
+    o << "</section>\n";
+  }
+  ActivityTable(o, all, pages.size(), !options.full_names && !options.filter.mangled);
+  o << "</body></html>\n";
+}
+
+// Fills a rank's page: steps, then one pass for the activity table and the busy chart.
+void ReadRank(const Rank& rank, const ReportOptions& options, RankPage* page,
+              const std::function<void(int pass, uint64_t done)>& progress) {
+  page->rank = &rank;
+  page->steps = FindSteps(rank.recording, options.steps, [&](uint64_t done, uint64_t) {
+    progress(0, done);
+  });
+  page->medians = RollingMedians(page->steps.steps, options.steps.rolling);
+  page->slow = SlowSteps(page->steps.steps, page->medians, options.steps);
+  page->t0 = page->steps.first_wall;
+  page->t1 = std::max(page->steps.last_wall, page->t0 + 1);
+  page->bucket_ns = BucketFor(static_cast<uint64_t>(page->t1 - page->t0));
+
+  TimelineOptions timeline_options;
+  timeline_options.bucket_ns = page->bucket_ns;
+  timeline_options.reorder_rows = options.reorder_rows;
+  // The span above bounds the buckets per device; this only stops a calibration that disagrees
+  // wildly with the one FindSteps ended with (8 times the span on 16 devices, or the header's).
+  const uint64_t devices = std::max(16, rank.recording.header.devices_size());
+  timeline_options.max_rows = 8 * (kMaxBuckets + 2) * devices;
+  TimelineBuilder timeline(timeline_options, [&](const TimelineBucket& b) {
+    Busy& busy = page->busy[b.device];
+    busy.buckets.push_back(b);
+    busy.busy_ns += b.busy_ns;
+  });
+  PageSink sink(&timeline);
+  TraceBuilder builder(options.filter, &sink, options.horizon, ReorderOptions{});
+  ReadRecording(rank.recording, builder, &page->integrity, [&](uint64_t done, uint64_t) {
+    progress(1, done);
+  });
+  builder.Finish();
+  timeline.Finish();
+  page->timeline = timeline.counts();
+  page->gpu = sink.Named(builder);
+  for (const auto& [name, s] : page->gpu) {
+    page->gpu_time += s.total;
+    if (s.type == RowType::kKernel) page->kernels += s.calls;
+  }
+  page->counts = builder.counts();
+  page->calibrated = builder.clock().calibrated();
+  page->samples = builder.clock().samples();
+  for (const auto& [id, w] : builder.windows()) {
+    WindowRow row;
+    row.id = id;
+    if (w.begin) row.begin_wall = builder.clock().ToWall(w.begin);
+    if (w.begin && w.end >= w.begin && w.end) row.duration = w.end - w.begin;
+    row.source = w.source;
+    row.note = w.note;
+    row.launched_before = w.launched_before;
+    page->windows.push_back(std::move(row));
+  }
+}
+
+}  // namespace
+
+int RunHtmlReport(const std::vector<const Rank*>& chosen, const std::vector<std::string>& paths,
+                  const ReportOptions& options, std::ostream& out, std::ostream& err,
+                  bool warnings) {
+  const TraceFilter& f = options.filter;
+  if (f.window || f.from_wall || f.to_wall || f.from_rel || f.to_rel || options.limit) {
+    err << "cupmon-decode: report covers whole recordings: --window, --from, --to and --limit do "
+           "not apply (the page's drill-down commands take them)\n";
+    return kExitUnusable;
+  }
+  // An unwritable destination fails before anything is read.
+  std::string temp;
+  std::ofstream file;
+  if (!options.output_path.empty()) {
+    temp = options.output_path + ".tmp-" + std::to_string(getpid());
+    file.open(temp, std::ios::out | std::ios::trunc | std::ios::binary);
+    if (!file) {
+      err << "cupmon-decode: cannot write " << temp << " (beside " << options.output_path
+          << "): " << std::strerror(errno) << "\n";
+      return kExitUnusable;
+    }
+  }
+  const bool merged = chosen.size() > 1;
+  // Each recording is read twice (steps, then activities): the progress line counts both.
+  uint64_t total_bytes = 0, done_before = 0;
+  for (const Rank* r : chosen)
+    for (const auto& file_info : r->recording.files) total_bytes += 2 * file_info.bytes;
+  ProgressLine progress(err, ProgressLine::ShouldShow(options.progress, total_bytes));
+  std::vector<RankPage> pages(chosen.size());
+  for (size_t i = 0; i < chosen.size(); ++i) {
+    const Rank& rank = *chosen[i];
+    uint64_t rank_bytes = 0;
+    for (const auto& file_info : rank.recording.files) rank_bytes += file_info.bytes;
+    ReadRank(rank, options, &pages[i], [&](int pass, uint64_t done) {
+      const uint64_t at = done_before + static_cast<uint64_t>(pass) * rank_bytes + done;
+      progress.Update(std::min(at, total_bytes), total_bytes);
+    });
+    done_before += 2 * rank_bytes;
+    progress.Finish();
+    const RankPage& p = pages[i];
+    const std::string who = merged ? rank.label + ": " : std::string();
+    for (const auto& m : p.integrity.messages)
+      err << "cupmon-decode: warning: " << who << m << "\n";
+    for (const auto& m : p.counts.messages) err << "cupmon-decode: warning: " << who << m << "\n";
+    if (p.counts.stats.dropped_records())
+      err << "cupmon-decode: warning: " << who << "CUPTI dropped "
+          << p.counts.stats.dropped_records() << " record(s)\n";
+    if (p.timeline.late)
+      err << "cupmon-decode: warning: " << who << p.timeline.late
+          << " activit(ies) came after their bucket was drawn and are left out of the busy chart; "
+             "raise --reorder-rows\n";
+    if (p.timeline.too_many_rows)
+      err << "cupmon-decode: warning: " << who << "the busy chart stops at "
+          << UtcTime(p.timeline.too_many_rows_at, 3)
+          << ": activity far outside the recording's span (a damaged calibration?)\n";
+    warnings |= p.integrity.HasWarnings() || p.counts.HasWarnings() || p.timeline.late ||
+                p.timeline.too_many_rows;
+  }
+  // A window some ranks have and others lack: usually a rank the request did not reach.
+  if (merged) {
+    std::set<uint32_t> all;
+    for (const RankPage& p : pages)
+      for (const WindowRow& w : p.windows) all.insert(w.id);
+    for (RankPage& p : pages) {
+      for (uint32_t id : all)
+        if (std::none_of(p.windows.begin(), p.windows.end(),
+                         [&](const WindowRow& w) { return w.id == id; }))
+          p.missing_windows.push_back(id);
+      if (p.missing_windows.empty()) continue;
+      std::string list;
+      for (uint32_t id : p.missing_windows)
+        list += (list.empty() ? "#" : ", #") + std::to_string(id);
+      err << "cupmon-decode: warning: " << p.rank->label << " lacks window(s) " << list
+          << " that other ranks have\n";
+      warnings = true;
+    }
+  }
+  // Ranks of one job on one time axis, so that their charts line up (each rank's buckets were
+  // sized from its own span, which the union hardly exceeds).
+  if (merged) {
+    int64_t t0 = INT64_MAX, t1 = INT64_MIN;
+    for (const RankPage& p : pages)
+      if (p.steps.activities) t0 = std::min(t0, p.t0), t1 = std::max(t1, p.t1);
+    for (RankPage& p : pages)
+      if (p.steps.activities && t0 < t1) p.t0 = t0, p.t1 = t1;
+  }
+  std::ostream& to = options.output_path.empty() ? out : file;
+  WritePage(to, pages, options, paths);
+  to.flush();
+  if (!options.output_path.empty()) {
+    file.close();
+    if (!file) {
+      err << "cupmon-decode: writing " << temp << " failed (a full disk?); " << options.output_path
+          << " is left as it was\n";
+      std::remove(temp.c_str());
+      return kExitUnusable;
+    }
+    if (std::rename(temp.c_str(), options.output_path.c_str()) != 0) {
+      err << "cupmon-decode: cannot rename " << temp << " onto " << options.output_path << ": "
+          << std::strerror(errno) << "\n";
+      std::remove(temp.c_str());
+      return kExitUnusable;
+    }
+  } else if (!out) {
+    err << "cupmon-decode: writing the report failed (a full disk, or the reader of the pipe went "
+           "away)\n";
+    return kExitUnusable;
+  }
+  bool any_steps = false;
+  for (const RankPage& p : pages) any_steps |= !p.steps.steps.empty();
+  if (!any_steps)
+    err << "cupmon-decode: note: no training steps found; the page has no step chart\n";
+  return warnings ? kExitWarnings : kExitClean;
+}
+
+}  // namespace cupmon::decoder
