@@ -10,6 +10,7 @@ Run through ctest (-R deploy_node_agent): it needs CUPMONCTL and CUPMON_SLURM_RA
 """
 
 import ctypes
+import getpass
 import json
 import os
 import re
@@ -26,6 +27,8 @@ import urllib.parse
 import urllib.request
 
 BUILT = ("CUPMONCTL", "CUPMON_SLURM_RANK")
+SLURM = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                     "deploy", "slurm")
 SERIES = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$')
 LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
 
@@ -401,6 +404,67 @@ class NodeAgentTest(unittest.TestCase):
         self.assertEqual(r.returncode, 0)
         self.assertIn("window --job", r.stdout)
         self.assertIn("serve --listen", r.stdout)
+
+    def test_slurm_prolog_and_epilog_run_one_agent_per_user(self):
+        # The scripts as slurmd runs them, without Slurm: its variables set by hand. Here the job's
+        # uid is this test's, so the prolog starts the agent without changing user.
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        state = os.path.join(self.tmp, "agent-state")
+        uid = os.getuid()
+        env = dict(os.environ, SLURM_JOB_UID=str(uid), SLURM_JOB_USER=getpass.getuser(),
+                   CUPMON_AGENT_LISTEN=f"127.0.0.1:{port}", CUPMON_AGENT_REGISTRY=self.registry,
+                   CUPMON_AGENT_STATE=state)
+
+        def script(name, job, **extra):
+            return subprocess.run([os.path.join(SLURM, name)], env=dict(env, SLURM_JOB_ID=job, **extra),
+                                  capture_output=True, text=True, timeout=60)
+
+        pidfile = os.path.join(state, f"{uid}.pid")
+        r = script("cupmon-agent-prolog", "77")
+        self.assertEqual((r.returncode, r.stderr), (0, ""))
+        with open(pidfile) as f:
+            agent_pid = int(f.read())
+        self.addCleanup(lambda: os.path.exists(f"/proc/{agent_pid}") and os.kill(agent_pid, signal.SIGKILL))
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=20) as resp:
+            parsed = parse_exposition(resp.read().decode())
+        self.assertEqual(samples(parsed, "cupmon_agent_processes")[0][1], 3)
+        # A second job of the same user joins the running agent.
+        self.assertEqual(script("cupmon-agent-prolog", "88").returncode, 0)
+        with open(pidfile) as f:
+            self.assertEqual(int(f.read()), agent_pid)
+        self.assertEqual(script("cupmon-agent-epilog", "77").returncode, 0)
+        self.assertTrue(os.path.exists(f"/proc/{agent_pid}"), "stopped while job 88 still runs")
+        r = script("cupmon-agent-epilog", "88")
+        self.assertEqual((r.returncode, r.stderr), (0, ""))
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and self.alive(agent_pid):
+            time.sleep(0.05)
+        self.assertFalse(self.alive(agent_pid), "the last epilog did not stop the agent")
+        self.assertFalse(os.path.exists(pidfile))
+        # Never a failing prolog (it would drain the node), but a message naming the problem.
+        r = script("cupmon-agent-prolog", "99", CUPMONCTL="/nonexistent/cupmonctl")
+        self.assertEqual(r.returncode, 0)
+        self.assertIn("/nonexistent/cupmonctl is not executable", r.stderr)
+        r = subprocess.run([os.path.join(SLURM, "cupmon-agent-prolog")], capture_output=True,
+                           text=True, timeout=60, env={"PATH": os.environ["PATH"]})
+        self.assertEqual(r.returncode, 0)
+        self.assertIn("SLURM_JOB_ID, SLURM_JOB_UID and SLURM_JOB_USER must be set", r.stderr)
+        r = script("cupmon-agent-prolog", "100", CUPMON_AGENT_LISTEN="127.0.0.1:99999")
+        self.assertEqual(r.returncode, 0)
+        self.assertIn("the agent did not start for job 100", r.stderr)
+        self.assertIn("port must be a number", r.stderr)
+        script("cupmon-agent-epilog", "100")
+
+    @staticmethod
+    def alive(pid):
+        # A zombie (exited, not yet reaped by its parent) counts as gone.
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+        except FileNotFoundError:
+            return False
 
     def test_live_prometheus_scrapes_the_agent(self):
         prometheus = os.environ.get("CUPMON_PROMETHEUS") or shutil.which("prometheus") or ""
