@@ -19,6 +19,8 @@ JOB_YAML = os.path.join(DEPLOY, "kubernetes", "cupmon-job.yaml")
 K8S_WINDOW = os.path.join(DEPLOY, "kubernetes", "cupmon-k8s-window")
 DROPIN = os.path.join(DEPLOY, "systemd", "cupmon.conf")
 DOCKERFILE = os.path.join(DEPLOY, "docker", "Dockerfile")
+DAEMONSET_YAML = os.path.join(DEPLOY, "kubernetes", "cupmon-agent-daemonset.yaml")
+AGENT_UNIT = os.path.join(DEPLOY, "systemd", "cupmon-agent.service")
 BUILD_DIR = os.environ.get("CUPMON_BUILD_DIR", "")
 
 # Environment variables the monitor reads (monitor/src/config.cc) and the ones this component adds.
@@ -182,6 +184,124 @@ class KubernetesManifestTest(unittest.TestCase):
         self.assertIn(f"ctl={mounts['cupmon-bin']}/bin/cupmonctl", script)
         self.assertIn(f"container={self.main['name']}", script)
         self.assertIn("job-name=$job", script)  # the label the Job controller puts on its pods
+
+
+def built_cupmonctl():
+    path = os.path.join(BUILD_DIR, "tools", "cupmonctl", "cupmonctl") if BUILD_DIR else ""
+    return path if os.access(path, os.X_OK) else ""
+
+
+def check_serve_flags(test, argv):
+    """Every --flag of a `cupmonctl ... serve ...` command line is one the built cupmonctl has."""
+    ctl = built_cupmonctl()
+    if not ctl:
+        test.skipTest("CUPMON_BUILD_DIR with a built cupmonctl is not given")
+    helps = subprocess.run([ctl, "--help"], capture_output=True, text=True).stdout + \
+        subprocess.run([ctl, "serve", "--help"], capture_output=True, text=True).stdout
+    for flag in (a for a in argv if a.startswith("--")):
+        test.assertIn(flag, helps, f"cupmonctl has no {flag}")
+
+
+class KubernetesDaemonSetTest(unittest.TestCase):
+    """deploy/kubernetes/cupmon-agent-daemonset.yaml: the node agent on every GPU node."""
+
+    @classmethod
+    def setUpClass(cls):
+        with open(DAEMONSET_YAML) as f:
+            cls.text = f.read()
+        cls.doc = parse_yaml(cls.text)
+        cls.pod = cls.doc["spec"]["template"]["spec"]
+        cls.agent = cls.pod["containers"][0]
+
+    def test_parser_agrees_with_pyyaml_when_available(self):
+        try:
+            import yaml
+        except ImportError:
+            self.skipTest("PyYAML is not installed")
+        self.assertEqual(self.doc, yaml.safe_load(self.text))
+
+    def test_is_a_daemonset_running_cupmonctl_serve(self):
+        self.assertEqual((self.doc["apiVersion"], self.doc["kind"]), ("apps/v1", "DaemonSet"))
+        self.assertEqual(self.doc["spec"]["selector"]["matchLabels"],
+                         self.doc["spec"]["template"]["metadata"]["labels"])
+        cmd = self.agent["command"]
+        self.assertEqual(cmd[0], "/opt/cupmon/bin/cupmonctl")  # the image's layout (Dockerfile)
+        self.assertIn("serve", cmd)
+        check_serve_flags(self, cmd)
+
+    def test_port_is_consistent_and_remote_listening_is_explicit(self):
+        cmd = self.agent["command"]
+        listen = cmd[cmd.index("--listen") + 1]
+        port = int(listen.rsplit(":", 1)[1])
+        self.assertIn("--allow-remote", cmd)  # 0.0.0.0 is refused without it
+        self.assertTrue(self.pod["hostNetwork"])
+        ports = self.agent["ports"][0]
+        self.assertEqual((ports["containerPort"], ports["hostPort"]), (port, port))
+        annotations = self.doc["spec"]["template"]["metadata"]["annotations"]
+        self.assertEqual(annotations["prometheus.io/port"], str(port))
+
+    def test_registry_is_shared_with_the_host_and_owned_by_the_agents_uid(self):
+        # hostPID: the registry is keyed by pid, and the agent checks each pid is alive.
+        self.assertTrue(self.pod["hostPID"])
+        cmd = self.agent["command"]
+        registry = cmd[cmd.index("--registry") + 1]
+        mounts = {m["name"]: m["mountPath"] for m in self.agent["volumeMounts"]}
+        volumes = {v["name"]: v for v in self.pod["volumes"]}
+        (name, path), = mounts.items()
+        self.assertTrue(registry.startswith(path + "/"), (registry, path))
+        self.assertEqual(volumes[name]["hostPath"]["path"], path)
+        # The init container creates it 0700 for the uid the agent runs as.
+        uid = self.agent["securityContext"]["runAsUser"]
+        init = " ".join(self.pod["initContainers"][0]["command"])
+        self.assertIn(f"-o {uid} ", init)
+        self.assertIn("-m 0700", init)
+        self.assertIn(registry, init)
+        self.assertFalse(self.agent["securityContext"]["allowPrivilegeEscalation"])
+
+
+class SystemdAgentUnitTest(unittest.TestCase):
+    def sections(self):
+        out, current = {}, None
+        with open(AGENT_UNIT) as f:
+            for line in f:
+                line = line.strip()
+                if not line or line.startswith("#"):
+                    continue
+                if line.startswith("["):
+                    current = out.setdefault(line[1:-1], [])
+                    continue
+                key, _, value = line.partition("=")
+                current.append((key, value))
+        return out
+
+    def test_runs_cupmonctl_serve_on_loopback_as_a_user(self):
+        sections = self.sections()
+        self.assertEqual(list(sections), ["Unit", "Service", "Install"])
+        service = dict(sections["Service"])
+        argv = service["ExecStart"].split()
+        self.assertEqual(argv[0], "/opt/cupmon/bin/cupmonctl")
+        self.assertIn("serve", argv)
+        self.assertTrue(argv[argv.index("--listen") + 1].startswith("127.0.0.1:"))
+        self.assertNotEqual(service.get("User", "root"), "root")
+        env = dict(v.split("=", 1) for k, v in sections["Service"] if k == "Environment")
+        # The agent removes stale registry entries: its registry must be writable under the sandbox.
+        self.assertTrue(env["CUPMON_REGISTRY_DIR"].startswith(service["ReadWritePaths"] + "/"))
+        check_serve_flags(self, argv)
+
+    @unittest.skipUnless(shutil.which("systemd-analyze"), "systemd-analyze is not installed")
+    def test_systemd_accepts_it(self):
+        ctl = built_cupmonctl()
+        if not ctl:
+            self.skipTest("CUPMON_BUILD_DIR with a built cupmonctl is not given")
+        tmp = tempfile.mkdtemp(prefix="cupmon-systemd-agent-test-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        unit = os.path.join(tmp, "cupmon-agent.service")
+        with open(AGENT_UNIT) as f:  # the binary at its build path: verify checks it exists
+            text = f.read().replace("/opt/cupmon/bin/cupmonctl", ctl)
+        with open(unit, "w") as f:
+            f.write(text)
+        r = subprocess.run(["systemd-analyze", "verify", unit], capture_output=True, text=True)
+        self.assertNotIn("cupmon-agent.service", r.stderr, r.stderr)
 
 
 class KubernetesWindowStubTest(unittest.TestCase):
