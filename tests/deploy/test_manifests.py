@@ -22,6 +22,7 @@ DOCKERFILE = os.path.join(DEPLOY, "docker", "Dockerfile")
 DAEMONSET_YAML = os.path.join(DEPLOY, "kubernetes", "cupmon-agent-daemonset.yaml")
 AGENT_UNIT = os.path.join(DEPLOY, "systemd", "cupmon-agent.service")
 BUILD_DIR = os.environ.get("CUPMON_BUILD_DIR", "")
+CMAKE_COMMAND = os.environ.get("CMAKE_COMMAND", "cmake")
 
 # Environment variables the monitor reads (monitor/src/config.cc) and the ones this component adds.
 KNOWN_CUPMON_VARS = {
@@ -429,6 +430,8 @@ class DockerfileTest(unittest.TestCase):
             subdirs = re.findall(r"add_subdirectory\((\w+)\)", f.read())
         copied = {s.rstrip("/") for args in copies for s in args[:-1]}
         for d in subdirs:
+            if d == "tests" and "-DCUPMON_BUILD_TESTS=OFF" in self.text:
+                continue  # not configured, so not needed
             self.assertIn(d, copied, f"add_subdirectory({d}) is not copied into the image")
 
     def test_source_paths_used_in_the_build_stage_exist(self):
@@ -436,14 +439,15 @@ class DockerfileTest(unittest.TestCase):
             with self.subTest(path=path):
                 self.assertTrue(os.path.exists(os.path.join(REPO, path)), path)
 
-    def test_build_outputs_match_the_cmake_build_tree(self):
-        outputs = sorted(set(re.findall(r"/src/build/([\w./-]+)", self.text)))
-        self.assertIn("monitor/libcupmon.so", outputs)
-        if not BUILD_DIR or not os.path.exists(os.path.join(BUILD_DIR, "monitor", "libcupmon.so")):
-            self.skipTest("CUPMON_BUILD_DIR with a built libcupmon.so is not given")
-        for out in outputs:
-            with self.subTest(out=out):
-                self.assertTrue(os.path.exists(os.path.join(BUILD_DIR, out)), out)
+    def test_builds_what_the_install_needs(self):
+        build = next(i for i in self.instructions if "cmake --build" in i)
+        targets = build.split("--target", 1)[1].split()
+        # Every target with an install rule that is not a dependency of another one listed.
+        self.assertEqual(sorted(targets),
+                         sorted(["cupmon_shared", "cupmon_preload", "cupmon-run", "cupmonctl",
+                                 "cupmon-decode"]))
+        self.assertIn("cmake --install /src/build --prefix /opt/cupmon", self.text)
+        self.assertNotRegex(self.text, r"cp [^&]*/src/build/", "files copied by hand from the build tree")
 
     def test_runtime_layer_holds_only_opt_cupmon(self):
         final = self.text[self.text.rindex("\nFROM "):]
@@ -451,12 +455,76 @@ class DockerfileTest(unittest.TestCase):
         self.assertEqual(copies, ["COPY --from=build /opt/cupmon /opt/cupmon"])
         self.assertNotIn("apt-get", final)
 
-    def test_layout_matches_the_recipes(self):
-        # The Kubernetes manifest and the systemd drop-in expect lib/libcupmon.so and bin/cupmonctl.
-        self.assertIn("/opt/cupmon/lib/", self.text)
-        self.assertRegex(self.text, r"cp /src/build/monitor/libcupmon.so /opt/cupmon/lib/")
-        self.assertRegex(self.text, r"/src/build/tools/cupmonctl/cupmonctl[^&]*/opt/cupmon/bin/")
+    def install_run(self):
+        """The commands of the RUN instruction that installs into /opt/cupmon."""
+        run = next(i for i in self.instructions if "cmake --install" in i)
+        return [c.strip() for c in run[len("RUN "):].split("&&")]
 
+    def test_install_step_gives_the_layout_the_image_and_recipes_use(self):
+        """Runs the Dockerfile's own `cmake --install` on CUPMON_BUILD_DIR into a temporary prefix
+        (standing in for /opt/cupmon), applies its rm steps, and checks every /opt/cupmon path the
+        Dockerfile and the deploy/ recipes name, and that the installed binaries run."""
+        if not BUILD_DIR or not os.path.exists(os.path.join(BUILD_DIR, "monitor", "libcupmon.so")):
+            self.skipTest("CUPMON_BUILD_DIR with a built libcupmon.so is not given")
+        tmp = tempfile.mkdtemp(prefix="cupmon-docker-layout-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        prefix = os.path.join(tmp, "opt-cupmon")
+
+        def here(path):
+            return path.replace("/opt/cupmon", prefix)
+
+        removed = []
+        for command in self.install_run():
+            argv = command.split()
+            if argv[:2] == ["cmake", "--install"]:
+                argv = [CMAKE_COMMAND if a == "cmake" else a.replace("/src/build", BUILD_DIR)
+                        for a in argv]
+                r = subprocess.run([here(a) for a in argv], capture_output=True, text=True, timeout=300)
+                self.assertEqual(r.returncode, 0, f"{argv}:\n{r.stdout}{r.stderr}")
+            elif argv[0] == "rm":
+                for path in (a for a in argv[1:] if a.startswith("/opt/cupmon/")):
+                    # A path the Dockerfile removes but the install does not make is stale.
+                    self.assertTrue(os.path.exists(here(path)), f"{command}: {path} is not installed")
+                    shutil.rmtree(here(path)) if os.path.isdir(here(path)) else os.remove(here(path))
+                    removed.append(path)
+            elif argv[:2] == ["cp", "-L"]:
+                # From the build image (libprotobuf, libcupti): the destination must be the lib dir.
+                self.assertEqual(argv[-1], "/opt/cupmon/lib/")
+            # patchelf and its loop: their /opt/cupmon paths are checked below.
+        self.assertTrue(removed)
+        # Every /opt/cupmon path of the Dockerfile (patchelf targets, ENV PATH, the final COPY) ...
+        named = set(re.findall(r"/opt/cupmon(?:/[\w.-]+)*", self.text)) - set(removed)
+        named -= {"/opt/cupmon/lib/libprotobuf.so.32", "/opt/cupmon/lib/libcupti.so.13"}
+        # ... and of the recipes that run from the image.
+        with open(DROPIN) as f:
+            named |= set(re.findall(r"/opt/cupmon(?:/[\w.-]+)+", f.read()))
+        with open(AGENT_UNIT) as f:
+            named |= set(re.findall(r"/opt/cupmon(?:/[\w.-]+)+", f.read()))
+        with open(DAEMONSET_YAML) as f:
+            named |= set(re.findall(r"/opt/cupmon(?:/[\w.-]+)+", f.read()))
+        # The Job's init container copies /opt/cupmon/. to /cupmon: its paths are /cupmon/...
+        for recipe in (JOB_YAML, K8S_WINDOW):
+            with open(recipe) as f:
+                named |= {"/opt" + p for p in re.findall(r"(?<![\w/])/cupmon/(?:bin|lib)/[\w.-]+",
+                                                         f.read())}
+        self.assertIn("/opt/cupmon/lib/libcupmon.so", named)
+        self.assertIn("/opt/cupmon/bin/cupmonctl", named)
+        for path in sorted(named):
+            with self.subTest(path=path):
+                self.assertTrue(os.path.exists(here(path)), f"{path} is not in the install tree")
+        # What is left is what runs: no static library or CMake package without its libraries.
+        for root, _, files in os.walk(prefix):
+            for name in files:
+                self.assertFalse(name.endswith(".a"), os.path.join(root, name))
+        self.assertEqual(sorted(os.listdir(os.path.join(prefix, "bin"))),
+                         ["cupmon-decode", "cupmon-run", "cupmonctl"])
+        env = {"PATH": "/usr/bin:/bin"}  # no LD_LIBRARY_PATH, nothing of the build tree
+        for tool in os.listdir(os.path.join(prefix, "bin")):
+            with self.subTest(tool=tool):
+                r = subprocess.run([os.path.join(prefix, "bin", tool), "--help"], capture_output=True,
+                                   text=True, timeout=60, env=env)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                self.assertIn("Usage", r.stdout + r.stderr)
 
 if __name__ == "__main__":
     unittest.main()
