@@ -167,14 +167,7 @@ class NodeAgentTest(unittest.TestCase):
         self.ranks = []
         self.agents = []
         for i, (job, rank) in enumerate(self.RANKS):
-            env = dict(os.environ, CUPMON_OUTPUT_DIR=os.path.join(self.tmp, f"out-{i}"),
-                       CUPMON_REGISTRY_DIR=self.registry, CUPMON_SIGNAL="off",
-                       SLURM_JOB_ID=job, SLURM_PROCID=str(rank))
-            for var in ("RANK", "TORCHELASTIC_RUN_ID", "LOCAL_RANK", "WORLD_SIZE"):
-                env.pop(var, None)
-            self.ranks.append(subprocess.Popen(
-                [os.environ["CUPMON_SLURM_RANK"], "0", "5"], env=env, stdout=subprocess.DEVNULL,
-                stderr=subprocess.PIPE, preexec_fn=die_with_parent))
+            self.start_rank(i, job, rank)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             if all(os.path.islink(self.link(p.pid)) for p in self.ranks):
@@ -185,6 +178,18 @@ class NodeAgentTest(unittest.TestCase):
             time.sleep(0.05)
         else:
             self.fail(f"the ranks did not register in {self.registry}: {os.listdir(self.registry)}")
+
+    def start_rank(self, i, job, rank):
+        env = dict(os.environ, CUPMON_OUTPUT_DIR=os.path.join(self.tmp, f"out-{i}"),
+                   CUPMON_REGISTRY_DIR=self.registry, CUPMON_SIGNAL="off",
+                   SLURM_JOB_ID=job, SLURM_PROCID=str(rank))
+        for var in ("RANK", "TORCHELASTIC_RUN_ID", "LOCAL_RANK", "WORLD_SIZE"):
+            env.pop(var, None)
+        p = subprocess.Popen([os.environ["CUPMON_SLURM_RANK"], "0", "5"], env=env,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                             preexec_fn=die_with_parent)
+        self.ranks.append(p)
+        return p
 
     def tearDown(self):
         for a in self.agents:
@@ -259,9 +264,19 @@ class NodeAgentTest(unittest.TestCase):
         self.assertEqual(st["status"]["job_id"], "77")
         self.assertEqual(st["status"]["rank"], 0)
 
-    def test_processes_exiting_mid_test(self):
-        agent = self.agent()
+    def test_processes_coming_and_going(self):
+        agent = self.agent("--rescan", "200ms")
         self.assertEqual(samples(self.scrape_ok(agent), "cupmon_agent_processes")[0][1], 3)
+        # A process that starts after the agent is found at the next scrape.
+        late = self.start_rank(len(self.ranks), "77", 2)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not os.path.islink(self.link(late.pid)):
+            time.sleep(0.05)
+        parsed = self.scrape_ok(agent)
+        self.assertEqual(samples(parsed, "cupmon_agent_processes")[0][1], 4)
+        self.assertEqual(samples(parsed, "cupmon_info", pid=str(late.pid))[0][0]["rank"], "2")
+        late.send_signal(signal.SIGTERM)
+        late.wait(timeout=30)
         gone = self.ranks[1]
         gone.kill()  # SIGKILL: the registry entry stays behind, stale
         gone.wait()
@@ -277,9 +292,17 @@ class NodeAgentTest(unittest.TestCase):
         self.assertEqual(samples(parsed, "cupmon_agent_processes")[0][1], 1)
         self.assertEqual(len(samples(parsed, "cupmon_info", pid=str(self.ranks[0].pid))), 1)
         self.assertIsNone(agent.proc.poll(), "the agent exited")
+        time.sleep(0.5)  # two --rescan periods: the departures are logged
         self.assertEqual(agent.stop(), 0)
         log = agent.proc.stderr.read()
-        self.assertIn(f"pid {self.ranks[0].pid}", log)
+        self.assertIn(f"monitoring pid {self.ranks[0].pid}", log)
+        self.assertIn(f"pid {self.ranks[2].pid} is gone", log)
+
+    def test_max_processes_bounds_a_scrape(self):
+        parsed = self.scrape_ok(self.agent("--max-processes", "2"))
+        self.assertEqual(samples(parsed, "cupmon_agent_processes")[0][1], 3)
+        self.assertEqual(samples(parsed, "cupmon_agent_processes_skipped")[0][1], 1)
+        self.assertEqual(len(samples(parsed, "cupmon_info")), 2)
 
     def test_hung_process_costs_only_its_deadline(self):
         # A socket that accepts (the kernel's backlog) and never answers, registered under a live

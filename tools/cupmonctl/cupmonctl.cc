@@ -129,6 +129,10 @@ int Request(const Context& ctx, int pid, const cupmon::pb::ControlRequest& reque
               << "dropped records: " << s.dropped_records() << "\n"
               << "current file:    " << s.current_file() << "\n"
               << "output dir:      " << s.output_dir() << "\n";
+    if (s.has_rank() || !s.job_id().empty()) {
+      std::cout << "job, rank:       " << (s.job_id().empty() ? "-" : s.job_id()) << ", "
+                << (s.has_rank() ? std::to_string(s.rank()) : "-") << "\n";
+    }
   } else {
     std::cout << reply->message() << "\n";
   }
