@@ -49,8 +49,8 @@ LauncherIdentity ReadLauncherIdentity() {
   id.local_rank = number(env("LOCAL_RANK", "SLURM_LOCALID"));
   id.world_size = number(env("WORLD_SIZE", "SLURM_NTASKS"));
   const char* run_id = std::getenv("TORCHELASTIC_RUN_ID");  // torchrun's default is "none"
-  const char* job = run_id && *run_id && std::strcmp(run_id, "none") != 0 ? run_id
-                                                                          : std::getenv("SLURM_JOB_ID");
+  const char* job =
+      run_id && *run_id && std::strcmp(run_id, "none") != 0 ? run_id : std::getenv("SLURM_JOB_ID");
   if (job && *job) id.job_id = job;
   return id;
 }

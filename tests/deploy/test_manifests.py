@@ -447,7 +447,8 @@ class DockerfileTest(unittest.TestCase):
                          sorted(["cupmon_shared", "cupmon_preload", "cupmon-run", "cupmonctl",
                                  "cupmon-decode"]))
         self.assertIn("cmake --install /src/build --prefix /opt/cupmon", self.text)
-        self.assertNotRegex(self.text, r"cp [^&]*/src/build/", "files copied by hand from the build tree")
+        self.assertNotRegex(self.text, r"cp [^&]*/src/build/",
+                            "files copied by hand from the build tree")
 
     def test_runtime_layer_holds_only_opt_cupmon(self):
         final = self.text[self.text.rindex("\nFROM "):]
@@ -479,13 +480,18 @@ class DockerfileTest(unittest.TestCase):
             if argv[:2] == ["cmake", "--install"]:
                 argv = [CMAKE_COMMAND if a == "cmake" else a.replace("/src/build", BUILD_DIR)
                         for a in argv]
-                r = subprocess.run([here(a) for a in argv], capture_output=True, text=True, timeout=300)
+                r = subprocess.run([here(a) for a in argv], capture_output=True, text=True,
+                                   timeout=300)
                 self.assertEqual(r.returncode, 0, f"{argv}:\n{r.stdout}{r.stderr}")
             elif argv[0] == "rm":
                 for path in (a for a in argv[1:] if a.startswith("/opt/cupmon/")):
                     # A path the Dockerfile removes but the install does not make is stale.
-                    self.assertTrue(os.path.exists(here(path)), f"{command}: {path} is not installed")
-                    shutil.rmtree(here(path)) if os.path.isdir(here(path)) else os.remove(here(path))
+                    self.assertTrue(os.path.exists(here(path)),
+                                    f"{command}: {path} is not installed")
+                    if os.path.isdir(here(path)):
+                        shutil.rmtree(here(path))
+                    else:
+                        os.remove(here(path))
                     removed.append(path)
             elif argv[:2] == ["cp", "-L"]:
                 # From the build image (libprotobuf, libcupti): the destination must be the lib dir.
@@ -521,8 +527,8 @@ class DockerfileTest(unittest.TestCase):
         env = {"PATH": "/usr/bin:/bin"}  # no LD_LIBRARY_PATH, nothing of the build tree
         for tool in os.listdir(os.path.join(prefix, "bin")):
             with self.subTest(tool=tool):
-                r = subprocess.run([os.path.join(prefix, "bin", tool), "--help"], capture_output=True,
-                                   text=True, timeout=60, env=env)
+                r = subprocess.run([os.path.join(prefix, "bin", tool), "--help"],
+                                   capture_output=True, text=True, timeout=60, env=env)
                 self.assertEqual(r.returncode, 0, r.stderr)
                 self.assertIn("Usage", r.stdout + r.stderr)
 

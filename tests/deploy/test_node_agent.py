@@ -63,7 +63,8 @@ def parse_exposition(text):
 
 
 def samples(parsed, name, **labels):
-    return [(l, v) for n, l, v in parsed if n == name and all(l.get(k) == x for k, x in labels.items())]
+    return [(l, v) for n, l, v in parsed
+            if n == name and all(l.get(k) == x for k, x in labels.items())]
 
 
 def varint(n):
@@ -133,7 +134,8 @@ class Agent:
         m = re.search(r"listening on 127\.0\.0\.1:(\d+)", line)
         if not m:
             self.stop()
-            raise AssertionError(f"cupmonctl serve did not start: {line!r} {self.proc.stderr.read()}")
+            raise AssertionError(
+                f"cupmonctl serve did not start: {line!r} {self.proc.stderr.read()}")
         self.port = int(m.group(1))
 
     def scrape(self, timeout=20):
@@ -238,7 +240,8 @@ class NodeAgentTest(unittest.TestCase):
             self.assertEqual(value, 1)
             self.assertEqual((labels["job"], labels["rank"]), (job, str(rank)))
             self.assertEqual(labels["Hostname"], socket.gethostname())
-            self.assertEqual(labels["output_dir"], os.path.join(self.tmp, f"out-{self.ranks.index(p)}"))
+            self.assertEqual(labels["output_dir"],
+                             os.path.join(self.tmp, f"out-{self.ranks.index(p)}"))
             self.assertEqual(samples(parsed, "cupmon_agent_process_up", pid=pid)[0][1], 1)
             for family in ("cupmon_kernel_records_total", "cupmon_compressed_bytes_total",
                            "cupmon_windows_opened_total", "cupmon_files", "cupmon_write_error"):
@@ -319,9 +322,11 @@ class NodeAgentTest(unittest.TestCase):
             elapsed = time.monotonic() - started
             # Not a timing figure: a stalled scrape would take the urllib timeout (20 s).
             self.assertLess(elapsed, 10, "the scrape waited for the hung socket")
-            self.assertEqual(samples(parsed, "cupmon_agent_process_up", pid=str(os.getpid()))[0][1], 0)
+            up = samples(parsed, "cupmon_agent_process_up", pid=str(os.getpid()))
+            self.assertEqual(up[0][1], 0)
             for p in self.ranks:
-                self.assertEqual(samples(parsed, "cupmon_agent_process_up", pid=str(p.pid))[0][1], 1)
+                up = samples(parsed, "cupmon_agent_process_up", pid=str(p.pid))
+                self.assertEqual(up[0][1], 1)
             self.assertGreaterEqual(samples(parsed, "cupmon_agent_unreachable_total")[0][1], 1)
             # window --job skips it, says so, and still reaches the job's processes.
             r = self.ctl("--timeout", "300ms", "window", "--job", "77", "--duration", "200ms")
@@ -441,7 +446,8 @@ class NodeAgentTest(unittest.TestCase):
                    CUPMON_AGENT_STATE=state)
 
         def script(name, job, **extra):
-            return subprocess.run([os.path.join(SLURM, name)], env=dict(env, SLURM_JOB_ID=job, **extra),
+            return subprocess.run([os.path.join(SLURM, name)],
+                                  env=dict(env, SLURM_JOB_ID=job, **extra),
                                   capture_output=True, text=True, timeout=60)
 
         pidfile = os.path.join(state, f"{uid}.pid")
@@ -449,7 +455,7 @@ class NodeAgentTest(unittest.TestCase):
         self.assertEqual((r.returncode, r.stderr), (0, ""))
         with open(pidfile) as f:
             agent_pid = int(f.read())
-        self.addCleanup(lambda: os.path.exists(f"/proc/{agent_pid}") and os.kill(agent_pid, signal.SIGKILL))
+        self.addCleanup(lambda: self.alive(agent_pid) and os.kill(agent_pid, signal.SIGKILL))
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=20) as resp:
             parsed = parse_exposition(resp.read().decode())
         self.assertEqual(samples(parsed, "cupmon_agent_processes")[0][1], 3)
@@ -526,12 +532,14 @@ class NodeAgentTest(unittest.TestCase):
                 time.sleep(1)
             with open(os.path.join(prom_dir, "prometheus.log")) as f:
                 prom_log = f.read()
-            self.assertEqual(len(result), 3, f"series: {result}; prometheus log:\n{prom_log[-3000:]}")
+            self.assertEqual(len(result), 3,
+                             f"series: {result}; prometheus log:\n{prom_log[-3000:]}")
             # The target's own `job` label is Prometheus' scrape job; cupmon's `job` (the Slurm
             # job) arrives as exported_job, as Prometheus renames a clashing label.
             got = sorted((m["metric"]["pid"], m["metric"]["rank"], m["metric"]["exported_job"])
                          for m in result)
-            want = sorted((str(p.pid), str(rank), job) for p, (job, rank) in zip(self.ranks, self.RANKS))
+            want = sorted((str(p.pid), str(rank), job)
+                          for p, (job, rank) in zip(self.ranks, self.RANKS))
             self.assertEqual(got, want)
         finally:
             prom.send_signal(signal.SIGTERM)

@@ -467,7 +467,8 @@ class SlurmLiveTest(unittest.TestCase):
                          CUPMONCTL=os.environ["CUPMONCTL"], CUPMON_AGENT_LISTEN=f"127.0.0.1:{port}",
                          CUPMON_AGENT_REGISTRY=self.env["CUPMON_REGISTRY_DIR"],
                          CUPMON_AGENT_STATE=os.path.join(self.tmp, "agent-state"))
-        r = subprocess.run([AGENT_PROLOG], env=agent_env, capture_output=True, text=True, timeout=60)
+        r = subprocess.run([AGENT_PROLOG], env=agent_env, capture_output=True, text=True,
+                           timeout=60)
         self.assertEqual((r.returncode, r.stderr), (0, ""))
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=30) as resp:
@@ -493,7 +494,8 @@ class SlurmLiveTest(unittest.TestCase):
         self.assertIsNotNone(section, info)
         for seconds, nanos in re.findall(r"T\d\d:\d\d:(\d\d)\.(\d{9})Z", section.group(1)):
             offset = (int(seconds) % 2) + int(nanos) / 1e9
-            self.assertLess(offset, 0.1, f"window #1 began {offset:.6f} s after the instant\n{info}")
+            self.assertLess(offset, 0.1,
+                            f"window #1 began {offset:.6f} s after the instant\n{info}")
 
     def test_9_time_limit_sigterm_keeps_the_last_seconds(self):
         job = self.time_limit_job

@@ -173,26 +173,30 @@ int List(const Context& ctx) {
 }
 
 // window --job: one instant for every process of the job on this host.
-int JobWindow(const Context& ctx, const std::string& job, const cupmon::pb::OpenWindowRequest& window,
-              int64_t at_ms, int64_t align_ms) {
-  auto outcome = cupmon::agent::OpenJobWindow(ctx.registry_dir, job, window, at_ms, align_ms, ctx.timeout);
+int JobWindow(const Context& ctx, const std::string& job,
+              const cupmon::pb::OpenWindowRequest& window, int64_t at_ms, int64_t align_ms) {
+  auto outcome =
+      cupmon::agent::OpenJobWindow(ctx.registry_dir, job, window, at_ms, align_ms, ctx.timeout);
   if (!outcome) {
     std::cerr << "cupmonctl: " << outcome.error().message << "\n";
     return kExitUnreachable;
   }
   bool all_ok = !outcome->results.empty();
-  std::string json = "{\"job\":\"" + JsonEscape(job) + "\",\"at_unix_ms\":" +
-                     std::to_string(outcome->at_unix_ms) + ",\"processes\":[";
+  std::string json = "{\"job\":\"" + JsonEscape(job) +
+                     "\",\"at_unix_ms\":" + std::to_string(outcome->at_unix_ms) +
+                     ",\"processes\":[";
   for (size_t i = 0; i < outcome->results.size(); ++i) {
     const auto& r = outcome->results[i];
     all_ok = all_ok && r.ok;
     const std::string rank = r.rank ? std::to_string(*r.rank) : "";
     json += (i ? "," : "");
     json += "{\"pid\":" + std::to_string(r.pid) + ",\"rank\":" + (r.rank ? rank : "null") +
-            ",\"ok\":" + (r.ok ? "true" : "false") + ",\"message\":\"" + JsonEscape(r.message) + "\"}";
+            ",\"ok\":" + (r.ok ? "true" : "false") + ",\"message\":\"" + JsonEscape(r.message) +
+            "\"}";
     if (!ctx.json) {
-      (r.ok ? std::cout : std::cerr) << (r.ok ? "" : "cupmonctl: ") << "pid " << r.pid
-                                     << (r.rank ? " rank " + rank : "") << ": " << r.message << "\n";
+      (r.ok ? std::cout : std::cerr)
+          << (r.ok ? "" : "cupmonctl: ") << "pid " << r.pid << (r.rank ? " rank " + rank : "")
+          << ": " << r.message << "\n";
     }
   }
   json += "]}";
@@ -240,7 +244,9 @@ int Serve(const Context& ctx, const ServeOptions& serve) {
   options.process_timeout = std::chrono::milliseconds(*process_timeout);
   options.rescan_period = std::chrono::milliseconds(*rescan);
   options.max_processes = serve.max_processes;
-  options.log = [](const std::string& line) { std::cerr << "cupmonctl serve: " << line << std::endl; };
+  options.log = [](const std::string& line) {
+    std::cerr << "cupmonctl serve: " << line << std::endl;
+  };
   // The scrape waits for the slowest process: let the response deadline cover it.
   listen->write_timeout_ms = static_cast<uint32_t>(*process_timeout + 5000);
 
@@ -290,7 +296,8 @@ int main(int argc, char** argv) {
   auto* status = app.add_subcommand("status", "Status of a monitored process");
   status->add_option("pid", pid, "Process id")->required();
   std::string job;
-  auto* window = app.add_subcommand("window", "Open a trace window (in one process, or a whole job)");
+  auto* window =
+      app.add_subcommand("window", "Open a trace window (in one process, or a whole job)");
   auto* pid_opt = window->add_option("pid", pid, "Process id");
   auto* job_opt = window->add_option(
       "--job", job,
@@ -318,8 +325,9 @@ int main(int argc, char** argv) {
       "serve", "Node agent: one Prometheus endpoint for every monitored process of this host");
   serve->add_option("--listen", serve_options.listen,
                     "ADDRESS:PORT of the endpoint (default 127.0.0.1:9465; port 0 picks one)");
-  serve->add_flag("--allow-remote", serve_options.allow_remote,
-                  "Allow a non-loopback --listen address (the counters become visible to the network)");
+  serve->add_flag(
+      "--allow-remote", serve_options.allow_remote,
+      "Allow a non-loopback --listen address (the counters become visible to the network)");
   serve->add_option("--process-timeout", serve_options.process_timeout,
                     "Deadline of each process's status request per scrape (default 1s)");
   serve->add_option("--rescan", serve_options.rescan,

@@ -44,8 +44,8 @@ void StatusAll(boost::asio::io_context& io, const std::vector<control::Monitored
     std::function<void(std::vector<ClientExpected<pb::ControlReply>>)> done;
   };
   auto gather = std::make_shared<Gather>();
-  gather->replies.assign(processes.size(),
-                         std::unexpected(control::ClientError{control::ClientError::Code::kTimeout, ""}));
+  gather->replies.assign(processes.size(), std::unexpected(control::ClientError{
+                                               control::ClientError::Code::kTimeout, ""}));
   gather->pending = processes.size();
   gather->done = std::move(done);
   if (processes.empty()) {
@@ -96,7 +96,8 @@ void NodeAgent::ScheduleRescan() {
 void NodeAgent::Rescan() {
   auto listed = control::ListMonitored(options_.registry_dir, /*remove_stale=*/true);
   if (!listed) {
-    if (options_.log) options_.log("registry " + options_.registry_dir + ": " + listed.error().message);
+    if (options_.log)
+      options_.log("registry " + options_.registry_dir + ": " + listed.error().message);
     return;
   }
   std::set<int> now;
@@ -121,20 +122,23 @@ void NodeAgent::RenderAsync(std::function<void(Expected<std::string>)> done) {
   if (processes.size() > options_.max_processes) processes.resize(options_.max_processes);
   ++scrapes_;
   StatusAll(io_, processes, options_.process_timeout,
-            [this, processes, found, done = std::move(done)](
-                std::vector<ClientExpected<pb::ControlReply>> replies) {
+            [this, processes, found,
+             done = std::move(done)](std::vector<ClientExpected<pb::ControlReply>> replies) {
               std::vector<metrics::LabelledSnapshot> up;
               std::string agent;
-              agent += "# HELP cupmon_agent_processes Monitored processes in the node's registry.\n"
-                       "# TYPE cupmon_agent_processes gauge\ncupmon_agent_processes " +
-                       std::to_string(found) + "\n";
-              agent += "# HELP cupmon_agent_processes_skipped Registered processes not asked "
-                       "(over --max-processes).\n# TYPE cupmon_agent_processes_skipped gauge\n"
-                       "cupmon_agent_processes_skipped " +
-                       std::to_string(found - processes.size()) + "\n";
-              agent += "# HELP cupmon_agent_process_up 1 when the process answered its status "
-                       "request within the deadline, else 0.\n"
-                       "# TYPE cupmon_agent_process_up gauge\n";
+              agent +=
+                  "# HELP cupmon_agent_processes Monitored processes in the node's registry.\n"
+                  "# TYPE cupmon_agent_processes gauge\ncupmon_agent_processes " +
+                  std::to_string(found) + "\n";
+              agent +=
+                  "# HELP cupmon_agent_processes_skipped Registered processes not asked "
+                  "(over --max-processes).\n# TYPE cupmon_agent_processes_skipped gauge\n"
+                  "cupmon_agent_processes_skipped " +
+                  std::to_string(found - processes.size()) + "\n";
+              agent +=
+                  "# HELP cupmon_agent_process_up 1 when the process answered its status "
+                  "request within the deadline, else 0.\n"
+                  "# TYPE cupmon_agent_process_up gauge\n";
               for (size_t i = 0; i < processes.size(); ++i) {
                 const auto& reply = replies[i];
                 const bool answered = reply && reply->ok();
@@ -155,10 +159,11 @@ void NodeAgent::RenderAsync(std::function<void(Expected<std::string>)> done) {
                 p.snapshot.hostname = options_.hostname;
                 up.push_back(std::move(p));
               }
-              agent += "# HELP cupmon_agent_unreachable_total Status requests that failed or "
-                       "timed out, over all scrapes.\n# TYPE cupmon_agent_unreachable_total "
-                       "counter\ncupmon_agent_unreachable_total " +
-                       std::to_string(unreachable_total_) + "\n";
+              agent +=
+                  "# HELP cupmon_agent_unreachable_total Status requests that failed or "
+                  "timed out, over all scrapes.\n# TYPE cupmon_agent_unreachable_total "
+                  "counter\ncupmon_agent_unreachable_total " +
+                  std::to_string(unreachable_total_) + "\n";
               done(metrics::RenderExposition(up) + agent);
             });
 }
@@ -193,7 +198,7 @@ Expected<JobWindowOutcome> OpenJobWindow(const std::string& registry_dir, const 
     }
     // One instant for all, chosen now that every status is in.
     const int64_t now = control::NowUnixMs();
-    outcome.at_unix_ms = at_unix_ms != 0   ? at_unix_ms
+    outcome.at_unix_ms = at_unix_ms != 0 ? at_unix_ms
                          : align_ms != 0 ? control::NextAlignedUnixMs(now, align_ms)
                                          : now + 500;
     pb::ControlRequest open;
@@ -204,7 +209,7 @@ Expected<JobWindowOutcome> OpenJobWindow(const std::string& registry_dir, const 
                          [&outcome, k](ClientExpected<pb::ControlReply> reply) {
                            JobWindowResult& r = outcome.results[k];
                            r.ok = reply && reply->ok();
-                           r.message = !reply         ? reply.error().message
+                           r.message = !reply        ? reply.error().message
                                        : reply->ok() ? reply->message()
                                                      : reply->error();
                          });

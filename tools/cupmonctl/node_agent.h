@@ -74,9 +74,9 @@ struct JobWindowResult {
 };
 
 struct JobWindowOutcome {
-  int64_t at_unix_ms = 0;               // the instant sent to every process
+  int64_t at_unix_ms = 0;                // the instant sent to every process
   std::vector<JobWindowResult> results;  // the job's processes, in pid order
-  std::set<std::string> other_jobs;     // jobs seen on the node that did not match (for messages)
+  std::set<std::string> other_jobs;      // jobs seen on the node that did not match (for messages)
   std::vector<std::string> unreachable;  // processes whose job could not be learnt, with why
 };
 

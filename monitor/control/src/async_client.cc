@@ -54,12 +54,13 @@ class CallState : public std::enable_shared_from_this<CallState> {
       return;
     }
     out_ = EncodeFrame(request);
-    asio::async_write(socket_, asio::buffer(out_),
-                      [self](const boost::system::error_code& ec, size_t) noexcept {
-                        if (ec) return self->Finish(Error(ClientError::Code::kProtocol,
-                                                          "send to " + self->path_ + ": " + ec.message()));
-                        self->ReadPrefix();
-                      });
+    asio::async_write(
+        socket_, asio::buffer(out_), [self](const boost::system::error_code& ec, size_t) noexcept {
+          if (ec)
+            return self->Finish(Error(ClientError::Code::kProtocol,
+                                      "send to " + self->path_ + ": " + ec.message()));
+          self->ReadPrefix();
+        });
   }
 
  private:
@@ -83,20 +84,19 @@ class CallState : public std::enable_shared_from_this<CallState> {
     // Unix sockets connect at once or fail (EAGAIN: the listener's backlog is full).
     if (::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) != 0) {
       return (Error(ClientError::Code::kConnect,
-                                   "cannot connect to " + path_ + ": " + std::strerror(errno)));
+                    "cannot connect to " + path_ + ": " + std::strerror(errno)));
     }
     ucred cred{};
     socklen_t len = sizeof(cred);
     if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
-      return (Error(ClientError::Code::kUntrusted, "cannot read who serves " + path_ +
-                                                                     ": " + std::strerror(errno)));
+      return (Error(ClientError::Code::kUntrusted,
+                    "cannot read who serves " + path_ + ": " + std::strerror(errno)));
     }
     if (!PeerAllowed(cred.uid, ::geteuid())) {
-      return (Error(
-          ClientError::Code::kUntrusted,
-          "refusing " + path_ + ": it is served by uid " + std::to_string(cred.uid) + " (pid " +
-              std::to_string(cred.pid) + "), not by uid " + std::to_string(::geteuid()) +
-              " or root; nothing was sent"));
+      return (Error(ClientError::Code::kUntrusted,
+                    "refusing " + path_ + ": it is served by uid " + std::to_string(cred.uid) +
+                        " (pid " + std::to_string(cred.pid) + "), not by uid " +
+                        std::to_string(::geteuid()) + " or root; nothing was sent"));
     }
     return {};
   }
@@ -119,16 +119,16 @@ class CallState : public std::enable_shared_from_this<CallState> {
   void ReadBody(uint32_t length) {
     body_.resize(length);
     auto self = shared_from_this();
-    asio::async_read(socket_, asio::buffer(body_),
-                     [self](const boost::system::error_code& ec, size_t) noexcept {
-                       if (ec) return self->Finish(self->ReadError(ec));
-                       pb::ControlReply reply;
-                       if (!reply.ParseFromString(self->body_)) {
-                         return self->Finish(Error(ClientError::Code::kProtocol,
-                                                   "unparsable reply from " + self->path_));
-                       }
-                       self->Finish(std::move(reply));
-                     });
+    asio::async_read(
+        socket_, asio::buffer(body_), [self](const boost::system::error_code& ec, size_t) noexcept {
+          if (ec) return self->Finish(self->ReadError(ec));
+          pb::ControlReply reply;
+          if (!reply.ParseFromString(self->body_)) {
+            return self->Finish(
+                Error(ClientError::Code::kProtocol, "unparsable reply from " + self->path_));
+          }
+          self->Finish(std::move(reply));
+        });
   }
 
   std::unexpected<ClientError> ReadError(const boost::system::error_code& ec) const {
@@ -165,8 +165,9 @@ class CallState : public std::enable_shared_from_this<CallState> {
 
 }  // namespace
 
-void AsyncCall(asio::io_context& io, const std::string& socket_path, const pb::ControlRequest& request,
-               std::chrono::milliseconds timeout, CallDone done) {
+void AsyncCall(asio::io_context& io, const std::string& socket_path,
+               const pb::ControlRequest& request, std::chrono::milliseconds timeout,
+               CallDone done) {
   std::make_shared<CallState>(io, socket_path, std::move(done))->Start(request, timeout);
 }
 

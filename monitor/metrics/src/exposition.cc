@@ -166,16 +166,17 @@ std::string RenderExposition(const std::vector<LabelledSnapshot>& processes) {
     std::map<std::pair<uint32_t, uint32_t>, uint64_t> streams;
     for (const StreamBusy& st : s.stream_busy) streams[{st.device, st.stream}] += st.busy_ns;
     for (const auto& [key, ns] : streams) {
-      Sample(out, "cupmon_stream_busy_seconds_total",
-             joined(own[i], GpuLabels(s, key.first, "stream=\"" + std::to_string(key.second) + "\"")),
-             FormatNanosecondsAsSeconds(ns));
+      Sample(
+          out, "cupmon_stream_busy_seconds_total",
+          joined(own[i], GpuLabels(s, key.first, "stream=\"" + std::to_string(key.second) + "\"")),
+          FormatNanosecondsAsSeconds(ns));
     }
   }
 
   scalar("cupmon_raw_bytes_total", "counter", "Activity record bytes before encoding.",
          &MetricsSnapshot::raw_bytes);
-  scalar("cupmon_compressed_bytes_total", "counter", "Bytes written after encoding and compression.",
-         &MetricsSnapshot::compressed_bytes);
+  scalar("cupmon_compressed_bytes_total", "counter",
+         "Bytes written after encoding and compression.", &MetricsSnapshot::compressed_bytes);
   scalar("cupmon_dropped_records_total", "counter", "Records CUPTI reported as dropped.",
          &MetricsSnapshot::dropped_records);
   scalar("cupmon_pool_exhausted_total", "counter",
@@ -188,7 +189,8 @@ std::string RenderExposition(const std::vector<LabelledSnapshot>& processes) {
   Family(out, "cupmon_write_error", "gauge", "1 while the most recent write failed, else 0.");
   for (size_t i = 0; i < processes.size(); ++i)
     Sample(out, "cupmon_write_error", own[i], processes[i].snapshot.last_write_failed ? "1" : "0");
-  scalar("cupmon_files", "gauge", "Recording files on disk after retention.", &MetricsSnapshot::files);
+  scalar("cupmon_files", "gauge", "Recording files on disk after retention.",
+         &MetricsSnapshot::files);
   scalar("cupmon_disk_bytes", "gauge", "Total size of the recording files on disk.",
          &MetricsSnapshot::disk_bytes);
   return out;
@@ -229,7 +231,8 @@ MetricsSnapshot FromMetricsView(const pb::MetricsView& v) {
   s.memcpy_records = v.memcpy_records();
   s.memset_records = v.memset_records();
   for (const auto& b : v.device_busy()) s.device_busy.push_back({b.device(), b.busy_ns()});
-  for (const auto& b : v.stream_busy()) s.stream_busy.push_back({b.device(), b.stream(), b.busy_ns()});
+  for (const auto& b : v.stream_busy())
+    s.stream_busy.push_back({b.device(), b.stream(), b.busy_ns()});
   for (const auto& [device, uuid] : v.gpu_uuids()) s.gpu_uuids[device] = uuid;
   s.raw_bytes = v.raw_bytes();
   s.compressed_bytes = v.compressed_bytes();

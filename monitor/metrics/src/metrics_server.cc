@@ -128,7 +128,7 @@ class MetricsServer::Core : public std::enable_shared_from_this<MetricsServer::C
 
   asio::io_context& io_;
   const MetricsOptions options_;
-  MetricsSource* const source_;             // one of these two is set
+  MetricsSource* const source_;  // one of these two is set
   AsyncMetricsSource* const async_source_;
   Tcp::acceptor acceptor_;
   asio::steady_timer accept_retry_;
@@ -191,7 +191,8 @@ class Session : public std::enable_shared_from_this<Session> {
                          "request head exceeds " + std::to_string(limit) + " bytes\n"));
     }
     if (end == std::string::npos) return Read();
-    if (auto response = core_->Handle(std::string_view(request_).substr(0, end))) return Send(*response);
+    if (auto response = core_->Handle(std::string_view(request_).substr(0, end)))
+      return Send(*response);
     // The asynchronous source answers later; the write deadline covers the wait as well.
     ArmDeadline(core_->options().write_timeout_ms);
     core_->Scrape([self = shared_from_this()](Response response) {

@@ -225,13 +225,14 @@ TEST(ExpositionTest, SeveralProcessesShareEachFamilyAndKeepTheirOwnLabels) {
   LabelledSnapshot a{{{"pid", "11"}, {"rank", "0"}, {"job", "77"}}, SampleSnapshot()};
   LabelledSnapshot b{{{"pid", "12"}, {"rank", ""}, {"job", "say \"hi\""}}, SampleSnapshot()};
   a.snapshot.hostname = b.snapshot.hostname = "node7";
-  a.snapshot.gpu_uuids[0] = std::string("\x00\x11\x22\x33\x44\x55\x66\x77\x88\x99\xaa\xbb\xcc\xdd\xee\xff", 16);
+  a.snapshot.gpu_uuids[0] =
+      std::string("\x00\x11\x22\x33\x44\x55\x66\x77\x88\x99\xaa\xbb\xcc\xdd\xee\xff", 16);
   b.snapshot.kernel_records = 5;
   const std::string text = RenderExposition(std::vector<LabelledSnapshot>{a, b});
   auto parsed = ParseExposition(text);
   ASSERT_TRUE(parsed.has_value()) << parsed.error() << "\n" << text;
-  const ParsedSample* ka = Find(*parsed, "cupmon_kernel_records_total",
-                                {{"pid", "11"}, {"rank", "0"}, {"job", "77"}});
+  const ParsedSample* ka =
+      Find(*parsed, "cupmon_kernel_records_total", {{"pid", "11"}, {"rank", "0"}, {"job", "77"}});
   const ParsedSample* kb = Find(*parsed, "cupmon_kernel_records_total",
                                 {{"pid", "12"}, {"rank", ""}, {"job", "say \"hi\""}});
   ASSERT_NE(ka, nullptr) << text;
@@ -240,7 +241,10 @@ TEST(ExpositionTest, SeveralProcessesShareEachFamilyAndKeepTheirOwnLabels) {
   EXPECT_EQ(kb->value_text, "5");
   // The DCGM labels are kept, after the process's.
   const ParsedSample* busy = Find(*parsed, "cupmon_gpu_busy_seconds_total",
-                                  {{"pid", "11"}, {"rank", "0"}, {"job", "77"}, {"gpu", "0"},
+                                  {{"pid", "11"},
+                                   {"rank", "0"},
+                                   {"job", "77"},
+                                   {"gpu", "0"},
                                    {"UUID", "GPU-00112233-4455-6677-8899-aabbccddeeff"},
                                    {"Hostname", "node7"}});
   ASSERT_NE(busy, nullptr) << text;
@@ -251,7 +255,8 @@ TEST(ExpositionTest, SeveralProcessesShareEachFamilyAndKeepTheirOwnLabels) {
   // One process without labels is exactly the process's own endpoint.
   EXPECT_EQ(RenderExposition(std::vector<LabelledSnapshot>{{{}, SampleSnapshot()}}),
             RenderExposition(SampleSnapshot()));
-  EXPECT_EQ(RenderExposition(std::vector<LabelledSnapshot>{}).find("cupmon_info{"), std::string::npos);
+  EXPECT_EQ(RenderExposition(std::vector<LabelledSnapshot>{}).find("cupmon_info{"),
+            std::string::npos);
 }
 
 // The status reply carries the snapshot as pb::MetricsView; every figure survives the trip.

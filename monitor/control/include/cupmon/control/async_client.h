@@ -18,9 +18,9 @@ using CallDone = std::function<void(ClientExpected<pb::ControlReply>)>;
 // Sends `request` to `socket_path` and calls `done` exactly once, on the io_context's thread, with
 // the reply or an error, at the latest `timeout` after this call (kTimeout): a process whose socket
 // accepts and never answers costs its deadline, never more. The same rules as Call(): the socket's
-// server must run as our effective uid or root (SO_PEERCRED, checked before anything is sent), replies
-// over 16 MiB are refused, descriptors are close-on-exec. Call on the io thread (or before run()).
-// `done` is never called from inside AsyncCall itself (errors found at once are posted).
+// server must run as our effective uid or root (SO_PEERCRED, checked before anything is sent),
+// replies over 16 MiB are refused, descriptors are close-on-exec. Call on the io thread (or before
+// run()). `done` is never called from inside AsyncCall itself (errors found at once are posted).
 void AsyncCall(boost::asio::io_context& io, const std::string& socket_path,
                const pb::ControlRequest& request, std::chrono::milliseconds timeout, CallDone done);
 
