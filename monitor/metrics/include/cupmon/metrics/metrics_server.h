@@ -154,8 +154,8 @@ struct MetricsCounters {
 
 // Threading: construct anywhere; Start(), Stop(), port() and local_endpoint() are called on the
 // io_context thread or before io.run() starts. counters() may be called from any thread. The
-// io_context must outlive the server; the (Async)MetricsSource must outlive Stop(). Handlers still queued
-// after Stop() (or after destruction) do nothing.
+// io_context must outlive the server; the (Async)MetricsSource must outlive Stop(). Handlers still
+// queued after Stop() (or after destruction) do nothing.
 //
 // Every connection carries one request and is closed after the response ("Connection: close").
 // Descriptors are close-on-exec from their first instant (socket/accept4 with SOCK_CLOEXEC), as in
