@@ -120,7 +120,6 @@ void NodeAgent::RenderAsync(std::function<void(Expected<std::string>)> done) {
   std::vector<control::MonitoredProcess> processes = std::move(*listed);
   const size_t found = processes.size();
   if (processes.size() > options_.max_processes) processes.resize(options_.max_processes);
-  ++scrapes_;
   StatusAll(io_, processes, options_.process_timeout,
             [this, processes, found,
              done = std::move(done)](std::vector<ClientExpected<pb::ControlReply>> replies) {

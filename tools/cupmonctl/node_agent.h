@@ -61,7 +61,6 @@ class NodeAgent final : public metrics::AsyncMetricsSource {
   boost::asio::steady_timer rescan_timer_;
   std::set<int> known_pids_;  // at most max_processes, for the arrival/departure log
   uint64_t unreachable_total_ = 0;
-  uint64_t scrapes_ = 0;
   bool stopped_ = false;
 };
 
