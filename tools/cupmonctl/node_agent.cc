@@ -148,6 +148,8 @@ void NodeAgent::RenderAsync(std::function<void(Expected<std::string>)> done) {
                   continue;
                 }
                 const pb::StatusReply& s = reply->status();
+                // A monitor older than this agent sends no metrics: zeros would be wrong.
+                if (!s.has_metrics()) continue;
                 metrics::LabelledSnapshot p;
                 p.labels = {{"pid", std::to_string(processes[i].pid)},
                             {"rank", s.has_rank() ? std::to_string(s.rank()) : ""},
