@@ -336,6 +336,21 @@ class NodeAgentTest(unittest.TestCase):
             os.unlink(self.link(os.getpid()))
             hung.close()
 
+    def test_a_monitor_without_metrics_in_its_status_is_up_without_series(self):
+        # An older monitor: its status reply has no `metrics` (the fake monitor's has none).
+        fake = FakeMonitor(os.path.join(self.tmp, "old.sock"), job="77", rank=9)
+        os.symlink(fake.path, self.link(os.getpid()))
+        try:
+            parsed = self.scrape_ok(self.agent())
+        finally:
+            os.unlink(self.link(os.getpid()))
+            fake.close()
+        pid = str(os.getpid())
+        self.assertEqual(samples(parsed, "cupmon_agent_process_up", pid=pid)[0][1], 1)
+        self.assertEqual(samples(parsed, "cupmon_info", pid=pid), [])
+        self.assertEqual(samples(parsed, "cupmon_kernel_records_total", pid=pid), [])
+        self.assertEqual(len(samples(parsed, "cupmon_info")), 3)
+
     def test_malformed_registry_entries_are_skipped(self):
         with open(os.path.join(self.registry, "123.sock"), "w") as f:  # a regular file
             f.write("x")
