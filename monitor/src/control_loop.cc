@@ -440,6 +440,13 @@ pb::StatusReply ControlLoop::Status() {
   s.set_current_file(snap.current_file);
   s.set_output_dir(f.config.output_dir);
   for (std::string& arg : ProcessCommandLine()) s.add_command_line(std::move(arg));
+  const LauncherIdentity& launcher = f.launcher;
+  if (launcher.rank) s.set_rank(*launcher.rank);
+  if (launcher.local_rank) s.set_local_rank(*launcher.local_rank);
+  if (launcher.world_size) s.set_world_size(*launcher.world_size);
+  s.set_job_id(launcher.job_id);
+  // The same figures as this process's /metrics, for the node agent (cupmonctl serve).
+  *s.mutable_metrics() = metrics::ToMetricsView(Snapshot());
   return s;
 }
 

@@ -187,27 +187,12 @@ pb::RecordingHeader RecordingPipeline::BuildHeader() {
   h.set_recording_id(facts_.recording_id);
   h.set_host(HostName());
   h.set_pid(static_cast<uint32_t>(getpid()));
-  {
-    // The launcher's rank environment (torchrun, else Slurm): cupmon-decode merges ranks by it.
-    auto env = [](const char* name, const char* fallback) -> const char* {
-      const char* v = std::getenv(name);
-      return v && *v ? v : fallback ? std::getenv(fallback) : nullptr;
-    };
-    auto number = [](const char* v, auto set) {
-      if (!v || !*v) return;
-      char* end = nullptr;
-      const long n = std::strtol(v, &end, 10);
-      if (*end == '\0' && n >= 0 && n <= INT32_MAX) set(static_cast<int32_t>(n));
-    };
-    number(env("RANK", "SLURM_PROCID"), [&](int32_t n) { h.set_rank(n); });
-    number(env("LOCAL_RANK", "SLURM_LOCALID"), [&](int32_t n) { h.set_local_rank(n); });
-    number(env("WORLD_SIZE", "SLURM_NTASKS"), [&](int32_t n) { h.set_world_size(n); });
-    const char* run_id = std::getenv("TORCHELASTIC_RUN_ID");  // torchrun's default is "none"
-    const char* job = run_id && *run_id && std::strcmp(run_id, "none") != 0
-                          ? run_id
-                          : std::getenv("SLURM_JOB_ID");
-    if (job && *job) h.set_job_id(job);
-  }
+  // The launcher's rank environment (torchrun, else Slurm): cupmon-decode merges ranks by it.
+  const LauncherIdentity& launcher = facts_.launcher;
+  if (launcher.rank) h.set_rank(*launcher.rank);
+  if (launcher.local_rank) h.set_local_rank(*launcher.local_rank);
+  if (launcher.world_size) h.set_world_size(*launcher.world_size);
+  if (!launcher.job_id.empty()) h.set_job_id(launcher.job_id);
   for (std::string& arg : ProcessCommandLine()) h.add_command_line(std::move(arg));
   h.set_process_start_unix_ns(ProcessStartUnixNs());
   h.set_cupti_api_version(facts_.cupti_version);

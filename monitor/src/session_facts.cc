@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include <cstddef>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 
@@ -30,6 +31,29 @@ bool ProbeRecordSizes(CuptiApi& cupti, RecordSizeTable* sizes) {
 }
 
 }  // namespace
+
+LauncherIdentity ReadLauncherIdentity() {
+  LauncherIdentity id;
+  auto env = [](const char* name, const char* fallback) -> const char* {
+    const char* v = std::getenv(name);
+    return v && *v ? v : fallback ? std::getenv(fallback) : nullptr;
+  };
+  auto number = [](const char* v) -> std::optional<int32_t> {
+    if (!v || !*v) return std::nullopt;
+    char* end = nullptr;
+    const long n = std::strtol(v, &end, 10);
+    if (*end == '\0' && n >= 0 && n <= INT32_MAX) return static_cast<int32_t>(n);
+    return std::nullopt;
+  };
+  id.rank = number(env("RANK", "SLURM_PROCID"));
+  id.local_rank = number(env("LOCAL_RANK", "SLURM_LOCALID"));
+  id.world_size = number(env("WORLD_SIZE", "SLURM_NTASKS"));
+  const char* run_id = std::getenv("TORCHELASTIC_RUN_ID");  // torchrun's default is "none"
+  const char* job =
+      run_id && *run_id && std::strcmp(run_id, "none") != 0 ? run_id : std::getenv("SLURM_JOB_ID");
+  if (job && *job) id.job_id = job;
+  return id;
+}
 
 int64_t ClockNs(int clock_id) {
   timespec ts{};
@@ -109,6 +133,7 @@ SessionFacts ProbeSessionFacts(CuptiApi& cupti, MonitorConfig config, std::strin
   f.recording_id =
       (uint64_t{rd()} << 32) ^ rd() ^ static_cast<uint64_t>(ClockNs(CLOCK_REALTIME));
   *f.start_calibration.add_samples() = TakeCalibrationSample(cupti);
+  f.launcher = ReadLauncherIdentity();
   return f;
 }
 

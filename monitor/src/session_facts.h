@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,18 @@ namespace cupmon {
 struct BusyOffsets {
   uint32_t start = 0, end = 0, device = 0, stream = 0;
 };
+
+// The launcher's view of the job, read from the environment once at start: RANK, LOCAL_RANK,
+// WORLD_SIZE (torchrun), else SLURM_PROCID, SLURM_LOCALID, SLURM_NTASKS; job_id from
+// TORCHELASTIC_RUN_ID (unless "none"), else SLURM_JOB_ID. A number is unset when its variable is
+// absent or not a non-negative int32. The recording header and the status reply carry it.
+struct LauncherIdentity {
+  std::optional<int32_t> rank, local_rank, world_size;
+  std::string job_id;
+};
+
+// Starting thread only (getenv races with a concurrent setenv of the application).
+LauncherIdentity ReadLauncherIdentity();
 
 // Threading: built by the session on the starting thread (ProbeSessionFacts, then
 // Monitor::Start fills enabled_kinds), then shared read-only by every part of the monitor. Nothing
@@ -43,6 +56,7 @@ struct SessionFacts {
   std::vector<uint32_t> runtime_filter, driver_filter;
   uint64_t recording_id = 0;
   pb::Calibration start_calibration;
+  LauncherIdentity launcher;
 };
 
 // Probes the record sizes and fills the offsets, the API filter and the recording id. Warnings

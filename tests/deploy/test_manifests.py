@@ -19,7 +19,10 @@ JOB_YAML = os.path.join(DEPLOY, "kubernetes", "cupmon-job.yaml")
 K8S_WINDOW = os.path.join(DEPLOY, "kubernetes", "cupmon-k8s-window")
 DROPIN = os.path.join(DEPLOY, "systemd", "cupmon.conf")
 DOCKERFILE = os.path.join(DEPLOY, "docker", "Dockerfile")
+DAEMONSET_YAML = os.path.join(DEPLOY, "kubernetes", "cupmon-agent-daemonset.yaml")
+AGENT_UNIT = os.path.join(DEPLOY, "systemd", "cupmon-agent.service")
 BUILD_DIR = os.environ.get("CUPMON_BUILD_DIR", "")
+CMAKE_COMMAND = os.environ.get("CMAKE_COMMAND", "cmake")
 
 # Environment variables the monitor reads (monitor/src/config.cc) and the ones this component adds.
 KNOWN_CUPMON_VARS = {
@@ -184,6 +187,124 @@ class KubernetesManifestTest(unittest.TestCase):
         self.assertIn("job-name=$job", script)  # the label the Job controller puts on its pods
 
 
+def built_cupmonctl():
+    path = os.path.join(BUILD_DIR, "tools", "cupmonctl", "cupmonctl") if BUILD_DIR else ""
+    return path if os.access(path, os.X_OK) else ""
+
+
+def check_serve_flags(test, argv):
+    """Every --flag of a `cupmonctl ... serve ...` command line is one the built cupmonctl has."""
+    ctl = built_cupmonctl()
+    if not ctl:
+        test.skipTest("CUPMON_BUILD_DIR with a built cupmonctl is not given")
+    helps = subprocess.run([ctl, "--help"], capture_output=True, text=True).stdout + \
+        subprocess.run([ctl, "serve", "--help"], capture_output=True, text=True).stdout
+    for flag in (a for a in argv if a.startswith("--")):
+        test.assertIn(flag, helps, f"cupmonctl has no {flag}")
+
+
+class KubernetesDaemonSetTest(unittest.TestCase):
+    """deploy/kubernetes/cupmon-agent-daemonset.yaml: the node agent on every GPU node."""
+
+    @classmethod
+    def setUpClass(cls):
+        with open(DAEMONSET_YAML) as f:
+            cls.text = f.read()
+        cls.doc = parse_yaml(cls.text)
+        cls.pod = cls.doc["spec"]["template"]["spec"]
+        cls.agent = cls.pod["containers"][0]
+
+    def test_parser_agrees_with_pyyaml_when_available(self):
+        try:
+            import yaml
+        except ImportError:
+            self.skipTest("PyYAML is not installed")
+        self.assertEqual(self.doc, yaml.safe_load(self.text))
+
+    def test_is_a_daemonset_running_cupmonctl_serve(self):
+        self.assertEqual((self.doc["apiVersion"], self.doc["kind"]), ("apps/v1", "DaemonSet"))
+        self.assertEqual(self.doc["spec"]["selector"]["matchLabels"],
+                         self.doc["spec"]["template"]["metadata"]["labels"])
+        cmd = self.agent["command"]
+        self.assertEqual(cmd[0], "/opt/cupmon/bin/cupmonctl")  # the image's layout (Dockerfile)
+        self.assertIn("serve", cmd)
+        check_serve_flags(self, cmd)
+
+    def test_port_is_consistent_and_remote_listening_is_explicit(self):
+        cmd = self.agent["command"]
+        listen = cmd[cmd.index("--listen") + 1]
+        port = int(listen.rsplit(":", 1)[1])
+        self.assertIn("--allow-remote", cmd)  # 0.0.0.0 is refused without it
+        self.assertTrue(self.pod["hostNetwork"])
+        ports = self.agent["ports"][0]
+        self.assertEqual((ports["containerPort"], ports["hostPort"]), (port, port))
+        annotations = self.doc["spec"]["template"]["metadata"]["annotations"]
+        self.assertEqual(annotations["prometheus.io/port"], str(port))
+
+    def test_registry_is_shared_with_the_host_and_owned_by_the_agents_uid(self):
+        # hostPID: the registry is keyed by pid, and the agent checks each pid is alive.
+        self.assertTrue(self.pod["hostPID"])
+        cmd = self.agent["command"]
+        registry = cmd[cmd.index("--registry") + 1]
+        mounts = {m["name"]: m["mountPath"] for m in self.agent["volumeMounts"]}
+        volumes = {v["name"]: v for v in self.pod["volumes"]}
+        (name, path), = mounts.items()
+        self.assertTrue(registry.startswith(path + "/"), (registry, path))
+        self.assertEqual(volumes[name]["hostPath"]["path"], path)
+        # The init container creates it 0700 for the uid the agent runs as.
+        uid = self.agent["securityContext"]["runAsUser"]
+        init = " ".join(self.pod["initContainers"][0]["command"])
+        self.assertIn(f"-o {uid} ", init)
+        self.assertIn("-m 0700", init)
+        self.assertIn(registry, init)
+        self.assertFalse(self.agent["securityContext"]["allowPrivilegeEscalation"])
+
+
+class SystemdAgentUnitTest(unittest.TestCase):
+    def sections(self):
+        out, current = {}, None
+        with open(AGENT_UNIT) as f:
+            for line in f:
+                line = line.strip()
+                if not line or line.startswith("#"):
+                    continue
+                if line.startswith("["):
+                    current = out.setdefault(line[1:-1], [])
+                    continue
+                key, _, value = line.partition("=")
+                current.append((key, value))
+        return out
+
+    def test_runs_cupmonctl_serve_on_loopback_as_a_user(self):
+        sections = self.sections()
+        self.assertEqual(list(sections), ["Unit", "Service", "Install"])
+        service = dict(sections["Service"])
+        argv = service["ExecStart"].split()
+        self.assertEqual(argv[0], "/opt/cupmon/bin/cupmonctl")
+        self.assertIn("serve", argv)
+        self.assertTrue(argv[argv.index("--listen") + 1].startswith("127.0.0.1:"))
+        self.assertNotEqual(service.get("User", "root"), "root")
+        env = dict(v.split("=", 1) for k, v in sections["Service"] if k == "Environment")
+        # The agent removes stale registry entries: its registry must be writable under the sandbox.
+        self.assertTrue(env["CUPMON_REGISTRY_DIR"].startswith(service["ReadWritePaths"] + "/"))
+        check_serve_flags(self, argv)
+
+    @unittest.skipUnless(shutil.which("systemd-analyze"), "systemd-analyze is not installed")
+    def test_systemd_accepts_it(self):
+        ctl = built_cupmonctl()
+        if not ctl:
+            self.skipTest("CUPMON_BUILD_DIR with a built cupmonctl is not given")
+        tmp = tempfile.mkdtemp(prefix="cupmon-systemd-agent-test-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        unit = os.path.join(tmp, "cupmon-agent.service")
+        with open(AGENT_UNIT) as f:  # the binary at its build path: verify checks it exists
+            text = f.read().replace("/opt/cupmon/bin/cupmonctl", ctl)
+        with open(unit, "w") as f:
+            f.write(text)
+        r = subprocess.run(["systemd-analyze", "verify", unit], capture_output=True, text=True)
+        self.assertNotIn("cupmon-agent.service", r.stderr, r.stderr)
+
+
 class KubernetesWindowStubTest(unittest.TestCase):
     """cupmon-k8s-window against the TEST STUB kubectl in tests/deploy/stubs."""
 
@@ -309,6 +430,8 @@ class DockerfileTest(unittest.TestCase):
             subdirs = re.findall(r"add_subdirectory\((\w+)\)", f.read())
         copied = {s.rstrip("/") for args in copies for s in args[:-1]}
         for d in subdirs:
+            if d == "tests" and "-DCUPMON_BUILD_TESTS=OFF" in self.text:
+                continue  # not configured, so not needed
             self.assertIn(d, copied, f"add_subdirectory({d}) is not copied into the image")
 
     def test_source_paths_used_in_the_build_stage_exist(self):
@@ -316,14 +439,16 @@ class DockerfileTest(unittest.TestCase):
             with self.subTest(path=path):
                 self.assertTrue(os.path.exists(os.path.join(REPO, path)), path)
 
-    def test_build_outputs_match_the_cmake_build_tree(self):
-        outputs = sorted(set(re.findall(r"/src/build/([\w./-]+)", self.text)))
-        self.assertIn("monitor/libcupmon.so", outputs)
-        if not BUILD_DIR or not os.path.exists(os.path.join(BUILD_DIR, "monitor", "libcupmon.so")):
-            self.skipTest("CUPMON_BUILD_DIR with a built libcupmon.so is not given")
-        for out in outputs:
-            with self.subTest(out=out):
-                self.assertTrue(os.path.exists(os.path.join(BUILD_DIR, out)), out)
+    def test_builds_what_the_install_needs(self):
+        build = next(i for i in self.instructions if "cmake --build" in i)
+        targets = build.split("--target", 1)[1].split()
+        # Every target with an install rule that is not a dependency of another one listed.
+        self.assertEqual(sorted(targets),
+                         sorted(["cupmon_shared", "cupmon_preload", "cupmon-run", "cupmonctl",
+                                 "cupmon-decode"]))
+        self.assertIn("cmake --install /src/build --prefix /opt/cupmon", self.text)
+        self.assertNotRegex(self.text, r"cp [^&]*/src/build/",
+                            "files copied by hand from the build tree")
 
     def test_runtime_layer_holds_only_opt_cupmon(self):
         final = self.text[self.text.rindex("\nFROM "):]
@@ -331,12 +456,81 @@ class DockerfileTest(unittest.TestCase):
         self.assertEqual(copies, ["COPY --from=build /opt/cupmon /opt/cupmon"])
         self.assertNotIn("apt-get", final)
 
-    def test_layout_matches_the_recipes(self):
-        # The Kubernetes manifest and the systemd drop-in expect lib/libcupmon.so and bin/cupmonctl.
-        self.assertIn("/opt/cupmon/lib/", self.text)
-        self.assertRegex(self.text, r"cp /src/build/monitor/libcupmon.so /opt/cupmon/lib/")
-        self.assertRegex(self.text, r"/src/build/tools/cupmonctl/cupmonctl[^&]*/opt/cupmon/bin/")
+    def install_run(self):
+        """The commands of the RUN instruction that installs into /opt/cupmon."""
+        run = next(i for i in self.instructions if "cmake --install" in i)
+        return [c.strip() for c in run[len("RUN "):].split("&&")]
 
+    def test_install_step_gives_the_layout_the_image_and_recipes_use(self):
+        """Runs the Dockerfile's own `cmake --install` on CUPMON_BUILD_DIR into a temporary prefix
+        (standing in for /opt/cupmon), applies its rm steps, and checks every /opt/cupmon path the
+        Dockerfile and the deploy/ recipes name, and that the installed binaries run."""
+        if not BUILD_DIR or not os.path.exists(os.path.join(BUILD_DIR, "monitor", "libcupmon.so")):
+            self.skipTest("CUPMON_BUILD_DIR with a built libcupmon.so is not given")
+        tmp = tempfile.mkdtemp(prefix="cupmon-docker-layout-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        prefix = os.path.join(tmp, "opt-cupmon")
+
+        def here(path):
+            return path.replace("/opt/cupmon", prefix)
+
+        removed = []
+        for command in self.install_run():
+            argv = command.split()
+            if argv[:2] == ["cmake", "--install"]:
+                argv = [CMAKE_COMMAND if a == "cmake" else a.replace("/src/build", BUILD_DIR)
+                        for a in argv]
+                r = subprocess.run([here(a) for a in argv], capture_output=True, text=True,
+                                   timeout=300)
+                self.assertEqual(r.returncode, 0, f"{argv}:\n{r.stdout}{r.stderr}")
+            elif argv[0] == "rm":
+                for path in (a for a in argv[1:] if a.startswith("/opt/cupmon/")):
+                    # A path the Dockerfile removes but the install does not make is stale.
+                    self.assertTrue(os.path.exists(here(path)),
+                                    f"{command}: {path} is not installed")
+                    if os.path.isdir(here(path)):
+                        shutil.rmtree(here(path))
+                    else:
+                        os.remove(here(path))
+                    removed.append(path)
+            elif argv[:2] == ["cp", "-L"]:
+                # From the build image (libprotobuf, libcupti): the destination must be the lib dir.
+                self.assertEqual(argv[-1], "/opt/cupmon/lib/")
+            # patchelf and its loop: their /opt/cupmon paths are checked below.
+        self.assertTrue(removed)
+        # Every /opt/cupmon path of the Dockerfile (patchelf targets, ENV PATH, the final COPY) ...
+        named = set(re.findall(r"/opt/cupmon(?:/[\w.-]+)*", self.text)) - set(removed)
+        named -= {"/opt/cupmon/lib/libprotobuf.so.32", "/opt/cupmon/lib/libcupti.so.13"}
+        # ... and of the recipes that run from the image.
+        with open(DROPIN) as f:
+            named |= set(re.findall(r"/opt/cupmon(?:/[\w.-]+)+", f.read()))
+        with open(AGENT_UNIT) as f:
+            named |= set(re.findall(r"/opt/cupmon(?:/[\w.-]+)+", f.read()))
+        with open(DAEMONSET_YAML) as f:
+            named |= set(re.findall(r"/opt/cupmon(?:/[\w.-]+)+", f.read()))
+        # The Job's init container copies /opt/cupmon/. to /cupmon: its paths are /cupmon/...
+        for recipe in (JOB_YAML, K8S_WINDOW):
+            with open(recipe) as f:
+                named |= {"/opt" + p for p in re.findall(r"(?<![\w/])/cupmon/(?:bin|lib)/[\w.-]+",
+                                                         f.read())}
+        self.assertIn("/opt/cupmon/lib/libcupmon.so", named)
+        self.assertIn("/opt/cupmon/bin/cupmonctl", named)
+        for path in sorted(named):
+            with self.subTest(path=path):
+                self.assertTrue(os.path.exists(here(path)), f"{path} is not in the install tree")
+        # What is left is what runs: no static library or CMake package without its libraries.
+        for root, _, files in os.walk(prefix):
+            for name in files:
+                self.assertFalse(name.endswith(".a"), os.path.join(root, name))
+        self.assertEqual(sorted(os.listdir(os.path.join(prefix, "bin"))),
+                         ["cupmon-decode", "cupmon-run", "cupmonctl"])
+        env = {"PATH": "/usr/bin:/bin"}  # no LD_LIBRARY_PATH, nothing of the build tree
+        for tool in os.listdir(os.path.join(prefix, "bin")):
+            with self.subTest(tool=tool):
+                r = subprocess.run([os.path.join(prefix, "bin", tool), "--help"],
+                                   capture_output=True, text=True, timeout=60, env=env)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                self.assertIn("Usage", r.stdout + r.stderr)
 
 if __name__ == "__main__":
     unittest.main()

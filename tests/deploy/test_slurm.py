@@ -437,7 +437,8 @@ class ShellcheckTest(unittest.TestCase):
     def test_scripts_are_clean(self):
         scripts = [os.path.join(SLURM, n) for n in ("cupmon-srun-wrapper", "cupmon-slurm-trigger",
                                                      "cupmon-slurm-collect", "cupmon-slurm-node",
-                                                     "cupmon-slurm-lib.sh", "cupmon-slurm-decode")]
+                                                     "cupmon-slurm-lib.sh", "cupmon-slurm-decode",
+                                                     "cupmon-agent-prolog", "cupmon-agent-epilog")]
         scripts.append(os.path.join(REPO, "deploy", "kubernetes", "cupmon-k8s-window"))
         r = subprocess.run(["shellcheck", "-x", *scripts], capture_output=True, text=True, cwd=SLURM)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)

@@ -12,6 +12,7 @@ packages installed (CI), a cluster that does not start is a failure, with its lo
 import ctypes
 import json
 import os
+import pwd
 import re
 import shutil
 import signal
@@ -20,6 +21,7 @@ import subprocess
 import tempfile
 import time
 import unittest
+import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -28,6 +30,8 @@ WRAPPER = os.path.join(SLURM, "cupmon-srun-wrapper")
 TRIGGER = os.path.join(SLURM, "cupmon-slurm-trigger")
 COLLECT = os.path.join(SLURM, "cupmon-slurm-collect")
 DECODE = os.path.join(SLURM, "cupmon-slurm-decode")
+AGENT_PROLOG = os.path.join(SLURM, "cupmon-agent-prolog")
+AGENT_EPILOG = os.path.join(SLURM, "cupmon-agent-epilog")
 
 DAEMONS = {"munged": "munge", "slurmctld": "slurm-wlm", "slurmd": "slurm-wlm"}
 CLIENTS = ("sbatch", "srun", "squeue", "scancel", "scontrol", "sinfo")
@@ -447,6 +451,51 @@ class SlurmLiveTest(unittest.TestCase):
             self.assertIn("some ranks did not get a window", r.stderr)
         finally:
             self.cluster.run("scancel", plain, check=False)
+
+    def test_5_node_agent_scrapes_and_triggers_a_running_job(self):
+        # The agent recipe (cupmon-agent-prolog/-epilog, run here by hand with the variables
+        # slurmd gives a prolog) on the job's node: one /metrics for both ranks, and a window
+        # opened in both through `cupmonctl window --job`.
+        job = self.sbatch("--ntasks=2", script=(
+            f"srun {WRAPPER} --cupmon-run {os.environ['CUPMON_RUN']} -- {self.rank} 20"))
+        self.cluster.wait_job(job, ("RUNNING",), 60)
+        self.cluster.wait(lambda: self.output(job).count("TEST DOUBLE") == 2, 30,
+                          f"job {job}'s two ranks did not start")
+        port = free_port()
+        agent_env = dict(self.env, SLURM_JOB_ID=job, SLURM_JOB_UID=str(os.getuid()),
+                         SLURM_JOB_USER=pwd.getpwuid(os.getuid()).pw_name,
+                         CUPMONCTL=os.environ["CUPMONCTL"], CUPMON_AGENT_LISTEN=f"127.0.0.1:{port}",
+                         CUPMON_AGENT_REGISTRY=self.env["CUPMON_REGISTRY_DIR"],
+                         CUPMON_AGENT_STATE=os.path.join(self.tmp, "agent-state"))
+        r = subprocess.run([AGENT_PROLOG], env=agent_env, capture_output=True, text=True,
+                           timeout=60)
+        self.assertEqual((r.returncode, r.stderr), (0, ""))
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=30) as resp:
+                text = resp.read().decode()
+            ranks = sorted(re.findall(r'^cupmon_info\{pid="\d+",rank="(\d+)",job="' + job + '"',
+                                      text, re.M))
+            self.assertEqual(ranks, ["0", "1"], text)
+            r = subprocess.run([os.environ["CUPMONCTL"], "--registry",
+                                self.env["CUPMON_REGISTRY_DIR"], "window", "--job", job,
+                                "--duration", "1s", "--align", "2s"],
+                               capture_output=True, text=True, timeout=60)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            self.assertEqual(r.stdout.count("window scheduled"), 2, r.stdout)
+        finally:
+            r = subprocess.run([AGENT_EPILOG], env=agent_env, capture_output=True, text=True,
+                               timeout=60)
+        self.assertEqual((r.returncode, r.stderr), (0, ""))
+        state = self.cluster.wait_job(job, FINISHED, 60)
+        self.assertEqual(state, "COMPLETED", self.output(job))
+        info = self.decode("info", os.path.join(self.node_dir, "cupmon", job)).stdout
+        self.assertEqual(info.count("#1 source TRIGGER_SOCKET"), 2, info)
+        section = re.search(r"  #1\n((?:    rank .*\n)+)", info)
+        self.assertIsNotNone(section, info)
+        for seconds, nanos in re.findall(r"T\d\d:\d\d:(\d\d)\.(\d{9})Z", section.group(1)):
+            offset = (int(seconds) % 2) + int(nanos) / 1e9
+            self.assertLess(offset, 0.1,
+                            f"window #1 began {offset:.6f} s after the instant\n{info}")
 
     def test_9_time_limit_sigterm_keeps_the_last_seconds(self):
         job = self.time_limit_job

@@ -1,5 +1,6 @@
 // cupmonctl: talks to monitored processes over their control sockets (list, status, window, close,
-// flush, rotate). Exit codes: 0 ok, 1 the monitor replied with an error, 2 usage error,
+// flush, rotate), opens a window in every process of a job (window --job) and runs the node agent
+// (serve). Exit codes: 0 ok, 1 the monitor replied with an error, 2 usage error,
 // 3 pid not monitored or not reachable.
 #include <unistd.h>
 
@@ -11,12 +12,16 @@
 #include <vector>
 
 #include <CLI/CLI.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
 #include <google/protobuf/util/json_util.h>
 
 #include "cupmon.pb.h"
 #include "cupmon/control/control_client.h"
 #include "cupmon/control/private_dir.h"
 #include "cupmon/control/protocol.h"
+#include "cupmon/metrics/metrics_server.h"
+#include "node_agent.h"
 
 namespace {
 
@@ -36,6 +41,9 @@ constexpr const char* kExamples = R"(Examples:
   cupmonctl window 4242 --duration 2s --at 1767225600000
   cupmonctl close 4242
   cupmonctl --json status 4242
+  cupmonctl window --job 81234 --duration 5s --align 10s   # every rank of job 81234 on this node
+  cupmonctl serve --listen 127.0.0.1:9465                  # one /metrics for the whole node
+  cupmonctl serve --listen 0.0.0.0:9465 --allow-remote     # scraped from another host (DaemonSet)
 
 Exit codes: 0 ok, 1 the monitor refused or replied with an error, 2 usage error,
 3 the pid is not monitored or cannot be reached.)";
@@ -121,6 +129,10 @@ int Request(const Context& ctx, int pid, const cupmon::pb::ControlRequest& reque
               << "dropped records: " << s.dropped_records() << "\n"
               << "current file:    " << s.current_file() << "\n"
               << "output dir:      " << s.output_dir() << "\n";
+    if (s.has_rank() || !s.job_id().empty()) {
+      std::cout << "job, rank:       " << (s.job_id().empty() ? "-" : s.job_id()) << ", "
+                << (s.has_rank() ? std::to_string(s.rank()) : "-") << "\n";
+    }
   } else {
     std::cout << reply->message() << "\n";
   }
@@ -160,6 +172,105 @@ int List(const Context& ctx) {
   return kExitOk;
 }
 
+// window --job: one instant for every process of the job on this host.
+int JobWindow(const Context& ctx, const std::string& job,
+              const cupmon::pb::OpenWindowRequest& window, int64_t at_ms, int64_t align_ms) {
+  auto outcome =
+      cupmon::agent::OpenJobWindow(ctx.registry_dir, job, window, at_ms, align_ms, ctx.timeout);
+  if (!outcome) {
+    std::cerr << "cupmonctl: " << outcome.error().message << "\n";
+    return kExitUnreachable;
+  }
+  bool all_ok = !outcome->results.empty();
+  std::string json = "{\"job\":\"" + JsonEscape(job) +
+                     "\",\"at_unix_ms\":" + std::to_string(outcome->at_unix_ms) +
+                     ",\"processes\":[";
+  for (size_t i = 0; i < outcome->results.size(); ++i) {
+    const auto& r = outcome->results[i];
+    all_ok = all_ok && r.ok;
+    const std::string rank = r.rank ? std::to_string(*r.rank) : "";
+    json += (i ? "," : "");
+    json += "{\"pid\":" + std::to_string(r.pid) + ",\"rank\":" + (r.rank ? rank : "null") +
+            ",\"ok\":" + (r.ok ? "true" : "false") + ",\"message\":\"" + JsonEscape(r.message) +
+            "\"}";
+    if (!ctx.json) {
+      (r.ok ? std::cout : std::cerr)
+          << (r.ok ? "" : "cupmonctl: ") << "pid " << r.pid << (r.rank ? " rank " + rank : "")
+          << ": " << r.message << "\n";
+    }
+  }
+  json += "]}";
+  if (ctx.json) std::cout << json << "\n";
+  for (const std::string& u : outcome->unreachable) {
+    std::cerr << "cupmonctl: could not ask " << u << "\n";
+  }
+  if (outcome->results.empty()) {
+    std::string seen;
+    for (const std::string& j : outcome->other_jobs) seen += (seen.empty() ? "" : ", ") + j;
+    std::cerr << "cupmonctl: no monitored process of job " << job << " on this host (registry "
+              << ctx.registry_dir << "; jobs seen: " << (seen.empty() ? "none" : seen) << ")\n";
+    return kExitUnreachable;
+  }
+  return all_ok ? kExitOk : kExitRefused;
+}
+
+struct ServeOptions {
+  std::string listen = "127.0.0.1:9465";
+  bool allow_remote = false;
+  std::string process_timeout = "1s";
+  std::string rescan = "5s";
+  size_t max_processes = 256;
+};
+
+// serve: the node agent, until SIGTERM or SIGINT.
+int Serve(const Context& ctx, const ServeOptions& serve) {
+  auto listen = cupmon::metrics::ParseListenAddress(serve.listen);
+  if (!listen) return UsageError("--listen: " + listen.error().message);
+  listen->allow_non_loopback = serve.allow_remote;
+  cupmon::agent::NodeAgentOptions options;
+  options.registry_dir = ctx.registry_dir;
+  auto process_timeout = cupmon::control::ParseDurationMs(serve.process_timeout);
+  if (!process_timeout || *process_timeout <= 0 || *process_timeout > 60'000) {
+    return UsageError("--process-timeout must be a duration from 1ms to 60s (got '" +
+                      serve.process_timeout + "')");
+  }
+  auto rescan = cupmon::control::ParseDurationMs(serve.rescan);
+  if (!rescan || *rescan < 100 || *rescan > 3'600'000) {
+    return UsageError("--rescan must be a duration from 100ms to 1h (got '" + serve.rescan + "')");
+  }
+  if (serve.max_processes == 0 || serve.max_processes > 4096) {
+    return UsageError("--max-processes must be from 1 to 4096");
+  }
+  options.process_timeout = std::chrono::milliseconds(*process_timeout);
+  options.rescan_period = std::chrono::milliseconds(*rescan);
+  options.max_processes = serve.max_processes;
+  options.log = [](const std::string& line) {
+    std::cerr << "cupmonctl serve: " << line << std::endl;
+  };
+  // The scrape waits for the slowest process: let the response deadline cover it.
+  listen->write_timeout_ms = static_cast<uint32_t>(*process_timeout + 5000);
+
+  boost::asio::io_context io;
+  cupmon::agent::NodeAgent agent(io, options);
+  cupmon::metrics::MetricsServer server(io, *listen, agent);
+  if (auto started = server.Start(); !started) {
+    std::cerr << "cupmonctl serve: " << started.error().message << "\n";
+    return kExitUsage;
+  }
+  agent.Start();
+  boost::asio::signal_set signals(io, SIGINT, SIGTERM);
+  signals.async_wait([&](const boost::system::error_code& ec, int) noexcept {
+    if (ec) return;
+    agent.Stop();
+    server.Stop();
+    io.stop();
+  });
+  std::cout << "cupmonctl serve: listening on " << listen->address << ":" << server.port()
+            << " (GET /metrics), registry " << ctx.registry_dir << std::endl;
+  io.run();
+  return kExitOk;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -184,8 +295,15 @@ int main(int argc, char** argv) {
   auto* list = app.add_subcommand("list", "Monitored processes on this host (removes stale entries)");
   auto* status = app.add_subcommand("status", "Status of a monitored process");
   status->add_option("pid", pid, "Process id")->required();
-  auto* window = app.add_subcommand("window", "Open a trace window");
-  window->add_option("pid", pid, "Process id")->required();
+  std::string job;
+  auto* window =
+      app.add_subcommand("window", "Open a trace window (in one process, or a whole job)");
+  auto* pid_opt = window->add_option("pid", pid, "Process id");
+  auto* job_opt = window->add_option(
+      "--job", job,
+      "Every monitored process of this job on this host (SLURM_JOB_ID or TORCHELASTIC_RUN_ID), "
+      "all at one instant: --at, the next --align multiple, else 500 ms after their statuses came");
+  pid_opt->excludes(job_opt);
   window->add_option("--duration", duration_text, "Window length: 500ms, 5s, 2m")->required();
   window->add_option("--kinds", kinds,
                      "Comma-separated: runtime, driver, overhead, synchronization, cuda_event, "
@@ -202,6 +320,21 @@ int main(int argc, char** argv) {
   auto* rotate = app.add_subcommand("rotate", "Start a new output file now");
   rotate->add_option("pid", pid, "Process id")->required();
 
+  ServeOptions serve_options;
+  auto* serve = app.add_subcommand(
+      "serve", "Node agent: one Prometheus endpoint for every monitored process of this host");
+  serve->add_option("--listen", serve_options.listen,
+                    "ADDRESS:PORT of the endpoint (default 127.0.0.1:9465; port 0 picks one)");
+  serve->add_flag(
+      "--allow-remote", serve_options.allow_remote,
+      "Allow a non-loopback --listen address (the counters become visible to the network)");
+  serve->add_option("--process-timeout", serve_options.process_timeout,
+                    "Deadline of each process's status request per scrape (default 1s)");
+  serve->add_option("--rescan", serve_options.rescan,
+                    "Re-read the registry this often between scrapes (default 5s)");
+  serve->add_option("--max-processes", serve_options.max_processes,
+                    "Processes asked per scrape (default 256)");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -216,6 +349,13 @@ int main(int argc, char** argv) {
   ctx.timeout = std::chrono::milliseconds(*timeout);
 
   if (list->parsed()) return List(ctx);
+  if (serve->parsed()) return Serve(ctx, serve_options);
+  if (window->parsed() && pid_opt->count() == 0 && job_opt->count() == 0) {
+    return UsageError("window: give a pid or --job ID");
+  }
+  if (window->parsed() && job_opt->count() > 0 && job.empty()) {
+    return UsageError("window: --job needs a job id");
+  }
 
   cupmon::pb::ControlRequest request;
   if (status->parsed()) {
@@ -251,8 +391,10 @@ int main(int argc, char** argv) {
       if (*period <= 0 || *period > cupmon::control::kMaxScheduleAheadMs) {
         return UsageError("--align period must be between 1 ms and 24 h");
       }
+      if (job_opt->count() > 0) return JobWindow(ctx, job, *open, 0, *period);
       open->set_at_unix_ms(cupmon::control::NextAlignedUnixMs(now, *period));
     }
+    if (job_opt->count() > 0) return JobWindow(ctx, job, *open, open->at_unix_ms(), 0);
   }
   if (pid <= 0) return UsageError("pid must be positive");
   return Request(ctx, pid, request);

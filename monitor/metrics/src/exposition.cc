@@ -1,9 +1,11 @@
-// Renders a MetricsSnapshot as Prometheus text exposition format 0.0.4 (what /metrics serves).
+// Renders MetricsSnapshots as Prometheus text exposition format 0.0.4: one process's (its own
+// /metrics) or a node's (cupmonctl serve), and converts them to and from the status reply's view.
 #include <algorithm>
 #include <cstdio>
 #include <map>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "cupmon/metrics/metrics_server.h"
 
@@ -48,12 +50,6 @@ void Sample(std::string& out, std::string_view name, std::string_view labels, st
   out += ' ';
   out += value;
   out += '\n';
-}
-
-void Scalar(std::string& out, std::string_view name, std::string_view type, std::string_view help,
-            uint64_t value) {
-  Family(out, name, type, help);
-  Sample(out, name, "", std::to_string(value));
 }
 
 // The labels a device's series share with dcgm-exporter's: `gpu`, then `UUID` and `Hostname` where
@@ -106,56 +102,148 @@ std::string FormatNanosecondsAsSeconds(uint64_t ns) {
   return buf;
 }
 
-std::string RenderExposition(const MetricsSnapshot& s) {
+std::string RenderExposition(const MetricsSnapshot& snapshot) {
+  return RenderExposition(std::vector<LabelledSnapshot>{{{}, snapshot}});
+}
+
+std::string RenderExposition(const std::vector<LabelledSnapshot>& processes) {
   std::string out;
-  out.reserve(4096 + 96 * (s.device_busy.size() + s.stream_busy.size()));
+  size_t series = 0;
+  for (const LabelledSnapshot& p : processes)
+    series += p.snapshot.device_busy.size() + p.snapshot.stream_busy.size();
+  out.reserve(processes.size() * 4096 + 160 * series);
+  // `pid="1",rank="0",job="7"` for each process, "" for a single process's own endpoint.
+  std::vector<std::string> own(processes.size());
+  for (size_t i = 0; i < processes.size(); ++i) {
+    for (const auto& [name, value] : processes[i].labels) {
+      if (!own[i].empty()) own[i] += ',';
+      own[i] += name + "=\"" + EscapeLabelValue(value) + "\"";
+    }
+  }
+  const auto joined = [](const std::string& a, const std::string& b) {
+    return a.empty() ? b : b.empty() ? a : a + "," + b;
+  };
+  const auto scalar = [&](std::string_view name, std::string_view type, std::string_view help,
+                          uint64_t MetricsSnapshot::*field) {
+    Family(out, name, type, help);
+    for (size_t i = 0; i < processes.size(); ++i)
+      Sample(out, name, own[i], std::to_string(processes[i].snapshot.*field));
+  };
 
   Family(out, "cupmon_info", "gauge",
          "Always 1; labels carry the monitor version, output directory and host name.");
-  std::string info = "version=\"" + EscapeLabelValue(s.version) + "\",output_dir=\"" +
-                     EscapeLabelValue(s.output_dir) + "\"";
-  if (!s.hostname.empty()) info += ",Hostname=\"" + EscapeLabelValue(s.hostname) + "\"";
-  Sample(out, "cupmon_info", info, "1");
+  for (size_t i = 0; i < processes.size(); ++i) {
+    const MetricsSnapshot& s = processes[i].snapshot;
+    std::string info = "version=\"" + EscapeLabelValue(s.version) + "\",output_dir=\"" +
+                       EscapeLabelValue(s.output_dir) + "\"";
+    if (!s.hostname.empty()) info += ",Hostname=\"" + EscapeLabelValue(s.hostname) + "\"";
+    Sample(out, "cupmon_info", joined(own[i], info), "1");
+  }
 
-  Scalar(out, "cupmon_kernel_records_total", "counter", "Kernel activity records received from CUPTI.",
-         s.kernel_records);
-  Scalar(out, "cupmon_memcpy_records_total", "counter", "Memcpy activity records received from CUPTI.",
-         s.memcpy_records);
-  Scalar(out, "cupmon_memset_records_total", "counter", "Memset activity records received from CUPTI.",
-         s.memset_records);
+  scalar("cupmon_kernel_records_total", "counter", "Kernel activity records received from CUPTI.",
+         &MetricsSnapshot::kernel_records);
+  scalar("cupmon_memcpy_records_total", "counter", "Memcpy activity records received from CUPTI.",
+         &MetricsSnapshot::memcpy_records);
+  scalar("cupmon_memset_records_total", "counter", "Memset activity records received from CUPTI.",
+         &MetricsSnapshot::memset_records);
 
   // Sorted and merged so that each series appears once and scrapes diff cleanly.
-  std::map<uint32_t, uint64_t> devices;
-  for (const DeviceBusy& d : s.device_busy) devices[d.device] += d.busy_ns;
   Family(out, "cupmon_gpu_busy_seconds_total", "counter",
          "Time a device had at least one kernel, memcpy or memset running, from activity records.");
-  for (const auto& [device, ns] : devices) {
-    Sample(out, "cupmon_gpu_busy_seconds_total", GpuLabels(s, device, ""), FormatNanosecondsAsSeconds(ns));
+  for (size_t i = 0; i < processes.size(); ++i) {
+    const MetricsSnapshot& s = processes[i].snapshot;
+    std::map<uint32_t, uint64_t> devices;
+    for (const DeviceBusy& d : s.device_busy) devices[d.device] += d.busy_ns;
+    for (const auto& [device, ns] : devices) {
+      Sample(out, "cupmon_gpu_busy_seconds_total", joined(own[i], GpuLabels(s, device, "")),
+             FormatNanosecondsAsSeconds(ns));
+    }
   }
-  std::map<std::pair<uint32_t, uint32_t>, uint64_t> streams;
-  for (const StreamBusy& st : s.stream_busy) streams[{st.device, st.stream}] += st.busy_ns;
   Family(out, "cupmon_stream_busy_seconds_total", "counter",
          "Time a stream had a kernel, memcpy or memset running, from activity records.");
-  for (const auto& [key, ns] : streams) {
-    Sample(out, "cupmon_stream_busy_seconds_total",
-           GpuLabels(s, key.first, "stream=\"" + std::to_string(key.second) + "\""),
-           FormatNanosecondsAsSeconds(ns));
+  for (size_t i = 0; i < processes.size(); ++i) {
+    const MetricsSnapshot& s = processes[i].snapshot;
+    std::map<std::pair<uint32_t, uint32_t>, uint64_t> streams;
+    for (const StreamBusy& st : s.stream_busy) streams[{st.device, st.stream}] += st.busy_ns;
+    for (const auto& [key, ns] : streams) {
+      Sample(
+          out, "cupmon_stream_busy_seconds_total",
+          joined(own[i], GpuLabels(s, key.first, "stream=\"" + std::to_string(key.second) + "\"")),
+          FormatNanosecondsAsSeconds(ns));
+    }
   }
 
-  Scalar(out, "cupmon_raw_bytes_total", "counter", "Activity record bytes before encoding.", s.raw_bytes);
-  Scalar(out, "cupmon_compressed_bytes_total", "counter",
-         "Bytes written after encoding and compression.", s.compressed_bytes);
-  Scalar(out, "cupmon_dropped_records_total", "counter", "Records CUPTI reported as dropped.",
-         s.dropped_records);
-  Scalar(out, "cupmon_pool_exhausted_total", "counter",
-         "Buffer requests refused because the buffer pool was exhausted.", s.pool_exhausted);
-  Scalar(out, "cupmon_windows_opened_total", "counter", "Trace windows opened.", s.windows_opened);
-  Scalar(out, "cupmon_write_errors_total", "counter", "Failed writes of recording files.", s.write_errors);
-  Scalar(out, "cupmon_write_error", "gauge", "1 while the most recent write failed, else 0.",
-         s.last_write_failed ? 1 : 0);
-  Scalar(out, "cupmon_files", "gauge", "Recording files on disk after retention.", s.files);
-  Scalar(out, "cupmon_disk_bytes", "gauge", "Total size of the recording files on disk.", s.disk_bytes);
+  scalar("cupmon_raw_bytes_total", "counter", "Activity record bytes before encoding.",
+         &MetricsSnapshot::raw_bytes);
+  scalar("cupmon_compressed_bytes_total", "counter",
+         "Bytes written after encoding and compression.", &MetricsSnapshot::compressed_bytes);
+  scalar("cupmon_dropped_records_total", "counter", "Records CUPTI reported as dropped.",
+         &MetricsSnapshot::dropped_records);
+  scalar("cupmon_pool_exhausted_total", "counter",
+         "Buffer requests refused because the buffer pool was exhausted.",
+         &MetricsSnapshot::pool_exhausted);
+  scalar("cupmon_windows_opened_total", "counter", "Trace windows opened.",
+         &MetricsSnapshot::windows_opened);
+  scalar("cupmon_write_errors_total", "counter", "Failed writes of recording files.",
+         &MetricsSnapshot::write_errors);
+  Family(out, "cupmon_write_error", "gauge", "1 while the most recent write failed, else 0.");
+  for (size_t i = 0; i < processes.size(); ++i)
+    Sample(out, "cupmon_write_error", own[i], processes[i].snapshot.last_write_failed ? "1" : "0");
+  scalar("cupmon_files", "gauge", "Recording files on disk after retention.",
+         &MetricsSnapshot::files);
+  scalar("cupmon_disk_bytes", "gauge", "Total size of the recording files on disk.",
+         &MetricsSnapshot::disk_bytes);
   return out;
+}
+
+pb::MetricsView ToMetricsView(const MetricsSnapshot& s) {
+  pb::MetricsView v;
+  v.set_kernel_records(s.kernel_records);
+  v.set_memcpy_records(s.memcpy_records);
+  v.set_memset_records(s.memset_records);
+  for (const DeviceBusy& d : s.device_busy) {
+    auto* b = v.add_device_busy();
+    b->set_device(d.device);
+    b->set_busy_ns(d.busy_ns);
+  }
+  for (const StreamBusy& st : s.stream_busy) {
+    auto* b = v.add_stream_busy();
+    b->set_device(st.device);
+    b->set_stream(st.stream);
+    b->set_busy_ns(st.busy_ns);
+  }
+  for (const auto& [device, uuid] : s.gpu_uuids) (*v.mutable_gpu_uuids())[device] = uuid;
+  v.set_raw_bytes(s.raw_bytes);
+  v.set_compressed_bytes(s.compressed_bytes);
+  v.set_dropped_records(s.dropped_records);
+  v.set_pool_exhausted(s.pool_exhausted);
+  v.set_windows_opened(s.windows_opened);
+  v.set_write_errors(s.write_errors);
+  v.set_last_write_failed(s.last_write_failed);
+  v.set_files(s.files);
+  v.set_disk_bytes(s.disk_bytes);
+  return v;
+}
+
+MetricsSnapshot FromMetricsView(const pb::MetricsView& v) {
+  MetricsSnapshot s;
+  s.kernel_records = v.kernel_records();
+  s.memcpy_records = v.memcpy_records();
+  s.memset_records = v.memset_records();
+  for (const auto& b : v.device_busy()) s.device_busy.push_back({b.device(), b.busy_ns()});
+  for (const auto& b : v.stream_busy())
+    s.stream_busy.push_back({b.device(), b.stream(), b.busy_ns()});
+  for (const auto& [device, uuid] : v.gpu_uuids()) s.gpu_uuids[device] = uuid;
+  s.raw_bytes = v.raw_bytes();
+  s.compressed_bytes = v.compressed_bytes();
+  s.dropped_records = v.dropped_records();
+  s.pool_exhausted = v.pool_exhausted();
+  s.windows_opened = v.windows_opened();
+  s.write_errors = v.write_errors();
+  s.last_write_failed = v.last_write_failed();
+  s.files = v.files();
+  s.disk_bytes = v.disk_bytes();
+  return s;
 }
 
 }  // namespace cupmon::metrics

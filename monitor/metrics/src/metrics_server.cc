@@ -17,6 +17,8 @@
 #include <chrono>
 #include <cstring>
 #include <exception>
+#include <functional>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -90,13 +92,22 @@ class Session;
 // Threading: everything on the io thread, except `counters_` (relaxed atomics, read from any thread).
 class MetricsServer::Core : public std::enable_shared_from_this<MetricsServer::Core> {
  public:
-  Core(asio::io_context& io, MetricsOptions options, MetricsSource& source)
-      : io_(io), options_(std::move(options)), source_(source), acceptor_(io), accept_retry_(io) {}
+  Core(asio::io_context& io, MetricsOptions options, MetricsSource* source,
+       AsyncMetricsSource* async_source)
+      : io_(io),
+        options_(std::move(options)),
+        source_(source),
+        async_source_(async_source),
+        acceptor_(io),
+        accept_retry_(io) {}
 
   Expected<void> Start();
   void Stop();
   MetricsCounters Snapshot() const;
-  Response Handle(std::string_view request);
+  // The response to a request head; nullopt for a valid scrape of an asynchronous source, which
+  // the session then asks with Scrape().
+  std::optional<Response> Handle(std::string_view request);
+  void Scrape(std::function<void(Response)> reply);
 
   const MetricsOptions& options() const { return options_; }
   bool stopped() const { return stopped_; }
@@ -117,7 +128,8 @@ class MetricsServer::Core : public std::enable_shared_from_this<MetricsServer::C
 
   asio::io_context& io_;
   const MetricsOptions options_;
-  MetricsSource& source_;
+  MetricsSource* const source_;  // one of these two is set
+  AsyncMetricsSource* const async_source_;
   Tcp::acceptor acceptor_;
   asio::steady_timer accept_retry_;
   uint16_t port_ = 0;
@@ -179,7 +191,15 @@ class Session : public std::enable_shared_from_this<Session> {
                          "request head exceeds " + std::to_string(limit) + " bytes\n"));
     }
     if (end == std::string::npos) return Read();
-    Send(core_->Handle(std::string_view(request_).substr(0, end)));
+    if (auto response = core_->Handle(std::string_view(request_).substr(0, end)))
+      return Send(*response);
+    // The asynchronous source answers later; the write deadline covers the wait as well.
+    ArmDeadline(core_->options().write_timeout_ms);
+    core_->Scrape([self = shared_from_this()](Response response) {
+      self->Guard([&] {
+        if (!self->closed_) self->Send(response);
+      });
+    });
   }
 
   void Send(const Response& response) {
@@ -211,7 +231,7 @@ class Session : public std::enable_shared_from_this<Session> {
   bool closed_ = false;
 };
 
-Response MetricsServer::Core::Handle(std::string_view head) {
+std::optional<Response> MetricsServer::Core::Handle(std::string_view head) {
   // Request line: METHOD SP TARGET SP HTTP/1.x (RFC 9112 section 3). Headers are not needed.
   size_t eol = head.find('\n');
   std::string_view line = head.substr(0, eol);
@@ -246,9 +266,10 @@ Response MetricsServer::Core::Handle(std::string_view head) {
     r.allow_get = true;
     return r;
   }
+  if (async_source_ != nullptr) return std::nullopt;
   MetricsSnapshot snapshot;
   try {
-    snapshot = source_.Snapshot();
+    snapshot = source_->Snapshot();
   } catch (const std::exception& e) {
     Bump(counters_.source_errors);
     return Status(500, "Internal Server Error", std::string("metrics source failed: ") + e.what() + "\n");
@@ -259,6 +280,26 @@ Response MetricsServer::Core::Handle(std::string_view head) {
   if (snapshot.hostname.empty()) snapshot.hostname = hostname_;
   Bump(counters_.scrapes);
   return Status(200, "OK", RenderExposition(snapshot));
+}
+
+void MetricsServer::Core::Scrape(std::function<void(Response)> reply) {
+  auto finish = [self = shared_from_this(), reply](Expected<std::string> body) {
+    if (self->stopped_) return;
+    if (!body) {
+      Bump(self->counters_.source_errors);
+      return reply(Status(500, "Internal Server Error",
+                          "metrics source failed: " + body.error().message + "\n"));
+    }
+    Bump(self->counters_.scrapes);
+    reply(Status(200, "OK", std::move(*body)));
+  };
+  try {
+    async_source_->RenderAsync(finish);
+  } catch (const std::exception& e) {
+    finish(MakeError(e.what()));
+  } catch (...) {
+    finish(MakeError("unknown exception"));
+  }
 }
 
 Expected<void> MetricsServer::Core::Start() {
@@ -422,7 +463,11 @@ Expected<MetricsOptions> ParseListenAddress(std::string_view text, MetricsOption
 }
 
 MetricsServer::MetricsServer(boost::asio::io_context& io, MetricsOptions options, MetricsSource& source)
-    : core_(std::make_shared<Core>(io, std::move(options), source)) {}
+    : core_(std::make_shared<Core>(io, std::move(options), &source, nullptr)) {}
+
+MetricsServer::MetricsServer(boost::asio::io_context& io, MetricsOptions options,
+                             AsyncMetricsSource& source)
+    : core_(std::make_shared<Core>(io, std::move(options), nullptr, &source)) {}
 
 MetricsServer::~MetricsServer() { core_->Stop(); }
 

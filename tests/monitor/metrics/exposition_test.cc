@@ -219,5 +219,60 @@ TEST(ListenAddressTest, ParsesHostPortForms) {
   }
 }
 
+// The node agent's rendering (cupmonctl serve): several processes, each family once, each series
+// labelled with its process first. The strict parser refuses a second HELP/TYPE of a family.
+TEST(ExpositionTest, SeveralProcessesShareEachFamilyAndKeepTheirOwnLabels) {
+  LabelledSnapshot a{{{"pid", "11"}, {"rank", "0"}, {"job", "77"}}, SampleSnapshot()};
+  LabelledSnapshot b{{{"pid", "12"}, {"rank", ""}, {"job", "say \"hi\""}}, SampleSnapshot()};
+  a.snapshot.hostname = b.snapshot.hostname = "node7";
+  a.snapshot.gpu_uuids[0] =
+      std::string("\x00\x11\x22\x33\x44\x55\x66\x77\x88\x99\xaa\xbb\xcc\xdd\xee\xff", 16);
+  b.snapshot.kernel_records = 5;
+  const std::string text = RenderExposition(std::vector<LabelledSnapshot>{a, b});
+  auto parsed = ParseExposition(text);
+  ASSERT_TRUE(parsed.has_value()) << parsed.error() << "\n" << text;
+  const ParsedSample* ka =
+      Find(*parsed, "cupmon_kernel_records_total", {{"pid", "11"}, {"rank", "0"}, {"job", "77"}});
+  const ParsedSample* kb = Find(*parsed, "cupmon_kernel_records_total",
+                                {{"pid", "12"}, {"rank", ""}, {"job", "say \"hi\""}});
+  ASSERT_NE(ka, nullptr) << text;
+  ASSERT_NE(kb, nullptr) << text;
+  EXPECT_EQ(ka->value_text, "1001");
+  EXPECT_EQ(kb->value_text, "5");
+  // The DCGM labels are kept, after the process's.
+  const ParsedSample* busy = Find(*parsed, "cupmon_gpu_busy_seconds_total",
+                                  {{"pid", "11"},
+                                   {"rank", "0"},
+                                   {"job", "77"},
+                                   {"gpu", "0"},
+                                   {"UUID", "GPU-00112233-4455-6677-8899-aabbccddeeff"},
+                                   {"Hostname", "node7"}});
+  ASSERT_NE(busy, nullptr) << text;
+  EXPECT_EQ(busy->value_text, "1.500000000");
+  EXPECT_NE(text.find("cupmon_info{pid=\"11\",rank=\"0\",job=\"77\",version="), std::string::npos)
+      << text;
+  EXPECT_EQ(parsed->at("cupmon_stream_busy_seconds_total").samples.size(), 6u);
+  // One process without labels is exactly the process's own endpoint.
+  EXPECT_EQ(RenderExposition(std::vector<LabelledSnapshot>{{{}, SampleSnapshot()}}),
+            RenderExposition(SampleSnapshot()));
+  EXPECT_EQ(RenderExposition(std::vector<LabelledSnapshot>{}).find("cupmon_info{"),
+            std::string::npos);
+}
+
+// The status reply carries the snapshot as pb::MetricsView; every figure survives the trip.
+TEST(ExpositionTest, MetricsViewRoundTripKeepsEveryFigure) {
+  MetricsSnapshot s = SampleSnapshot();
+  s.gpu_uuids[1] = std::string(16, '\x5a');
+  pb::MetricsView wire;
+  ASSERT_TRUE(wire.ParseFromString(ToMetricsView(s).SerializeAsString()));
+  MetricsSnapshot back = FromMetricsView(wire);
+  back.version = s.version;  // not part of the view
+  back.output_dir = s.output_dir;
+  EXPECT_EQ(RenderExposition(back), RenderExposition(s));
+  EXPECT_EQ(back.gpu_uuids, s.gpu_uuids);
+  EXPECT_EQ(back.stream_busy.size(), 3u);
+  EXPECT_EQ(back.disk_bytes, 987654321u);
+}
+
 }  // namespace
 }  // namespace cupmon::metrics

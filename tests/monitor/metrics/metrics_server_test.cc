@@ -503,5 +503,72 @@ TEST_F(MetricsServerTest, StopClosesConnectionsAndTheListener) {
   RunOnIo([&] { server_->Stop(); });  // idempotent
 }
 
+// The node agent's kind of source: it answers later, from another handler on the io thread.
+class LaterSource : public AsyncMetricsSource {
+ public:
+  explicit LaterSource(boost::asio::io_context& io) : io_(io) {}
+  void RenderAsync(std::function<void(Expected<std::string>)> done) override {
+    ++calls;
+    if (mode == kNever) {
+      held = std::move(done);  // never answered: the write deadline must close the connection
+      return;
+    }
+    boost::asio::post(io_, [this, done = std::move(done)] {
+      if (mode == kFail) return done(MakeError("registry /x: group or others have access"));
+      done(std::string("cupmon_agent_processes 3\n"));
+    });
+  }
+  enum Mode { kOk, kFail, kNever } mode = kOk;
+  int calls = 0;
+  std::function<void(Expected<std::string>)> held;
+
+ private:
+  boost::asio::io_context& io_;
+};
+
+TEST_F(MetricsServerTest, AsyncSourceAnswersLaterErrorsAre500AndSilenceCostsTheDeadline) {
+  LaterSource later(io_);
+  options_.write_timeout_ms = 300;
+  server_ = std::make_unique<MetricsServer>(io_, options_, later);
+  ASSERT_TRUE(RunOnIo([&] { return server_->Start(); }).has_value());
+  port_ = RunOnIo([&] { return server_->port(); });
+  auto ok = Request("GET /metrics HTTP/1.1\r\n\r\n");
+  ASSERT_TRUE(ok.has_value());
+  EXPECT_EQ(ok->status, 200);
+  EXPECT_EQ(ok->body, "cupmon_agent_processes 3\n");
+  EXPECT_NE(ok->head.find("version=0.0.4"), std::string::npos);
+  // Validation still comes first: the source is not asked for a 404 or a 405.
+  EXPECT_EQ(Request("GET /other HTTP/1.1\r\n\r\n")->status, 404);
+  EXPECT_EQ(Request("POST /metrics HTTP/1.1\r\n\r\n")->status, 405);
+  EXPECT_EQ(RunOnIo([&] { return later.calls; }), 1);
+
+  RunOnIo([&] { later.mode = LaterSource::kFail; });
+  auto failed = Request("GET /metrics HTTP/1.1\r\n\r\n");
+  ASSERT_TRUE(failed.has_value());
+  EXPECT_EQ(failed->status, 500);
+  EXPECT_NE(failed->body.find("group or others have access"), std::string::npos) << failed->body;
+  EXPECT_EQ(Counters().source_errors, 1u);
+
+  RunOnIo([&] { later.mode = LaterSource::kNever; });
+  const int fd = Connect();
+  ASSERT_GE(fd, 0);
+  WriteAll(fd, "GET /metrics HTTP/1.1\r\n\r\n");
+  auto raw = ReadToEof(fd);  // closed by the deadline, not by the 20 s receive timeout
+  ::close(fd);
+  ASSERT_TRUE(raw.has_value());
+  EXPECT_EQ(*raw, "");
+  EXPECT_EQ(Counters().timeouts, 1u);
+  // A late answer after the close is dropped; the server keeps serving.
+  RunOnIo([&] {
+    later.mode = LaterSource::kOk;
+    later.held(std::string("late\n"));
+  });
+  auto after = Request("GET /metrics HTTP/1.1\r\n\r\n");
+  ASSERT_TRUE(after.has_value());
+  EXPECT_EQ(after->status, 200);
+  RunOnIo([&] { server_->Stop(); });
+  server_.reset();
+}
+
 }  // namespace
 }  // namespace cupmon::metrics

@@ -4,14 +4,17 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <boost/asio/io_context.hpp>
 
+#include "cupmon.pb.h"
 #include "cupmon/format/error.h"
 
 namespace cupmon::metrics {
@@ -70,10 +73,38 @@ class MetricsSource {
   virtual MetricsSnapshot Snapshot() = 0;
 };
 
+// The node agent's source (cupmonctl serve): the exposition is only known once its processes have
+// answered. RenderAsync() is called on the io_context thread, once per scrape; it must call `done`
+// exactly once, on that thread, with the exposition text (200) or an error (500, its message in the
+// body). The server's write deadline (write_timeout_ms) runs from the call, so a source that never
+// answers costs the connection, not the server. An exception thrown by RenderAsync is a 500.
+class AsyncMetricsSource {
+ public:
+  virtual ~AsyncMetricsSource() = default;
+  virtual void RenderAsync(std::function<void(Expected<std::string>)> done) = 0;
+};
+
 // Renders the text exposition format 0.0.4: a HELP and a TYPE line per family, metric names
 // prefixed `cupmon_`, label values escaped (backslash, double quote, newline), series sorted,
 // busy times in seconds printed exactly from nanoseconds. Pure function; any thread.
 std::string RenderExposition(const MetricsSnapshot& snapshot);
+
+// One process's snapshot with the labels that tell it apart on a node's endpoint (`pid`, `rank`,
+// `job`), in the order given. They come first on every series of that process.
+struct LabelledSnapshot {
+  std::vector<std::pair<std::string, std::string>> labels;
+  MetricsSnapshot snapshot;
+};
+
+// As above for several processes: each family's HELP and TYPE once, then every process's series,
+// in the order given. With one process and no labels the text is RenderExposition(snapshot)'s.
+std::string RenderExposition(const std::vector<LabelledSnapshot>& processes);
+
+// The snapshot as the status reply carries it (pb::MetricsView), and back. `version`, `output_dir`
+// and `hostname` are not part of the view (the reply has version and output_dir; the agent that
+// renders it knows the host).
+pb::MetricsView ToMetricsView(const MetricsSnapshot& snapshot);
+MetricsSnapshot FromMetricsView(const pb::MetricsView& view);
 
 // Escapes a label value for the exposition format: `\` -> `\\`, `"` -> `\"`, newline -> `\n`.
 std::string EscapeLabelValue(std::string_view value);
@@ -123,8 +154,8 @@ struct MetricsCounters {
 
 // Threading: construct anywhere; Start(), Stop(), port() and local_endpoint() are called on the
 // io_context thread or before io.run() starts. counters() may be called from any thread. The
-// io_context must outlive the server; the MetricsSource must outlive Stop(). Handlers still queued
-// after Stop() (or after destruction) do nothing.
+// io_context must outlive the server; the (Async)MetricsSource must outlive Stop(). Handlers still
+// queued after Stop() (or after destruction) do nothing.
 //
 // Every connection carries one request and is closed after the response ("Connection: close").
 // Descriptors are close-on-exec from their first instant (socket/accept4 with SOCK_CLOEXEC), as in
@@ -132,6 +163,7 @@ struct MetricsCounters {
 class MetricsServer {
  public:
   MetricsServer(boost::asio::io_context& io, MetricsOptions options, MetricsSource& source);
+  MetricsServer(boost::asio::io_context& io, MetricsOptions options, AsyncMetricsSource& source);
   ~MetricsServer();  // calls Stop()
   MetricsServer(const MetricsServer&) = delete;
   MetricsServer& operator=(const MetricsServer&) = delete;
