@@ -504,18 +504,22 @@ class SlurmLiveTest(unittest.TestCase):
         out = self.output(job)
         self.assertEqual(state, "TIMEOUT", out)
         self.assertIn("DUE TO TIME LIMIT", out)
-        printed = [int(x) for x in re.findall(r"last_end_ns (\d+)", out)]
-        self.assertTrue(printed, out)
+        lines = [(int(n), int(t)) for n, t in re.findall(r"produced (\d+) last_end_ns (\d+)", out)]
+        self.assertTrue(lines, out)
+        produced, printed_end = lines[-1]
         rank_dir = os.path.join(self.node_dir, "cupmon", job, "rank-0")
         ends = self.kernel_ends(rank_dir)
         # Everything the rank produced up to its last line is on disk: with no periodic flush and
-        # unfilled buffers, only the SIGTERM final flush can have written it.
+        # unfilled buffers, only the SIGTERM final flush can have written it. Counted, not timed:
+        # the export's end_ns is the record's time mapped through the recording's calibration,
+        # which may differ from the raw stamp the rank printed by tens of ns (77 ns seen).
         self.assertTrue(ends, f"no kernel record in {rank_dir}\n{out}")
-        self.assertGreaterEqual(max(ends), printed[-1], out)
-        self.assertGreaterEqual(len(ends), 10 * len(printed), out)
+        self.assertGreaterEqual(len(ends), produced, out)
+        self.assertGreaterEqual(max(ends), printed_end - 1_000_000, out)
         end_time = self.cluster.job_field(job, "EndTime")
         print(f"time-limit job {job}: {len(ends)} kernels kept, last {max(ends)}, "
-              f"last printed {printed[-1]}, Slurm EndTime {end_time}")
+              f"{produced} produced by the last line, which printed {printed_end}, "
+              f"Slurm EndTime {end_time}")
 
 
 if __name__ == "__main__":
