@@ -133,6 +133,20 @@ def check(args, rec):
     print(f"{len(ranges)} range rows, {len(kernels)} kernel rows, {in_forward} kernels in forward "
           f"ranges ({sorted(set(per_step.values()))} per step); NVTX_INJECTION64_PATH={os.environ.get('NVTX_INJECTION64_PATH', '(not set here)')}")
     if not all(ok for *_, ok in results):
+        # What a failure looks like, for the log: kernels of the window without their launch
+        # record, and kernels launched inside a forward range that carry another label.
+        lo = min((f["start_ns"] for f in forwards), default=0)
+        late = [k for k in kernels if k["start_ns"] >= lo]
+        print(f"kernels starting after the first forward range: {len(late)}, without a launch "
+              f"record: {sum(1 for k in late if 'api' not in k)}, marked launched before the "
+              f"window: {sum(1 for k in late if k.get('launched_before_window'))}")
+        for k in kernels:
+            api = k.get("api") or {}
+            f = next((f for f in forwards if f["tid"] == api.get("tid") and "start_ns" in api
+                      and f["start_ns"] <= api["start_ns"] <= f["end_ns"]), None)
+            if f is not None and k.get("range") != "forward":
+                print(f"  launched in forward [{f['start_ns']}, {f['end_ns']}] by {api.get('name')} "
+                      f"at {api['start_ns']}, labelled {k.get('range')!r}: {k['name'][:80]}")
         sys.exit(1)
 
 
