@@ -73,6 +73,17 @@ constexpr FieldOffset kMarker2[] = {
     {F::kObjectKind, 20, 4}, {F::kObjectId0, 24, 4}, {F::kObjectId1, 28, 4},
     {F::kNamePointer, 40, 8}, {F::kDomainPointer, 48, 8},
 };
+constexpr FieldOffset kMemory4[] = {
+    {F::kMemoryOperation, 4, 4}, {F::kMemoryKind, 8, 4},  {F::kCorrelationId, 12, 4},
+    {F::kAddress, 16, 8},        {F::kBytes, 24, 8},      {F::kTimestamp, 32, 8},
+    {F::kProcessId, 48, 4},      {F::kDeviceId, 52, 4},   {F::kContextId, 56, 4},
+    {F::kStreamId, 60, 4},       {F::kPoolType, 80, 4},   {F::kPoolAddress, 88, 8},
+};
+constexpr FieldOffset kMemoryPool3[] = {
+    {F::kMemoryOperation, 4, 4}, {F::kPoolType, 8, 4},  {F::kCorrelationId, 12, 4},
+    {F::kProcessId, 16, 4},      {F::kDeviceId, 20, 4}, {F::kAddress, 32, 8},
+    {F::kBytes, 40, 8},          {F::kTimestamp, 56, 8},
+};
 constexpr FieldOffset kName[] = {
     {F::kObjectKind, 4, 4}, {F::kObjectId0, 8, 4}, {F::kObjectId1, 12, 4},
     {F::kNamePointer, 24, 8},
@@ -92,6 +103,8 @@ constexpr RecordLayout kLayouts[] = {
     {kKindExternalCorrelation, RecordClass::kExternalCorrelation, "CUpti_ActivityExternalCorrelation", kApi13Min, kApi13Max, 24, kExternalCorrelation},
     {kKindMarker, RecordClass::kMarker, "CUpti_ActivityMarker2", kApi13Min, kApi13Max, 56, kMarker2},
     {kKindName, RecordClass::kName, "CUpti_ActivityName", kApi13Min, kApi13Max, 32, kName},
+    {kKindMemory2, RecordClass::kMemory, "CUpti_ActivityMemory4", kApi13Min, kApi13Max, 128, kMemory4},
+    {kKindMemoryPool, RecordClass::kMemoryPool, "CUpti_ActivityMemoryPool3", kApi13Min, kApi13Max, 80, kMemoryPool3},
 };
 
 constexpr const char* kFieldNames[] = {
@@ -100,7 +113,8 @@ constexpr const char* kFieldNames[] = {
     "dynamicSharedMemory", "name", "graphId", "bytes", "copyKind", "srcKind", "dstKind",
     "srcDeviceId", "dstDeviceId", "value", "cbid", "processId", "threadId", "returnValue",
     "overheadKind", "objectKind", "objectId0", "objectId1", "type", "eventId", "cudaEventSyncId",
-    "externalKind", "externalId", "flags", "id", "timestamp", "domain",
+    "externalKind", "externalId", "flags", "id", "timestamp", "domain", "memoryOperationType",
+    "memoryKind", "address", "memoryPoolType", "memoryPoolConfig.address",
 };
 static_assert(std::size(kFieldNames) == kFieldCount);
 

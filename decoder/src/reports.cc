@@ -17,6 +17,7 @@
 #include <unordered_map>
 
 #include "cupmon/decoder/kernel_names.h"
+#include "cupmon/decoder/memory_usage.h"
 #include "cupmon/decoder/progress_line.h"
 #include "cupmon/decoder/rank_listing.h"
 #include "export/kineto_sink.h"
@@ -120,6 +121,7 @@ const char* RowTypeName(RowType t) {
     case RowType::kApi: return "api";
     case RowType::kSynchronization: return "synchronization";
     case RowType::kRange: return "range";
+    case RowType::kMemory: return "memory";
   }
   return "?";
 }
@@ -260,12 +262,17 @@ class SummarySink : public RowSink {
       else ++ranges_[row.name_id].calls;
       return;
     }
+    if (row.type == RowType::kMemory) {
+      memory_.Add(row);
+      return;
+    }
     auto& table = row.type == RowType::kApi ? api_ : gpu_;
     if (row.name_id >= table.size()) table.resize(row.name_id + 1);
     table[row.name_id].Add(row);
   }
   bool NeedsWallTimes() const override { return false; }  // durations only
   bool WantsRanges() const override { return true; }
+  bool WantsMemory() const override { return true; }
   // `prefix` starts the first line ("rank N (host:pid): " in merged summaries).
   void Print(std::ostream& out, const TraceBuilder& b, const Recording& rec,
              const ReadIntegrity& integrity, const std::string& prefix = {}) {
@@ -321,6 +328,7 @@ class SummarySink : public RowSink {
       out << "==cupmon== NVTX: " << NvtxCounts(c) << "\n";
       PrintTable(out, "NVTX ranges:", Named(b, ranges_));
     }
+    if (c.memory_records || c.memory_pool_records) PrintMemory(out, b, c);
   }
   // This recording's rows by display name, for the merged total.
   NamedStats NamedGpu(const TraceBuilder& b) const { return Named(b, gpu_); }
@@ -379,8 +387,48 @@ class SummarySink : public RowSink {
     return rows;
   }
 
+  // The "Device memory" section: only when the recording has MEMORY2 or MEMORY_POOL records.
+  void PrintMemory(std::ostream& out, const TraceBuilder& b, const TraceCounts& c) {
+    memory_.Finish();
+    out << "==cupmon== Device memory: " << c.memory_records << " MEMORY2 records, "
+        << c.memory_pool_records << " MEMORY_POOL records; bytes in use are those allocated "
+        << "since the recording began\n";
+    if (memory_.untimed())
+      out << "==cupmon==   " << memory_.untimed() << " memory records with unknown timestamps "
+          << "(left out)\n";
+    if (memory_.unknown_operations())
+      out << "==cupmon==   " << memory_.unknown_operations()
+          << " memory records with an unknown operation type (left out)\n";
+    for (const auto& [dev, d] : memory_.devices()) {
+      out << "==cupmon==   device " << dev << ": peak " << FormatByteCount(d.peak) << " in use";
+      if (d.peak_ts) out << " at " << IsoTime(b.clock().ToWall(d.peak_ts));
+      out << "; " << FormatByteCount(d.in_use) << " at the end\n";
+      out << "==cupmon==     " << d.allocations << " allocations, " << d.releases << " releases";
+      if (d.unknown_releases)
+        out << " (" << d.unknown_releases << " of an address not allocated since the recording "
+            << "began: not subtracted)";
+      if (d.replaced)
+        out << ", " << d.replaced << " allocations of an address still in use (its release was "
+            << "not recorded: taken as released)";
+      out << "\n";
+      if (d.allocations) {
+        out << "==cupmon==     allocation size: total " << FormatByteCount(d.alloc_bytes) << ", min "
+            << FormatByteCount(d.alloc_min) << ", max " << FormatByteCount(d.alloc_max) << ", mean "
+            << FormatByteCount(d.alloc_bytes / d.allocations) << "\n";
+        for (const auto& [kind, k] : d.by_kind)
+          out << "==cupmon==     " << MemoryKindName(kind) << ": " << k.allocations
+              << " allocations, " << FormatByteCount(k.bytes) << "\n";
+      }
+      if (d.pools_created || d.pools_destroyed || d.pools_trimmed)
+        out << "==cupmon==     pools: " << d.pools_created << " created, " << d.pools_trimmed
+            << " trimmed, " << d.pools_destroyed << " destroyed, largest size "
+            << FormatByteCount(d.pool_max_size) << "\n";
+    }
+  }
+
   bool short_names_;
   std::vector<Stat> gpu_, api_, ranges_;
+  MemoryUsage memory_;
 };
 
 // ---- gpu-trace, api-trace, kern-exec ----

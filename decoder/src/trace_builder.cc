@@ -242,6 +242,7 @@ TraceBuilder::TraceBuilder(TraceFilter filter, RowSink* sink, size_t horizon,
     AdviseHugePages(slots_.data(), slots * sizeof(Row));
   }
   range_rows_ = sink_ && sink_->WantsRanges();
+  memory_rows_ = sink_ && sink_->WantsMemory();
 }
 
 TraceBuilder::~TraceBuilder() = default;
@@ -410,6 +411,10 @@ void TraceBuilder::AddRecord(const RecordLayout& layout, const FieldReader& f, c
     AddMarker(f, rec);
     return;
   }
+  if (cls == RecordClass::kMemory || cls == RecordClass::kMemoryPool) {
+    AddMemory(layout, f, rec);
+    return;
+  }
   if (cls != RecordClass::kKernel && cls != RecordClass::kMemcpy && cls != RecordClass::kMemset &&
       cls != RecordClass::kApi)
     return;  // synchronization (unless the sink wants it), CUDA events, names: counted only
@@ -440,6 +445,7 @@ void TraceBuilder::AddRecord(const RecordLayout& layout, const FieldReader& f, c
       origin_ts_ = p.start;
       ReleaseHeldSync();
       ReleaseHeldRanges();
+      ReleaseHeldMemory();
     }
     if (!first_ts_ || p.start < first_ts_) first_ts_ = p.start;
     if (p.end > last_ts_) last_ts_ = p.end;
@@ -621,7 +627,9 @@ WindowSpan* TraceBuilder::WindowAt(uint64_t t) {
 
 bool TraceBuilder::Passes(const Row& row) const {
   const bool gpu = row.type != RowType::kApi && row.type != RowType::kSynchronization &&
-                   row.type != RowType::kRange;
+                   row.type != RowType::kRange && row.type != RowType::kMemory;
+  if (row.type == RowType::kMemory && filter_.device && row.device != *filter_.device)
+    return false;
   if (gpu && (filter_.device || filter_.stream || filter_.kernel)) {
     if (filter_.device && row.device != *filter_.device) return false;
     if (filter_.stream && row.stream != *filter_.stream) return false;
@@ -905,6 +913,7 @@ void TraceBuilder::Finish() {
   ReleaseHeldSync();
   finishing_ = true;
   ReleaseHeldRanges();
+  ReleaseHeldMemory();
   // Ranges never ended: emitted with no end (Row::range_ended false), oldest id first.
   for (const auto& [id, o] : open_ranges_) {
     ++counts_.unended_ranges;
@@ -1098,6 +1107,56 @@ void TraceBuilder::ReleaseHeldRanges() {
   std::vector<RangeRecord> held;
   held.swap(held_ranges_);
   for (const RangeRecord& r : held) EmitRange(r);
+}
+
+// ---- Device memory ----
+// MEMORY2 and MEMORY_POOL records become rows for the sinks that ask; nothing is joined (the
+// running sums live in the sinks: decoder/src/reports.cc). Like ranges, rows read before the
+// origin is known wait for it, so relative time filters can place them.
+
+void TraceBuilder::AddMemory(const RecordLayout& layout, const FieldReader& f,
+                             const uint8_t* rec) {
+  if (layout.record_class == RecordClass::kMemory) ++counts_.memory_records;
+  else ++counts_.memory_pool_records;
+  if (!memory_rows_) return;
+  Row row;
+  row.type = RowType::kMemory;
+  row.kind = layout.kind;
+  row.start = row.end = f.Get(rec, Field::kTimestamp);
+  row.valid_time = TimedSpan(row.start, row.end);
+  if (!row.valid_time) row.start = row.end = 0;
+  row.device = f.Get32(rec, Field::kDeviceId);
+  row.context = f.Get32(rec, Field::kContextId);
+  row.stream = f.Get32(rec, Field::kStreamId);
+  row.correlation = f.Get32(rec, Field::kCorrelationId);
+  row.pid = f.Get32(rec, Field::kProcessId);
+  row.bytes = f.Get(rec, Field::kBytes);
+  row.memory_op = f.Get32(rec, Field::kMemoryOperation);
+  row.memory_kind = f.Get32(rec, Field::kMemoryKind);
+  row.pool_type = f.Get32(rec, Field::kPoolType);
+  row.address = f.Get(rec, Field::kAddress);
+  row.pool_address = f.Get(rec, Field::kPoolAddress);
+  if (!origin_ts_ && !finishing_ && held_memory_.size() < horizon_) {
+    held_memory_.push_back(row);  // relative time filters need the origin
+    return;
+  }
+  EmitMemory(row);
+}
+
+void TraceBuilder::EmitMemory(Row row) {
+  if (row.valid_time && wall_times_) row.wall_start = row.wall_end = clock_.ToWall(row.start);
+  if (!Passes(row)) {
+    ++counts_.filtered_out;
+    return;
+  }
+  ++counts_.memory_rows;
+  sink_->OnRow(row);
+}
+
+void TraceBuilder::ReleaseHeldMemory() {
+  std::vector<Row> held;
+  held.swap(held_memory_);
+  for (const Row& r : held) EmitMemory(r);
 }
 
 }  // namespace cupmon::decoder

@@ -108,6 +108,30 @@ std::map<Field, Expect> RealFields(const std::string& s) {
             {Field::kObjectId0, Expect{offsetof(N, objectId) + pid, 4}},
             {Field::kObjectId1, Expect{offsetof(N, objectId) + tid, 4}},
             {Field::kNamePointer, CUPMON_FIELD(N, name)}};
+  using M4 = CUpti_ActivityMemory4;
+  using MP = CUpti_ActivityMemoryPool3;
+  if (s == "CUpti_ActivityMemory4")
+    return {{Field::kMemoryOperation, CUPMON_FIELD(M4, memoryOperationType)},
+            {Field::kMemoryKind, CUPMON_FIELD(M4, memoryKind)},
+            {Field::kCorrelationId, CUPMON_FIELD(M4, correlationId)},
+            {Field::kAddress, CUPMON_FIELD(M4, address)}, {Field::kBytes, CUPMON_FIELD(M4, bytes)},
+            {Field::kTimestamp, CUPMON_FIELD(M4, timestamp)},
+            {Field::kProcessId, CUPMON_FIELD(M4, processId)},
+            {Field::kDeviceId, CUPMON_FIELD(M4, deviceId)},
+            {Field::kContextId, CUPMON_FIELD(M4, contextId)},
+            {Field::kStreamId, CUPMON_FIELD(M4, streamId)},
+            {Field::kPoolType, Expect{offsetof(M4, memoryPoolConfig.memoryPoolType),
+                                      sizeof(M4{}.memoryPoolConfig.memoryPoolType)}},
+            {Field::kPoolAddress, Expect{offsetof(M4, memoryPoolConfig.address),
+                                         sizeof(M4{}.memoryPoolConfig.address)}}};
+  if (s == "CUpti_ActivityMemoryPool3")
+    return {{Field::kMemoryOperation, CUPMON_FIELD(MP, memoryPoolOperationType)},
+            {Field::kPoolType, CUPMON_FIELD(MP, memoryPoolType)},
+            {Field::kCorrelationId, CUPMON_FIELD(MP, correlationId)},
+            {Field::kProcessId, CUPMON_FIELD(MP, processId)},
+            {Field::kDeviceId, CUPMON_FIELD(MP, deviceId)},
+            {Field::kAddress, CUPMON_FIELD(MP, address)}, {Field::kBytes, CUPMON_FIELD(MP, size)},
+            {Field::kTimestamp, CUPMON_FIELD(MP, timestamp)}};
   return {};
 }
 
@@ -123,6 +147,8 @@ size_t RealSize(const std::string& s) {
   if (s == "CUpti_ActivityExternalCorrelation") return sizeof(CUpti_ActivityExternalCorrelation);
   if (s == "CUpti_ActivityMarker2") return sizeof(CUpti_ActivityMarker2);
   if (s == "CUpti_ActivityName") return sizeof(CUpti_ActivityName);
+  if (s == "CUpti_ActivityMemory4") return sizeof(CUpti_ActivityMemory4);
+  if (s == "CUpti_ActivityMemoryPool3") return sizeof(CUpti_ActivityMemoryPool3);
   return 0;
 }
 
@@ -228,7 +254,7 @@ TEST(RecordDecoderTest, UnsupportedVersionStopsInsteadOfGuessing) {
 
 TEST(RecordDecoderTest, SizedKindsWithoutLayoutAreSkippedAndCounted) {
   BufferBuilder b;
-  b.Kernel(1, 2, 1, 0).Add(49, {}).Kernel(3, 4, 2, 0);  // MEMORY2: sized, not decoded
+  b.Kernel(1, 2, 1, 0).Add(51, {}).Kernel(3, 4, 2, 0);  // GRAPH_TRACE: sized, not decoded
   RecordDecoder d(RecordSizeTable::Cupti13(), 130001);
   int n = 0;
   const auto r = d.Decode(b.bytes(), [&](const DecodedRecord&) { ++n; });

@@ -111,6 +111,25 @@ BufferBuilder& BufferBuilder::External(uint32_t corr, uint64_t external_id) {
               {Field::kCorrelationId, corr}});
 }
 
+BufferBuilder& BufferBuilder::Memory(uint32_t op, uint64_t timestamp, uint64_t address,
+                                     uint64_t bytes, uint32_t device, uint32_t memory_kind,
+                                     uint32_t stream, uint32_t pool_type, uint64_t pool_address) {
+  return Add(decoder::kKindMemory2,
+             {{Field::kMemoryOperation, op}, {Field::kMemoryKind, memory_kind},
+              {Field::kAddress, address}, {Field::kBytes, bytes}, {Field::kTimestamp, timestamp},
+              {Field::kProcessId, kTestPid}, {Field::kDeviceId, device}, {Field::kContextId, 1},
+              {Field::kStreamId, stream}, {Field::kPoolType, pool_type},
+              {Field::kPoolAddress, pool_address}});
+}
+
+BufferBuilder& BufferBuilder::MemoryPool(uint32_t op, uint64_t timestamp, uint64_t address,
+                                         uint64_t size, uint32_t device, uint32_t pool_type) {
+  return Add(decoder::kKindMemoryPool,
+             {{Field::kMemoryOperation, op}, {Field::kPoolType, pool_type},
+              {Field::kProcessId, kTestPid}, {Field::kDeviceId, device}, {Field::kAddress, address},
+              {Field::kBytes, size}, {Field::kTimestamp, timestamp}});
+}
+
 BufferBuilder& BufferBuilder::Marker(uint32_t flags, uint64_t timestamp, uint32_t id,
                                      uint64_t name_ptr, uint32_t tid, uint64_t domain_ptr,
                                      uint32_t pid) {
@@ -272,6 +291,46 @@ size_t WriteNvtxRecording(const std::string& dir) {
   w.WriteStats(static_cast<int64_t>(kT0) + 1'000'000);
   w.Close(static_cast<int64_t>(kT0) + 1'000'000);
   return markers.records() + api.records() + gpu.records();
+}
+
+size_t WriteMemoryRecording(const std::string& dir) {
+  RecordingWriter w(WriterOptions(dir, "cupmon-memory-4242"), SyntheticHeader());
+  CUPMON_CHECK(w.Open().has_value());
+  constexpr uint64_t kKernel = 0x400;
+  std::vector<pb::StringEntry> strings(1);
+  strings[0].set_id(1);
+  strings[0].set_pointer(kKernel);
+  strings[0].set_text("_Z4gemmv");
+  w.AddStrings(strings);
+  auto us = [](uint64_t n) { return kT0 + n * 1000; };
+  constexpr uint64_t kMiB = 1 << 20;
+  constexpr uint32_t kAlloc = 1, kRelease = 2, kDevice = 3, kManaged = 5;
+  BufferBuilder mem;
+  // Out of time order on purpose: replayed in delivery order, the release at 50 would come
+  // before its allocation at 40 and count as a release of an unknown address.
+  mem.MemoryPool(1, us(1), 0x7000'0000, 32 * kMiB)
+      .Memory(kAlloc, us(10), 0x1000'0000, 1 * kMiB)
+      .Memory(kAlloc, us(20), 0x2000'0000, 2 * kMiB, 0, kDevice, 7, 1, 0x7000'0000)
+      .Memory(kRelease, us(50), 0x3000'0000, 4 * kMiB)
+      .Memory(kRelease, us(30), 0x1000'0000, 1 * kMiB)
+      .Memory(kAlloc, us(40), 0x3000'0000, 4 * kMiB)
+      .Memory(kRelease, us(60), 0xdead'0000, 512)  // allocated before the recording began
+      .Memory(kAlloc, us(70), 0x4000'0000, 256 * 1024, 0, kManaged)
+      .MemoryPool(3, us(80), 0x7000'0000, 16 * kMiB);
+  BufferBuilder dev1;
+  dev1.Memory(kAlloc, us(15), 0x9000'0000, 8 * kMiB, 1)
+      .Memory(kRelease, us(35), 0x9000'0000, 8 * kMiB, 1);
+  BufferBuilder api;
+  api.Runtime(us(11), us(12), 1, 211);
+  BufferBuilder gpu;
+  gpu.Kernel(us(12), us(14), 1, kKernel);
+  w.WriteRawBuffer(api.bytes(), 0, 0);
+  w.WriteRawBuffer(mem.bytes(), 0, 0);
+  w.WriteRawBuffer(dev1.bytes(), 0, 0);
+  w.WriteRawBuffer(gpu.bytes(), 1, 7);
+  w.WriteStats(static_cast<int64_t>(kT0) + 1'000'000);
+  w.Close(static_cast<int64_t>(kT0) + 1'000'000);
+  return mem.records() + dev1.records() + api.records() + gpu.records();
 }
 
 }  // namespace cupmon::testing

@@ -47,6 +47,15 @@ class BufferBuilder {
   BufferBuilder& Marker(uint32_t flags, uint64_t timestamp, uint32_t id, uint64_t name_ptr,
                         uint32_t tid = 101, uint64_t domain_ptr = 0, uint32_t pid = kTestPid);
 
+  // A CUpti_ActivityMemory4 (MEMORY2): `op` 1 allocation, 2 release; `memory_kind` a
+  // CUpti_ActivityMemoryKind (3 device); pool_type 0 when not from a pool.
+  BufferBuilder& Memory(uint32_t op, uint64_t timestamp, uint64_t address, uint64_t bytes,
+                        uint32_t device = 0, uint32_t memory_kind = 3, uint32_t stream = 7,
+                        uint32_t pool_type = 0, uint64_t pool_address = 0);
+  // A CUpti_ActivityMemoryPool3 (MEMORY_POOL): `op` 1 created, 2 destroyed, 3 trimmed.
+  BufferBuilder& MemoryPool(uint32_t op, uint64_t timestamp, uint64_t address, uint64_t size,
+                            uint32_t device = 0, uint32_t pool_type = 1);
+
   const std::vector<uint8_t>& bytes() const { return bytes_; }
   // Empties the buffer, keeping its capacity.
   void Clear() {
@@ -81,5 +90,12 @@ size_t WriteSampleRecording(const std::string& dir);
 // END with no START, a range whose name pointer has no string entry, and kernels launched inside
 // and outside the ranges. Returns the number of raw CUPTI records written.
 size_t WriteNvtxRecording(const std::string& dir);
+
+// Writes a recording with device memory records into `dir` (tests/decoder/memory_test.cc checks
+// every figure): on device 0 allocations of 1 MiB, 2 MiB, 4 MiB (device memory) and 256 KiB
+// (managed), two of them released, one release of an address never allocated, written out of
+// time order; on device 1 one 8 MiB allocation and its release; a pool created and trimmed on
+// device 0; one kernel and its launch. Returns the number of raw CUPTI records written.
+size_t WriteMemoryRecording(const std::string& dir);
 
 }  // namespace cupmon::testing

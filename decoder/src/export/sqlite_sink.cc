@@ -459,6 +459,8 @@ void SqliteSink::Write(const Row& r) {
     case RowType::kRange:
       WriteRange(r);
       return;
+    case RowType::kMemory:
+      return;  // never asked for (the sink does not answer WantsMemory)
   }
   if (!r.valid_time) {
     ++rank_untimed_[type];
@@ -527,7 +529,8 @@ void SqliteSink::Write(const Row& r) {
       return;
     }
     case RowType::kRange:
-      return;  // WriteRange
+    case RowType::kMemory:
+      return;  // WriteRange; memory rows never come (see above)
     case RowType::kSynchronization: {
       // CUPTI's synchronization record names no device: its context's, as the GPU rows tell
       // (the few whose context had no GPU row yet are filled in by Close).

@@ -26,6 +26,8 @@ enum ActivityKind : uint32_t {
   kKindCudaEvent = 36,
   kKindSynchronization = 38,
   kKindExternalCorrelation = 39,
+  kKindMemory2 = 49,
+  kKindMemoryPool = 50,
 };
 
 enum class RecordClass : uint8_t {
@@ -39,6 +41,8 @@ enum class RecordClass : uint8_t {
   kExternalCorrelation,
   kMarker,
   kName,
+  kMemory,      // MEMORY2: one allocation or release
+  kMemoryPool,  // MEMORY_POOL: a pool created, trimmed or destroyed
 };
 
 // The fields the decoder reads. Not every record class has every field.
@@ -84,6 +88,11 @@ enum class Field : uint8_t {
   kMarkerId,
   kTimestamp,
   kDomainPointer,
+  kMemoryOperation,  // CUpti_ActivityMemoryOperationType or CUpti_ActivityMemoryPoolOperationType
+  kMemoryKind,       // CUpti_ActivityMemoryKind
+  kAddress,
+  kPoolType,         // CUpti_ActivityMemoryPoolType (0: not from a pool)
+  kPoolAddress,      // MEMORY2: the base address of the pool it came from
   kCount,
 };
 inline constexpr size_t kFieldCount = static_cast<size_t>(Field::kCount);

@@ -23,7 +23,8 @@ namespace cupmon::decoder {
 // kSynchronization rows reach only sinks that ask for them (RowSink::WantsSynchronization), and
 // kRange rows (NVTX ranges and marks, from CUPTI MARKER records) only those that ask for them
 // (RowSink::WantsRanges).
-enum class RowType : uint8_t { kKernel, kMemcpy, kMemset, kApi, kSynchronization, kRange };
+// kMemory rows (CUPTI MEMORY2 and MEMORY_POOL records) only those that ask (RowSink::WantsMemory).
+enum class RowType : uint8_t { kKernel, kMemcpy, kMemset, kApi, kSynchronization, kRange, kMemory };
 
 // What a kRange row is. CUPTI's MARKER records do not say whether a range came from
 // nvtxRangePush/Pop or nvtxRangeStart/End: a range whose END was recorded on another thread than
@@ -87,6 +88,16 @@ struct Row {
   bool range_ended = true;
   uint32_t range_depth = 0;  // ranges open on its thread when it started (0: outermost)
   uint32_t range_id = 0;     // CUPTI's marker id
+  // Memory rows (RowType::kMemory): kind kKindMemory2 (an allocation or release) or
+  // kKindMemoryPool (a pool created, destroyed or trimmed); start == end == the record's
+  // timestamp, device, context, stream, correlation and pid above, `bytes` the allocation's size
+  // (a pool's size for pool rows).
+  uint32_t memory_op = 0;      // MEMORY2: 1 allocation, 2 release; POOL: 1 created, 2 destroyed,
+                               // 3 trimmed (CUPTI's operation types)
+  uint32_t memory_kind = 0;    // CUpti_ActivityMemoryKind (MEMORY2 only)
+  uint32_t pool_type = 0;      // CUpti_ActivityMemoryPoolType (0: not from a pool)
+  uint64_t address = 0;        // the allocation's (pool rows: the pool's) address
+  uint64_t pool_address = 0;   // MEMORY2: the pool it came from (0: none)
 };
 
 struct WindowSpan {
@@ -129,6 +140,8 @@ struct TraceCounts {
   uint64_t range_ends_without_start = 0;  // END with an id no START had (or one long forgotten)
   uint64_t unended_ranges = 0;  // START with no END by the recording's end (or evicted, see below)
   uint64_t unresolved_range_names = 0;  // START or mark whose name pointer has no string entry
+  uint64_t memory_records = 0, memory_pool_records = 0;  // MEMORY2 and MEMORY_POOL records read
+  uint64_t memory_rows = 0;  // emitted to a sink that wants them
   uint64_t calibration_non_monotonic = 0;
   uint64_t calibration_samples = 0;
   uint64_t calibration_domain_changes = 0;  // CUPTI's clock switched domain; not a warning
@@ -180,6 +193,10 @@ class RowSink {
   // reordered), filtered by time on their start but never by device, stream or kernel, and kept
   // out of first_ts/last_ts). GPU rows get Row::range whatever this answers. Asked once.
   virtual bool WantsRanges() const { return false; }
+  // True when the sink also takes device memory records as rows (RowType::kMemory: allocations,
+  // releases and pool events, emitted as read (not reordered), filtered by time and device but
+  // never by stream or kernel, kept out of first_ts/last_ts). Asked once.
+  virtual bool WantsMemory() const { return false; }
 };
 
 // How rows are put in start-time order before they reach the sink. A row is held in a min-heap
@@ -289,6 +306,10 @@ class TraceBuilder : public ChunkVisitor {
   uint32_t MarkerStringId(uint64_t pointer, bool domain);
   uint32_t OpenDepth(uint64_t thread, uint64_t t) const;
   std::string_view RangeAt(uint32_t pid, uint32_t tid, uint64_t t) const;
+  // Device memory (decoder/src/trace_builder.cc, "Device memory").
+  void AddMemory(const RecordLayout& layout, const FieldReader& f, const uint8_t* rec);
+  void EmitMemory(Row row);
+  void ReleaseHeldMemory();
 
  public:
   // The display name with id `id` (ids come from Row::name_id; valid for the builder's life).
@@ -360,6 +381,8 @@ class TraceBuilder : public ChunkVisitor {
   std::map<uint32_t, OpenRange> open_ranges_;
   std::unordered_map<uint64_t, std::deque<ThreadRange>> thread_ranges_;
   std::vector<RangeRecord> held_ranges_;  // ranges read before the origin is known
+  bool memory_rows_ = false;            // memory records become rows (the sink asks for them)
+  std::vector<Row> held_memory_;        // memory rows read before the origin is known
   std::unordered_map<uint64_t, uint32_t> marker_string_ids_;  // pointer -> name id (names, domains)
   // Kernel name pointer -> string index + 1 (0: empty slot), direct-mapped in front of
   // string_by_pointer_; cleared whenever the string table changes.
