@@ -607,6 +607,7 @@ class JsonlSink : public LimitedSink {
  public:
   using LimitedSink::LimitedSink;
   bool WantsRanges() const override { return true; }
+  bool WantsMemory() const override { return true; }
   void Begin(const TraceBuilder& b, const Recording& r, size_t) override {
     builder_ = &b;
     ForgetShortNames();
@@ -620,6 +621,10 @@ class JsonlSink : public LimitedSink {
     out_ << ",\"type\":\"" << RowTypeName(r.type) << "\",\"kind\":" << r.kind;
     if (r.type == RowType::kRange) {
       WriteRange(r);
+      return;
+    }
+    if (r.type == RowType::kMemory) {
+      WriteMemory(r);
       return;
     }
     if (r.valid_time) {
@@ -678,6 +683,26 @@ class JsonlSink : public LimitedSink {
     else
       out_ << ",\"end_ns\":null,\"duration_ns\":null";
     out_ << ",\"depth\":" << r.range_depth << "}\n";
+  }
+  // A MEMORY2 allocation or release, or a MEMORY_POOL event, as recorded (in delivery order:
+  // the summary's sums replay them in time order; bytes in use are not in the row).
+  void WriteMemory(const Row& r) {
+    const bool pool = r.kind == kKindMemoryPool;
+    static constexpr const char* kOps[] = {"invalid", "allocation", "release"};
+    static constexpr const char* kPoolOps[] = {"invalid", "created", "destroyed", "trimmed"};
+    out_ << ",\"operation\":";
+    if (!pool && r.memory_op < std::size(kOps)) out_ << '"' << kOps[r.memory_op] << '"';
+    else if (pool && r.memory_op < std::size(kPoolOps)) out_ << '"' << kPoolOps[r.memory_op] << '"';
+    else out_ << r.memory_op;  // not a CUPTI operation type: the number as recorded
+    if (r.valid_time) out_ << ",\"ts_ns\":" << r.wall_start;
+    else out_ << ",\"ts_ns\":null";
+    out_ << ",\"device\":" << r.device << ",\"pid\":" << r.pid << ",\"correlation_id\":"
+         << r.correlation << ",\"address\":" << r.address << ",\"bytes\":" << r.bytes
+         << ",\"pool_type\":" << r.pool_type;
+    if (!pool)
+      out_ << ",\"memory_kind\":\"" << MemoryKindName(r.memory_kind) << "\",\"context\":"
+           << r.context << ",\"stream\":" << r.stream << ",\"pool_address\":" << r.pool_address;
+    out_ << "}\n";
   }
   std::string recording_;
 };

@@ -208,6 +208,29 @@ TEST(MemoryTest, SummaryHasADeviceMemorySection) {
             std::string::npos);
 }
 
+TEST(MemoryTest, JsonlHasMemoryRows) {
+  TempDir dir;
+  testing::WriteMemoryRecording(dir.path());
+  std::ostringstream out, err;
+  ReportOptions o;
+  o.format = ExportFormat::kJsonl;
+  RunReport(ReportKind::kExport, dir.path(), o, out, err);
+  const std::string s = out.str();
+  EXPECT_NE(s.find("\"type\":\"memory\",\"kind\":49,\"operation\":\"allocation\",\"ts_ns\":"
+                   "1767225600000020000,\"device\":0,\"pid\":4242,\"correlation_id\":0,"
+                   "\"address\":536870912,\"bytes\":2097152,\"pool_type\":1,"
+                   "\"memory_kind\":\"device\",\"context\":1,\"stream\":7,"
+                   "\"pool_address\":1879048192}\n"),
+            std::string::npos)
+      << s;
+  EXPECT_NE(s.find("\"kind\":50,\"operation\":\"trimmed\""), std::string::npos);
+  size_t rows = 0;
+  for (size_t at = s.find("\"type\":\"memory\""); at != std::string::npos;
+       at = s.find("\"type\":\"memory\"", at + 1))
+    ++rows;
+  EXPECT_EQ(rows, 11u);
+}
+
 TEST(MemoryTest, SummaryWithoutMemoryRecordsHasNoSection) {
   TempDir dir;
   testing::WriteSampleRecording(dir.path());
