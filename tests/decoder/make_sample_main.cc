@@ -4,6 +4,7 @@
 //   cupmon-make-sample --overlap DIR              overlapping slices on one stream and one thread
 //   cupmon-make-sample --annotated-steps DIR      two ranks with annotated training steps
 //   cupmon-make-sample --nvtx DIR                 NVTX ranges, a mark and labelled kernels
+//   cupmon-make-sample --memory DIR               device memory allocations on two devices
 //   cupmon-make-sample --steps DIR 10000000       a training loop of N records, to time `steps`
 //   cupmon-make-sample --steps DIR 100000 2       the same loop with gemm_wgrad 2x slower (`diff`)
 #include <cstdio>
@@ -273,6 +274,12 @@ int main(int argc, char** argv) {
                 "%s\n", n, argv[2]);
     return 0;
   }
+  if (argc == 3 && std::strcmp(argv[1], "--memory") == 0) {
+    const size_t n = cupmon::testing::WriteMemoryRecording(argv[2]);
+    std::printf("wrote a synthetic recording with device memory records (%zu records, CUPTI test "
+                "double) to %s\n", n, argv[2]);
+    return 0;
+  }
   if (argc == 3 && std::strcmp(argv[1], "--annotated-steps") == 0) {
     const size_t n = WriteSteps(argv[2]);
     std::printf("wrote two synthetic recordings (%zu records, CUPTI test double) to %s\n", n,
@@ -310,16 +317,17 @@ int main(int argc, char** argv) {
   if (help || (argc != 2 && argc != 3) || argv[1][0] == '-') {
     std::fprintf(help ? stdout : stderr,
                  "usage: %s DIR [RECORDS] | --overlap DIR | --annotated-steps DIR | --nvtx DIR |\n"
-                 "       --steps DIR RECORDS [SLOWER]\n"
+                 "       --memory DIR | --steps DIR RECORDS [SLOWER]\n"
                  "Writes a synthetic recording (CUPTI test double, not GPU data) into DIR: the small\n"
                  "sample, RECORDS records of a training-like mix for timing cupmon-decode,\n"
                  "(--overlap) slices that overlap on one stream and on one thread,\n"
                  "(--annotated-steps) a two-rank job with annotated training steps, (--nvtx) NVTX\n"
-                 "ranges nested on two threads with kernels launched inside them, or (--steps)\n"
+                 "ranges nested on two threads with kernels launched inside them, (--memory) device\n"
+                 "memory allocations and releases on two devices (MEMORY2, MEMORY_POOL), or (--steps)\n"
                  "a training loop of about RECORDS records for timing cupmon-decode steps (SLOWER:\n"
                  "its gemm_wgrad kernel lasts SLOWER times longer, a regression for diff).\n"
-                 "  %s /tmp/sample\n  %s /tmp/big 10000000\n",
-                 argv[0], argv[0], argv[0]);
+                 "  %s /tmp/sample\n  %s /tmp/big 10000000\n  %s --memory /tmp/mem\n",
+                 argv[0], argv[0], argv[0], argv[0]);
     return help ? 0 : 2;
   }
   char* end = nullptr;
