@@ -715,6 +715,7 @@ class ChromeSink : public LimitedSink {
     out_ << "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n";
   }
   bool WantsRanges() const override { return true; }
+  bool WantsMemory() const override { return true; }
   // Merged timelines: every rank's times count from `base` (the earliest process start), so the
   // ranks share one wall-clock axis. 0: the first rank's first record.
   void SetCommonBase(int64_t base) {
@@ -737,6 +738,7 @@ class ChromeSink : public LimitedSink {
     }
     gpu_tracks_.clear();
     cpu_threads_.clear();
+    memory_ = MemoryUsage{};
     annotations_.Clear();
   }
   void End(const TraceBuilder& b, const Recording& r, const ReadIntegrity&) override {
@@ -759,6 +761,17 @@ class ChromeSink : public LimitedSink {
     for (const auto& [dev, stream] : gpu_tracks_) {
       devices.insert(dev);
       ev_.Meta("thread_name", GpuPid(dev), stream, "stream " + std::to_string(stream));
+    }
+    // Bytes in use per device: a counter track ("ph":"C") in the device's process, one event per
+    // change, replayed in time order (decoder/src/memory_usage.cc).
+    memory_.Finish();
+    for (const auto& [dev, d] : memory_.devices()) devices.insert(dev);
+    for (const MemoryStep& st : memory_.steps()) {
+      ev_.Comma();
+      out_ << "{\"name\":\"memory in use (since the recording began)\",\"ph\":\"C\",\"pid\":"
+           << GpuPid(st.device) << ",\"tid\":0,\"ts\":";
+      ev_.Us(b.clock().ToWall(st.ts));
+      out_ << ",\"args\":{\"bytes\":" << st.in_use << "}}";
     }
     for (uint32_t dev : devices) {
       std::string name = "GPU " + std::to_string(dev);
@@ -789,6 +802,10 @@ class ChromeSink : public LimitedSink {
 
  protected:
   void Write(const Row& r) override {
+    if (r.type == RowType::kMemory) {
+      memory_.Add(r);  // drawn as counters by End, in time order
+      return;
+    }
     if (!r.valid_time) return;  // cannot be placed on a timeline; counted in the summary
     if (!ev_.base()) ev_.set_base(builder_->origin_wall());
     if (r.type == RowType::kRange) {
@@ -883,6 +900,7 @@ class ChromeSink : public LimitedSink {
   std::set<uint32_t> cpu_threads_;
   uint32_t last_tid_ = 0;
   AnnotationSpans annotations_;
+  MemoryUsage memory_;
 };
 
 // export --format perfetto: the row limit and the report's per-recording calls, handed to the

@@ -231,6 +231,29 @@ TEST(MemoryTest, JsonlHasMemoryRows) {
   EXPECT_EQ(rows, 11u);
 }
 
+TEST(MemoryTest, ChromeJsonHasBytesInUseCountersInTimeOrder) {
+  TempDir dir;
+  testing::WriteMemoryRecording(dir.path());
+  std::ostringstream out, err;
+  ReportOptions o;
+  o.format = ExportFormat::kChromeJson;
+  RunReport(ReportKind::kExport, dir.path(), o, out, err);
+  const std::string s = out.str();
+  std::vector<uint64_t> values;
+  const std::string key = "\"ph\":\"C\"";
+  for (size_t at = s.find(key); at != std::string::npos; at = s.find(key, at + 1)) {
+    const std::string args = "\"args\":{\"bytes\":";
+    const size_t v = s.find(args, at);
+    ASSERT_NE(v, std::string::npos);
+    values.push_back(std::stoull(s.substr(v + args.size())));
+  }
+  // Device 0 at 10, 20, 30, 40, 50, 70 us and device 1 at 15, 35 us, merged by time.
+  const std::vector<uint64_t> want = {1 * kMiB, 8 * kMiB, 3 * kMiB, 2 * kMiB,
+                                      0,        6 * kMiB, 2 * kMiB, 2 * kMiB + 256 * 1024};
+  EXPECT_EQ(values, want) << s;
+  EXPECT_NE(s.find("\"name\":\"memory in use (since the recording began)\""), std::string::npos);
+}
+
 TEST(MemoryTest, SummaryWithoutMemoryRecordsHasNoSection) {
   TempDir dir;
   testing::WriteSampleRecording(dir.path());
