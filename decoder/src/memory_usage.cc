@@ -97,9 +97,10 @@ std::string MemoryKindName(uint32_t memory_kind) {
 std::string FormatByteCount(uint64_t bytes) {
   char buf[64];
   const double b = static_cast<double>(bytes);
-  if (bytes >= (uint64_t{1} << 30)) std::snprintf(buf, sizeof buf, " (%.2f GiB)", b / (1 << 30));
-  else if (bytes >= (uint64_t{1} << 20)) std::snprintf(buf, sizeof buf, " (%.2f MiB)", b / (1 << 20));
-  else if (bytes >= 1024) std::snprintf(buf, sizeof buf, " (%.2f KiB)", b / 1024);
+  constexpr uint64_t kKiB = 1024, kMiB = kKiB << 10, kGiB = kMiB << 10;
+  if (bytes >= kGiB) std::snprintf(buf, sizeof buf, " (%.2f GiB)", b / kGiB);
+  else if (bytes >= kMiB) std::snprintf(buf, sizeof buf, " (%.2f MiB)", b / kMiB);
+  else if (bytes >= kKiB) std::snprintf(buf, sizeof buf, " (%.2f KiB)", b / kKiB);
   else buf[0] = '\0';
   return std::to_string(bytes) + " B" + buf;
 }

@@ -412,8 +412,8 @@ class SummarySink : public RowSink {
             << "not recorded: taken as released)";
       out << "\n";
       if (d.allocations) {
-        out << "==cupmon==     allocation size: total " << FormatByteCount(d.alloc_bytes) << ", min "
-            << FormatByteCount(d.alloc_min) << ", max " << FormatByteCount(d.alloc_max) << ", mean "
+        out << "==cupmon==     allocation size: total " << FormatByteCount(d.alloc_bytes)
+            << ", min " << FormatByteCount(d.alloc_min) << ", max " << FormatByteCount(d.alloc_max) << ", mean "
             << FormatByteCount(d.alloc_bytes / d.allocations) << "\n";
         for (const auto& [kind, k] : d.by_kind)
           out << "==cupmon==     " << MemoryKindName(kind) << ": " << k.allocations
@@ -693,12 +693,12 @@ class JsonlSink : public LimitedSink {
     out_ << ",\"operation\":";
     if (!pool && r.memory_op < std::size(kOps)) out_ << '"' << kOps[r.memory_op] << '"';
     else if (pool && r.memory_op < std::size(kPoolOps)) out_ << '"' << kPoolOps[r.memory_op] << '"';
-    else out_ << r.memory_op;  // not a CUPTI operation type: the number as recorded
+    else out_ << uint32_t{r.memory_op};  // not a CUPTI operation type: the number (255: >= 255)
     if (r.valid_time) out_ << ",\"ts_ns\":" << r.wall_start;
     else out_ << ",\"ts_ns\":null";
     out_ << ",\"device\":" << r.device << ",\"pid\":" << r.pid << ",\"correlation_id\":"
          << r.correlation << ",\"address\":" << r.address << ",\"bytes\":" << r.bytes
-         << ",\"pool_type\":" << r.pool_type;
+         << ",\"pool_type\":" << uint32_t{r.pool_type};
     if (!pool)
       out_ << ",\"memory_kind\":\"" << MemoryKindName(r.memory_kind) << "\",\"context\":"
            << r.context << ",\"stream\":" << r.stream << ",\"pool_address\":" << r.pool_address;

@@ -1131,9 +1131,12 @@ void TraceBuilder::AddMemory(const RecordLayout& layout, const FieldReader& f,
   row.correlation = f.Get32(rec, Field::kCorrelationId);
   row.pid = f.Get32(rec, Field::kProcessId);
   row.bytes = f.Get(rec, Field::kBytes);
-  row.memory_op = f.Get32(rec, Field::kMemoryOperation);
-  row.memory_kind = f.Get32(rec, Field::kMemoryKind);
-  row.pool_type = f.Get32(rec, Field::kPoolType);
+  auto small = [](uint64_t v) {
+    return static_cast<uint8_t>(std::min<uint64_t>(v, kMemoryValueTooLarge));
+  };
+  row.memory_op = small(f.Get32(rec, Field::kMemoryOperation));
+  row.memory_kind = small(f.Get32(rec, Field::kMemoryKind));
+  row.pool_type = small(f.Get32(rec, Field::kPoolType));
   row.address = f.Get(rec, Field::kAddress);
   row.pool_address = f.Get(rec, Field::kPoolAddress);
   if (!origin_ts_ && !finishing_ && held_memory_.size() < horizon_) {

@@ -322,10 +322,10 @@ int main(int argc, char** argv) {
                  "sample, RECORDS records of a training-like mix for timing cupmon-decode,\n"
                  "(--overlap) slices that overlap on one stream and on one thread,\n"
                  "(--annotated-steps) a two-rank job with annotated training steps, (--nvtx) NVTX\n"
-                 "ranges nested on two threads with kernels launched inside them, (--memory) device\n"
-                 "memory allocations and releases on two devices (MEMORY2, MEMORY_POOL), or (--steps)\n"
-                 "a training loop of about RECORDS records for timing cupmon-decode steps (SLOWER:\n"
-                 "its gemm_wgrad kernel lasts SLOWER times longer, a regression for diff).\n"
+                 "ranges nested on two threads with kernels launched inside them, (--memory)\n"
+                 "device memory allocated and released on two devices (MEMORY2, MEMORY_POOL), or\n"
+                 "(--steps) a training loop of about RECORDS records for timing cupmon-decode steps\n"
+                 "(SLOWER: its gemm_wgrad kernel lasts SLOWER times longer, a regression for diff).\n"
                  "  %s /tmp/sample\n  %s /tmp/big 10000000\n  %s --memory /tmp/mem\n",
                  argv[0], argv[0], argv[0], argv[0]);
     return help ? 0 : 2;

@@ -494,6 +494,7 @@ void PerfettoSink::Write(const Row& r) {
       break;
     case RowType::kSynchronization:  // not asked for (RowSink::WantsSynchronization)
     case RowType::kRange:            // WriteRange
+    case RowType::kMemory:           // not asked for (RowSink::WantsMemory)
       break;
   }
   w_.Varint(kEventCategoryIids, category);

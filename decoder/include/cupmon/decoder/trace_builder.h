@@ -92,13 +92,17 @@ struct Row {
   // kKindMemoryPool (a pool created, destroyed or trimmed); start == end == the record's
   // timestamp, device, context, stream, correlation and pid above, `bytes` the allocation's size
   // (a pool's size for pool rows).
-  uint32_t memory_op = 0;      // MEMORY2: 1 allocation, 2 release; POOL: 1 created, 2 destroyed,
-                               // 3 trimmed (CUPTI's operation types)
-  uint32_t memory_kind = 0;    // CUpti_ActivityMemoryKind (MEMORY2 only)
-  uint32_t pool_type = 0;      // CUpti_ActivityMemoryPoolType (0: not from a pool)
+  // CUPTI's enums are small: one byte each keeps Row's size (they fill the padding after
+  // range_id); a recorded value of 255 or more reads as 255 (kMemoryValueTooLarge).
+  uint8_t memory_op = 0;    // MEMORY2: 1 allocation, 2 release; POOL: 1 created, 2 destroyed,
+                            // 3 trimmed (CUPTI's operation types)
+  uint8_t memory_kind = 0;  // CUpti_ActivityMemoryKind (MEMORY2 only)
+  uint8_t pool_type = 0;    // CUpti_ActivityMemoryPoolType (0: not from a pool)
   uint64_t address = 0;        // the allocation's (pool rows: the pool's) address
   uint64_t pool_address = 0;   // MEMORY2: the pool it came from (0: none)
 };
+
+inline constexpr uint8_t kMemoryValueTooLarge = 255;
 
 struct WindowSpan {
   uint32_t id = 0;
