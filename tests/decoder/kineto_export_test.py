@@ -10,7 +10,11 @@ cupmon, with Debian's python3-pandas & co.) on tests/data/ddp-2rank's export: ra
 the kernel counts equal the decoder's, temporal breakdown, idle-time breakdown, communication/
 computation overlap and kernel breakdown run, NCCL kernels count as communication; and on a
 two-rank job with annotated steps (cupmon-make-sample --annotated-steps): ProfilerStep#N are HTA's
-iterations and trace diff finds the kernel rank 1 adds in step 3. Exits 77 (skipped, with the
+iterations and trace diff finds the kernel rank 1 adds in step 3. Detected steps
+(--kineto-steps, --kineto-synthetic-launches): on tests/data/sample every ProfilerStep#N holds
+the kernels `cupmon-decode steps --by pattern` counts; with HTA on regions of ddp-2rank and the
+sample, kernels get the iterations of their steps, trace diff compares ranks and iteration ranges,
+and launch statistics do not change with the synthetic events. Exits 77 (skipped, with the
 reason) after the first part when HTA or one of its modules is missing.
 
 usage: kineto_export_test.py --decode BIN --make-sample BIN --source REPO [--shared DIR]
@@ -35,6 +39,7 @@ RANK_RE = re.compile(r'"rank":\s+(\d+)')  # hta/common/trace_file.py
 GPU_CATS = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
 API_CATS = {"cuda_runtime", "cuda_driver"}
 SYNTHETIC_CAT = "cupmon_synthetic"  # --kineto-synthetic-launches (kineto_sink.h)
+SYNTHETIC_NAME = "cupmon: launch not recorded"
 STEPS_TID = 0x7ffffffe               # kDetectedStepsTid
 
 
@@ -397,7 +402,7 @@ def detected_in(trace, label, want_synthetic):
         elif e.get("cat") in API_CATS:
             api_corr.add(args["correlation"])
         elif e.get("cat") == SYNTHETIC_CAT:
-            check(e["name"] == "cupmon: launch not recorded" and e["dur"] == 0 and
+            check(e["name"] == SYNTHETIC_NAME and e["dur"] == 0 and
                   args.get("synthetic") is True and "stream" not in args and
                   e["tid"] == STEPS_TID, f"{label}: synthetic event {e}")
             synthetic[args["correlation"]] += 1
@@ -533,6 +538,8 @@ def hta_on_detected(hta, detected):
         got = int(sum(n for name, n in diff[col].items() if name in kernel_names))
         check(got == want[(rank, step)], f"ddp trace diff of step {step}: rank {rank} "
               f"{got} kernels, `steps` {want[(rank, step)]}")
+    check(SYNTHETIC_NAME in diff.index, "ddp trace diff: the synthetic launches are not listed "
+          "(docs/DECODER.md says trace diff shows them as a CPU operator)")
     changed = {name: int(n) for name, n in diff["diff_counts"].items() if n}
     print(f"HTA trace diff of detected step {step}, ddp rank 1 against rank 0: "
           f"{want[(0, step)]} and {want[(1, step)]} kernels, changed {changed}")
