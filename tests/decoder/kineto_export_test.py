@@ -24,6 +24,7 @@ import bisect
 import collections
 import csv
 import io
+import math
 import json
 import os
 import re
@@ -386,11 +387,11 @@ def step_kernels(decode, inputs):
 
 def detected_in(trace, label, want_synthetic):
     """One trace's detected steps and synthetic launches, checked; returns (steps as (number,
-    start ns, end ns) in order, kernels by step by start time, the GPU events with a launch
-    record, the synthetic correlation ids)."""
+    start ns, end ns) in order, kernels by step by start time, the launch calls' start ns by
+    correlation, the synthetic correlation ids, launched kernels whose call is in no step)."""
     base = trace["baseTimeNanoseconds"]
     events = trace["traceEvents"]
-    steps, api_corr, synthetic = [], set(), collections.Counter()
+    steps, api_corr, synthetic, hta_steps = [], {}, collections.Counter(), []
     synthetic_ts = {}
     for e in events:
         args = e.get("args", {})
@@ -399,8 +400,11 @@ def detected_in(trace, label, want_synthetic):
                   e["cat"] == "user_annotation", f"{label}: step {e}")
             steps.append((int(e["name"][len("ProfilerStep#"):]), ns(base, e["ts"]),
                           ns(base, e["ts"]) + round(e["dur"] * 1000)))
+            # As HTA reads it: start rounded up, end down to whole microseconds
+            # (trace_parser.round_down_time_stamps), which leaves gaps under 1 us between steps.
+            hta_steps.append((math.ceil(e["ts"]), math.floor(e["ts"] + e["dur"])))
         elif e.get("cat") in API_CATS:
-            api_corr.add(args["correlation"])
+            api_corr[args["correlation"]] = e["ts"]
         elif e.get("cat") == SYNTHETIC_CAT:
             check(e["name"] == SYNTHETIC_NAME and e["dur"] == 0 and
                   args.get("synthetic") is True and "stream" not in args and
@@ -415,7 +419,7 @@ def detected_in(trace, label, want_synthetic):
           f"{label}: step numbers {numbers[:5]}...")
     check(all(a[2] <= b[1] for a, b in zip(steps, steps[1:])), f"{label}: steps overlap")
     starts = [s[1] for s in steps]
-    by_start, launched = collections.Counter(), 0
+    by_start, launched, outside = collections.Counter(), 0, 0
     for e in events:
         if e.get("cat") not in GPU_CATS:
             continue
@@ -429,13 +433,18 @@ def detected_in(trace, label, want_synthetic):
                   f"(launch record: {has_api})")
         if e["cat"] != "kernel":
             continue
+        # HTA numbers a launched kernel by its call: none when the call, rounded up to a whole
+        # microsecond, is in no step (before the first, or in a rounding gap).
+        if has_api:
+            c = math.ceil(api_corr[corr])
+            outside += not any(a <= c < b for a, b in hta_steps)
         t = ns(base, e["ts"])
         i = bisect.bisect_right(starts, t) - 1
         if i >= 0 and t < steps[i][2]:
             by_start[steps[i][0]] += 1
     if not want_synthetic:
         check(not synthetic, f"{label}: synthetic launches without the flag")
-    return steps, by_start, api_corr, set(synthetic)
+    return steps, by_start, api_corr, set(synthetic), outside
 
 
 def detected_steps(decode, ddp, sample, work):
@@ -455,7 +464,7 @@ def detected_steps(decode, ddp, sample, work):
     out = os.path.join(work, "sample-auto")
     r = export(decode, [sample], out)
     with open(os.path.join(out, "rank0.json")) as f:
-        steps, by_start, _, _ = detected_in(json.load(f), "sample auto", False)
+        steps, by_start, _, _, _ = detected_in(json.load(f), "sample auto", False)
     got = {(0, n): c for n, c in by_start.items()}
     sample_want = step_kernels(decode, [sample])
     check(len(steps) == len(sample_want) == 820, f"sample: {len(steps)} ProfilerStep#N, steps "
@@ -487,7 +496,7 @@ def detected_steps(decode, ddp, sample, work):
             info = {n: detected_in(traces[n], f"{name} rank {n}", synthetic) for n in ranks}
             want = wants[label]
             # Every step but the first and last (cut by the region) holds `steps`' kernels.
-            for n, (steps, by_start, _, _) in info.items():
+            for n, (steps, by_start, _, _, _) in info.items():
                 inner = [s[0] for s in steps[1:-1]]
                 check(len(inner) >= 5, f"{name} rank {n}: {len(inner)} whole steps")
                 bad = [s for s in inner if by_start[s] != want.get((n, s))]
@@ -549,19 +558,19 @@ def hta_on_detected(hta, detected):
     out, info, want = regions["sample-detected-synthetic"]
     plain_out = regions["sample-detected"][0]
     a = TraceAnalysis(trace_dir=out, include_last_profiler_step=True)
-    steps, by_start, api_corr, synthetic = info[0]
+    steps, by_start, api_corr, synthetic, outside = info[0]
     _, df = hta_kernels(a, 0)
     kcat = a.t.symbol_table.get_sym_id_map()["kernel"]
     k = df[df["cat"] == kcat]
     via = collections.Counter(k[k["correlation"].isin(synthetic)]["iteration"])
     check(via[-1] == 0 and sum(via.values()) > 0, f"sample: {via[-1]} of the kernels without "
           "a launch record have no iteration")
-    launched = k[k["correlation"].isin(api_corr)]
-    # Those launched before the first step's span (the region cuts into a step) have none.
+    launched = k[k["correlation"].isin(list(api_corr))]
+    # Those whose call lies before the first step's span (the region cuts into a step) have none.
     unnumbered = int((launched["iteration"] < 0).sum())
-    check(len(launched) > 0 and unnumbered <= by_start[steps[0][0]],
-          f"sample: {unnumbered} kernels with a launch record without iteration, more than the "
-          f"{by_start[steps[0][0]]} of the first (cut) step")
+    check(len(launched) > 0 and unnumbered == outside,
+          f"sample: {unnumbered} kernels with a launch record without iteration, {outside} with "
+          "the call outside every step")
     inner = [s[0] for s in steps[1:-1]]
     # Kernels per iteration: via synthetic launches plus via launch calls. The launch calls run
     # ahead of the GPU, so a call can sit in the previous step's span: per step these differ
@@ -572,7 +581,7 @@ def hta_on_detected(hta, detected):
     check(moved <= len(launched), f"sample: {moved} kernels in other iterations than `steps`'")
     print(f"HTA sample window 1: {sum(via.values())} kernels without a launch record in "
           f"iterations by start, {len(launched)} by their launch call ({moved} counted in a "
-          f"neighbouring step, {unnumbered} launched before the first step)")
+          f"neighbouring step, {unnumbered} with the call in no step as HTA rounds it)")
     # Launch statistics: the same with and without the synthetic events.
     plain = TraceAnalysis(trace_dir=plain_out, include_last_profiler_step=True)
     with_syn = a.get_cuda_kernel_launch_stats(ranks=[0], visualize=False)[0]

@@ -34,12 +34,11 @@ struct TrainingStep {
   std::string source;                    // args.source: "annotation", or the detector's name
 };
 
-// Where iterations come from besides annotations. The hook for step detection
-// (`cupmon-decode steps`, written on its own branch): a detector sees every row of a recording
-// that the export writes, in the order the export writes them, and hands over that recording's
-// steps at its end. When a recording has a KinetoStepSource, its steps name the iterations and
-// annotations that look like steps stay plain annotations; without one, annotations that look
-// like steps (StepNumberOf) are the iterations.
+// Where iterations come from besides annotations (DetectedKinetoSteps below: the steps
+// `cupmon-decode steps` detects): a source sees every row of a recording that the export writes,
+// in the order the export writes them, and hands over that recording's steps at its end. Which
+// of its steps and the annotations that look like steps (StepNumberOf) name the iterations is
+// KinetoOptions::steps' choice (see KinetoTraceWriter::Begin); the others stay plain annotations.
 class KinetoStepSource {
  public:
   virtual ~KinetoStepSource() = default;
