@@ -419,13 +419,12 @@ def detected_in(trace, label, want_synthetic):
           f"{label}: step numbers {numbers[:5]}...")
     check(all(a[2] <= b[1] for a, b in zip(steps, steps[1:])), f"{label}: steps overlap")
     starts = [s[1] for s in steps]
-    by_start, launched, outside = collections.Counter(), 0, 0
+    by_start, outside = collections.Counter(), 0
     for e in events:
         if e.get("cat") not in GPU_CATS:
             continue
         corr = e["args"]["correlation"]
         has_api = corr in api_corr
-        launched += has_api
         if want_synthetic:
             check(synthetic[corr] == (0 if has_api else 1) and
                   (has_api or synthetic_ts[corr] == e["ts"]),
@@ -462,7 +461,7 @@ def detected_steps(decode, ddp, sample, work):
     # The whole sample, default flags (auto: no step annotations, so detected steps): every one
     # of `steps`' steps, holding exactly its kernels by start time; no synthetic launches.
     out = os.path.join(work, "sample-auto")
-    r = export(decode, [sample], out)
+    export(decode, [sample], out)
     with open(os.path.join(out, "rank0.json")) as f:
         steps, by_start, _, _, _ = detected_in(json.load(f), "sample auto", False)
     got = {(0, n): c for n, c in by_start.items()}
@@ -474,8 +473,8 @@ def detected_steps(decode, ddp, sample, work):
     print(f"sample: {len(steps)} detected steps as ProfilerStep#N, kernels per step as `steps`")
     wants = {"ddp": step_kernels(decode, [ddp]), "sample": sample_want}
     # --kineto-steps annotation on the sample, which has no step annotations: no steps.
-    r = export(decode, [sample], os.path.join(work, "sample-annotation"),
-               kineto=["--kineto-steps", "annotation"])
+    export(decode, [sample], os.path.join(work, "sample-annotation"),
+           kineto=["--kineto-steps", "annotation"])
     with open(os.path.join(work, "sample-annotation", "rank0.json")) as f:
         names = [e for e in json.load(f)["traceEvents"] if e.get("name", "").startswith("Prof")]
     check(not names, f"--kineto-steps annotation on the sample: {len(names)} steps")
