@@ -96,6 +96,8 @@ int main(int argc, char** argv) {
       "  cupmon-decode export rec/ --format chrome-json -o trace.json   # open in ui.perfetto.dev\n"
       "  cupmon-decode export job/ --format perfetto -o job.pftrace   # Perfetto's own binary format\n"
       "  cupmon-decode export job/ --format kineto -o hta/   # hta/rank0.json...: Kineto JSON for HTA\n"
+      "  cupmon-decode export job/ --format kineto -o hta/ --kineto-steps detected \\\n"
+      "      --kineto-synthetic-launches   # HTA iterations from detected steps, for every kernel\n"
       "  cupmon-decode export job/ --format sqlite -o job.sqlite   # Nsight Systems' SQLite schema\n"
       "  sqlite3 job.sqlite 'SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_KERNEL'   # SQL written for nsys\n"
       "  cupmon-decode info rec/\n"
@@ -117,6 +119,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   CommonArgs args;
   std::string format = "chrome-json";
+  std::string kineto_steps = "auto";
+  bool kineto_synthetic = false;
   std::string steps_format = "table", steps_by = "auto";
   double steps_slow_factor = 1.5;
   std::string timeline_format = "csv", timeline_bucket = "1s";
@@ -195,6 +199,17 @@ int main(int argc, char** argv) {
                       "for Holistic Trace Analysis), sqlite (a database in the Nsight Systems export "
                       "schema: needs -o FILE, which it replaces), csv or jsonl")
           ->check(CLI::IsMember({"chrome-json", "perfetto", "kineto", "sqlite", "csv", "jsonl"}));
+    if (c.kind == ReportKind::kExport) {
+      sub->add_option("--kineto-steps", kineto_steps,
+                      "--format kineto: where ProfilerStep#N (HTA's iterations) come from: auto "
+                      "(default: step annotations when there are any, else the steps "
+                      "`cupmon-decode steps --by pattern` detects), detected, annotation or none")
+          ->check(CLI::IsMember({"auto", "detected", "annotation", "none"}));
+      sub->add_flag("--kineto-synthetic-launches", kineto_synthetic,
+                    "--format kineto: give each GPU activity without a launch record a marked "
+                    "zero-length CPU event (\"cupmon: launch not recorded\", args.synthetic) "
+                    "with its correlation id, so that HTA puts it in the iteration it starts in");
+    }
     if (c.kind == ReportKind::kSteps) {
       sub->add_option("--format", steps_format, "table (default), csv or jsonl: one row per step")
           ->check(CLI::IsMember({"table", "csv", "jsonl"}));
@@ -304,6 +319,16 @@ int main(int argc, char** argv) {
                      : steps_by == "annotation" ? cupmon::decoder::StepSource::kAnnotation
                                                 : cupmon::decoder::StepSource::kAuto;
   opt.steps.slow_factor = steps_slow_factor;
+  if ((kineto_steps != "auto" || kineto_synthetic) && opt.format != ExportFormat::kKineto) {
+    std::cerr << "cupmon-decode: --kineto-steps and --kineto-synthetic-launches apply to export "
+                 "--format kineto only\n";
+    return cupmon::decoder::kExitUnusable;
+  }
+  opt.kineto_steps = kineto_steps == "detected"     ? cupmon::decoder::KinetoSteps::kDetected
+                     : kineto_steps == "annotation" ? cupmon::decoder::KinetoSteps::kAnnotation
+                     : kineto_steps == "none"       ? cupmon::decoder::KinetoSteps::kNone
+                                                    : cupmon::decoder::KinetoSteps::kAuto;
+  opt.kineto_synthetic_launches = kineto_synthetic;
   if (kind == ReportKind::kTimeline) {
     opt.format = timeline_format == "jsonl" ? ExportFormat::kJsonl : ExportFormat::kCsv;
     auto bucket = cupmon::decoder::ParseBucketSize(timeline_bucket);

@@ -927,13 +927,13 @@ class PerfettoExport : public LimitedSink {
 
 // export --format kineto: the row limit and the report's per-recording calls, handed to the
 // Kineto writer (export/kineto_sink.cc), which writes one file per rank into a directory. Steps
-// come from annotations; a step detector (`cupmon-decode steps`) plugs in as KinetoSink's
-// KinetoStepSource per rank.
+// come from annotations or, per ReportOptions::kineto_steps, from the step detector
+// (`cupmon-decode steps`), which KinetoSink runs per rank.
 class KinetoExport : public LimitedSink {
  public:
   KinetoExport(std::ostream& out, std::optional<uint64_t> limit, const std::string& dir,
-               const std::vector<const Rank*>& ranks)
-      : LimitedSink(out, limit), kineto_(dir, ranks) {}
+               const std::vector<const Rank*>& ranks, const KinetoOptions& options)
+      : LimitedSink(out, limit), kineto_(dir, ranks, {}, options) {}
   bool WantsRanges() const override { return true; }
   void Begin(const TraceBuilder& b, const Recording& r, size_t index) override {
     kineto_.Begin(b, r, index);
@@ -1339,7 +1339,9 @@ int RunReport(ReportKind kind, const std::vector<std::string>& paths, const Repo
           err << "cupmon-decode: " << dir.error().message << "\n";
           return kExitUnusable;
         }
-        trace = std::make_unique<KinetoExport>(out, options.limit, options.output_dir, chosen);
+        trace = std::make_unique<KinetoExport>(
+            out, options.limit, options.output_dir, chosen,
+            KinetoOptions{options.kineto_steps, options.kineto_synthetic_launches});
       }
 #if CUPMON_HAVE_SQLITE
       else if (sqlite) {

@@ -10,13 +10,21 @@ cupmon, with Debian's python3-pandas & co.) on tests/data/ddp-2rank's export: ra
 the kernel counts equal the decoder's, temporal breakdown, idle-time breakdown, communication/
 computation overlap and kernel breakdown run, NCCL kernels count as communication; and on a
 two-rank job with annotated steps (cupmon-make-sample --annotated-steps): ProfilerStep#N are HTA's
-iterations and trace diff finds the kernel rank 1 adds in step 3. Exits 77 (skipped, with the
+iterations and trace diff finds the kernel rank 1 adds in step 3. Detected steps
+(--kineto-steps, --kineto-synthetic-launches): on tests/data/sample every ProfilerStep#N holds
+the kernels `cupmon-decode steps --by pattern` counts; with HTA on regions of ddp-2rank and the
+sample, kernels get the iterations of their steps, trace diff compares ranks and iteration ranges,
+and launch statistics do not change with the synthetic events. Exits 77 (skipped, with the
 reason) after the first part when HTA or one of its modules is missing.
 
 usage: kineto_export_test.py --decode BIN --make-sample BIN --source REPO [--shared DIR]
 """
 import argparse
+import bisect
 import collections
+import csv
+import io
+import math
 import json
 import os
 import re
@@ -31,6 +39,9 @@ SKIP = 77
 RANK_RE = re.compile(r'"rank":\s+(\d+)')  # hta/common/trace_file.py
 GPU_CATS = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
 API_CATS = {"cuda_runtime", "cuda_driver"}
+SYNTHETIC_CAT = "cupmon_synthetic"  # --kineto-synthetic-launches (kineto_sink.h)
+SYNTHETIC_NAME = "cupmon: launch not recorded"
+STEPS_TID = 0x7ffffffe               # kDetectedStepsTid
 
 
 
@@ -40,8 +51,8 @@ def run(decode, args):
     return r
 
 
-def export(decode, inputs, out, extra=(), want=(0, 1)):
-    r = run(decode, ["export", *inputs, "--format", "kineto", "-o", out, *extra])
+def export(decode, inputs, out, extra=(), want=(0, 1), kineto=()):
+    r = run(decode, ["export", *inputs, "--format", "kineto", "-o", out, *extra, *kineto])
     check(r.returncode in want, f"export {inputs} {extra} exited {r.returncode}, want {want}: "
           f"{r.stderr[-3000:]}")
     check(r.stdout == "", f"export {extra} wrote to standard output: {r.stdout[:200]}")
@@ -131,7 +142,8 @@ def check_trace(path, rank, rows, label):
                 got[(cat, e["name"], ns(base, e["ts"]), round(e["dur"] * 1000), e["pid"], e["tid"],
                      args["correlation"])] += 1
             else:
-                check(cat in ("user_annotation", "Trace"), f"{label}: unexpected category {cat}")
+                check(cat in ("user_annotation", "Trace", SYNTHETIC_CAT),
+                      f"{label}: unexpected category {cat}")
                 check("stream" not in args, f"{label}: {cat} event with a stream")
         elif ph == "s":
             check(e["id"] not in starts, f"{label}: flow {e['id']} starts twice")
@@ -160,9 +172,9 @@ def check_trace(path, rank, rows, label):
     return trace, kernels
 
 
-def check_export(decode, inputs, extra, work, label, want_ranks):
+def check_export(decode, inputs, extra, work, label, want_ranks, kineto=()):
     out = os.path.join(work, label)
-    r = export(decode, inputs, out, extra)
+    r = export(decode, inputs, out, extra, kineto=kineto)
     files = sorted(os.listdir(out))
     check(files == [f"rank{n}.json" for n in want_ranks], f"{label}: files {files}")
     for n in want_ranks:
@@ -326,8 +338,8 @@ def hta_on_ddp(hta, out, kernels):
           "kernel breakdown: the communication kernels are not the NCCL ones")
     print("HTA kernel breakdown by type:\n" + by_type.to_string())
 
-    # Trace diff compares iterations, and ddp-2rank has no annotated step: HTA refuses. (Detected
-    # steps, `cupmon-decode steps`, are to give it some; then this expectation changes.)
+    # Trace diff compares iterations, and this export has no steps (--kineto-steps none): HTA
+    # refuses. With detected steps it compares them (hta_on_detected).
     try:
         TraceDiff.compare_traces(LabeledTrace(label="rank0", trace_dir=out),
                                  LabeledTrace(label="rank1", trace_dir=out),
@@ -335,7 +347,7 @@ def hta_on_ddp(hta, out, kernels):
         check(False, "HTA's trace diff ran on ddp-2rank without iterations")
     except ValueError as e:
         check("iteration" in str(e), f"trace diff on ddp-2rank: {e}")
-        print(f"HTA trace diff on ddp-2rank: {e} (no steps annotated; see the annotated job)")
+        print(f"HTA trace diff on ddp-2rank without steps: {e} (see the detected steps below)")
 
 
 def hta_on_steps(hta, out, kernels):
@@ -365,6 +377,231 @@ def hta_on_steps(hta, out, kernels):
           f"rank 1 against rank 0: {changed}")
 
 
+def step_kernels(decode, inputs):
+    """`cupmon-decode steps --by pattern --format csv`: kernels by (rank, step)."""
+    r = run(decode, ["steps", *inputs, "--by", "pattern", "--format", "csv"])
+    check(r.returncode in (0, 1), f"steps {inputs} exited {r.returncode}: {r.stderr[-1000:]}")
+    return {(int(row["rank"]), int(row["step"])): int(row["kernels"])
+            for row in csv.DictReader(io.StringIO(r.stdout))}
+
+
+def detected_in(trace, label, want_synthetic):
+    """One trace's detected steps and synthetic launches, checked; returns (steps as (number,
+    start ns, end ns) in order, kernels by step by start time, the launch calls' start ns by
+    correlation, the synthetic correlation ids, launched kernels whose call is in no step)."""
+    base = trace["baseTimeNanoseconds"]
+    events = trace["traceEvents"]
+    steps, api_corr, synthetic, hta_steps = [], {}, collections.Counter(), []
+    synthetic_ts = {}
+    for e in events:
+        args = e.get("args", {})
+        if e.get("name", "").startswith("ProfilerStep#"):
+            check(args.get("source") == "cupmon-detected" and e["tid"] == STEPS_TID and
+                  e["cat"] == "user_annotation", f"{label}: step {e}")
+            steps.append((int(e["name"][len("ProfilerStep#"):]), ns(base, e["ts"]),
+                          ns(base, e["ts"]) + round(e["dur"] * 1000)))
+            # As HTA reads it: start rounded up, end down to whole microseconds
+            # (trace_parser.round_down_time_stamps), which leaves gaps under 1 us between steps.
+            hta_steps.append((math.ceil(e["ts"]), math.floor(e["ts"] + e["dur"])))
+        elif e.get("cat") in API_CATS:
+            api_corr[args["correlation"]] = e["ts"]
+        elif e.get("cat") == SYNTHETIC_CAT:
+            check(e["name"] == SYNTHETIC_NAME and e["dur"] == 0 and
+                  args.get("synthetic") is True and "stream" not in args and
+                  e["tid"] == STEPS_TID, f"{label}: synthetic event {e}")
+            synthetic[args["correlation"]] += 1
+            synthetic_ts[args["correlation"]] = e["ts"]
+    names = [e for e in events if e.get("ph") == "M" and e.get("tid") == STEPS_TID]
+    check(len(names) == 1 and names[0]["args"]["name"] == "cupmon: detected steps",
+          f"{label}: the steps thread's name {names}")
+    numbers = [s[0] for s in steps]
+    check(numbers and numbers == list(range(numbers[0], numbers[0] + len(numbers))),
+          f"{label}: step numbers {numbers[:5]}...")
+    check(all(a[2] <= b[1] for a, b in zip(steps, steps[1:])), f"{label}: steps overlap")
+    starts = [s[1] for s in steps]
+    by_start, outside = collections.Counter(), 0
+    for e in events:
+        if e.get("cat") not in GPU_CATS:
+            continue
+        corr = e["args"]["correlation"]
+        has_api = corr in api_corr
+        if want_synthetic:
+            check(synthetic[corr] == (0 if has_api else 1) and
+                  (has_api or synthetic_ts[corr] == e["ts"]),
+                  f"{label}: {synthetic[corr]} synthetic launches for correlation {corr} "
+                  f"(launch record: {has_api})")
+        if e["cat"] != "kernel":
+            continue
+        # HTA numbers a launched kernel by its call: none when the call, rounded up to a whole
+        # microsecond, is in no step (before the first, or in a rounding gap).
+        if has_api:
+            c = math.ceil(api_corr[corr])
+            outside += not any(a <= c < b for a, b in hta_steps)
+        t = ns(base, e["ts"])
+        i = bisect.bisect_right(starts, t) - 1
+        if i >= 0 and t < steps[i][2]:
+            by_start[steps[i][0]] += 1
+    if not want_synthetic:
+        check(not synthetic, f"{label}: synthetic launches without the flag")
+    return steps, by_start, api_corr, set(synthetic), outside
+
+
+def detected_steps(decode, ddp, sample, work):
+    """Detected steps in the export without HTA; returns what hta_on_detected reads."""
+    # Bad flags: usage errors that name the flag.
+    r = run(decode, ["export", sample, "--format", "kineto", "-o", os.path.join(work, "x"),
+                     "--kineto-steps", "bogus"])
+    check(r.returncode == 2 and "--kineto-steps" in r.stderr, f"--kineto-steps bogus: "
+          f"{r.returncode} {r.stderr[-500:]}")
+    for flag in (["--kineto-steps", "detected"], ["--kineto-synthetic-launches"]):
+        r = run(decode, ["export", sample, "--format", "jsonl", "-o", os.devnull, *flag])
+        check(r.returncode == 2 and "apply to export --format kineto only" in r.stderr,
+              f"{flag} with jsonl: {r.returncode} {r.stderr[-500:]}")
+
+    # The whole sample, default flags (auto: no step annotations, so detected steps): every one
+    # of `steps`' steps, holding exactly its kernels by start time; no synthetic launches.
+    out = os.path.join(work, "sample-auto")
+    export(decode, [sample], out)
+    with open(os.path.join(out, "rank0.json")) as f:
+        steps, by_start, _, _, _ = detected_in(json.load(f), "sample auto", False)
+    got = {(0, n): c for n, c in by_start.items()}
+    sample_want = step_kernels(decode, [sample])
+    check(len(steps) == len(sample_want) == 820, f"sample: {len(steps)} ProfilerStep#N, steps "
+          f"finds {len(sample_want)}")
+    check(got == sample_want, f"sample: kernels per step differ from `steps` in "
+          f"{sum(1 for k in sample_want if got.get(k) != sample_want[k])} steps")
+    print(f"sample: {len(steps)} detected steps as ProfilerStep#N, kernels per step as `steps`")
+    wants = {"ddp": step_kernels(decode, [ddp]), "sample": sample_want}
+    # --kineto-steps annotation on the sample, which has no step annotations: no steps.
+    export(decode, [sample], os.path.join(work, "sample-annotation"),
+           kineto=["--kineto-steps", "annotation"])
+    with open(os.path.join(work, "sample-annotation", "rank0.json")) as f:
+        names = [e for e in json.load(f)["traceEvents"] if e.get("name", "").startswith("Prof")]
+    check(not names, f"--kineto-steps annotation on the sample: {len(names)} steps")
+
+    # Regions for HTA, with and without synthetic launches: ddp-2rank at 11 s (no launch
+    # records there) and the sample's first window (launch records for some kernels).
+    regions = {}
+    for label, inputs, extra, ranks in (("ddp", [ddp], ["--from", "11s", "--to", "11.1s"], (0, 1)),
+                                        ("sample", [sample], ["--window", "1", "--limit", "8000"],
+                                         (0,))):
+        for synthetic in (True, False):
+            name = f"{label}-detected{'-synthetic' if synthetic else ''}"
+            kineto = ["--kineto-steps", "detected"] + (["--kineto-synthetic-launches"]
+                                                       if synthetic else [])
+            out, traces, _, r = check_export(decode, inputs, extra, work, name, ranks, kineto)
+            check(("launch record got a zero-length" in r.stderr) == synthetic,
+                  f"{name}: the note on synthetic launches: {r.stderr[-800:]}")
+            info = {n: detected_in(traces[n], f"{name} rank {n}", synthetic) for n in ranks}
+            want = wants[label]
+            # Every step but the first and last (cut by the region) holds `steps`' kernels.
+            for n, (steps, by_start, _, _, _) in info.items():
+                inner = [s[0] for s in steps[1:-1]]
+                check(len(inner) >= 5, f"{name} rank {n}: {len(inner)} whole steps")
+                bad = [s for s in inner if by_start[s] != want.get((n, s))]
+                check(not bad, f"{name} rank {n}: kernels by start differ from `steps` in steps "
+                      f"{bad[:5]}")
+            regions[name] = (out, info, want)
+    return regions
+
+
+def hta_on_detected(hta, detected):
+    TraceAnalysis, LabeledTrace, TraceDiff = hta
+    regions = detected
+    # ddp-2rank at 11 s: no launch records, so every kernel's iteration comes through its
+    # synthetic launch, and HTA's kernels per iteration are `steps`' kernels per step.
+    out, info, want = regions["ddp-detected-synthetic"]
+    a = TraceAnalysis(trace_dir=out, include_last_profiler_step=True)
+    iters = {}
+    for rank in (0, 1):
+        steps = [s[0] for s in info[rank][0]]
+        check(a.get_profiler_steps() == steps or rank == 1, f"ddp: HTA iterations "
+              f"{a.get_profiler_steps()[:3]}..., the export's {steps[:3]}...")
+        _, df = hta_kernels(a, rank)
+        kcat = a.t.symbol_table.get_sym_id_map()["kernel"]
+        per_iter = collections.Counter(df[df["cat"] == kcat]["iteration"])
+        check(per_iter[-1] == 0, f"ddp rank {rank}: {per_iter[-1]} kernels without iteration")
+        inner = steps[1:-1]
+        bad = [s for s in inner if per_iter[s] != want[(rank, s)]]
+        check(not bad, f"ddp rank {rank}: HTA's kernels per iteration differ from `steps` in "
+              f"{[(s, per_iter[s], want[(rank, s)]) for s in bad[:5]]}")
+        iters[rank] = inner
+        print(f"HTA ddp rank {rank}: iterations {inner[0]}..{inner[-1]} hold `steps`' kernels "
+              f"({sum(per_iter[s] for s in inner)} kernels, none at -1)")
+    temporal = a.get_temporal_breakdown(visualize=False)
+    check(list(temporal["rank"]) == [0, 1] and (temporal["kernel_time(us)"] > 0).all(),
+          f"ddp detected: temporal breakdown {temporal}")
+    idle, _ = a.get_idle_time_breakdown(ranks=[0, 1], visualize=False)
+    check(set(idle["rank"]) == {0, 1}, f"ddp detected: idle time {idle}")
+    by_type, _ = a.get_gpu_kernel_breakdown(visualize=False)
+    check("COMMUNICATION" in set(by_type["kernel_type"]), f"ddp detected: kernels {by_type}")
+    # Trace diff, rank 1 against rank 0 in one step (before: refused, no iterations).
+    step = iters[0][len(iters[0]) // 2]
+    diff = TraceDiff.compare_traces(LabeledTrace(label="rank0", trace_dir=out),
+                                    LabeledTrace(label="rank1", trace_dir=out),
+                                    control_rank=0, test_rank=1,
+                                    control_iteration=step, test_iteration=step)
+    kernel_names = set(hta_kernels(a, 0)[0]) | set(hta_kernels(a, 1)[0])
+    for rank, col in ((0, "rank0_counts"), (1, "rank1_counts")):
+        got = int(sum(n for name, n in diff[col].items() if name in kernel_names))
+        check(got == want[(rank, step)], f"ddp trace diff of step {step}: rank {rank} "
+              f"{got} kernels, `steps` {want[(rank, step)]}")
+    check(SYNTHETIC_NAME in diff.index, "ddp trace diff: the synthetic launches are not listed "
+          "(docs/DECODER.md says trace diff shows them as a CPU operator)")
+    changed = {name: int(n) for name, n in diff["diff_counts"].items() if n}
+    print(f"HTA trace diff of detected step {step}, ddp rank 1 against rank 0: "
+          f"{want[(0, step)]} and {want[(1, step)]} kernels, changed {changed}")
+
+    # The sample's window 1: kernels with a launch record take the iteration of the call (HTA's
+    # rule); the others, through their synthetic launch, the step they start in.
+    out, info, want = regions["sample-detected-synthetic"]
+    plain_out = regions["sample-detected"][0]
+    a = TraceAnalysis(trace_dir=out, include_last_profiler_step=True)
+    steps, by_start, api_corr, synthetic, outside = info[0]
+    _, df = hta_kernels(a, 0)
+    kcat = a.t.symbol_table.get_sym_id_map()["kernel"]
+    k = df[df["cat"] == kcat]
+    via = collections.Counter(k[k["correlation"].isin(synthetic)]["iteration"])
+    check(via[-1] == 0 and sum(via.values()) > 0, f"sample: {via[-1]} of the kernels without "
+          "a launch record have no iteration")
+    launched = k[k["correlation"].isin(list(api_corr))]
+    # Those whose call lies before the first step's span (the region cuts into a step) have none.
+    unnumbered = int((launched["iteration"] < 0).sum())
+    check(len(launched) > 0 and unnumbered == outside,
+          f"sample: {unnumbered} kernels with a launch record without iteration, {outside} with "
+          "the call outside every step")
+    inner = [s[0] for s in steps[1:-1]]
+    # Kernels per iteration: via synthetic launches plus via launch calls. The launch calls run
+    # ahead of the GPU, so a call can sit in the previous step's span: per step these differ
+    # from `steps` by at most the launched kernels, and in sum over the whole steps not at all
+    # but for the edges.
+    allk = collections.Counter(k["iteration"])
+    moved = sum(abs(allk[s] - want[(0, s)]) for s in inner)
+    check(moved <= len(launched), f"sample: {moved} kernels in other iterations than `steps`'")
+    print(f"HTA sample window 1: {sum(via.values())} kernels without a launch record in "
+          f"iterations by start, {len(launched)} by their launch call ({moved} counted in a "
+          f"neighbouring step, {unnumbered} with the call in no step as HTA rounds it)")
+    # Launch statistics: the same with and without the synthetic events.
+    plain = TraceAnalysis(trace_dir=plain_out, include_last_profiler_step=True)
+    with_syn = a.get_cuda_kernel_launch_stats(ranks=[0], visualize=False)[0]
+    without = plain.get_cuda_kernel_launch_stats(ranks=[0], visualize=False)[0]
+    check(len(with_syn) > 0 and with_syn.reset_index(drop=True).equals(
+        without.reset_index(drop=True)), f"sample: launch statistics change with synthetic "
+          f"launches: {len(with_syn)} rows, {len(without)} without")
+    # Trace diff of two ranges of iterations of one rank.
+    first, second = inner[:3], inner[3:6]
+    diff = TraceDiff.compare_traces(LabeledTrace(label="early", trace_dir=out),
+                                    LabeledTrace(label="late", trace_dir=out),
+                                    control_rank=0, test_rank=0,
+                                    control_iteration=first, test_iteration=second)
+    names = set(hta_kernels(a, 0)[0])
+    early = int(sum(n for name, n in diff["early_counts"].items() if name in names))
+    check(early == sum(allk[s] for s in first), f"sample trace diff: {early} kernels in "
+          f"iterations {first}, HTA's trace {sum(allk[s] for s in first)}")
+    print(f"HTA sample: launch statistics unchanged by synthetic launches ({len(with_syn)} "
+          f"launches); trace diff of iterations {first} against {second} ran ({early} kernels)")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--decode", required=True)
@@ -375,11 +612,15 @@ def main():
     shared = a.shared or os.path.join(a.source, "..", "shared")
     with tempfile.TemporaryDirectory() as work:
         ddp = os.path.join(a.source, "tests", "data", "ddp-2rank")
+        sample = os.path.join(a.source, "tests", "data", "sample")
         steps = os.path.join(work, "steps-in")
         subprocess.run([a.make_sample, "--annotated-steps", steps], check=True, stdout=subprocess.DEVNULL)
 
         # Without HTA: the files, every row, flows, steps, bad inputs.
-        ddp_out, _, ddp_kernels, _ = check_export(a.decode, [ddp], [], work, "ddp-2rank", (0, 1))
+        # Without steps: HTA numbers events by a Python loop over the steps for each event, and
+        # the whole of ddp-2rank with its 1520 detected steps a rank takes minutes to load.
+        ddp_out, _, ddp_kernels, _ = check_export(a.decode, [ddp], [], work, "ddp-2rank", (0, 1),
+                                                  kineto=["--kineto-steps", "none"])
         steps_out, traces, steps_kernels, _ = check_export(a.decode, [steps], [], work, "steps",
                                                            (0, 1))
         for n in (0, 1):
@@ -389,6 +630,7 @@ def main():
                             "ProfilerStep#4"] + ["forward"] * 4,
                   f"steps rank {n}: annotations {names}")
         bad_inputs(a.decode, ddp, steps, work)
+        detected = detected_steps(a.decode, ddp, sample, work)
         if failures:
             print(f"{len(failures)} check(s) failed")
             return 1
@@ -396,6 +638,7 @@ def main():
         hta = import_hta(shared)
         hta_on_ddp(hta, ddp_out, ddp_kernels)
         hta_on_steps(hta, steps_out, steps_kernels)
+        hta_on_detected(hta, detected)
     if failures:
         print(f"{len(failures)} check(s) failed")
         return 1

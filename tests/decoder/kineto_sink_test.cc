@@ -6,15 +6,20 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <sstream>
 
 #include "cupmon/decoder/reports.h"
+#include "cupmon/decoder/steps.h"
 #include "export/kineto_sink.h"
 #include "json_parser.h"
 #include "recording_builder.h"
+#include "step_stream.h"
 #include "test_util.h"
 
 namespace cupmon::decoder {
@@ -223,6 +228,8 @@ TEST(KinetoSinkTest, StepSourceNamesTheIterationsAndAnnotationsStayAnnotations) 
   KinetoRank rank;
   rank.label = "rank 0";
   rank.file_name = "rank0.json";
+  // kDetected: the source's steps, even though the recording has step annotations.
+  writer.set_options({KinetoSteps::kDetected, false});
   writer.Begin(builder, rec, rank, &steps);
   ReadIntegrity integrity;
   ReadRecording(rec, builder, &integrity);
@@ -243,6 +250,123 @@ TEST(KinetoSinkTest, StepSourceNamesTheIterationsAndAnnotationsStayAnnotations) 
       EXPECT_EQ(e->fields.at("args").fields.at("source").text, "fake detector");
     }
   }
+}
+
+TEST(KinetoSinkTest, AutoPrefersStepAnnotationsToDetectedSteps) {
+  testing::TempDir in, out;
+  WriteStepRecording(in.path());
+  std::string err;
+  ReportOptions opt;  // kineto_steps kAuto: the detector runs, and the annotations win
+  ASSERT_EQ(Export(in.path(), out.path(), &err, opt), kExitClean) << err;
+  const Json j = ParseJson(ReadText(out.path() + "/rank0.json"));
+  for (const Json* e : Slices(j, "user_annotation")) {
+    if (e->fields.at("name").text.rfind("ProfilerStep#", 0) == 0)
+      EXPECT_EQ(e->fields.at("args").fields.at("source").text, "annotation");
+  }
+  opt.kineto_steps = KinetoSteps::kNone;  // none: "step 1" stays a plain annotation
+  ASSERT_EQ(Export(in.path(), out.path(), &err, opt), kExitClean) << err;
+  std::vector<std::string> names;
+  for (const Json* e : Slices(ParseJson(ReadText(out.path() + "/rank0.json")), "user_annotation"))
+    names.push_back(e->fields.at("name").text);
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"forward", "forward", "step 1", "step 2", "warmup"}));
+}
+
+// Unix ns of a slice's start and end, from the trace's base and its microseconds with three
+// decimals (exact to the nanosecond).
+std::pair<int64_t, int64_t> SpanNs(const Json& trace, const Json& e) {
+  const auto base = static_cast<int64_t>(trace.fields.at("baseTimeNanoseconds").number);
+  const int64_t ts = std::llround(e.fields.at("ts").number * 1000);
+  return {base + ts, base + ts + std::llround(e.fields.at("dur").number * 1000)};
+}
+
+TEST(KinetoSinkTest, DetectedStepsHoldTheKernelsStepsCountsAndSyntheticLaunchesAreMarked) {
+  testing::TempDir in, out;
+  testing::StepStreamSpec spec;
+  spec.steps = 12;
+  const testing::StepStreamTruth truth = testing::WriteStepRecording(in.path(), spec);
+  auto listing = ListRanks({in.path()});
+  ASSERT_TRUE(listing.has_value() && listing->ranks.size() == 1);
+  StepOptions by_pattern;
+  by_pattern.source = StepSource::kPattern;
+  const StepList found = FindSteps(listing->ranks[0].recording, by_pattern);
+  ASSERT_EQ(found.steps.size(), truth.step_starts.size());
+
+  ReportOptions opt;
+  opt.kineto_steps = KinetoSteps::kDetected;
+  opt.kineto_synthetic_launches = true;
+  std::string err;
+  ASSERT_EQ(Export(in.path(), out.path(), &err, opt), kExitClean) << err;
+  const std::string text = ReadText(out.path() + "/rank0.json");
+  const Json j = ParseJson(text);
+  std::vector<std::pair<int64_t, int64_t>> spans;
+  for (const Json* e : Slices(j, "user_annotation")) {
+    const std::string& name = e->fields.at("name").text;
+    ASSERT_EQ(name, "ProfilerStep#" + std::to_string(spans.size() + 1));
+    EXPECT_EQ(e->fields.at("args").fields.at("source").text, "cupmon-detected");
+    EXPECT_EQ(e->fields.at("tid").number, kDetectedStepsTid);
+    spans.push_back(SpanNs(j, *e));
+  }
+  ASSERT_EQ(spans.size(), found.steps.size());
+  // HTA's rule, ts <= start < ts + dur, gives each step the kernels `steps` counts in it.
+  std::vector<uint64_t> per_step(spans.size());
+  uint64_t before = 0;
+  for (const Json* k : Slices(j, "kernel")) {
+    const int64_t start = SpanNs(j, *k).first;
+    size_t in_steps = 0;
+    for (size_t i = 0; i < spans.size(); ++i)
+      if (spans[i].first <= start && start < spans[i].second) ++per_step[i], ++in_steps;
+    EXPECT_LE(in_steps, 1u) << "steps overlap";
+    before += in_steps == 0;
+  }
+  EXPECT_EQ(before, found.kernels_before);
+  for (size_t i = 0; i < spans.size(); ++i)
+    EXPECT_EQ(per_step[i], found.steps[i].kernels) << "step " << i + 1;
+
+  // No launch records in this recording: one synthetic event per GPU activity, at its start,
+  // with its correlation, zero length, on the steps thread.
+  std::map<double, std::vector<double>> synthetic;  // correlation -> ts
+  for (const Json* e : Slices(j, std::string(kCatSyntheticLaunch))) {
+    EXPECT_EQ(e->fields.at("name").text, kSyntheticLaunchName);
+    EXPECT_EQ(e->fields.at("dur").number, 0.0);
+    EXPECT_EQ(e->fields.at("tid").number, kDetectedStepsTid);
+    EXPECT_EQ(e->fields.at("args").fields.at("synthetic").type, Json::kBool);
+    EXPECT_FALSE(e->fields.at("args").fields.count("stream"));
+    synthetic[e->fields.at("args").fields.at("correlation").number].push_back(
+        e->fields.at("ts").number);
+  }
+  size_t gpu = 0;
+  for (const char* cat : {"kernel", "gpu_memcpy", "gpu_memset"}) {
+    for (const Json* e : Slices(j, cat)) {
+      ++gpu;
+      const auto it = synthetic.find(e->fields.at("args").fields.at("correlation").number);
+      ASSERT_NE(it, synthetic.end()) << "no synthetic launch for a " << cat;
+      EXPECT_NE(std::find(it->second.begin(), it->second.end(), e->fields.at("ts").number),
+                it->second.end());
+    }
+  }
+  size_t written = 0;
+  for (const auto& [corr, ts] : synthetic) written += ts.size();
+  EXPECT_EQ(written, gpu);
+  size_t marked = 0;  // the parser keeps no boolean's value: count the text
+  for (size_t at = 0; (at = text.find("\"synthetic\":true}", at)) != std::string::npos; ++at)
+    ++marked;
+  EXPECT_EQ(marked, gpu);
+  EXPECT_NE(err.find(std::to_string(gpu) + " GPU activities without a launch record"),
+            std::string::npos) << err;
+  bool named = false;
+  for (const Json& e : j.fields.at("traceEvents").items)
+    named |= e.fields.at("ph").text == "M" && e.fields.at("tid").number == kDetectedStepsTid &&
+             e.fields.at("args").fields.at("name").text == "cupmon: detected steps";
+  EXPECT_TRUE(named);
+
+  // none: no steps, and without the flag no synthetic events.
+  opt.kineto_steps = KinetoSteps::kNone;
+  opt.kineto_synthetic_launches = false;
+  ASSERT_EQ(Export(in.path(), out.path(), &err, opt), kExitClean) << err;
+  const Json plain = ParseJson(ReadText(out.path() + "/rank0.json"));
+  EXPECT_TRUE(Slices(plain, "user_annotation").empty());
+  EXPECT_TRUE(Slices(plain, std::string(kCatSyntheticLaunch)).empty());
 }
 
 TEST(KinetoSinkTest, UnusableDirectoriesFailBeforeReading) {

@@ -55,6 +55,27 @@ std::optional<uint64_t> StepNumberOf(std::string_view label) {
   return std::nullopt;
 }
 
+// ---- DetectedKinetoSteps ----
+
+void DetectedKinetoSteps::Begin(const TraceBuilder&, const Recording& recording) {
+  StepOptions options;
+  options.source = StepSource::kPattern;
+  options.detector = detector_;
+  const StepList list = FindSteps(recording, options);
+  steps_.clear();
+  steps_.reserve(list.steps.size());
+  for (size_t i = 0; i < list.steps.size(); ++i) {
+    // `steps` puts an activity in the last step whose first kernel starts at or before it: the
+    // slice runs from this step's first kernel up to (not including) the next one's, mapped as
+    // the trace builder maps those kernels (drill_from), so HTA's "ts <= e.ts < ts + dur"
+    // selects the same activities.
+    const Step& s = list.steps[i];
+    const int64_t to = i + 1 < list.steps.size() ? list.steps[i + 1].drill_from : s.drill_to + 1;
+    steps_.push_back({s.number, s.drill_from, std::max(to, s.drill_from), 0, kDetectedStepsTid,
+                      "cupmon-detected"});
+  }
+}
+
 // ---- KinetoTraceWriter ----
 
 KinetoTraceWriter::KinetoTraceWriter(std::ostream& out) : out_(out), ev_(out_) {
@@ -74,7 +95,9 @@ void KinetoTraceWriter::Begin(const TraceBuilder& builder, const Recording& reco
   rank_ = rank;
   step_source_ = steps;
   started_ = false;
-  rows_ = steps_ = flow_id_ = 0;
+  rows_ = steps_ = flow_id_ = synthetic_ = 0;
+  rows_from_ = INT64_MAX;
+  rows_to_ = INT64_MIN;
   gpu_tracks_.clear();
   cpu_threads_.clear();
   last_gpu_ = last_cpu_ = {UINT32_MAX, UINT32_MAX};
@@ -132,6 +155,8 @@ void KinetoTraceWriter::Header(int64_t base) {
 
 void KinetoTraceWriter::Write(const Row& r) {
   if (!r.valid_time) return;  // cannot be placed on a timeline; counted in the summary
+  rows_from_ = std::min(rows_from_, r.wall_start);
+  rows_to_ = std::max(rows_to_, r.wall_start + static_cast<int64_t>(r.duration));
   if (r.type == RowType::kRange) {
     // An NVTX range: a user_annotation on its thread, as Kineto writes record_function ranges.
     // Marks (no duration) and ranges never ended are left out.
@@ -208,6 +233,17 @@ void KinetoTraceWriter::Write(const Row& r) {
   if (r.launched_before_window) out_ << ",\"launched_before_window\":true";
   out_ << "}}";
   if (r.has_api && r.api_valid_time) ev_.LaunchFlow(kFlow, kFlow, ++flow_id_, r, r.api_pid, gpid);
+  if (options_.synthetic_launches && !r.has_api && r.correlation) {
+    // No launch record (always-on recordings keep few): HTA gives a GPU event the iteration of
+    // its correlated CPU event only, so a marked stand-in at the activity's start lets it take
+    // the iteration of the step it starts in. Zero duration and a category of cupmon's own:
+    // HTA's launch statistics (by name) and CPU-operator analyses (by category) skip it.
+    cpu_threads_.emplace(process_pid_, kDetectedStepsTid);
+    ev_.SliceHead(kSyntheticLaunchName, kCatSyntheticLaunch, process_pid_, kDetectedStepsTid,
+                  r.wall_start, 0, true);
+    out_ << "\"correlation\":" << r.correlation << ",\"synthetic\":true}}";
+    ++synthetic_;
+  }
   out_.EndRow();
 }
 
@@ -216,12 +252,26 @@ void KinetoTraceWriter::End(const TraceBuilder& builder, const Recording& record
   const auto& h = recording.header;
   const uint32_t pid = process_pid_;
 
-  // Steps: from the detector when there is one, else from annotations that look like steps.
+  // Steps: annotations that look like steps (kAuto, kAnnotation), else the step source's
+  // (kAuto, kDetected). Annotations that are not the steps written stay plain annotations.
+  const KinetoSteps mode = options_.steps;
+  const bool from_annotations =
+      mode == KinetoSteps::kAnnotation ||
+      (mode == KinetoSteps::kAuto &&
+       std::any_of(annotations_.spans().begin(), annotations_.spans().end(),
+                   [](const auto& a) { return StepNumberOf(a.first.first).has_value(); }));
   std::vector<TrainingStep> steps;
-  if (step_source_) steps = step_source_->Steps();
+  if (step_source_) {
+    std::vector<TrainingStep> found = step_source_->Steps();
+    if (!from_annotations && (mode == KinetoSteps::kAuto || mode == KinetoSteps::kDetected)) {
+      // Only the steps that overlap the rows written (a region, --window or --limit).
+      for (TrainingStep& s : found)
+        if (s.wall_end > rows_from_ && s.wall_start <= rows_to_) steps.push_back(std::move(s));
+    }
+  }
   for (const auto& [key, span] : annotations_.spans()) {
     const std::string& label = key.first;
-    const std::optional<uint64_t> n = step_source_ ? std::nullopt : StepNumberOf(label);
+    const std::optional<uint64_t> n = from_annotations ? StepNumberOf(label) : std::nullopt;
     if (n) {
       steps.push_back({*n, span.start, span.end, span.pid, span.tid, "annotation"});
       continue;
@@ -256,8 +306,11 @@ void KinetoTraceWriter::End(const TraceBuilder& builder, const Recording& record
 
   // Names and order of the threads and devices seen.
   if (!builder.windows().empty()) ev_.Meta("thread_name", pid, kWindowsTid, "cupmon windows");
-  for (const auto& [tpid, tid] : cpu_threads_)
-    ev_.Meta("thread_name", tpid, tid, "thread " + std::to_string(tid));
+  for (const auto& [tpid, tid] : cpu_threads_) {
+    ev_.Meta("thread_name", tpid, tid,
+             tid == kDetectedStepsTid ? std::string("cupmon: detected steps")
+                                      : "thread " + std::to_string(tid));
+  }
   std::set<uint32_t> devices;
   for (const auto& [dev, stream] : gpu_tracks_) {
     devices.insert(dev);
@@ -299,8 +352,8 @@ Expected<void> KinetoSink::PrepareDirectory(const std::string& dir) {
 }
 
 KinetoSink::KinetoSink(std::string dir, const std::vector<const Rank*>& ranks,
-                       std::vector<KinetoStepSource*> steps)
-    : dir_(std::move(dir)), ranks_(ranks), step_sources_(std::move(steps)) {
+                       std::vector<KinetoStepSource*> steps, KinetoOptions options)
+    : dir_(std::move(dir)), ranks_(ranks), step_sources_(std::move(steps)), options_(options) {
   // One time axis for all ranks: from the earliest process start, as the merged chrome-json
   // export (each rank's times are mapped to wall clock through its own calibration).
   for (const Rank* r : ranks_) {
@@ -349,8 +402,15 @@ void KinetoSink::Begin(const TraceBuilder& builder, const Recording& recording, 
     return;
   }
   writer_ = std::make_unique<KinetoTraceWriter>(file_);
-  writer_->Begin(builder, recording, info,
-                 index < step_sources_.size() ? step_sources_[index] : nullptr);
+  writer_->set_options(options_);
+  KinetoStepSource* source = index < step_sources_.size() ? step_sources_[index] : nullptr;
+  detected_.reset();
+  if (!source && step_sources_.empty() &&
+      (options_.steps == KinetoSteps::kAuto || options_.steps == KinetoSteps::kDetected)) {
+    detected_ = std::make_unique<DetectedKinetoSteps>();
+    source = detected_.get();
+  }
+  writer_->Begin(builder, recording, info, source);
 }
 
 void KinetoSink::Write(const Row& row) {
@@ -366,6 +426,13 @@ void KinetoSink::End(const TraceBuilder& builder, const Recording& recording) {
   if (writer_->rows() == 0)
     notes_.push_back(who + ": no rows in the region (or past --limit): " + path_ +
                      " holds no events (HTA leaves out a rank without events)");
+  if (options_.steps == KinetoSteps::kDetected && writer_->rows() && !writer_->steps())
+    notes_.push_back(who + ": no steps detected in the kernel stream (`cupmon-decode steps "
+                     "--by pattern` finds none): no ProfilerStep#N, so HTA has no iterations");
+  if (writer_->synthetic_launches())
+    notes_.push_back(who + ": " + std::to_string(writer_->synthetic_launches()) +
+                     " GPU activities without a launch record got a zero-length \"" +
+                     std::string(kSyntheticLaunchName) + "\" event (--kineto-synthetic-launches)");
   writer_.reset();
   file_.close();
   if (!file_) {

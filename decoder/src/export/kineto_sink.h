@@ -15,6 +15,8 @@
 #include <vector>
 
 #include "cupmon/decoder/rank_listing.h"
+#include "cupmon/decoder/reports.h"
+#include "cupmon/decoder/steps.h"
 #include "cupmon/decoder/trace_builder.h"
 #include "cupmon/format/error.h"
 #include "export/out_buf.h"
@@ -32,12 +34,11 @@ struct TrainingStep {
   std::string source;                    // args.source: "annotation", or the detector's name
 };
 
-// Where iterations come from besides annotations. The hook for step detection
-// (`cupmon-decode steps`, written on its own branch): a detector sees every row of a recording
-// that the export writes, in the order the export writes them, and hands over that recording's
-// steps at its end. When a recording has a KinetoStepSource, its steps name the iterations and
-// annotations that look like steps stay plain annotations; without one, annotations that look
-// like steps (StepNumberOf) are the iterations.
+// Where iterations come from besides annotations (DetectedKinetoSteps below: the steps
+// `cupmon-decode steps` detects): a source sees every row of a recording that the export writes,
+// in the order the export writes them, and hands over that recording's steps at its end. Which
+// of its steps and the annotations that look like steps (StepNumberOf) name the iterations is
+// KinetoOptions::steps' choice (see KinetoTraceWriter::Begin); the others stay plain annotations.
 class KinetoStepSource {
  public:
   virtual ~KinetoStepSource() = default;
@@ -47,6 +48,39 @@ class KinetoStepSource {
   // After its last row: the steps found, in any order.
   virtual std::vector<TrainingStep> Steps() = 0;
 };
+
+// Steps found in the kernel stream, as `cupmon-decode steps --by pattern` finds them (FindSteps, a
+// pass of its own over the recording at Begin). Step N is written as "ProfilerStep#N" from its
+// first kernel's start (as the trace builder maps it, so exactly the rows `steps` counts in it
+// fall inside) to the next step's first kernel (the last step: to its drill_to), on the
+// process's pid and the thread kDetectedStepsTid, with args.source "cupmon-detected".
+class DetectedKinetoSteps : public KinetoStepSource {
+ public:
+  explicit DetectedKinetoSteps(StepDetectorOptions detector = {}) : detector_(detector) {}
+  void Begin(const TraceBuilder& builder, const Recording& recording) override;
+  void OnRow(const Row&) override {}
+  std::vector<TrainingStep> Steps() override { return std::move(steps_); }
+
+ private:
+  StepDetectorOptions detector_;
+  std::vector<TrainingStep> steps_;
+};
+
+// The thread row of detected steps and synthetic launch events: above any Linux thread id
+// (pid_max is at most 2^22), so that it is never a real thread's.
+inline constexpr uint32_t kDetectedStepsTid = 0x7ffffffe;
+
+// What KinetoTraceWriter writes besides the rows (see ReportOptions).
+struct KinetoOptions {
+  KinetoSteps steps = KinetoSteps::kAuto;
+  // GPU activities without a launch record get a zero-duration CPU event at their start, on the
+  // steps thread, with their correlation id: name "cupmon: launch not recorded", cat
+  // kCatSyntheticLaunch (no category HTA's launch or CPU-operator analyses count), args
+  // {"synthetic": true}. HTA then gives the activity the iteration of the step it starts in.
+  bool synthetic_launches = false;
+};
+inline constexpr std::string_view kCatSyntheticLaunch = "cupmon_synthetic";
+inline constexpr std::string_view kSyntheticLaunchName = "cupmon: launch not recorded";
 
 // The step number of an annotation label that names one step: a word for a step ("step",
 // "iteration", "iter", "train_step", "train step", "training step", "ProfilerStep"; any case)
@@ -79,7 +113,12 @@ class KinetoTraceWriter {
   KinetoTraceWriter(const KinetoTraceWriter&) = delete;
   KinetoTraceWriter& operator=(const KinetoTraceWriter&) = delete;
 
+  // Before Begin; the default writes steps as KinetoSteps::kAuto, no synthetic launches.
+  void set_options(const KinetoOptions& options) { options_ = options; }
+
   // `steps` may be null (annotations that look like steps are the steps); it is not owned.
+  // With kAuto, annotation steps win when there are any and `steps` gives the steps otherwise;
+  // kDetected: only `steps`; kAnnotation: only annotations; kNone: none.
   void Begin(const TraceBuilder& builder, const Recording& recording, const KinetoRank& rank,
              KinetoStepSource* steps);
   void Write(const Row& row);
@@ -89,6 +128,7 @@ class KinetoTraceWriter {
   uint64_t events() const { return ev_.events(); }  // trace events, metadata included
   uint64_t rows() const { return rows_; }           // rows written as slices
   uint64_t steps() const { return steps_; }         // ProfilerStep events
+  uint64_t synthetic_launches() const { return synthetic_; }  // "launch not recorded" events
 
  private:
   void Header(int64_t base);
@@ -99,7 +139,12 @@ class KinetoTraceWriter {
   const Recording* recording_ = nullptr;
   KinetoRank rank_;
   KinetoStepSource* step_source_ = nullptr;
+  KinetoOptions options_;
   bool started_ = false;
+  // The wall-clock span of the rows written: detected steps outside it are left out (a region
+  // or --limit exports part of a recording that FindSteps reads whole).
+  int64_t rows_from_ = INT64_MAX, rows_to_ = INT64_MIN;
+  uint64_t synthetic_ = 0;
   uint32_t gpu_pid_offset_ = 0;
   uint32_t process_pid_ = 0;
   uint64_t rows_ = 0, steps_ = 0, flow_id_ = 0;
@@ -129,9 +174,10 @@ class KinetoSink {
   static Expected<void> PrepareDirectory(const std::string& dir);
 
   // `ranks`: the recordings in output order (their rank numbers and labels). `steps`: one per
-  // rank, or empty (annotations give the steps); not owned.
+  // rank, or empty: then, unless options.steps is kAnnotation or kNone, each recording gets a
+  // DetectedKinetoSteps. Not owned.
   KinetoSink(std::string dir, const std::vector<const Rank*>& ranks,
-             std::vector<KinetoStepSource*> steps = {});
+             std::vector<KinetoStepSource*> steps = {}, KinetoOptions options = {});
   ~KinetoSink();
 
   void Begin(const TraceBuilder& builder, const Recording& recording, size_t index);
@@ -149,6 +195,8 @@ class KinetoSink {
   std::string dir_;
   std::vector<const Rank*> ranks_;
   std::vector<KinetoStepSource*> step_sources_;
+  KinetoOptions options_;
+  std::unique_ptr<KinetoStepSource> detected_;  // this recording's, when step_sources_ is empty
   int64_t base_ = 0;
   uint32_t world_size_ = 1;
   std::ofstream file_;

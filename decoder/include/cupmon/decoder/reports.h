@@ -25,6 +25,10 @@ enum class ReportKind { kSummary, kGpuTrace, kApiTrace, kKernExec, kExport, kInf
 // SQLite database in the Nsight Systems export schema, written to ReportOptions::output_path
 // (never to a stream).
 enum class ExportFormat { kChromeJson, kCsv, kJsonl, kPerfetto, kKineto, kSqlite };
+// export --format kineto: where its ProfilerStep#N (HTA's iterations) come from. kAuto: step
+// annotations when the recording has any ("step 12"), else the steps `cupmon-decode steps`
+// detects in the kernel stream; kDetected, kAnnotation: only that source; kNone: no steps.
+enum class KinetoSteps { kAuto, kDetected, kAnnotation, kNone };
 
 struct ReportOptions {
   TraceFilter filter;
@@ -44,6 +48,11 @@ struct ReportOptions {
   bool recursive = false;
   // Exports that write a directory (kKineto: DIR/rank0.json, ...); created when missing.
   std::string output_dir;
+  // export --format kineto (decoder/src/export/kineto_sink.h): the steps written, and whether
+  // GPU activities without a launch record get a marked zero-length CPU event that HTA
+  // correlates with them (so that they take the iteration of the step they start in).
+  KinetoSteps kineto_steps = KinetoSteps::kAuto;
+  bool kineto_synthetic_launches = false;
   // `steps` (decoder/src/steps_report.cc).
   StepOptions steps;
   // `timeline` (decoder/src/timeline_report.cc): the bucket size and row limit.
