@@ -207,6 +207,7 @@ void ControlLoop::OnAutoTick() {
   }
   TraceWindow::Request r;
   r.duration_ms = c.window_ms;
+  if (slow->once && once_request_) r = *once_request_;  // cupmonctl's duration and kinds
   r.source = pb::TRIGGER_AUTO;
   r.received_realtime_ns = ClockNs(CLOCK_REALTIME);
   r.trigger_step = slow->step;
@@ -221,7 +222,10 @@ void ControlLoop::OnAutoTick() {
   }
   last_auto_ = now;
   auto_opened_.fetch_add(1, std::memory_order_relaxed);
-  if (slow->once) parts_.auto_window->Disarm();
+  if (slow->once) {
+    parts_.auto_window->Disarm();
+    once_request_.reset();
+  }
 }
 
 Expected<void> ControlLoop::ArmWhenSlower(double factor) {
@@ -520,6 +524,15 @@ Expected<uint32_t> ControlLoop::OpenWindow(const control::WindowRequest& request
     const std::vector<uint32_t> k = ParseKinds(lower, &unknown);
     if (k.empty()) return MakeError("unknown window kind '" + name + "'");
     r.kinds.push_back(k.front());
+  }
+  if (request.when_slower != 0) {
+    // Armed, not opened: the duration and kinds wait for the slow step (OnAutoTick).
+    if (r.duration_ms == 0 || r.duration_ms > TraceWindow::kMaxWindowMs)
+      return MakeError("window duration must be from 1 ms to 24 h");
+    if (auto armed = ArmWhenSlower(request.when_slower); !armed)
+      return std::unexpected(armed.error());
+    once_request_ = r;
+    return 0u;
   }
   return window_->Open(r);
 }

@@ -163,6 +163,7 @@ class ControlLoop final : public control::ControlTarget, public metrics::Metrics
   bool auto_timer_running_ = false;
   std::optional<std::chrono::steady_clock::time_point> last_auto_;  // last automatic window
   std::atomic<uint64_t> auto_opened_{0};
+  std::optional<TraceWindow::Request> once_request_;  // armed by --when-slower
 
   // Written on the control thread while Start() waits for it; read by any thread after.
   std::string control_socket_;

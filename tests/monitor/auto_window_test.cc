@@ -13,6 +13,8 @@
 
 #include <gtest/gtest.h>
 
+#include "cupmon/control/control_client.h"
+#include "cupmon/control/protocol.h"
 #include "cupmon/decoder/recording_reader.h"
 #include "cupmon/monitor/config.h"
 #include "cupmon/monitor/monitor.h"
@@ -214,6 +216,66 @@ TEST(AutoWindowTest, NoAutomaticWindowWhileAWindowIsOpenButOneAfterWithoutAGap) 
   EXPECT_EQ(begins[0].trigger_step(), 0u);
   EXPECT_EQ(begins[1].source(), pb::TRIGGER_AUTO);
   EXPECT_EQ(begins[1].trigger_step(), second);
+}
+
+// cupmonctl window PID --duration 2s --when-slower 2 --kinds runtime, over the control socket, on
+// a job started without CUPMON_AUTO_WINDOW: armed once, one window at the first step slower than
+// 2x the median, with the request's duration and kinds; the next slow step opens none.
+TEST(AutoWindowTest, WhenSlowerOverTheSocketArmsTheTriggerOnce) {
+  FakeCupti fake;
+  const std::string dir = testing::FreshTestDir("cupmon-auto-window", "socket");
+  MonitorOptions o = AutoOptions(&fake, dir);
+  o.config.auto_window = false;
+  o.config.auto_window_min_gap_ms = 0;  // the one-shot trigger's single window is the limit
+  auto m = Monitor::Start(std::move(o));
+  ASSERT_TRUE(m) << m.error().message;
+  auto path = control::FindSocket(getpid(), dir + "/registry");
+  ASSERT_TRUE(path) << path.error().message;
+  auto ask = [&](double factor, int64_t at_ms) {
+    pb::ControlRequest r;
+    r.mutable_open_window()->set_duration_ms(2000);
+    r.mutable_open_window()->add_kinds("runtime");
+    r.mutable_open_window()->set_when_slower(factor);
+    r.mutable_open_window()->set_at_unix_ms(at_ms);
+    auto reply = control::Call(*path, r, std::chrono::seconds(10));
+    EXPECT_TRUE(reply) << reply.error().message;
+    return reply ? *reply : pb::ControlReply();
+  };
+  // Bad factors and --at together are refused, naming what was wrong.
+  for (double bad : {1.0, 0.5, -2.0, 5000.0}) {
+    const pb::ControlReply r = ask(bad, 0);
+    EXPECT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.error().find("--when-slower"), std::string::npos) << r.error();
+  }
+  const pb::ControlReply with_at = ask(2.0, cupmon::control::NowUnixMs() + 60'000);
+  EXPECT_FALSE(with_at.ok());
+  EXPECT_NE(with_at.error().find("exclude"), std::string::npos) << with_at.error();
+
+  const pb::ControlReply armed = ask(2.0, 0);
+  ASSERT_TRUE(armed.ok()) << armed.error();
+  EXPECT_EQ(armed.window_id(), 0u);
+  EXPECT_NE(armed.message().find("armed"), std::string::npos) << armed.message();
+  EXPECT_FALSE((*m)->GetStats().window_open);  // nothing opens before a slow step
+
+  StepStream stream(fake);
+  stream.Produce(kSettleSteps, {kSlowAt});
+  (*m)->FlushAndWait();
+  ASSERT_TRUE(WaitFor([&] { return (*m)->GetStats().auto_windows_opened == 1; }));
+  ASSERT_TRUE((*m)->RequestCloseWindow());
+  // Once: disarmed after its window, so a later slow step opens none (and is not even offered).
+  stream.Produce(kSettleSteps, {kSettleSteps + kSlowAt});
+  Settle(**m);
+  EXPECT_EQ((*m)->GetStats().auto_windows_opened, 1u);
+  EXPECT_EQ((*m)->GetStats().windows_opened, 1u);
+  ASSERT_TRUE((*m)->Stop());
+  const std::vector<pb::WindowMarker> begins = Begins(dir);
+  ASSERT_EQ(begins.size(), 1u);
+  EXPECT_EQ(begins[0].source(), pb::TRIGGER_AUTO);
+  EXPECT_EQ(begins[0].trigger_step(), kSlowAt);
+  EXPECT_DOUBLE_EQ(begins[0].trigger_factor(), 2.0);
+  EXPECT_EQ(begins[0].requested_ms(), 2000u);
+  ASSERT_EQ(begins[0].kinds_size(), 1);
+  EXPECT_EQ(begins[0].kinds(0), static_cast<uint32_t>(CUPTI_ACTIVITY_KIND_RUNTIME));
 }
 
 TEST(AutoWindowConfigTest, BadValuesAreRefusedNamingTheVariable) {
