@@ -6,6 +6,7 @@
 #include <cupti.h>
 
 #include <chrono>
+#include <sstream>
 #include <set>
 #include <string>
 #include <thread>
@@ -16,6 +17,7 @@
 #include "cupmon/control/control_client.h"
 #include "cupmon/control/protocol.h"
 #include "cupmon/decoder/recording_reader.h"
+#include "cupmon/decoder/reports.h"
 #include "cupmon/monitor/config.h"
 #include "cupmon/monitor/monitor.h"
 #include "monitor/src/control_loop.h"
@@ -136,6 +138,16 @@ TEST(AutoWindowTest, OneSlowStepOpensOneWindowAtThatStep) {
   EXPECT_EQ(b.trigger_median_ns(), kStepNs);
   EXPECT_DOUBLE_EQ(b.trigger_factor(), 1.5);
   EXPECT_EQ(b.requested_ms(), 60'000u);
+
+  // cupmon-decode info says why the window opened.
+  std::ostringstream out, err;
+  decoder::RunReport(decoder::ReportKind::kInfo, dir, decoder::ReportOptions{}, out, err);
+  const std::string expected = "#1 source TRIGGER_AUTO";
+  EXPECT_NE(out.str().find(expected), std::string::npos) << out.str();
+  const std::string why = "why: step " + std::to_string(slow_step) + " took " +
+                          decoder::FormatDuration(double{kSlowNs}) + ", 3.00x the median " +
+                          decoder::FormatDuration(double{kStepNs}) + " (threshold 1.5x)";
+  EXPECT_NE(out.str().find(why), std::string::npos) << why << "\n" << out.str();
 }
 
 TEST(AutoWindowTest, EvenStepsOpenNoWindow) {
