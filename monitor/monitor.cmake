@@ -2,6 +2,7 @@
 # the CUPTI headers; libcupti itself is loaded with dlopen at run time, never linked.
 set(CUPMON_MONITOR_SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/src/activity_intake.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/src/auto_window.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/src/buffer_pool.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/src/busy_time.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/src/callback_watch.cc

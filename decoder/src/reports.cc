@@ -984,6 +984,22 @@ class NullSink : public RowSink {
   bool NeedsWallTimes() const override { return false; }
 };
 
+}  // namespace
+
+std::string AutoTriggerText(const WindowSpan& w) {
+  if (w.trigger_step == 0 || w.trigger_median_ns == 0) return "";
+  char ratio[64];
+  std::snprintf(ratio, sizeof(ratio), "%.2fx the median ",
+                static_cast<double>(w.trigger_step_ns) / static_cast<double>(w.trigger_median_ns));
+  char threshold[64];
+  std::snprintf(threshold, sizeof(threshold), " (threshold %gx)", w.trigger_factor);
+  return "step " + std::to_string(w.trigger_step) + " took " +
+         FormatDuration(static_cast<double>(w.trigger_step_ns)) + ", " + ratio +
+         FormatDuration(static_cast<double>(w.trigger_median_ns)) + threshold;
+}
+
+namespace {
+
 void PrintInfo(std::ostream& out, const TraceBuilder& b, const Recording& r,
                const ReadIntegrity& integrity) {
   const auto& h = r.header;
@@ -1006,6 +1022,7 @@ void PrintInfo(std::ostream& out, const TraceBuilder& b, const Recording& r,
     out << "    #" << id << " source " << w.source << ", "
         << (w.end && w.end >= w.begin ? FormatDuration(static_cast<double>(w.end - w.begin)) : "open/unknown end")
         << (w.note.empty() ? "" : ", " + w.note)
+        << (AutoTriggerText(w).empty() ? "" : "; why: " + AutoTriggerText(w))
         << (w.begin_note.empty() ? "" : "; begin: " + w.begin_note)
         << (w.launched_before ? ", " + std::to_string(w.launched_before) +
                                     " GPU activities launched before it opened (no launch record)"

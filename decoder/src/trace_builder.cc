@@ -289,6 +289,10 @@ void TraceBuilder::OnWindowMarker(const pb::WindowMarker& m) {
     w.begin = m.cupti_ns();
     w.source = pb::TriggerSource_Name(m.source());
     w.begin_note = m.note();
+    w.trigger_step = m.trigger_step();
+    w.trigger_step_ns = m.trigger_step_ns();
+    w.trigger_median_ns = m.trigger_median_ns();
+    w.trigger_factor = m.trigger_factor();
   } else if (m.edge() == pb::WindowMarker::END) {
     w.end = m.cupti_ns();
     w.note = m.note();

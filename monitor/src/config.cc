@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <charconv>
 #include <csignal>
 #include <cstring>
@@ -182,6 +183,34 @@ void ApplyEnvironment(MonitorConfig* c, std::vector<std::string>* warnings, GetE
   }
 }
 
+Expected<uint64_t> ParseDurationMs(std::string_view text) {
+  const std::string_view t = Trim(text);
+  size_t digits = 0;
+  while (digits < t.size() && t[digits] >= '0' && t[digits] <= '9') ++digits;
+  const std::string_view unit = t.substr(digits);
+  uint64_t scale = 0;
+  if (unit.empty() || unit == "ms") scale = 1;
+  else if (unit == "s") scale = 1000;
+  else if (unit == "m" || unit == "min") scale = 60'000;
+  else if (unit == "h") scale = 3'600'000;
+  auto n = ParseInt<uint64_t>(t.substr(0, digits));
+  constexpr uint64_t kMaxMs = 7ull * 24 * 3'600'000;  // a week
+  if (digits == 0 || scale == 0 || !n)
+    return MakeError("expected a duration such as 10m, 90s, 2h or 600000ms");
+  if (*n > kMaxMs / scale) return MakeError("longer than a week");
+  return *n * scale;
+}
+
+Expected<double> ParseSlowFactor(std::string_view text) {
+  const std::string t(Trim(text));
+  char* end = nullptr;
+  errno = 0;
+  const double f = std::strtod(t.c_str(), &end);
+  if (t.empty() || end != t.c_str() + t.size() || errno != 0 || !(f > 1.0) || f > 1000.0)
+    return MakeError("expected a number above 1 and at most 1000, such as 1.5");
+  return f;
+}
+
 Expected<int> ParseSignal(std::string_view text) {
   text = Trim(text);
   if (text == "off" || text == "0" || text == "none") return 0;
@@ -237,6 +266,37 @@ void ApplyControlEnvironment(MonitorConfig* c, std::vector<std::string>* warning
     else
       warnings->push_back(std::string("CUPMON_SIGNAL='") + v + "' is invalid (" +
                           sig.error().message + "); using the default USR2");
+  }
+  if (const char* v = getenv_fn("CUPMON_AUTO_WINDOW")) {
+    const std::string_view t = Trim(v);
+    if (t == "1" || t == "on") c->auto_window = true;
+    else if (t == "0" || t == "off" || t.empty()) c->auto_window = false;
+    else
+      warnings->push_back(std::string("CUPMON_AUTO_WINDOW='") + v +
+                          "' is invalid (expected 1, 0, on or off); automatic windows stay off");
+  }
+  if (const char* v = getenv_fn("CUPMON_AUTO_WINDOW_FACTOR")) {
+    if (auto r = ParseSlowFactor(v); r) c->auto_window_factor = *r;
+    else
+      warnings->push_back(std::string("CUPMON_AUTO_WINDOW_FACTOR='") + v + "' is invalid (" +
+                          r.error().message + "); using the default 1.5");
+  }
+  if (const char* v = getenv_fn("CUPMON_AUTO_WINDOW_MIN_STEPS")) {
+    auto r = ParseInt<uint32_t>(v);
+    if (!r || *r < 3 || *r > 100000)
+      warnings->push_back(std::string("CUPMON_AUTO_WINDOW_MIN_STEPS='") + v +
+                          "' is invalid (expected 3 to 100000 steps); using the default " +
+                          std::to_string(c->auto_window_min_steps));
+    else
+      c->auto_window_min_steps = *r;
+  }
+  if (const char* v = getenv_fn("CUPMON_AUTO_WINDOW_MIN_GAP")) {
+    auto r = ParseDurationMs(v);
+    if (!r)
+      warnings->push_back(std::string("CUPMON_AUTO_WINDOW_MIN_GAP='") + v + "' is invalid (" +
+                          r.error().message + "); using the default 10m");
+    else
+      c->auto_window_min_gap_ms = *r;
   }
   if (const char* v = getenv_fn("CUPMON_WINDOW_MS")) {
     auto r = ParseInt<uint32_t>(v);

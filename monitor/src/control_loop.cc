@@ -72,6 +72,7 @@ void ControlLoop::Start() {
   thread_ = std::thread([this] { Run(); });
   SchedulePeriodic(flush_timer_, parts_.facts.config.flush_ms, &ControlLoop::OnFlushTick);
   SchedulePeriodic(stats_timer_, parts_.facts.config.stats_ms, &ControlLoop::OnStatsTick);
+  if (c.auto_window) RunAndWait([this] { StartAutoTimer(); });
   RunAndWait([this] { StartEndpoints(); });
 }
 
@@ -183,6 +184,61 @@ void ControlLoop::OnFlushTick() {
   parts_.cupti.ActivityFlushAll(0);
   PollDropped();
   CheckCallbacks();
+}
+
+void ControlLoop::StartAutoTimer() {
+  if (auto_timer_running_ || !parts_.auto_window) return;
+  auto_timer_running_ = true;
+  SchedulePeriodic(auto_timer_, kAutoPollMs, &ControlLoop::OnAutoTick);
+}
+
+void ControlLoop::OnAutoTick() {
+  const std::optional<SlowStep> slow = parts_.auto_window->Take();
+  if (!slow) return;
+  const MonitorConfig& c = parts_.facts.config;
+  const auto now = std::chrono::steady_clock::now();
+  // Never while a window is open (whoever opened it), and, for CUPMON_AUTO_WINDOW, at most one
+  // per MIN_GAP: a job that stays slow gets one window, not one per step.
+  const bool in_gap = !slow->once && last_auto_ &&
+                      now - *last_auto_ < std::chrono::milliseconds(c.auto_window_min_gap_ms);
+  if (window_->is_open() || in_gap) {
+    parts_.counters.auto_windows_skipped.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  TraceWindow::Request r;
+  r.duration_ms = c.window_ms;
+  if (slow->once && once_request_) r = *once_request_;  // cupmonctl's duration and kinds
+  r.source = pb::TRIGGER_AUTO;
+  r.received_realtime_ns = ClockNs(CLOCK_REALTIME);
+  r.trigger_step = slow->step;
+  r.trigger_step_ns = slow->duration_ns;
+  r.trigger_median_ns = slow->median_ns;
+  r.trigger_factor = slow->factor;
+  if (auto opened = window_->Open(r); !opened) {
+    parts_.counters.auto_windows_skipped.fetch_add(1, std::memory_order_relaxed);
+    Warn("automatic trace window at step " + std::to_string(slow->step) +
+         " not opened: " + opened.error().message);
+    return;
+  }
+  last_auto_ = now;
+  auto_opened_.fetch_add(1, std::memory_order_relaxed);
+  if (slow->once) {
+    parts_.auto_window->Disarm();
+    once_request_.reset();
+  }
+}
+
+Expected<void> ControlLoop::ArmWhenSlower(double factor) {
+  if (!parts_.auto_window) return MakeError("this monitor has no step watch");
+  if (!(factor > 1.0) || factor > 1000.0)
+    return MakeError("--when-slower " + std::to_string(factor) +
+                     ": expected a factor above 1 and at most 1000, such as 1.5");
+  if (parts_.facts.kernel.start == 0 || parts_.facts.kernel_name_offset == 0)
+    return MakeError("the loaded CUPTI's kernel record layout is unknown to this cupmon, so steps "
+                     "cannot be timed");
+  parts_.auto_window->ArmOnce(factor);
+  StartAutoTimer();
+  return {};
 }
 
 void ControlLoop::OnStatsTick() {
@@ -468,6 +524,15 @@ Expected<uint32_t> ControlLoop::OpenWindow(const control::WindowRequest& request
     const std::vector<uint32_t> k = ParseKinds(lower, &unknown);
     if (k.empty()) return MakeError("unknown window kind '" + name + "'");
     r.kinds.push_back(k.front());
+  }
+  if (request.when_slower != 0) {
+    // Armed, not opened: the duration and kinds wait for the slow step (OnAutoTick).
+    if (r.duration_ms == 0 || r.duration_ms > TraceWindow::kMaxWindowMs)
+      return MakeError("window duration must be from 1 ms to 24 h");
+    if (auto armed = ArmWhenSlower(request.when_slower); !armed)
+      return std::unexpected(armed.error());
+    once_request_ = r;
+    return 0u;
   }
   return window_->Open(r);
 }

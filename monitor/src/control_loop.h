@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -16,6 +17,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include "auto_window.h"
 #include "callback_watch.h"
 #include "cupmon.pb.h"
 #include "cupmon/control/control_plane.h"
@@ -55,7 +57,11 @@ class ControlLoop final : public control::ControlTarget, public metrics::Metrics
     // SIGTERM/SIGINT caught (termination_signals.h), on the control thread; must not block it.
     // Null: those signals are left alone.
     std::function<void(int)> on_termination_signal;
+    // Slow steps from the writer (StepWatch); null: no automatic windows. Not owned.
+    AutoWindowMailbox* auto_window = nullptr;
   };
+  // How often the control thread looks for a slow step while the trigger is on.
+  static constexpr uint32_t kAutoPollMs = 100;
   static constexpr auto kMinFlushInterval = std::chrono::milliseconds(100);
   static constexpr auto kMinRotateInterval = std::chrono::seconds(1);
 
@@ -83,6 +89,12 @@ class ControlLoop final : public control::ControlTarget, public metrics::Metrics
   Expected<uint32_t> RequestWindow(uint32_t duration_ms, std::vector<uint32_t> kinds,
                                    pb::TriggerSource source);
   Expected<void> RequestCloseWindow();
+  // Control thread (the control plane's --when-slower request): arms the one-shot trigger, which
+  // opens one window of the configured kinds and duration at the first step slower than `factor`
+  // times the median, then disarms. Not subject to CUPMON_AUTO_WINDOW_MIN_GAP; never while a
+  // window is open. Errors: factor not above 1 or above 1000, no control of steps (layout).
+  Expected<void> ArmWhenSlower(double factor);
+  uint64_t auto_windows_opened() const { return auto_opened_.load(std::memory_order_relaxed); }
 
   std::string control_socket_path() const;
   uint16_t metrics_port() const { return metrics_port_.load(); }
@@ -118,6 +130,8 @@ class ControlLoop final : public control::ControlTarget, public metrics::Metrics
                         void (ControlLoop::*tick)());
   void OnFlushTick();
   void OnStatsTick();
+  void OnAutoTick();
+  void StartAutoTimer();
   void CheckClockDomain();
   void NoteCalibrationWritten(const pb::CalibrationSample& s);
   void CheckCallbacks();
@@ -129,6 +143,7 @@ class ControlLoop final : public control::ControlTarget, public metrics::Metrics
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
   boost::asio::steady_timer flush_timer_{io_};
   boost::asio::steady_timer stats_timer_{io_};
+  boost::asio::steady_timer auto_timer_{io_};
   std::thread thread_;
   std::atomic<bool> stopping_{false};
 
@@ -145,6 +160,10 @@ class ControlLoop final : public control::ControlTarget, public metrics::Metrics
   pb::CalibrationSample cal_last_, cal_prev_;
   int cal_written_ = 0;
   std::chrono::steady_clock::time_point last_flush_{}, last_rotate_{};
+  bool auto_timer_running_ = false;
+  std::optional<std::chrono::steady_clock::time_point> last_auto_;  // last automatic window
+  std::atomic<uint64_t> auto_opened_{0};
+  std::optional<TraceWindow::Request> once_request_;  // armed by --when-slower
 
   // Written on the control thread while Start() waits for it; read by any thread after.
   std::string control_socket_;

@@ -146,6 +146,8 @@ Expected<void> Monitor::Init() {
   po.fs = options_.fs;
   po.driver_probe = options_.driver_probe;
   po.faults = options_.fault_injector;
+  auto_window_ = std::make_unique<AutoWindowMailbox>();
+  po.auto_window = auto_window_.get();
   pipeline_ = std::make_unique<RecordingPipeline>(f, *pool_, *strings_, *queue_, *counters_,
                                                   std::move(po));
   MaybeFault(options_.fault_injector, "start.writer_thread");
@@ -156,6 +158,7 @@ Expected<void> Monitor::Init() {
   ControlLoop::Parts parts{f,          cupti_,     *pool_, *queue_, *pipeline_, *counters_,
                            [this](pb::Stats* s) { FillStats(s); }, options_.fault_injector,
                            [this](int sig) { OnTerminationSignal(sig); }};
+  parts.auto_window = auto_window_.get();
   control_ = std::make_unique<ControlLoop>(std::move(parts));
   control_->Start();
   return {};
@@ -331,6 +334,8 @@ void Monitor::FillStats(pb::Stats* s) const {
   s->set_labels_refused(strings_->labels_refused());
   s->set_tasks_dropped(queue_->tasks_dropped());
   s->set_control_requests_limited(get(c.requests_limited));
+  s->set_auto_windows_skipped(get(c.auto_windows_skipped));
+  s->set_auto_steps_timed(get(c.auto_steps_timed));
   if (InForkedChild()) return;  // the multiplexer's counters sit behind its lock
   if (auto* mux = dynamic_cast<CuptiMux*>(&cupti_)) {
     const CuptiMux::Counters mc = mux->counters();
@@ -378,7 +383,10 @@ MonitorStats Monitor::GetStats() const {
   if (control_) {
     out.windows_opened = control_->windows_opened();
     out.window_open = control_->window_open();
+    out.auto_windows_opened = control_->auto_windows_opened();
   }
+  out.auto_steps_timed = s.auto_steps_timed();
+  out.auto_windows_skipped = s.auto_windows_skipped();
   return out;
 }
 

@@ -166,6 +166,7 @@ void RecordingPipeline::Process(WriterItem& item) {
     if (item.valid > 0) {
       writer_->WriteRawBuffer({item.buffer, item.valid}, 0, 0);
       if (facts_.track_busy) busy_.Add(item.buffer, item.valid);
+      WatchSteps(item.buffer, item.valid);
     }
     // Off the application's path: with zero_buffers, CUPTI skips zeroing on the launch thread.
     if (facts_.config.zero_buffers) std::memset(item.buffer, 0, pool_.buffer_bytes());
@@ -177,6 +178,25 @@ void RecordingPipeline::Process(WriterItem& item) {
     new_strings_.clear();
   }
   if (item.task) item.task(*writer_);
+}
+
+void RecordingPipeline::WatchSteps(const uint8_t* buffer, size_t valid) {
+  AutoWindowMailbox* mailbox = options_.auto_window;
+  if (!mailbox) return;
+  const MonitorConfig& c = facts_.config;
+  // Off until CUPMON_AUTO_WINDOW or a one-shot arming: then the watch starts learning here.
+  if (!steps_ && !c.auto_window && mailbox->once_factor() == 0) return;
+  if (!steps_) {
+    StepWatch::Options o;
+    o.factor = c.auto_window ? c.auto_window_factor : 0;
+    o.min_steps = c.auto_window_min_steps;
+    steps_ = std::make_unique<StepWatch>(facts_, o, *mailbox);
+  }
+  const uint64_t timed = steps_->steps_timed(), refused = steps_->slow_refused();
+  steps_->Add(buffer, valid);
+  counters_.auto_steps_timed.fetch_add(steps_->steps_timed() - timed, std::memory_order_relaxed);
+  counters_.auto_windows_skipped.fetch_add(steps_->slow_refused() - refused,
+                                           std::memory_order_relaxed);
 }
 
 pb::RecordingHeader RecordingPipeline::BuildHeader() {

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "auto_window.h"
 #include "busy_time.h"
 #include "fork_closing_file_system.h"
 #include "cupmon.pb.h"
@@ -59,6 +60,9 @@ class RecordingPipeline {
     FileSystem* fs = nullptr;                 // not owned
     std::function<DriverInfo()> driver_probe;  // null: ProbeCudaDriver()
     FaultInjector faults;
+    // Where slow steps go (CUPMON_AUTO_WINDOW, cupmonctl window --when-slower); null: steps are
+    // never timed. Not owned; outlives the pipeline.
+    AutoWindowMailbox* auto_window = nullptr;
   };
 
   RecordingPipeline(const SessionFacts& facts, BufferPool& pool, StringTable& strings,
@@ -86,6 +90,7 @@ class RecordingPipeline {
 
  private:
   void Process(WriterItem& item);
+  void WatchSteps(const uint8_t* buffer, size_t valid);
   void OpenWriter();
   pb::RecordingHeader BuildHeader();
   void CountFiles(PipelineSnapshot* s);
@@ -104,6 +109,7 @@ class RecordingPipeline {
   std::vector<std::function<void(RecordingWriter&)>> early_tasks_;
   std::vector<pb::StringEntry> new_strings_;
   BusyTime busy_;
+  std::unique_ptr<StepWatch> steps_;  // created at the first buffer the trigger is armed for
   std::chrono::steady_clock::time_point last_listing_{};
   uint64_t files_ = 0, disk_bytes_ = 0;
 

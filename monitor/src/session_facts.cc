@@ -109,12 +109,14 @@ SessionFacts ProbeSessionFacts(CuptiApi& cupti, MonitorConfig config, std::strin
   for (const auto& name : unknown_apis)
     warnings->push_back("API filter: no CUDA runtime or driver API is named '" + name +
                         "'; ignored");
+  // Kernel fields are read for busy time and by the step watch (CUPMON_AUTO_WINDOW, or armed
+  // later over the control socket), so they are known whenever the layout matches.
+  if (matches(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, sizeof(CUpti_ActivityKernel10)))
+    f.kernel = {offsetof(CUpti_ActivityKernel10, start), offsetof(CUpti_ActivityKernel10, end),
+                offsetof(CUpti_ActivityKernel10, deviceId),
+                offsetof(CUpti_ActivityKernel10, streamId)};
   if (!f.config.metrics_address.empty()) {
     f.track_busy = true;
-    if (matches(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, sizeof(CUpti_ActivityKernel10)))
-      f.kernel = {offsetof(CUpti_ActivityKernel10, start), offsetof(CUpti_ActivityKernel10, end),
-                  offsetof(CUpti_ActivityKernel10, deviceId),
-                  offsetof(CUpti_ActivityKernel10, streamId)};
     if (matches(CUPTI_ACTIVITY_KIND_MEMCPY, sizeof(CUpti_ActivityMemcpy6)))
       f.memcpy = {offsetof(CUpti_ActivityMemcpy6, start), offsetof(CUpti_ActivityMemcpy6, end),
                   offsetof(CUpti_ActivityMemcpy6, deviceId),

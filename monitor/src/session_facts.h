@@ -49,7 +49,8 @@ struct SessionFacts {
   uint32_t kernel_name_offset = 0;
   uint32_t marker_name_offset = 0;
   uint32_t marker_domain_offset = 0;
-  // GPU busy time for the metrics endpoint (only when it is on).
+  // GPU busy time for the metrics endpoint (only when it is on). `kernel` is filled whenever the
+  // layout matches (the step watch reads it too); the others only with track_busy.
   bool track_busy = false;
   BusyOffsets kernel, memcpy, memcpy2, memset;
   std::vector<uint32_t> enabled_kinds;  // the always-on kinds CUPTI accepted

@@ -42,6 +42,7 @@ const char* TriggerName(pb::TriggerSource source) {
     case pb::TRIGGER_SOCKET: return "socket";
     case pb::TRIGGER_API: return "api";
     case pb::TRIGGER_ENV: return "env";
+    case pb::TRIGGER_AUTO: return "auto";
     default: return "unknown";
   }
 }
@@ -156,6 +157,12 @@ Expected<uint32_t> TraceWindow::Open(const Request& request) {
   m.set_cupti_ns(begin_cupti);
   m.set_realtime_ns(begin_realtime);
   m.set_requested_ms(request.duration_ms);
+  if (request.source == pb::TRIGGER_AUTO) {
+    m.set_trigger_step(request.trigger_step);
+    m.set_trigger_step_ns(request.trigger_step_ns);
+    m.set_trigger_median_ns(request.trigger_median_ns);
+    m.set_trigger_factor(request.trigger_factor);
+  }
   // The latency probe: from the control thread taking the request to the kinds being enabled.
   std::string note = "received_realtime_ns=" + std::to_string(received_ns) +
                      " enabled_realtime_ns=" + std::to_string(enabled_ns) +

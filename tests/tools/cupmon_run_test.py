@@ -195,6 +195,18 @@ class CupmonRunTest(unittest.TestCase):
             for unwanted in unwanted_libs:
                 self.assertFalse(name.startswith(unwanted), f"{name} loaded: {sorted(loaded)}")
 
+    def test_auto_window_options_become_the_variables(self):
+        show = ["--", "sh", "-c", 'printf "%s|%s|%s|%s" "${CUPMON_AUTO_WINDOW-<unset>}" '
+                '"${CUPMON_AUTO_WINDOW_FACTOR-<unset>}" "${CUPMON_AUTO_WINDOW_MIN_GAP-<unset>}" '
+                '"${CUPMON_AUTO_WINDOW_MIN_STEPS-<unset>}"']
+        self.assertEqual(self.run_cupmon(show).stdout, "<unset>|<unset>|<unset>|<unset>")
+        self.assertEqual(self.run_cupmon(["--auto-window"] + show).stdout,
+                         "1|<unset>|<unset>|<unset>")
+        # A factor alone turns the trigger on.
+        r = self.run_cupmon(["--auto-window-factor", "2", "--auto-window-min-gap", "30m",
+                             "--auto-window-min-steps", "20"] + show)
+        self.assertEqual(r.stdout, "1|2|30m|20")
+
     def test_relative_lib_becomes_absolute(self):
         rel = os.path.relpath(LIB, self.tmp)
         r = subprocess.run([CUPMON_RUN, "--lib", rel, "--", "sh", "-c", 'printf %s "$LD_PRELOAD"'],

@@ -39,6 +39,7 @@ constexpr const char* kExamples = R"(Examples:
   cupmonctl window 4242 --duration 1500ms --kinds runtime,synchronization
   cupmonctl window 4242 --duration 2s --align 10s      # same instant on every host (NTP)
   cupmonctl window 4242 --duration 2s --at 1767225600000
+  cupmonctl window 4242 --duration 5s --when-slower 1.5   # once, at the next step 1.5x the median
   cupmonctl close 4242
   cupmonctl --json status 4242
   cupmonctl window --job 81234 --duration 5s --align 10s   # every rank of job 81234 on this node
@@ -313,6 +314,14 @@ int main(int argc, char** argv) {
   auto* align_opt = window->add_option("--align", align_text,
                                        "Open at the next wall-clock multiple of this period (e.g. 10s)");
   at_opt->excludes(align_opt);
+  double when_slower = 0;
+  auto* slower_opt = window->add_option(
+      "--when-slower", when_slower,
+      "Do not open now: arm the monitor's step trigger once; the window opens at the first step "
+      "slower than this factor times the median step (above 1, e.g. 1.5)");
+  slower_opt->excludes(at_opt);
+  slower_opt->excludes(align_opt);
+  slower_opt->excludes(job_opt);
   auto* close = app.add_subcommand("close", "Close the open window and cancel scheduled ones");
   close->add_option("pid", pid, "Process id")->required();
   auto* flush = app.add_subcommand("flush", "Flush completed activity buffers to disk");
@@ -378,6 +387,11 @@ int main(int argc, char** argv) {
     auto* open = request.mutable_open_window();
     open->set_duration_ms(static_cast<uint32_t>(*duration));
     for (const auto& kind : *normalized) open->add_kinds(kind);
+    if (slower_opt->count() > 0) {
+      if (auto valid = cupmon::control::ValidateSlowerFactor(when_slower); !valid)
+        return UsageError(valid.error().message);
+      open->set_when_slower(when_slower);
+    }
     const int64_t now = cupmon::control::NowUnixMs();
     if (at_ms) {
       if (*at_ms <= 0) return UsageError("--at must be a positive Unix time in milliseconds");

@@ -13,6 +13,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <exception>
@@ -583,6 +584,27 @@ pb::ControlReply ControlPlane::Core::OpenWindow(const pb::OpenWindowRequest& req
   }
   auto kinds = NormalizeWindowKinds({request.kinds().begin(), request.kinds().end()});
   if (!kinds) return ErrorReply(kinds.error().message);
+  if (request.when_slower() != 0) {
+    if (auto valid = ValidateSlowerFactor(request.when_slower()); !valid)
+      return ErrorReply(valid.error().message);
+    if (request.at_unix_ms() != 0)
+      return ErrorReply("--when-slower and --at/--align exclude each other");
+    WindowRequest armed;
+    armed.duration_ms = request.duration_ms();
+    armed.kinds = std::move(*kinds);
+    armed.source = pb::TRIGGER_AUTO;
+    armed.when_slower = request.when_slower();
+    const Expected<uint32_t> id = target_.OpenWindow(armed);
+    if (!id) return ErrorReply(id.error().message);
+    char factor[32];
+    std::snprintf(factor, sizeof(factor), "%g", armed.when_slower);
+    pb::ControlReply reply;
+    reply.set_ok(true);
+    reply.set_message(std::string("armed: a window of ") + std::to_string(armed.duration_ms) +
+                      " ms opens at the first step slower than " + factor +
+                      " x the median step (once)");
+    return reply;
+  }
   const int64_t now = NowUnixMs();
   const auto delay = ScheduleDelayMs(request.at_unix_ms(), now);
   if (!delay) return ErrorReply(delay.error().message);

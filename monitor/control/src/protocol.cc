@@ -107,6 +107,13 @@ Expected<std::vector<std::string>> NormalizeWindowKinds(const std::vector<std::s
   return out;
 }
 
+Expected<void> ValidateSlowerFactor(double factor) {
+  if (!(factor > 1.0) || !(factor <= 1000.0))  // NaN fails both
+    return MakeError("--when-slower factor must be above 1 and at most 1000 (such as 1.5), got " +
+                     std::to_string(factor));
+  return {};
+}
+
 Expected<void> ValidateWindowDurationMs(int64_t duration_ms) {
   if (duration_ms <= 0) {
     return MakeError("window duration must be positive, got " + std::to_string(duration_ms) + " ms");

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include <cmath>
 #include <fstream>
 #include <set>
 
@@ -147,6 +148,43 @@ TEST_F(ControlPlaneTest, BadWindowRequestsNeverReachTheTarget) {
   }
   EXPECT_EQ(target_.open_count(), 0u);
   EXPECT_EQ(Counters().error_replies, cases.size());
+}
+
+// --when-slower: a good factor reaches the target as an armed request (source AUTO, the factor,
+// the duration and kinds); bad factors and a factor with --at never do.
+TEST_F(ControlPlaneTest, WhenSlowerReachesTheTargetArmedAndBadFactorsDoNot) {
+  ASSERT_TRUE(StartPlane().has_value());
+  auto ask = [&](double factor, int64_t at) {
+    pb::ControlRequest request;
+    request.mutable_open_window()->set_duration_ms(2000);
+    request.mutable_open_window()->add_kinds("runtime");
+    request.mutable_open_window()->set_when_slower(factor);
+    request.mutable_open_window()->set_at_unix_ms(at);
+    return Send(request);
+  };
+  for (double bad : {1.0, 0.25, -1.5, 1000.5, std::nan("")}) {
+    auto reply = ask(bad, 0);
+    ASSERT_TRUE(reply.has_value());
+    EXPECT_FALSE(reply->ok()) << bad;
+    EXPECT_NE(reply->error().find("--when-slower factor must be above 1"), std::string::npos)
+        << reply->error();
+  }
+  auto with_at = ask(1.5, NowUnixMs() + 60'000);
+  ASSERT_TRUE(with_at.has_value());
+  EXPECT_FALSE(with_at->ok());
+  EXPECT_NE(with_at->error().find("exclude each other"), std::string::npos) << with_at->error();
+  EXPECT_EQ(target_.open_count(), 0u);
+
+  auto armed = ask(1.5, 0);
+  ASSERT_TRUE(armed.has_value());
+  ASSERT_TRUE(armed->ok()) << armed->error();
+  EXPECT_NE(armed->message().find("armed"), std::string::npos) << armed->message();
+  std::lock_guard lock(target_.mu);
+  ASSERT_EQ(target_.opened.size(), 1u);
+  EXPECT_DOUBLE_EQ(target_.opened[0].when_slower, 1.5);
+  EXPECT_EQ(target_.opened[0].source, pb::TRIGGER_AUTO);
+  EXPECT_EQ(target_.opened[0].duration_ms, 2000u);
+  EXPECT_EQ(target_.opened[0].kinds, (std::vector<std::string>{"RUNTIME"}));
 }
 
 TEST_F(ControlPlaneTest, SeveralRequestsOnOneConnection) {

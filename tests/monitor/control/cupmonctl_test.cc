@@ -68,6 +68,13 @@ TEST_F(CupmonctlTest, UsageErrorsExit2) {
       "window 1 --duration 1s --at 5 --align 1s",  // exclusive
       "window 1 --duration 1s --at 1000",          // long past
       "window 1 --duration 1s --align 0s",
+      "window 1 --duration 1s --when-slower 1",      // not above 1
+      "window 1 --duration 1s --when-slower 0.5",
+      "window 1 --duration 1s --when-slower 2000",   // above 1000
+      "window 1 --duration 1s --when-slower fast",   // not a number
+      "window 1 --duration 1s --when-slower 2 --at 5",      // exclusive
+      "window 1 --duration 1s --when-slower 2 --align 1s",  // exclusive
+      "window --job 7 --duration 1s --when-slower 2",       // exclusive
       "--timeout 0s status 1",
       "frobnicate 1",
   };

@@ -114,7 +114,14 @@ struct WindowSpan {
   // window with a smaller id was launched before the window opened.
   uint32_t first_api_correlation = 0;
   uint64_t launched_before = 0;  // GPU rows marked Row::launched_before_window in it
+  // TRIGGER_AUTO (CUPMON_AUTO_WINDOW): the slow step that opened it, from the BEGIN marker.
+  uint64_t trigger_step = 0, trigger_step_ns = 0, trigger_median_ns = 0;
+  double trigger_factor = 0;
 };
+
+// Why an automatic window opened ("step 2000 took 3.0000ms, 3.00x the median 1.0000ms
+// (threshold 1.5x)"); empty for other windows.
+std::string AutoTriggerText(const WindowSpan& w);
 
 // Counters for the reports' headers and the exit code.
 struct TraceCounts {

@@ -58,6 +58,14 @@ struct MonitorConfig {
   // SIGTERM and SIGINT without a handler of the application: flush (bounded by exit_timeout_ms),
   // then the default action (the process ends as it would have without cupmon).
   bool term_flush = true;
+  // Windows that open themselves (CUPMON_AUTO_WINDOW, monitor/README.md): the writer follows
+  // steps in the always-on kernel records and asks for a window of window_kinds/window_ms when a
+  // step takes longer than auto_window_factor times the median of the steps before it, once at
+  // least auto_window_min_steps steps were timed; at most one per auto_window_min_gap_ms.
+  bool auto_window = false;
+  double auto_window_factor = 1.5;            // > 1, at most 1000
+  uint32_t auto_window_min_steps = 10;        // 3 .. 100000
+  uint64_t auto_window_min_gap_ms = 600000;   // 10 min; 0: no gap (still never while open)
   std::string metrics_address;  // "127.0.0.1:9464"; empty: no metrics endpoint
   bool metrics_allow_remote = false;  // CUPMON_METRICS_ALLOW_REMOTE=1: a non-loopback address
 };
@@ -83,10 +91,15 @@ void ApplyEnvironment(MonitorConfig* config, std::vector<std::string>* warnings,
 // Applies only the control-plane and process-policy variables (CUPMON_CONTROL_DIR,
 // CUPMON_REGISTRY_DIR, CUPMON_EXIT_TIMEOUT_MS, CUPMON_TERM_FLUSH, CUPMON_SIGNAL,
 // CUPMON_WINDOW_MS, CUPMON_WINDOW_KINDS, CUPMON_API_FILTER, CUPMON_METRICS_ADDRESS,
-// CUPMON_METRICS_ALLOW_REMOTE). The C API reads
+// CUPMON_METRICS_ALLOW_REMOTE, CUPMON_AUTO_WINDOW*). The C API reads
 // these from the environment because cupmon_config has no fields for them; ApplyEnvironment calls it.
 void ApplyControlEnvironment(MonitorConfig* config, std::vector<std::string>* warnings,
                              GetEnvFn getenv_fn = nullptr);
+
+// "10m", "90s", "2h", "600000ms" or a bare number of milliseconds -> milliseconds.
+Expected<uint64_t> ParseDurationMs(std::string_view text);
+// A slowness factor: a number above 1 and at most 1000 ("1.5").
+Expected<double> ParseSlowFactor(std::string_view text);
 
 // "USR2", "SIGUSR2", "usr1", "10" -> the signal number; "off" or "0" -> 0.
 Expected<int> ParseSignal(std::string_view text);

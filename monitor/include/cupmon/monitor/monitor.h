@@ -31,6 +31,7 @@
 namespace cupmon {
 
 class ActivityIntake;
+class AutoWindowMailbox;
 class BufferPool;
 class ControlLoop;
 class RecordingPipeline;
@@ -85,6 +86,11 @@ struct MonitorStats {
   uint64_t lost_kernel_records = 0;
   uint64_t windows_opened = 0;
   bool window_open = false;
+  // Windows that open themselves (CUPMON_AUTO_WINDOW): steps the writer timed, windows opened by
+  // a slow step, and slow steps that opened none (a window was open, or MIN_GAP not passed).
+  uint64_t auto_steps_timed = 0;
+  uint64_t auto_windows_opened = 0;
+  uint64_t auto_windows_skipped = 0;
   // Another CUPTI client took CUPTI's callbacks (docs/COEXISTENCE.md).
   uint64_t cupti_gaps = 0;        // intervals noticed (GAP markers in the stream)
   uint64_t foreign_buffers = 0;   // completed buffers that were not cupmon's
@@ -180,6 +186,7 @@ class Monitor final {
   std::unique_ptr<StringTable> strings_;
   std::unique_ptr<WriterQueue> queue_;
   std::unique_ptr<ActivityIntake> intake_;
+  std::unique_ptr<AutoWindowMailbox> auto_window_;  // writer -> control: slow steps
   std::unique_ptr<RecordingPipeline> pipeline_;
   std::unique_ptr<ControlLoop> control_;
   std::unique_ptr<std::thread> writer_thread_;

@@ -51,6 +51,9 @@ class TraceWindow {
     pb::TriggerSource source = pb::TRIGGER_UNKNOWN;
     // CLOCK_REALTIME when the control thread took the request (signal or socket); 0: now.
     int64_t received_realtime_ns = 0;
+    // TRIGGER_AUTO: the slow step that asked for the window (WindowMarker's trigger_* fields).
+    uint64_t trigger_step = 0, trigger_step_ns = 0, trigger_median_ns = 0;
+    double trigger_factor = 0;
   };
 
   TraceWindow(boost::asio::io_context& io, CuptiApi& cupti, Options options, Hooks hooks);

@@ -25,6 +25,9 @@ struct WindowRequest {
   std::vector<std::string> kinds;  // upper-case names from kWindowKindNames; empty: configured kinds
   int64_t at_unix_ms = 0;          // the instant that was asked for (0: now); informational
   pb::TriggerSource source = pb::TRIGGER_UNKNOWN;
+  // Above 1: arm the monitor's step trigger once instead of opening now (OpenWindowRequest's
+  // when_slower); the target answers window id 0 when it armed it.
+  double when_slower = 0;
 };
 
 // Implemented by the monitor. Every method is called on the control (io_context) thread only, never

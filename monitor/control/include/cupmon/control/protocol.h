@@ -57,6 +57,8 @@ Expected<std::vector<std::string>> NormalizeWindowKinds(const std::vector<std::s
 
 // 0, negative and > kMaxWindowMs are errors.
 Expected<void> ValidateWindowDurationMs(int64_t duration_ms);
+// --when-slower: a finite factor above 1 and at most 1000.
+Expected<void> ValidateSlowerFactor(double factor);
 
 // Decides when a window requested for `at_unix_ms` (0: now) opens, given the current wall-clock time.
 // Returns the delay in ms (0: open now) or an error for an instant too far in the past or future.

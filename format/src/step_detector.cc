@@ -1,10 +1,10 @@
 // StepDetector: learning the repeating kernel-name pattern of a stream, then cutting it into steps.
-#include "cupmon/decoder/step_detector.h"
+#include "cupmon/format/step_detector.h"
 
 #include <algorithm>
 #include <unordered_map>
 
-namespace cupmon::decoder {
+namespace cupmon {
 namespace {
 
 constexpr size_t kMaxSignature = 16;
@@ -311,4 +311,4 @@ void StepDetector::Track(const Buffered& b, bool emit) {
 
 void StepDetector::Emit(const Buffered& b) { out_.push_back(StepBoundary{++count_, b.start, b.tag}); }
 
-}  // namespace cupmon::decoder
+}  // namespace cupmon
