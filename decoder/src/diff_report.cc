@@ -18,6 +18,7 @@
 #include "cupmon/decoder/rank_listing.h"
 #include "cupmon/decoder/steps.h"
 #include "cupmon/decoder/trace_builder.h"
+#include "report_text.h"
 
 namespace cupmon::decoder {
 
@@ -176,12 +177,6 @@ class DiffSink : public RowSink {
   uint64_t rows_ = 0;
 };
 
-std::string Fixed(double v, int decimals) {
-  char text[64];
-  std::snprintf(text, sizeof text, "%.*f", decimals, v);
-  return text;
-}
-
 std::string Pad(const std::string& text, size_t width, bool left = false) {
   if (text.size() >= width) return text;
   const std::string fill(width - text.size(), ' ');
@@ -196,18 +191,6 @@ std::string Signed(double ns) {
 std::string Percent(double pct) {
   if (std::isinf(pct)) return pct > 0 ? "+inf%" : "-inf%";
   return (pct >= 0 ? "+" : "") + Fixed(pct, 1) + "%";
-}
-
-std::string UtcTime(int64_t unix_ns) {
-  const time_t secs = static_cast<time_t>(unix_ns / 1'000'000'000);
-  int64_t frac = unix_ns % 1'000'000'000;
-  if (frac < 0) frac += 1'000'000'000;
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char date[40], text[64];
-  std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%S", &tm);
-  std::snprintf(text, sizeof text, "%s.%09" PRId64 "Z", date, frac);
-  return text;
 }
 
 std::string CsvQuote(std::string_view text) {

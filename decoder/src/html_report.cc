@@ -24,6 +24,7 @@
 #include "cupmon/decoder/steps.h"
 #include "cupmon/decoder/timeline.h"
 #include "cupmon/decoder/trace_builder.h"
+#include "report_text.h"
 
 namespace cupmon::decoder {
 namespace {
@@ -53,26 +54,6 @@ std::string Esc(std::string_view s) {
 }
 
 std::string Dur(uint64_t ns) { return FormatDuration(static_cast<double>(ns)); }
-
-std::string Fixed(double v, int decimals) {
-  char text[48];
-  std::snprintf(text, sizeof text, "%.*f", decimals, v);
-  return text;
-}
-
-// UTC with `digits` decimals of the second (9 for --from/--to, which take nanoseconds).
-std::string UtcTime(int64_t unix_ns, int digits) {
-  const time_t secs = static_cast<time_t>(unix_ns / 1'000'000'000);
-  int64_t frac = unix_ns % 1'000'000'000;
-  if (frac < 0) frac += 1'000'000'000;
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char date[40], text[64];
-  std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%S", &tm);
-  for (int d = digits; d < 9; ++d) frac /= 10;
-  std::snprintf(text, sizeof text, "%s.%0*" PRId64 "Z", date, digits, frac);
-  return text;
-}
 
 uint64_t Percentile(const std::vector<uint64_t>& sorted, double q) {
   if (sorted.empty()) return 0;
