@@ -266,8 +266,9 @@ TEST(KinetoSinkTest, AutoPrefersStepAnnotationsToDetectedSteps) {
   opt.kineto_steps = KinetoSteps::kNone;  // none: "step 1" stays a plain annotation
   ASSERT_EQ(Export(in.path(), out.path(), &err, opt), kExitClean) << err;
   std::vector<std::string> names;
-  for (const Json* e : Slices(ParseJson(ReadText(out.path() + "/rank0.json")), "user_annotation"))
-    names.push_back(e->fields.at("name").text);
+  // Named: a temporary trace would die before the loop's body reads the slices it points into.
+  const Json none = ParseJson(ReadText(out.path() + "/rank0.json"));
+  for (const Json* e : Slices(none, "user_annotation")) names.push_back(e->fields.at("name").text);
   std::sort(names.begin(), names.end());
   EXPECT_EQ(names, (std::vector<std::string>{"forward", "forward", "step 1", "step 2", "warmup"}));
 }
