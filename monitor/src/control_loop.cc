@@ -17,6 +17,7 @@
 #include "cupmon/control/protocol.h"
 #include "cupmon/format/recording_writer.h"
 #include "cupti_mux.h"
+#include "own_thread.h"
 
 #ifndef CUPMON_VERSION_STRING
 #define CUPMON_VERSION_STRING "0.0.0"
@@ -69,7 +70,7 @@ void ControlLoop::Start() {
   cal_last_ = parts_.facts.start_calibration.samples(0);
   cal_written_ = 1;
   MaybeFault(parts_.faults, "start.control_thread");
-  thread_ = std::thread([this] { Run(); });
+  thread_ = StartOwnThread([this] { Run(); });
   SchedulePeriodic(flush_timer_, parts_.facts.config.flush_ms, &ControlLoop::OnFlushTick);
   SchedulePeriodic(stats_timer_, parts_.facts.config.stats_ms, &ControlLoop::OnStatsTick);
   if (c.auto_window) RunAndWait([this] { StartAutoTimer(); });

@@ -19,6 +19,7 @@
 #include "cupmon/monitor/buffer_pool.h"
 #include "cupti_mux.h"
 #include "monitor_counters.h"
+#include "own_thread.h"
 #include "recording_pipeline.h"
 #include "session_facts.h"
 #include "string_table.h"
@@ -151,10 +152,10 @@ Expected<void> Monitor::Init() {
   pipeline_ = std::make_unique<RecordingPipeline>(f, *pool_, *strings_, *queue_, *counters_,
                                                   std::move(po));
   MaybeFault(options_.fault_injector, "start.writer_thread");
-  writer_thread_ = std::make_unique<std::thread>([this] {
+  writer_thread_ = std::make_unique<std::thread>(StartOwnThread([this] {
     pthread_setname_np(pthread_self(), "cupmon-writer");
     pipeline_->Run();
-  });
+  }));
   ControlLoop::Parts parts{f,          cupti_,     *pool_, *queue_, *pipeline_, *counters_,
                            [this](pb::Stats* s) { FillStats(s); }, options_.fault_injector,
                            [this](int sig) { OnTerminationSignal(sig); }};
@@ -171,7 +172,7 @@ void Monitor::OnTerminationSignal(int sig) {
   dfl.sa_handler = SIG_DFL;
   sigemptyset(&dfl.sa_mask);
   ::sigaction(sig, &dfl, nullptr);
-  std::thread([this, sig] {
+  StartOwnThread([this, sig] {
     pthread_setname_np(pthread_self(), "cupmon-term");
     Warn(std::string("signal ") + strsignal(sig) + ": final flush (at most " +
          std::to_string(facts_->config.exit_timeout_ms) + " ms), then the default action");

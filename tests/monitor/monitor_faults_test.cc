@@ -12,6 +12,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <future>
 #include <mutex>
@@ -405,7 +406,10 @@ struct TermResult {
   uint64_t produced = 0;
 };
 
-TermResult RunTermChild(const std::string& dir, bool app_handler, bool term_flush = true) {
+// mode: nullptr, "app-handler" or "sigwait" (term_child.cc). `sig` goes to the child's main
+// thread (tgkill) or, with to_process, to the process (kill), where the kernel picks the thread.
+TermResult RunTermChild(const std::string& dir, const char* mode, bool term_flush = true,
+                        int sig = SIGTERM, bool to_process = false) {
   TermResult r;
   int pipe_fds[2];
   if (pipe2(pipe_fds, O_CLOEXEC) != 0) return r;
@@ -413,8 +417,7 @@ TermResult RunTermChild(const std::string& dir, bool app_handler, bool term_flus
   if (pid == 0) {
     dup2(pipe_fds[1], 3);
     if (!term_flush) setenv("CUPMON_TERM_FLUSH", "0", 1);
-    execl(CUPMON_TERM_CHILD, CUPMON_TERM_CHILD, dir.c_str(), "3",
-          app_handler ? "app-handler" : nullptr, nullptr);
+    execl(CUPMON_TERM_CHILD, CUPMON_TERM_CHILD, dir.c_str(), "3", mode, nullptr);
     _exit(127);
   }
   close(pipe_fds[1]);
@@ -426,14 +429,17 @@ TermResult RunTermChild(const std::string& dir, bool app_handler, bool term_flus
   // only when the thread that took the signal reaches one of its intercepted calls, and a
   // process-directed SIGTERM that landed on another thread once left the child hanging in the
   // TSan suite. Which handler runs (the application's or cupmon's) is what these tests check.
-  syscall(SYS_tgkill, pid, pid, SIGTERM);
+  if (to_process)
+    kill(pid, sig);
+  else
+    syscall(SYS_tgkill, pid, pid, sig);
   waitpid(pid, &r.status, 0);
   return r;
 }
 
 TEST(MonitorFaultsTest, SigtermWithoutAnApplicationHandlerFlushesThenEndsTheProcess) {
   const std::string dir = TempDir("sigterm");
-  const TermResult r = RunTermChild(dir, false);
+  const TermResult r = RunTermChild(dir, nullptr);
   ASSERT_EQ(r.produced, 5000u);
   // Ended by the signal, as it would have been without cupmon...
   ASSERT_TRUE(WIFSIGNALED(r.status)) << r.status;
@@ -448,7 +454,7 @@ TEST(MonitorFaultsTest, SigtermWithoutAnApplicationHandlerFlushesThenEndsTheProc
 TEST(MonitorFaultsTest, SigtermWithTheFlushTurnedOffLosesWhatCuptiHeld) {
   // The counter-check of the test above: without the flush the records in CUPTI are gone.
   const std::string dir = TempDir("sigterm-off");
-  const TermResult r = RunTermChild(dir, false, /*term_flush=*/false);
+  const TermResult r = RunTermChild(dir, nullptr, /*term_flush=*/false);
   ASSERT_EQ(r.produced, 5000u);
   ASSERT_TRUE(WIFSIGNALED(r.status));
   EXPECT_EQ(WTERMSIG(r.status), SIGTERM);
@@ -457,10 +463,65 @@ TEST(MonitorFaultsTest, SigtermWithTheFlushTurnedOffLosesWhatCuptiHeld) {
 
 TEST(MonitorFaultsTest, SigtermWithAnApplicationHandlerIsLeftToTheApplication) {
   const std::string dir = TempDir("sigterm-app");
-  const TermResult r = RunTermChild(dir, true);
+  const TermResult r = RunTermChild(dir, "app-handler");
   ASSERT_EQ(r.produced, 5000u);
   ASSERT_TRUE(WIFEXITED(r.status)) << r.status;
   EXPECT_EQ(WEXITSTATUS(r.status), 42);  // the application's handler ran
+}
+
+TEST(MonitorFaultsTest, AProcessSignalTheJobTakesWithSigwaitNeverLandsOnACupmonThread) {
+  // The job blocks SIGHUP in its thread after cupmon started (its threads were made while the
+  // job's thread still took SIGHUP) and waits for it with sigwait(). A process-directed SIGHUP
+  // must reach that sigwait(): were a cupmon thread to take it, SIG_DFL would end the process.
+  const std::string dir = TempDir("sigwait");
+  const TermResult r = RunTermChild(dir, "sigwait", true, SIGHUP, /*to_process=*/true);
+  ASSERT_EQ(r.produced, 5000u);
+  ASSERT_TRUE(WIFEXITED(r.status)) << "ended by signal " << (WIFSIGNALED(r.status) ? WTERMSIG(r.status) : 0);
+  EXPECT_EQ(WEXITSTATUS(r.status), 43);  // the job's sigwait() took it and shut down in order
+  const auto rb = ReadRecording(dir);
+  EXPECT_EQ(rb.damage, 0u);
+  EXPECT_EQ(rb.records, 5000u);
+}
+
+// The SigBlk mask of each of this process's threads whose name starts with `prefix`.
+std::vector<uint64_t> BlockedMasksOfThreads(const std::string& prefix) {
+  std::vector<uint64_t> masks;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    FILE* comm = std::fopen((task.path() / "comm").c_str(), "r");
+    if (!comm) continue;
+    char name[64] = {};
+    const bool named = std::fgets(name, sizeof name, comm) != nullptr;
+    std::fclose(comm);
+    if (!named || std::string(name).rfind(prefix, 0) != 0) continue;
+    FILE* status = std::fopen((task.path() / "status").c_str(), "r");
+    if (!status) continue;
+    char line[256];
+    while (std::fgets(line, sizeof line, status))
+      if (std::strncmp(line, "SigBlk:", 7) == 0) masks.push_back(std::strtoull(line + 7, nullptr, 16));
+    std::fclose(status);
+  }
+  return masks;
+}
+
+TEST(MonitorFaultsTest, CupmonThreadsBlockAsynchronousSignalsAndLeaveTheCallersMaskAsItWas) {
+  sigset_t before, after;
+  pthread_sigmask(SIG_SETMASK, nullptr, &before);
+  FakeCupti fake;
+  auto m = Monitor::Start(TestDoubleOptions(&fake, TempDir("sigmask")));
+  ASSERT_TRUE(m) << m.error().message;
+  pthread_sigmask(SIG_SETMASK, nullptr, &after);
+  for (int sig = 1; sig < 32; ++sig)
+    EXPECT_EQ(sigismember(&before, sig), sigismember(&after, sig)) << "signal " << sig;
+  const auto masks = BlockedMasksOfThreads("cupmon-");
+  ASSERT_EQ(masks.size(), 2u) << "cupmon-writer and cupmon-control";
+  const auto bit = [](int sig) { return uint64_t{1} << (sig - 1); };
+  for (uint64_t mask : masks) {
+    for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2, SIGCHLD, SIGPIPE, SIGALRM})
+      EXPECT_TRUE(mask & bit(sig)) << "signal " << sig << " not blocked, mask " << std::hex << mask;
+    for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL})
+      EXPECT_FALSE(mask & bit(sig)) << "synchronous signal " << sig << " blocked";
+  }
+  (*m)->Stop();
 }
 
 TEST(StringTableTest, NamesAndLabelsBeyondTheirByteCapsAreRefusedAndCounted) {
