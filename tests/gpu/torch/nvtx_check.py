@@ -147,6 +147,10 @@ def check(args, rec):
             if f is not None and k.get("range") != "forward":
                 print(f"  launched in forward [{f['start_ns']}, {f['end_ns']}] by {api.get('name')} "
                       f"at {api['start_ns']}, labelled {k.get('range')!r}: {k['name'][:80]}")
+        # Records CUPTI dropped (no buffer in time), join and range counts: what `info` says.
+        info = subprocess.run([args.decode, "info", rec], capture_output=True, text=True)
+        print("cupmon-decode info (for the failure above):")
+        print(info.stdout[-4000:] + info.stderr[-1000:])
         sys.exit(1)
 
 
