@@ -243,8 +243,10 @@ int main(int argc, char** argv) {
           "--to 2026-03-01T12:05:00Z\n\n"
           "Busy % is the union of the device's kernel, memcpy and memset intervals in the bucket "
           "(not NVML utilization). Every bucket from the first activity to the last is written, "
-          "empty ones as zeros. --reorder-rows: activities held to sort by wall-clock start; one "
-          "that comes after its bucket was written is left out and counted (exit 1).");
+          "empty ones as zeros.");
+      sub->get_option("--reorder-rows")
+          ->description("Activities held to sort by wall-clock start (default 65536). One that "
+                        "comes after its bucket was written is left out and counted (exit 1)");
     }
     if (c.kind == ReportKind::kDiff) {
       sub->get_option("DIR")->description(
