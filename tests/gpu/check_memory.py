@@ -18,6 +18,9 @@ expected figures. Checks, exactly:
 Prints a table; exits 1 on any failure.
 Usage: check_memory.py --run build/tools/cupmon-run --program build/tests/gpu/memory_check
                        --decode build/tools/cupmon-decode --out DIR
+       check_memory.py --recording DIR --expected FILE --decode ... --out DIR
+         (no GPU: checks a recording against the program's JSON line in FILE; the self-test
+         feeds it `cupmon-make-sample --memory-check`'s synthetic one and its wrong variant)
 """
 import argparse
 import collections
@@ -43,22 +46,32 @@ def iso_ns(text):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--run", required=True)
-    ap.add_argument("--program", required=True)
+    ap.add_argument("--run")
+    ap.add_argument("--program")
+    ap.add_argument("--recording", help="check this recording instead of running the program")
+    ap.add_argument("--expected", help="with --recording: a file whose last line is the JSON line")
     ap.add_argument("--decode", required=True)
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
-    rec = os.path.join(args.out, "rec")
-    shutil.rmtree(rec, ignore_errors=True)
-    r = subprocess.run([args.run, "--kinds", KINDS, "-o", rec, "--", args.program],
-                       capture_output=True, text=True)
-    sys.stderr.write(r.stderr)
-    if r.returncode != 0:
-        sys.exit(f"memory_check under cupmon-run exited {r.returncode}:\n{r.stdout}")
-    lines = r.stdout.strip().splitlines()
-    print("\n".join(lines[:-1]))
-    want = json.loads(lines[-1])
+    if args.recording:
+        if not args.expected:
+            ap.error("--recording needs --expected")
+        rec = args.recording
+        want = json.loads(open(args.expected).read().strip().splitlines()[-1])
+    else:
+        if not args.run or not args.program:
+            ap.error("--run and --program are required without --recording")
+        rec = os.path.join(args.out, "rec")
+        shutil.rmtree(rec, ignore_errors=True)
+        r = subprocess.run([args.run, "--kinds", KINDS, "-o", rec, "--", args.program],
+                           capture_output=True, text=True)
+        sys.stderr.write(r.stderr)
+        if r.returncode != 0:
+            sys.exit(f"memory_check under cupmon-run exited {r.returncode}:\n{r.stdout}")
+        lines = r.stdout.strip().splitlines()
+        print("\n".join(lines[:-1]))
+        want = json.loads(lines[-1])
     ops, device = want["ops"], want["device"]
 
     rows_path = os.path.join(args.out, "rows.jsonl")
