@@ -151,7 +151,8 @@ int main(int argc, char** argv) {
        ReportKind::kSteps},
       {"timeline",
        "Fixed wall-clock buckets (--bucket 1s) per rank and device: busy % (the union of kernel, "
-       "memcpy and memset intervals), kernels/s, memcpy bytes/s; csv or jsonl, streamed",
+       "memcpy and memset intervals), kernels/s, memcpy bytes/s, device memory in use and its "
+       "peak (MEMORY2 records); csv or jsonl, streamed",
        ReportKind::kTimeline},
       {"diff",
        "Compares two recordings, ranks, windows or time ranges (A B): per kernel name and memcpy "
@@ -160,8 +161,8 @@ int main(int argc, char** argv) {
        ReportKind::kDiff},
       {"report",
        "One self-contained HTML page (-o FILE.html): header, step-time chart with slow steps and "
-       "their drill-down commands, busy time per GPU, top GPU activities, windows, drops, "
-       "integrity, per-rank rows",
+       "their drill-down commands, busy time per GPU, device memory in use (MEMORY2 records), top "
+       "GPU activities, windows, drops, integrity, per-rank rows",
        ReportKind::kReport},
   };
   // A first word that is no command (a typo such as "sumary") would otherwise be reported as

@@ -1,6 +1,7 @@
 // `cupmon-decode report`: one self-contained HTML page (inline SVG drawn here, no script or
-// network fetch) with the recording header, step times, busy time per device, top GPU activities,
-// windows, drops and integrity, and per-rank rows. Two passes per recording: FindSteps, then one
+// network fetch) with the recording header, step times, busy time per device, device memory in
+// use (when the recording has MEMORY2 records), top GPU activities, windows, drops and integrity,
+// and per-rank rows. Two passes per recording: FindSteps, then one
 // TraceBuilder pass feeding the activity table and a TimelineBuilder.
 #include "html_report.h"
 
@@ -20,6 +21,7 @@
 #include <unordered_map>
 
 #include "cupmon/decoder/kernel_names.h"
+#include "cupmon/decoder/memory_usage.h"
 #include "cupmon/decoder/progress_line.h"
 #include "cupmon/decoder/steps.h"
 #include "cupmon/decoder/timeline.h"
@@ -54,6 +56,15 @@ std::string Esc(std::string_view s) {
 }
 
 std::string Dur(uint64_t ns) { return FormatDuration(static_cast<double>(ns)); }
+
+// "6.0 MiB", for a chart's label (FormatByteCount gives the exact count too).
+std::string ShortBytes(uint64_t bytes) {
+  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(bytes);
+  size_t u = 0;
+  while (v >= 1024 && u + 1 < std::size(kUnits)) v /= 1024, ++u;
+  return (u ? Fixed(v, 1) : std::to_string(bytes)) + " " + kUnits[u];
+}
 
 uint64_t Percentile(const std::vector<uint64_t>& sorted, double q) {
   if (sorted.empty()) return 0;
@@ -97,11 +108,17 @@ struct Busy {
   uint64_t busy_ns = 0;
 };
 
-// Collects GPU rows (as summary does: by the builder's name id) and feeds the timeline.
+// Collects GPU rows (as summary does: by the builder's name id) and feeds the timeline; memory
+// rows go to MemoryUsage, replayed after the pass.
 class PageSink : public RowSink {
  public:
-  explicit PageSink(TimelineBuilder* timeline) : timeline_(timeline) {}
+  PageSink(TimelineBuilder* timeline, MemoryUsage* memory) : timeline_(timeline), memory_(memory) {}
+  bool WantsMemory() const override { return true; }
   void OnRow(const Row& r) override {
+    if (r.type == RowType::kMemory) {
+      memory_->Add(r);
+      return;
+    }
     if (r.type == RowType::kApi || r.type == RowType::kSynchronization) return;
     if (r.name_id >= stats_.size()) stats_.resize(r.name_id + 1);
     stats_[r.name_id].Add(r);
@@ -124,7 +141,15 @@ class PageSink : public RowSink {
 
  private:
   TimelineBuilder* timeline_;
+  MemoryUsage* memory_;
   std::vector<Stat> stats_;
+};
+
+// One device's bytes in use on the wall clock: every change, and the summary's figures.
+struct MemoryCurve {
+  std::vector<std::pair<int64_t, uint64_t>> steps;  // (unix ns, bytes in use from then on)
+  MemoryDeviceStats stats;
+  int64_t peak_wall = 0;
 };
 
 struct WindowRow {
@@ -143,6 +168,7 @@ struct RankPage {
   std::vector<size_t> slow;      // slowest excess first
   std::map<std::string, Stat> gpu;
   std::map<uint32_t, Busy> busy;  // by device
+  std::map<uint32_t, MemoryCurve> memory;  // by device, those with MEMORY2 allocations
   uint64_t bucket_ns = 0;
   TimelineCounts timeline;
   std::vector<WindowRow> windows;
@@ -291,6 +317,79 @@ void BusyChart(std::ostream& o, const RankPage& r, int rank_index) {
   o << "</svg>\n";
 }
 
+// Bytes in use per device over time, one strip per device on its own scale (0 to its peak), the
+// peak marked. Per pixel column the path goes to the column's highest value and leaves at its
+// last, so that a peak narrower than a pixel is still drawn and the path stays bounded.
+void MemoryChart(std::ostream& o, const RankPage& r, int rank_index) {
+  constexpr int kStrip = 60, kGap = 10, kTop = 6;
+  const int height = kTop + static_cast<int>(r.memory.size()) * (kStrip + kGap) + 20;
+  o << "<svg class=\"chart memory-chart\" id=\"rank" << rank_index << "-memory-chart\" width=\""
+    << kLeft + kPlotWidth + kRight << "\" height=\"" << height << "\" data-from-ns=\"" << r.t0
+    << "\" data-to-ns=\"" << r.t1 << "\" role=\"img\">";
+  int row = 0;
+  for (const auto& [device, m] : r.memory) {
+    const int top = kTop + row++ * (kStrip + kGap), base = top + kStrip;
+    const double scale = static_cast<double>(std::max<uint64_t>(m.stats.peak, 1));
+    const auto Y = [&](uint64_t v) { return base - kStrip * (static_cast<double>(v) / scale); };
+    o << "<g class=\"memory-device\" data-device=\"" << device << "\" data-peak-bytes=\""
+      << m.stats.peak << "\" data-peak-ns=\"" << m.peak_wall << "\" data-in-use-bytes=\""
+      << m.stats.in_use << "\" data-allocations=\"" << m.stats.allocations
+      << "\" data-releases=\"" << m.stats.releases << "\" data-changes=\"" << m.steps.size()
+      << "\">";
+    o << "<rect class=\"strip\" x=\"" << kLeft << "\" y=\"" << top << "\" width=\"" << kPlotWidth
+      << "\" height=\"" << kStrip << "\"/>";
+    std::string d = "M" + Fixed(kLeft, 1) + " " + std::to_string(base);
+    uint64_t current = 0;
+    for (size_t i = 0; i < m.steps.size();) {
+      const int column = std::min(static_cast<int>(X(r, m.steps[i].first)) - kLeft, kPlotWidth);
+      uint64_t high = 0;
+      size_t j = i;
+      for (; j < m.steps.size() &&
+             std::min(static_cast<int>(X(r, m.steps[j].first)) - kLeft, kPlotWidth) == column;
+           ++j)
+        high = std::max(high, m.steps[j].second);
+      const std::string x = Fixed(kLeft + column, 1);
+      d += " L" + x + " " + Fixed(Y(current), 1) + " L" + x + " " + Fixed(Y(high), 1);
+      current = m.steps[j - 1].second;
+      d += " L" + x + " " + Fixed(Y(current), 1);
+      i = j;
+    }
+    d += " L" + Fixed(kLeft + kPlotWidth, 1) + " " + Fixed(Y(current), 1);
+    o << "<path class=\"in-use\" d=\"" << d << "\"/>";
+    o << "<circle class=\"peak\" cx=\"" << Fixed(X(r, m.peak_wall), 1) << "\" cy=\""
+      << Fixed(Y(m.stats.peak), 1) << "\" r=\"3.5\"><title>GPU " << device << " peak "
+      << Esc(FormatByteCount(m.stats.peak)) << " at " << UtcTime(m.peak_wall, 6)
+      << "</title></circle>";
+    o << "<text class=\"tick\" x=\"" << kLeft - 4 << "\" y=\"" << top + 18
+      << "\" text-anchor=\"end\">GPU " << device << "</text><text class=\"tick\" x=\"" << kLeft - 4
+      << "\" y=\"" << top + 32 << "\" text-anchor=\"end\">peak</text><text class=\"tick\" x=\""
+      << kLeft - 4 << "\" y=\"" << top + 46 << "\" text-anchor=\"end\">"
+      << Esc(ShortBytes(m.stats.peak)) << "</text>";
+    o << "</g>";
+  }
+  TimeAxis(o, r, height - 20);
+  o << "</svg>\n";
+}
+
+// The "Device memory" part of a rank's section: only when it has MEMORY2 allocations.
+void MemorySection(std::ostream& o, const RankPage& r, int ri) {
+  if (r.memory.empty()) return;
+  o << "<h3>Device memory</h3><p>Bytes allocated and not yet released (CUPTI MEMORY2 records) per "
+    << "GPU over time, each strip on its own scale; the red dot marks the peak. Only memory "
+    << "allocated since the recording began is known; caching allocators (PyTorch's) allocate "
+    << "from the driver rarely, so this is what they hold, not what tensors use.</p>\n";
+  MemoryChart(o, r, ri);
+  o << "<table class=\"memory\" id=\"rank" << ri << "-memory\"><tr><th>GPU</th><th>peak</th>"
+    << "<th>peak at (UTC)</th><th>in use at the end</th><th>allocations</th><th>releases</th>"
+    << "</tr>";
+  for (const auto& [device, m] : r.memory)
+    o << "<tr data-device=\"" << device << "\"><td class=\"n\">" << device << "</td><td class=\"n\">"
+      << Esc(FormatByteCount(m.stats.peak)) << "</td><td class=\"t\">" << UtcTime(m.peak_wall, 6)
+      << "</td><td class=\"n\">" << Esc(FormatByteCount(m.stats.in_use)) << "</td><td class=\"n\">"
+      << m.stats.allocations << "</td><td class=\"n\">" << m.stats.releases << "</td></tr>";
+  o << "</table>\n";
+}
+
 const char* kStyle =
     "body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;max-width:1400px}"
     "h1{font-size:22px}h2{font-size:18px;margin-top:28px;border-bottom:1px solid #ccc}"
@@ -302,6 +401,7 @@ const char* kStyle =
     ".grid{stroke:#e4e4e4}.axis{stroke:#888}.range{stroke:#9bb8d8;stroke-width:1}"
     ".median{fill:none;stroke:#1f5fa8;stroke-width:1.5}.slow{fill:#d62728;stroke:#fff}"
     ".strip{fill:#f3f3f3}.busy{fill:#2ca02c;fill-opacity:.75}dt{font-weight:bold}"
+    ".in-use{fill:none;stroke:#6a3d9a;stroke-width:1.5}.peak{fill:#d62728;stroke:#fff}"
     "dl{display:grid;grid-template-columns:max-content auto;gap:2px 12px}dd{margin:0}"
     "td.name{max-width:760px;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}"
     ".note{color:#555;font-size:12px}td.t{white-space:nowrap}";
@@ -554,6 +654,7 @@ void WritePage(std::ostream& o, const std::vector<RankPage>& pages, const Report
       o << "<p>The union of kernel, memcpy and memset intervals per " << Dur(r.bucket_ns)
         << " bucket (not NVML utilization).</p>\n";
     if (!r.busy.empty()) BusyChart(o, r, ri);
+    MemorySection(o, r, ri);
     SlowStepsTable(o, r, ri, paths, merged);
     IntegritySection(o, r, ri);
     o << "</section>\n";
@@ -587,7 +688,8 @@ void ReadRank(const Rank& rank, const ReportOptions& options, RankPage* page,
     busy.buckets.push_back(b);
     busy.busy_ns += b.busy_ns;
   });
-  PageSink sink(&timeline);
+  MemoryUsage memory;
+  PageSink sink(&timeline, &memory);
   TraceBuilder builder(options.filter, &sink, options.horizon, ReorderOptions{});
   ReadRecording(rank.recording, builder, &page->integrity, [&](uint64_t done, uint64_t) {
     progress(1, done);
@@ -595,6 +697,23 @@ void ReadRank(const Rank& rank, const ReportOptions& options, RankPage* page,
   builder.Finish();
   timeline.Finish();
   page->timeline = timeline.counts();
+  // Memory on the wall clock of the calibration the pass ended with; the chart's x range grows
+  // to hold it (allocations usually come before the first kernel).
+  memory.Finish();
+  for (const auto& [device, stats] : memory.devices())
+    if (stats.allocations) {
+      MemoryCurve& m = page->memory[device];
+      m.stats = stats;
+      m.peak_wall = builder.clock().ToWall(stats.peak_ts);
+    }
+  bool have_range = page->steps.activities != 0;
+  for (const MemoryStep& st : memory.steps()) {
+    const int64_t t = builder.clock().ToWall(st.ts);
+    page->memory[st.device].steps.emplace_back(t, st.in_use);
+    if (!have_range) page->t0 = t, page->t1 = t + 1, have_range = true;
+    page->t0 = std::min(page->t0, t);
+    page->t1 = std::max(page->t1, t + 1);
+  }
   page->gpu = sink.Named(builder);
   for (const auto& [name, s] : page->gpu) {
     page->gpu_time += s.total;
@@ -698,9 +817,9 @@ int RunHtmlReport(const std::vector<const Rank*>& chosen, const std::vector<std:
   if (merged) {
     int64_t t0 = INT64_MAX, t1 = INT64_MIN;
     for (const RankPage& p : pages)
-      if (p.steps.activities) t0 = std::min(t0, p.t0), t1 = std::max(t1, p.t1);
+      if (p.steps.activities || !p.memory.empty()) t0 = std::min(t0, p.t0), t1 = std::max(t1, p.t1);
     for (RankPage& p : pages)
-      if (p.steps.activities && t0 < t1) p.t0 = t0, p.t1 = t1;
+      if ((p.steps.activities || !p.memory.empty()) && t0 < t1) p.t0 = t0, p.t1 = t1;
   }
   std::ostream& to = options.output_path.empty() ? out : file;
   WritePage(to, pages, options, paths);

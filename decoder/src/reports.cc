@@ -910,6 +910,7 @@ class PerfettoExport : public LimitedSink {
   PerfettoExport(std::ostream& out, std::optional<uint64_t> limit)
       : LimitedSink(out, limit), perfetto_(out) {}
   bool WantsRanges() const override { return true; }
+  bool WantsMemory() const override { return true; }
   void Begin(const TraceBuilder& b, const Recording& r, size_t index) override {
     perfetto_.Begin(b, r, index, rank_);
   }

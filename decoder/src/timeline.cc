@@ -72,9 +72,11 @@ bool TimelineBuilder::Advance() {
       stopped_ = true;
       return false;
     }
+    bucket.memory_in_use = d.in_use;
     emit_(bucket);
     ++counts_.rows;
     bucket = TimelineBucket{};
+    bucket.memory_peak = d.in_use;  // what the next bucket begins with
   }
   ++current_;
   return true;
@@ -146,6 +148,28 @@ void TimelineBuilder::SweepOne(const TimelineActivity& a) {
   }
   Device& d = devices_[a.device];
   switch (a.kind) {
+    case TimelineActivityKind::kAllocation: {
+      ++d.bucket.allocations;
+      auto [it, fresh] = live_.try_emplace(a.address, Live{a.device, a.bytes});
+      if (!fresh) {
+        ChangeInUse(it->second.device, -static_cast<int64_t>(it->second.bytes));
+        it->second = Live{a.device, a.bytes};
+      }
+      ChangeInUse(a.device, static_cast<int64_t>(a.bytes));
+      return;
+    }
+    case TimelineActivityKind::kRelease: {
+      ++d.bucket.releases;
+      auto it = live_.find(a.address);
+      if (it == live_.end()) {
+        ++counts_.unknown_releases;
+        return;
+      }
+      const Live l = it->second;  // the allocation's size and device: what was added
+      live_.erase(it);
+      ChangeInUse(l.device, -static_cast<int64_t>(l.bytes));
+      return;
+    }
     case TimelineActivityKind::kKernel: ++d.bucket.kernels; break;
     case TimelineActivityKind::kMemset: ++d.bucket.memsets; break;
     case TimelineActivityKind::kMemcpy:
@@ -161,6 +185,12 @@ void TimelineBuilder::SweepOne(const TimelineActivity& a) {
     uint64_t missed_again = 0;  // already counted in late_busy_ns_missed by the `all` sweep
     d.bucket.kernel_busy_ns += d.kernels.Insert(a.start, end, &missed_again);
   }
+}
+
+void TimelineBuilder::ChangeInUse(uint32_t device, int64_t delta) {
+  Device& d = devices_[device];
+  d.in_use = static_cast<uint64_t>(static_cast<int64_t>(d.in_use) + delta);
+  d.bucket.memory_peak = std::max(d.bucket.memory_peak, d.in_use);
 }
 
 void TimelineBuilder::Finish() {

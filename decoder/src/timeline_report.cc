@@ -1,5 +1,6 @@
-// `cupmon-decode timeline`: per rank and device, fixed wall-clock buckets of busy %, kernels/s and
-// memcpy bytes/s, streamed as CSV or JSONL rows while each recording is read.
+// `cupmon-decode timeline`: per rank and device, fixed wall-clock buckets of busy %, kernels/s,
+// memcpy bytes/s and device memory in use, streamed as CSV or JSONL rows while each recording is
+// read.
 #include "timeline_report.h"
 
 #include <cinttypes>
@@ -52,17 +53,27 @@ std::string Fixed3(double v) {
   return text;
 }
 
-// Feeds the trace builder's GPU rows (in delivery order) to the timeline; API and synchronization
-// rows are not activity on a device.
+// CUpti_ActivityMemoryOperationType values.
+constexpr uint8_t kMemoryAllocation = 1, kMemoryRelease = 2;
+
+// Feeds the trace builder's GPU rows (in delivery order) to the timeline, MEMORY2 allocations and
+// releases included; API, synchronization and memory pool rows are not activity on a device.
 class TimelineSink : public RowSink {
  public:
   explicit TimelineSink(TimelineBuilder* timeline) : timeline_(timeline) {}
+  bool WantsMemory() const override { return true; }
   void OnRow(const Row& r) override {
     TimelineActivityKind kind;
     switch (r.type) {
       case RowType::kKernel: kind = TimelineActivityKind::kKernel; break;
       case RowType::kMemcpy: kind = TimelineActivityKind::kMemcpy; break;
       case RowType::kMemset: kind = TimelineActivityKind::kMemset; break;
+      case RowType::kMemory:
+        if (r.kind != kKindMemory2) return;
+        if (r.memory_op == kMemoryAllocation) kind = TimelineActivityKind::kAllocation;
+        else if (r.memory_op == kMemoryRelease) kind = TimelineActivityKind::kRelease;
+        else return;
+        break;
       default: return;
     }
     if (!r.valid_time) {
@@ -73,8 +84,12 @@ class TimelineSink : public RowSink {
                     .start = r.wall_start,
                     .end = r.wall_end,
                     .kind = kind,
-                    .bytes = kind == TimelineActivityKind::kMemcpy ? r.bytes : 0,
-                    .direction = DirectionOf(r.copy_kind)});
+                    .bytes = kind == TimelineActivityKind::kMemcpy ||
+                                     kind == TimelineActivityKind::kAllocation
+                                 ? r.bytes
+                                 : 0,
+                    .direction = DirectionOf(r.copy_kind),
+                    .address = r.address});
   }
   uint64_t untimed() const { return untimed_; }
 
@@ -89,7 +104,8 @@ class RowWriter {
     if (!jsonl_)
       out_ << "bucket_start,bucket_start_ns,bucket_ns,rank,pid,device,busy_ns,busy_pct,"
               "kernel_busy_ns,kernel_busy_pct,kernels,kernels_per_s,memcpys,memcpy_bytes,"
-              "memcpy_bytes_per_s,memcpy_h2d_bytes,memcpy_d2h_bytes,memcpy_d2d_bytes,memsets\n";
+              "memcpy_bytes_per_s,memcpy_h2d_bytes,memcpy_d2h_bytes,memcpy_d2d_bytes,memsets,"
+              "memory_in_use_bytes,memory_peak_bytes,allocations,releases\n";
   }
   void Write(const TimelineBucket& b, uint32_t rank, uint32_t pid) {
     const double len = static_cast<double>(b.length);
@@ -103,7 +119,8 @@ class RowWriter {
            << b.device << ',' << b.busy_ns << ',' << busy << ',' << b.kernel_busy_ns << ','
            << kbusy << ',' << b.kernels << ',' << kps << ',' << b.memcpys << ',' << b.memcpy_bytes
            << ',' << bps << ',' << b.h2d_bytes << ',' << b.d2h_bytes << ',' << b.d2d_bytes << ','
-           << b.memsets << '\n';
+           << b.memsets << ',' << b.memory_in_use << ',' << b.memory_peak << ',' << b.allocations
+           << ',' << b.releases << '\n';
     } else {
       out_ << "{\"bucket_start\":\"" << when << "\",\"bucket_start_ns\":" << b.start
            << ",\"bucket_ns\":" << b.length << ",\"rank\":" << rank << ",\"pid\":" << pid
@@ -113,7 +130,9 @@ class RowWriter {
            << ",\"memcpys\":" << b.memcpys << ",\"memcpy_bytes\":" << b.memcpy_bytes
            << ",\"memcpy_bytes_per_s\":" << bps << ",\"memcpy_h2d_bytes\":" << b.h2d_bytes
            << ",\"memcpy_d2h_bytes\":" << b.d2h_bytes << ",\"memcpy_d2d_bytes\":" << b.d2d_bytes
-           << ",\"memsets\":" << b.memsets << "}\n";
+           << ",\"memsets\":" << b.memsets << ",\"memory_in_use_bytes\":" << b.memory_in_use
+           << ",\"memory_peak_bytes\":" << b.memory_peak << ",\"allocations\":" << b.allocations
+           << ",\"releases\":" << b.releases << "}\n";
     }
     out_.EndRow();
   }
@@ -197,6 +216,10 @@ int RunTimelineReport(const std::vector<const Rank*>& chosen, const ReportOption
              "calibration?) are left out of the timeline\n";
       warnings = true;
     }
+    if (t.unknown_releases)
+      err << "cupmon-decode: note: " << who << t.unknown_releases
+          << " release(s) of memory whose allocation the recording lacks (made before it began) "
+             "are left out of memory_in_use_bytes\n";
     if (t.late_busy_ns_missed)
       err << "cupmon-decode: note: " << who << "activities out of start order within a bucket: "
           << FormatDuration(static_cast<double>(t.late_busy_ns_missed))
@@ -222,8 +245,8 @@ int RunTimelineReport(const std::vector<const Rank*>& chosen, const ReportOption
     return kExitUnusable;
   }
   if (activities == 0)
-    err << "cupmon-decode: note: no GPU activity (kernel, memcpy, memset) in the region asked "
-           "for: no buckets\n";
+    err << "cupmon-decode: note: no GPU activity (kernel, memcpy, memset, memory allocation) in "
+           "the region asked for: no buckets\n";
   return warnings ? kExitWarnings : kExitClean;
 }
 

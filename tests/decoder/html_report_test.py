@@ -292,6 +292,50 @@ def main():
               "rank0-steps-chart" not in page.by_id,
               "report without steps: exit %d, %r" % (r.returncode, r.stderr))
 
+        # Device memory: a chart and a table when the recording has MEMORY2 records (the synthetic
+        # memory recording, tests/decoder/recording_builder.cc), nothing when it has none.
+        for name in ("sample.html", "synthetic.html"):
+            text = open(os.path.join(tmp, name), encoding="utf-8").read()
+            check("Device memory" not in text and "memory-chart" not in text,
+                  name + ": a memory section in a recording without memory records")
+        mem = os.path.join(tmp, "memory")
+        subprocess.run([a.make_sample, "--memory", mem], check=True, stdout=subprocess.DEVNULL)
+        out = os.path.join(tmp, "memory.html")
+        r = run(a.decode, "report", mem, "-o", out)
+        page = parse(open(out, encoding="utf-8").read()) if os.path.exists(out) else None
+        check(page is not None and not page.errors and "rank0-memory-chart" in page.by_id,
+              "report on the memory recording: exit %d, no memory chart: %r" % (r.returncode,
+                                                                                r.stderr))
+        if page is not None and "rank0-memory-chart" in page.by_id:
+            mib, t0 = 1 << 20, 1767225600000000000  # kT0; no calibration: wall = CUPTI time
+            want = {"0": (6 * mib, t0 + 40000, 2 * mib + 256 * 1024, 4, 3),
+                    "1": (8 * mib, t0 + 15000, 0, 1, 1)}
+            chart = page.by_id["rank0-memory-chart"]
+            groups = [e for e in descendants(chart) if e["tag"] == "g"]
+            got = {}
+            for g in groups:
+                at = g["attrs"]
+                got[at["data-device"]] = (int(at["data-peak-bytes"]), int(at["data-peak-ns"]),
+                                          int(at["data-in-use-bytes"]),
+                                          int(at["data-allocations"]), int(at["data-releases"]))
+                kids = {c["tag"]: c for c in g["children"]}
+                top = float(kids["rect"]["attrs"]["y"])
+                base = top + float(kids["rect"]["attrs"]["height"])
+                ys = [float(v) for v in re.findall(r"[ML][\d.]+ ([\d.]+)", kids["path"]["attrs"]["d"])]
+                peak, _, in_use = got[at["data-device"]][:3]
+                # The path reaches the strip's top (the peak) once and ends at the bytes in use.
+                check(abs(min(ys) - top) < 0.06 and abs(float(kids["circle"]["attrs"]["cy"]) - top)
+                      < 0.06, "GPU %s: the peak is not drawn at the strip's top" % at["data-device"])
+                check(abs(ys[-1] - (base - (base - top) * in_use / peak)) < 0.06,
+                      "GPU %s: the path ends at y %s, not at the bytes in use" %
+                      (at["data-device"], ys[-1]))
+                check("peak" in kids["circle"]["text"], "GPU %s: the peak mark has no title" %
+                      at["data-device"])
+            check(got == want, "memory chart: %s, want %s" % (got, want))
+            rows = [e for e in descendants(page.by_id["rank0-memory"]) if e["tag"] == "tr"]
+            check(len(rows) == 3 and "6291456 B (6.00 MiB)" in rows[1]["text"],
+                  "memory table: %s" % [e["text"] for e in rows])
+
         # Damage: bytes overwritten in the middle of the first file.
         bad = os.path.join(tmp, "damaged")
         shutil.copytree(sample, bad)

@@ -5,17 +5,75 @@
 //   cupmon-make-sample --annotated-steps DIR      two ranks with annotated training steps
 //   cupmon-make-sample --nvtx DIR                 NVTX ranges, a mark and labelled kernels
 //   cupmon-make-sample --memory DIR               device memory allocations on two devices
+//   cupmon-make-sample --memory-check DIR [--wrong]  what tests/gpu/memory_check.cu records (the
+//                                                 checker's self-test), or a wrong variant
 //   cupmon-make-sample --steps DIR 10000000       a training loop of N records, to time `steps`
 //   cupmon-make-sample --steps DIR 100000 2       the same loop with gemm_wgrad 2x slower (`diff`)
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
+#include <string>
 
 #include "cupmon/format/check.h"
 #include "recording_builder.h"
 #include "step_stream.h"
 
 namespace {
+
+// What tests/gpu/memory_check.cu does, as CUPTI should record it (MEMORY2 and MEMORY_POOL records
+// at made-up addresses), for tests/gpu/check_memory.py's self-test; returns the program's JSON
+// line for these addresses. `wrong`: the release of b is missing, as if its record were lost.
+std::string WriteMemoryCheck(const std::string& dir, bool wrong) {
+  using namespace cupmon::testing;
+  cupmon::RecordingWriter w(WriterOptions(dir, "cupmon-memory-check"), SyntheticHeader());
+  CUPMON_CHECK(w.Open().has_value());
+  constexpr uint64_t kMiB = 1 << 20, kPool = 0x7e00'0000'0000;
+  constexpr uint32_t kAlloc = 1, kRelease = 2, kDevice = 3;
+  struct Op {
+    const char* what;
+    const char* api;
+    const char* label;
+    uint64_t address, bytes;
+    bool pool;
+  };
+  const Op ops[] = {
+      {"allocation", "cudaMalloc", "a", 0x7f00'0000'0000, 64 * kMiB, false},
+      {"allocation", "cudaMalloc", "b", 0x7f00'1000'0000, 32 * kMiB, false},
+      {"release", "cudaFree", "a", 0x7f00'0000'0000, 64 * kMiB, false},
+      {"allocation", "cudaMalloc", "c", 0x7f00'2000'0000, 128 * kMiB, false},
+      {"release", "cudaFree", "b", 0x7f00'1000'0000, 32 * kMiB, false},
+      {"release", "cudaFree", "c", 0x7f00'2000'0000, 128 * kMiB, false},
+      {"allocation", "cudaMallocFromPoolAsync", "d", 0x7e00'0000'0000, 16 * kMiB, true},
+      {"allocation", "cudaMallocFromPoolAsync", "e", 0x7e00'0100'0000, 8 * kMiB, true},
+      {"release", "cudaFreeAsync", "d", 0x7e00'0000'0000, 16 * kMiB, true},
+      {"release", "cudaFreeAsync", "e", 0x7e00'0100'0000, 8 * kMiB, true},
+  };
+  auto us = [](uint64_t n) { return kT0 + n * 1000; };
+  BufferBuilder b;
+  uint64_t t = 10;
+  for (size_t i = 0; i < std::size(ops); ++i, t += 10) {
+    const Op& op = ops[i];
+    if (i == 6) b.MemoryPool(1, us(t++), kPool, 0);
+    if (wrong && i == 4) continue;
+    b.Memory(op.what[0] == 'a' ? kAlloc : kRelease, us(t), op.address, op.bytes, 0, kDevice, 7,
+             op.pool ? 1 : 0, op.pool ? kPool : 0);
+  }
+  b.MemoryPool(3, us(t), kPool, 24 * kMiB).MemoryPool(2, us(t + 10), kPool, 0);
+  w.WriteRawBuffer(b.bytes(), 0, 0);
+  w.WriteStats(static_cast<int64_t>(kT0) + 1'000'000);
+  w.Close(static_cast<int64_t>(kT0) + 1'000'000);
+  std::string json =
+      "{\"device\":0,\"peak_bytes\":" + std::to_string(160 * kMiB) +
+      ",\"peak_op\":3,\"in_use_bytes\":0,\"pools_created\":1,\"pools_trimmed\":1,"
+      "\"pools_destroyed\":1,\"ops\":[";
+  for (size_t i = 0; i < std::size(ops); ++i)
+    json += std::string(i ? "," : "") + "{\"operation\":\"" + ops[i].what + "\",\"api\":\"" +
+            ops[i].api + "\",\"label\":\"" + ops[i].label + "\",\"address\":" +
+            std::to_string(ops[i].address) + ",\"bytes\":" + std::to_string(ops[i].bytes) +
+            ",\"pool\":" + (ops[i].pool ? "true" : "false") + "}";
+  return json + "]}";
+}
 
 // A training-like mix for timing the decoder. Always on: kernels (64 mangled template names, four
 // streams, two devices), memcpys (HtoD, DtoH, DtoD) and memsets, in ~4 MiB GPU buffers. In trace
@@ -280,6 +338,11 @@ int main(int argc, char** argv) {
                 "double) to %s\n", n, argv[2]);
     return 0;
   }
+  if ((argc == 3 || (argc == 4 && std::strcmp(argv[3], "--wrong") == 0)) &&
+      std::strcmp(argv[1], "--memory-check") == 0) {
+    std::printf("%s\n", WriteMemoryCheck(argv[2], argc == 4).c_str());
+    return 0;
+  }
   if (argc == 3 && std::strcmp(argv[1], "--annotated-steps") == 0) {
     const size_t n = WriteSteps(argv[2]);
     std::printf("wrote two synthetic recordings (%zu records, CUPTI test double) to %s\n", n,
@@ -317,13 +380,15 @@ int main(int argc, char** argv) {
   if (help || (argc != 2 && argc != 3) || argv[1][0] == '-') {
     std::fprintf(help ? stdout : stderr,
                  "usage: %s DIR [RECORDS] | --overlap DIR | --annotated-steps DIR | --nvtx DIR |\n"
-                 "       --memory DIR | --steps DIR RECORDS [SLOWER]\n"
+                 "       --memory DIR | --memory-check DIR [--wrong] | --steps DIR RECORDS [SLOWER]\n"
                  "Writes a synthetic recording (CUPTI test double, not GPU data) into DIR: the small\n"
                  "sample, RECORDS records of a training-like mix for timing cupmon-decode,\n"
                  "(--overlap) slices that overlap on one stream and on one thread,\n"
                  "(--annotated-steps) a two-rank job with annotated training steps, (--nvtx) NVTX\n"
                  "ranges nested on two threads with kernels launched inside them, (--memory)\n"
-                 "device memory allocated and released on two devices (MEMORY2, MEMORY_POOL), or\n"
+                 "device memory allocated and released on two devices (MEMORY2, MEMORY_POOL),\n"
+                 "(--memory-check) the records tests/gpu/memory_check.cu should make, its JSON line\n"
+                 "on stdout (--wrong: one release missing), or\n"
                  "(--steps) a training loop of about RECORDS records for timing cupmon-decode steps\n"
                  "(SLOWER: its gemm_wgrad kernel lasts SLOWER times longer, a regression for diff).\n"
                  "  %s /tmp/sample\n  %s /tmp/big 10000000\n  %s --memory /tmp/mem\n",

@@ -254,6 +254,69 @@ TEST(MemoryTest, ChromeJsonHasBytesInUseCountersInTimeOrder) {
   EXPECT_NE(s.find("\"name\":\"memory in use (since the recording began)\""), std::string::npos);
 }
 
+// A JSONL row's unsigned field (the timeline writes flat objects of numbers and one string).
+uint64_t Field(const std::string& row, const std::string& key) {
+  const std::string k = "\"" + key + "\":";
+  const size_t at = row.find(k);
+  EXPECT_NE(at, std::string::npos) << key << " in " << row;
+  return at == std::string::npos ? 0 : std::stoull(row.substr(at + k.size()));
+}
+
+TEST(MemoryTest, TimelineHasBytesInUseAtEachBucketsEndAndItsPeak) {
+  TempDir dir;
+  testing::WriteMemoryRecording(dir.path());
+  std::ostringstream out, err;
+  ReportOptions o;
+  o.format = ExportFormat::kJsonl;
+  o.timeline.bucket_ns = 10'000;  // 10 us: one change (or none) per bucket and device
+  EXPECT_EQ(RunReport(ReportKind::kTimeline, dir.path(), o, out, err), kExitClean) << err.str();
+  struct Want {
+    uint32_t device;
+    uint64_t at_us, in_use, peak, allocations, releases;
+  };
+  // Device 0: +1 MiB at 10, +2 MiB at 20, -1 MiB at 30, +4 MiB at 40, -4 MiB at 50 (delivered
+  // before its allocation), a release of an unknown address at 60, +256 KiB at 70. Device 1:
+  // +8 MiB at 15, -8 MiB at 35. A bucket's peak includes what it began with.
+  const std::vector<Want> want = {
+      {0, 10, 1 * kMiB, 1 * kMiB, 1, 0},  {1, 10, 8 * kMiB, 8 * kMiB, 1, 0},
+      {0, 20, 3 * kMiB, 3 * kMiB, 1, 0},  {1, 20, 8 * kMiB, 8 * kMiB, 0, 0},
+      {0, 30, 2 * kMiB, 3 * kMiB, 0, 1},  {1, 30, 0, 8 * kMiB, 0, 1},
+      {0, 40, 6 * kMiB, 6 * kMiB, 1, 0},  {1, 40, 0, 0, 0, 0},
+      {0, 50, 2 * kMiB, 6 * kMiB, 0, 1},  {1, 50, 0, 0, 0, 0},
+      {0, 60, 2 * kMiB, 2 * kMiB, 0, 1},  {1, 60, 0, 0, 0, 0},
+      {0, 70, 2 * kMiB + 256 * 1024, 2 * kMiB + 256 * 1024, 1, 0},  {1, 70, 0, 0, 0, 0},
+  };
+  std::istringstream rows(out.str());
+  std::string row;
+  size_t i = 0;
+  for (; std::getline(rows, row); ++i) {
+    ASSERT_LT(i, want.size()) << row;
+    const Want& w = want[i];
+    EXPECT_EQ(Field(row, "device"), w.device) << row;
+    EXPECT_EQ(Field(row, "bucket_start_ns"), Us(w.at_us)) << row;
+    EXPECT_EQ(Field(row, "memory_in_use_bytes"), w.in_use) << row;
+    EXPECT_EQ(Field(row, "memory_peak_bytes"), w.peak) << row;
+    EXPECT_EQ(Field(row, "allocations"), w.allocations) << row;
+    EXPECT_EQ(Field(row, "releases"), w.releases) << row;
+  }
+  EXPECT_EQ(i, want.size());
+  EXPECT_NE(err.str().find("1 release(s) of memory whose allocation the recording lacks"),
+            std::string::npos)
+      << err.str();
+  // The CSV carries the same figures in its last four columns.
+  std::ostringstream csv, csv_err;
+  o.format = ExportFormat::kCsv;
+  RunReport(ReportKind::kTimeline, dir.path(), o, csv, csv_err);
+  const std::string text = csv.str();
+  EXPECT_NE(text.find(",memsets,memory_in_use_bytes,memory_peak_bytes,allocations,releases\n"),
+            std::string::npos);
+  // Device 0's bucket at 50 us: no memsets, 2 MiB in use, 6 MiB peak, no allocation, 1 release.
+  EXPECT_NE(text.find(",0,0," + std::to_string(2 * kMiB) + "," + std::to_string(6 * kMiB) +
+                      ",0,1\n"),
+            std::string::npos)
+      << text;
+}
+
 TEST(MemoryTest, SummaryWithoutMemoryRecordsHasNoSection) {
   TempDir dir;
   testing::WriteSampleRecording(dir.path());

@@ -6,7 +6,8 @@ not part of cupmon) with protoc for Python, parses every exported file whole wit
 and replays it: sequences and their incremental state, interning, track descriptors, clocks
 (incremental sequence clock and REALTIME), begin/end pairs per track in time order, flows. Every
 row of the JSONL export of the same recording and filters must be exactly one slice on the right
-track with the right start, duration, name and correlation. Exits 77 (skipped) when the schema,
+track with the right start, duration, name and correlation; device memory is a bytes-in-use counter
+track per device with the values the synthetic memory recording implies. Exits 77 (skipped) when the schema,
 protoc or python3-protobuf is missing.
 
 usage: perfetto_export_test.py --decode BIN --make-sample BIN --source REPO [--shared DIR]
@@ -26,6 +27,8 @@ SEQ_INCREMENTAL_STATE_CLEARED = 1
 TYPE_SLICE_BEGIN = 1
 TYPE_SLICE_END = 2
 TYPE_INSTANT = 3
+TYPE_COUNTER = 4
+UNIT_SIZE_BYTES = 3
 GPU_CATEGORIES = {"kernel", "memcpy", "memset"}
 API_CATEGORIES = {"cuda_runtime", "cuda_driver"}
 
@@ -72,6 +75,7 @@ class Reader:
         self.events = collections.defaultdict(list)  # track uuid -> [(ts, file order, kind, data)]
         self.sequences = {}     # sequence id -> state
         self.instants = []      # NVTX marks: dicts like slices' with dur 0
+        self.counters = collections.defaultdict(list)  # track uuid -> [(ts, file order, value)]
         order = 0
         for p in trace.packet:
             order += 1
@@ -169,6 +173,10 @@ class Reader:
             self.events[e.track_uuid].append((ts, order, TYPE_SLICE_BEGIN, data))
         elif e.type == TYPE_SLICE_END:
             self.events[e.track_uuid].append((ts, order, TYPE_SLICE_END, None))
+        elif e.type == TYPE_COUNTER:
+            check(self.tracks[e.track_uuid].HasField("counter"),
+                  f"counter event on track {e.track_uuid}, which has no CounterDescriptor")
+            self.counters[e.track_uuid].append((ts, order, e.counter_value))
         else:
             check(False, f"unexpected event type {e.type}")
 
@@ -239,8 +247,8 @@ def compare(reader, jsonl_path, label):
         if row["recording"] not in recordings:
             recordings.append(row["recording"])
         index = recordings.index(row["recording"])
-        if row["start_ns"] is None or row["type"] == "range":
-            continue  # ranges: check_nvtx
+        if row["type"] in ("range", "memory") or row["start_ns"] is None:
+            continue  # ranges: check_nvtx; memory: check_memory
         if row["type"] == "api":
             cat = "cuda_driver" if row["kind"] == 4 else "cuda_runtime"
             want[(index, cat, row["name"], row["start_ns"], row["duration_ns"], row["tid"],
@@ -288,7 +296,7 @@ def check_flows(slices, jsonl_path, label):
     joined = 0
     for line in open(jsonl_path):
         row = json.loads(line)
-        if row["type"] != "api" and row["start_ns"] is not None and "start_ns" in row.get("api", {}):
+        if row["type"] != "api" and row.get("start_ns") is not None and "start_ns" in row.get("api", {}):
             joined += 1
     check(flows == joined, f"{label}: {flows} flows, {joined} GPU rows with a timed launch call")
     print(f"{label}: {flows} launch flows, each from its call to its activity")
@@ -362,6 +370,36 @@ def check_lanes_hold_overlaps(reader, slices, label):
     print(f"{label}: {later} slice(s) on later lanes, each overlapping an earlier lane")
 
 
+def check_memory(reader, label):
+    """The synthetic memory recording (tests/decoder/recording_builder.cc): bytes in use per
+    device at each change, in time order, on a counter track in the device's process."""
+    mib, t0 = 1 << 20, 1767225600000000000  # kT0: no calibration, so wall time is CUPTI time
+    us = lambda n: t0 + n * 1000
+    want = {
+        0: [(us(10), mib), (us(20), 3 * mib), (us(30), 2 * mib), (us(40), 6 * mib),
+            (us(50), 2 * mib), (us(70), 2 * mib + 256 * 1024)],
+        1: [(us(15), 8 * mib), (us(35), 0)],
+    }
+    got = {}
+    for uuid, events in reader.counters.items():
+        t = reader.tracks[uuid]
+        check(t.name == "memory in use (since the recording began)",
+              f"{label}: counter track named {t.name!r}")
+        check(t.counter.unit == UNIT_SIZE_BYTES, f"{label}: counter unit {t.counter.unit}")
+        proc = reader.tracks[t.parent_uuid]
+        if not check(proc.HasField("process") and proc.process.pid >= 1000000,
+                     f"{label}: memory counter not under a device process"):
+            continue
+        device = (proc.process.pid - 1000000) % 1000
+        check(proc.process.process_name.startswith(f"GPU {device}"),
+              f"{label}: counter under {proc.process.process_name}")
+        check(device not in got, f"{label}: two memory counter tracks for device {device}")
+        got[device] = [(ts, v) for ts, _, v in sorted(events)]
+    check(got == want, f"{label}: memory counters {got}, want {want}")
+    print(f"{label}: {sum(len(v) for v in got.values())} bytes-in-use counter values on "
+          f"{len(got)} device track(s)")
+
+
 def run_case(pb, decode, inputs, extra, work, label):
     trace_path = os.path.join(work, label + ".pftrace")
     jsonl_path = os.path.join(work, label + ".jsonl")
@@ -433,6 +471,12 @@ def main():
         subprocess.run([a.make_sample, "--nvtx", nv], check=True, stdout=subprocess.DEVNULL)
         reader, slices, _ = run_case(pb, a.decode, [nv], [], work, "nvtx")
         check_nvtx(reader, slices, os.path.join(work, "nvtx.jsonl"), "nvtx")
+        check(not reader.counters, "nvtx: counter tracks in a recording without memory records")
+        # Device memory: a bytes-in-use counter track per device.
+        mem = os.path.join(work, "memory")
+        subprocess.run([a.make_sample, "--memory", mem], check=True, stdout=subprocess.DEVNULL)
+        reader, slices, _ = run_case(pb, a.decode, [mem], [], work, "memory")
+        check_memory(reader, "memory")
     if failures:
         print(f"{len(failures)} check(s) failed")
         return 1

@@ -246,6 +246,62 @@ TEST(TimelineBuilderTest, TimesFarOutOfRangeAreCountedAndLeftOut) {
   EXPECT_EQ(c.rows[0].busy_ns, 10u);
 }
 
+TimelineActivity Memory(TimelineActivityKind kind, uint32_t device, int64_t at,
+                        uint64_t address, uint64_t bytes = 0) {
+  return {.device = device, .start = at, .end = at, .kind = kind, .bytes = bytes,
+          .address = address};
+}
+
+TEST(TimelineBuilderTest, BytesInUseCarryAcrossBucketsAndReleasesSubtractTheAllocation) {
+  Collected c(kSec);
+  constexpr auto kAlloc = TimelineActivityKind::kAllocation;
+  constexpr auto kFree = TimelineActivityKind::kRelease;
+  // Bucket 0: +100 and +50 on device 0, the 100 released; bucket 1 empty; bucket 2: the address
+  // 0xA reallocated with 30 (the 50 is still live), a release with the wrong size subtracts the
+  // allocation's 30, an unknown release; an allocation and its release in one nanosecond.
+  c.builder.Add(Memory(kAlloc, 0, kT0 + 1, 0xA, 100));
+  c.builder.Add(Memory(kAlloc, 0, kT0 + 2, 0xB, 50));
+  c.builder.Add(Memory(kFree, 0, kT0 + 3, 0xA));
+  c.builder.Add(Memory(kAlloc, 0, kT0 + 2 * kSec + 1, 0xA, 30));
+  c.builder.Add(Memory(kFree, 0, kT0 + 2 * kSec + 2, 0xA, 999));
+  c.builder.Add(Memory(kFree, 0, kT0 + 2 * kSec + 3, 0xDEAD));
+  c.builder.Add(Memory(kAlloc, 0, kT0 + 2 * kSec + 4, 0xC, 1000));
+  c.builder.Add(Memory(kFree, 0, kT0 + 2 * kSec + 4, 0xC));
+  c.builder.Finish();
+  ASSERT_EQ(c.rows.size(), 3u);
+  EXPECT_EQ(c.rows[0].memory_in_use, 50u);
+  EXPECT_EQ(c.rows[0].memory_peak, 150u);
+  EXPECT_EQ(c.rows[0].allocations, 2u);
+  EXPECT_EQ(c.rows[0].releases, 1u);
+  EXPECT_EQ(c.rows[0].busy_ns, 0u);  // instants take no busy time
+  EXPECT_EQ(c.rows[1].memory_in_use, 50u);
+  EXPECT_EQ(c.rows[1].memory_peak, 50u);
+  EXPECT_EQ(c.rows[1].allocations, 0u);
+  EXPECT_EQ(c.rows[2].memory_in_use, 50u);
+  EXPECT_EQ(c.rows[2].memory_peak, 1050u);
+  EXPECT_EQ(c.rows[2].allocations, 2u);
+  EXPECT_EQ(c.rows[2].releases, 3u);
+  EXPECT_EQ(c.builder.counts().unknown_releases, 1u);
+}
+
+TEST(TimelineBuilderTest, AReleaseOnAnotherDeviceSubtractsFromTheAllocationsDevice) {
+  Collected c(kSec);
+  // Out of start order too: the reorder stage sweeps the allocation first.
+  c.builder.Add(Memory(TimelineActivityKind::kRelease, 1, kT0 + 20, 0xA));
+  c.builder.Add(Memory(TimelineActivityKind::kAllocation, 0, kT0 + 10, 0xA, 64));
+  c.builder.Add(Kernel(1, kT0 + 30, kT0 + 40));
+  c.builder.Finish();
+  ASSERT_EQ(c.rows.size(), 2u);
+  EXPECT_EQ(c.rows[0].device, 0u);
+  EXPECT_EQ(c.rows[0].memory_in_use, 0u);
+  EXPECT_EQ(c.rows[0].memory_peak, 64u);
+  EXPECT_EQ(c.rows[1].device, 1u);
+  EXPECT_EQ(c.rows[1].memory_in_use, 0u);
+  EXPECT_EQ(c.rows[1].memory_peak, 0u);
+  EXPECT_EQ(c.rows[1].releases, 1u);
+  EXPECT_EQ(c.builder.counts().unknown_releases, 0u);
+}
+
 TEST(TimelineBuilderTest, NoActivityNoRows) {
   Collected c(kSec);
   c.builder.Finish();

@@ -43,7 +43,11 @@ constexpr uint32_t kTrackName = 2;          // string name = 2
 constexpr uint32_t kTrackProcess = 3;       // optional ProcessDescriptor process = 3
 constexpr uint32_t kTrackThread = 4;        // optional ThreadDescriptor thread = 4
 constexpr uint32_t kTrackParentUuid = 5;    // optional uint64 parent_uuid = 5
+constexpr uint32_t kTrackCounter = 8;       // optional CounterDescriptor counter = 8
 constexpr uint32_t kTrackDescription = 14;  // optional string description = 14
+// message CounterDescriptor
+constexpr uint32_t kCounterUnit = 3;        // optional Unit unit = 3
+constexpr uint64_t kUnitSizeBytes = 3;      // UNIT_SIZE_BYTES = 3
 // message ProcessDescriptor
 constexpr uint32_t kProcessPid = 1;   // optional int32 pid = 1
 constexpr uint32_t kProcessName = 6;  // optional string process_name = 6
@@ -58,12 +62,14 @@ constexpr uint32_t kEventType = 9;                 // optional Type type = 9
 constexpr uint32_t kEventNameIid = 10;             // uint64 name_iid = 10
 constexpr uint32_t kEventTrackUuid = 11;           // optional uint64 track_uuid = 11
 constexpr uint32_t kEventName = 23;                // string name = 23
+constexpr uint32_t kEventCounterValue = 30;        // int64 counter_value = 30
 constexpr uint32_t kEventFlowIds = 47;             // repeated fixed64 flow_ids = 47
 constexpr uint32_t kEventTerminatingFlowIds = 48;  // repeated fixed64 terminating_flow_ids = 48
 // enum TrackEvent.Type
 constexpr uint64_t kSliceBegin = 1;  // TYPE_SLICE_BEGIN = 1
 constexpr uint64_t kSliceEnd = 2;    // TYPE_SLICE_END = 2
 constexpr uint64_t kInstant = 3;     // TYPE_INSTANT = 3
+constexpr uint64_t kCounter = 4;     // TYPE_COUNTER = 4
 // message DebugAnnotation
 constexpr uint32_t kAnnotationNameIid = 1;     // uint64 name_iid = 1
 constexpr uint32_t kAnnotationUint = 3;        // uint64 uint_value = 3
@@ -199,6 +205,7 @@ void PerfettoSink::Begin(const TraceBuilder& builder, const Recording& recording
   annotations_.clear();
   nvtx_interned_ = false;
   range_tracks_.clear();
+  memory_ = MemoryUsage{};
 
   // First packet of the sequence: clears incremental state, sets the default clock (the
   // sequence's incremental clock, defined by the ClockSnapshot written before the first slice)
@@ -440,6 +447,10 @@ uint64_t PerfettoSink::LaunchIid(const Row& r, bool* fresh) {
 }
 
 void PerfettoSink::Write(const Row& r) {
+  if (r.type == RowType::kMemory) {
+    memory_.Add(r);  // counters, written by End in time order
+    return;
+  }
   if (!r.valid_time) return;  // cannot be placed on a timeline; counted in the summary
   if (r.type == RowType::kRange) {
     WriteRange(r);
@@ -494,7 +505,7 @@ void PerfettoSink::Write(const Row& r) {
       break;
     case RowType::kSynchronization:  // not asked for (RowSink::WantsSynchronization)
     case RowType::kRange:            // WriteRange
-    case RowType::kMemory:           // not asked for (RowSink::WantsMemory)
+    case RowType::kMemory:           // WriteMemoryCounters
       break;
   }
   w_.Varint(kEventCategoryIids, category);
@@ -628,8 +639,42 @@ void PerfettoSink::WholeSlice(uint64_t track, std::string_view name, uint64_t ca
   ++slices_;
 }
 
+void PerfettoSink::WriteMemoryCounters(const TraceBuilder& b) {
+  memory_.Finish();
+  std::map<uint32_t, uint64_t> tracks;  // by device
+  for (const auto& [device, stats] : memory_.devices()) {
+    if (!stats.allocations) continue;  // pool records only: no bytes in use to draw
+    const uint64_t parent = DeviceUuid(device);  // may write the device's process first
+    const uint64_t uuid = NewUuid();
+    tracks.emplace(device, uuid);
+    StartPacket();
+    const size_t at = w_.BeginNested(kPacketTrackDescriptor);
+    w_.Varint(kTrackUuid, uuid);
+    w_.Varint(kTrackParentUuid, parent);
+    w_.Bytes(kTrackName, "memory in use (since the recording began)");
+    const size_t c = w_.BeginNested(kTrackCounter);
+    w_.Varint(kCounterUnit, kUnitSizeBytes);
+    w_.EndNested(c);
+    w_.EndNested(at);
+    FinishPacket();
+  }
+  for (const MemoryStep& st : memory_.steps()) {
+    const int64_t t = b.clock().ToWall(st.ts);
+    EnsureClock(t);
+    StartPacket();
+    Stamp(t);
+    const size_t ev = w_.BeginNested(kPacketTrackEvent);
+    w_.Varint(kEventType, kCounter);
+    w_.Varint(kEventTrackUuid, tracks.at(st.device));
+    w_.Int64(kEventCounterValue, static_cast<int64_t>(st.in_use));
+    w_.EndNested(ev);
+    FinishPacket();
+  }
+}
+
 void PerfettoSink::End(const TraceBuilder& b, const Recording&) {
   FlushEndsUpTo(std::numeric_limits<int64_t>::max());
+  WriteMemoryCounters(b);
   TrackGroup windows;
   windows.parent_uuid = process_uuid_;
   windows.name = "cupmon windows";

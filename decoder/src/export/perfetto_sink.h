@@ -14,6 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "cupmon/decoder/memory_usage.h"
 #include "cupmon/decoder/rank_listing.h"
 #include "cupmon/decoder/trace_builder.h"
 #include "export/proto_wire.h"
@@ -36,6 +37,9 @@ namespace cupmon::decoder {
 // they nest with its API calls; marks are instant events there; a range ended on another thread
 // (RangeKind::kStartEnd) goes to a "thread N ranges" track. A kernel launched inside a range
 // carries its name as the "nvtx_range" annotation.
+// Device memory (MEMORY2 rows): a counter track "memory in use (since the recording began)" in
+// each device's process (TrackDescriptor.counter, unit UNIT_SIZE_BYTES), one TYPE_COUNTER event
+// per change of its bytes in use, replayed in time order by MemoryUsage and written by End.
 // Launch flows: the API slice carries one flow id per activity it launched, each activity
 // terminates its own.
 //
@@ -146,6 +150,8 @@ class PerfettoSink {
   // and annotation names, interned into the open InternedData message.
   void WriteRange(const Row& r);
   uint64_t FirstLane(TrackGroup& group);
+  // End: the memory rows' bytes in use per device as counter tracks.
+  void WriteMemoryCounters(const TraceBuilder& b);
   void InternNvtx();
   uint32_t PidOf(uint32_t record_pid) const;
   uint64_t NewUuid() { return next_uuid_++; }
@@ -190,6 +196,7 @@ class PerfettoSink {
   std::map<std::string, std::pair<int64_t, int64_t>> annotations_;
   bool nvtx_interned_ = false;
   std::map<std::pair<uint32_t, uint32_t>, TrackGroup> range_tracks_;  // start/end ranges
+  MemoryUsage memory_;  // the recording's memory rows, replayed by End
 
   // Across recordings: pids already given to a rank's process (two hosts may share one).
   std::vector<uint32_t> rank_pids_;

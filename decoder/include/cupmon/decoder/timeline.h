@@ -1,5 +1,5 @@
 // Fixed-size wall-clock buckets of GPU activity per device: busy time as the union of activity
-// intervals, kernel counts, memcpy bytes. `cupmon-decode timeline` writes them; other reports
+// intervals, kernel counts, memcpy bytes, device memory in use. `cupmon-decode timeline` writes them; other reports
 // (an HTML view) can reuse TimelineBuilder on their own activities.
 #pragma once
 
@@ -8,13 +8,16 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "cupmon/format/error.h"
 
 namespace cupmon::decoder {
 
-enum class TimelineActivityKind : uint8_t { kKernel, kMemcpy, kMemset };
+// kAllocation and kRelease are MEMORY2 records (instants: start == end): they take no busy time
+// and move the device's bytes in use.
+enum class TimelineActivityKind : uint8_t { kKernel, kMemcpy, kMemset, kAllocation, kRelease };
 // Memcpy directions the timeline splits bytes by; kOther (arrays, host to host, unknown) is only
 // in the total.
 enum class CopyDirection : uint8_t { kHostToDevice, kDeviceToHost, kDeviceToDevice, kOther };
@@ -24,8 +27,9 @@ struct TimelineActivity {
   uint32_t device = 0;
   int64_t start = 0, end = 0;
   TimelineActivityKind kind = TimelineActivityKind::kKernel;
-  uint64_t bytes = 0;  // memcpy: bytes copied (memset bytes are not counted)
+  uint64_t bytes = 0;  // memcpy: bytes copied (memset bytes are not counted); allocation: size
   CopyDirection direction = CopyDirection::kOther;
+  uint64_t address = 0;  // allocation, release: the memory's address
 };
 
 // One device's share of one bucket [start, start + length).
@@ -38,6 +42,11 @@ struct TimelineBucket {
   // Counted in the bucket where they start (a copy spanning buckets puts its bytes in the first).
   uint64_t kernels = 0, memcpys = 0, memsets = 0;
   uint64_t memcpy_bytes = 0, h2d_bytes = 0, d2h_bytes = 0, d2d_bytes = 0;
+  // Device memory allocated since the recording began (MEMORY2 records, as `summary` counts it):
+  // bytes in use at the bucket's end, and the most in use at any instant inside the bucket
+  // (at least memory_in_use, and at least what was in use when the bucket began).
+  uint64_t memory_in_use = 0, memory_peak = 0;
+  uint64_t allocations = 0, releases = 0;  // MEMORY2 records in the bucket
   bool empty() const { return busy_ns == 0 && kernels == 0 && memcpys == 0 && memsets == 0; }
 };
 
@@ -64,6 +73,10 @@ struct TimelineCounts {
   uint64_t late_busy_ns_missed = 0;
   // Activities with a start or end beyond +-2^62 ns (a damaged calibration): left out.
   uint64_t out_of_range = 0;
+  // Releases of an address with no live allocation seen (allocated before the recording began,
+  // its record lost or late): counted, never subtracted. An allocation of an address still live
+  // takes the earlier one as released (MemoryUsage does the same).
+  uint64_t unknown_releases = 0;
   bool too_many_rows = false;
   int64_t too_many_rows_at = 0;  // bucket start (unix ns) where the limit would have been passed
 };
@@ -73,7 +86,10 @@ struct TimelineCounts {
 // aligned to bucket_ns in unix time. Every bucket from the first activity's to the one holding
 // the last end is emitted, in time order, one row per device seen so far (ascending device id),
 // empty ones included, so that a chart of the rows shows idle time as zeros. An activity spanning
-// buckets adds its busy time to each. Single-threaded; `emit` is called from Add and Finish.
+// buckets adds its busy time to each. Allocations and releases are replayed in that same start
+// order (equal starts keep the order they were added in while within reorder_rows), so a release
+// subtracts what its address's allocation added, on that allocation's device.
+// Single-threaded; `emit` is called from Add and Finish.
 class TimelineBuilder {
  public:
   using EmitFn = std::function<void(const TimelineBucket&)>;
@@ -102,7 +118,14 @@ class TimelineBuilder {
   struct Device {
     TimelineBucket bucket;
     Sweep all, kernels;
+    uint64_t in_use = 0;  // bytes allocated and not released, swept so far
   };
+  struct Live {
+    uint32_t device;
+    uint64_t bytes;
+  };
+  // Adds `delta` to a device's bytes in use at the current bucket.
+  void ChangeInUse(uint32_t device, int64_t delta);
   int64_t BucketIndex(int64_t t) const;
   // Emits bucket current_ and moves to the next; false once the row limit stops the builder.
   bool Advance();
@@ -117,6 +140,7 @@ class TimelineBuilder {
   bool started_ = false, stopped_ = false;
   int64_t current_ = 0;  // index of the bucket being filled
   std::map<uint32_t, Device> devices_;
+  std::unordered_map<uint64_t, Live> live_;  // allocations not yet released, by address
   // Held activities (see reorder_rows): those that extend the sorted run in a FIFO, the others in
   // a min-heap by start.
   std::deque<TimelineActivity> run_;
