@@ -177,27 +177,27 @@ Expected<std::unique_ptr<SqliteSink>> SqliteSink::Create(const std::string& path
     if (t != kNvtx && !main.PrepareInsert(t)) break;
   if (!main.error.empty()) return unexpected(Error{"cannot write " + path + ": " + main.error});
   const bool threads = options.writer_thread && std::thread::hardware_concurrency() > 1;
-  if (threads && options.kernel_connection) {
-    // The kernel table alone, in a file of its own (removed by Close).
-    std::string dir = options.kernel_dir;
+  if (threads && options.split) {
+    // The tables but the kernel table's rows, in a file of their own (removed by Close).
+    std::string dir = options.split_dir;
     if (dir.empty()) {
       const size_t slash = target.rfind('/');
       dir = slash == std::string::npos ? "." : target.substr(0, slash == 0 ? 1 : slash);
     }
     const std::string base = target.substr(target.rfind('/') + 1);
-    Conn& k = sink->conns_[kKernelConn];
-    const int kfd = make_temp(dir + "/" + base + ".kernels.XXXXXX", &k.path);
-    if (kfd < 0) {
+    Conn& rest = sink->conns_[kRest];
+    const int rfd = make_temp(dir + "/" + base + ".rest.XXXXXX", &rest.path);
+    if (rfd < 0) {
       const int e = errno;
-      return unexpected(Error{"cannot write " + path + ": cannot create the kernel table's "
-                              "temporary file in " + dir + ": " + std::strerror(e), e});
+      return unexpected(Error{"cannot write " + path + ": cannot create a temporary file in " +
+                              dir + ": " + std::strerror(e), e});
     }
-    close(kfd);
-    const nsys::Table* kernel_table = nullptr;
-    for (const nsys::Table& t : nsys::Tables())
-      if (std::string_view(t.name) == kBatched[kKernel].table) kernel_table = &t;
-    if (!k.Open(k.path) || !k.Exec(kernel_table->create) || !k.PrepareInsert(kKernel))
-      return unexpected(Error{"cannot write " + path + ": " + k.error});
+    close(rfd);
+    if (rest.Open(rest.path))
+      for (const nsys::Table& t : nsys::Tables()) rest.Exec(t.create);
+    for (int t = 0; t < kTableCount; ++t)
+      if (t != kNvtx && t != kKernel && !rest.PrepareInsert(t)) break;
+    if (!rest.error.empty()) return unexpected(Error{"cannot write " + path + ": " + rest.error});
   }
   if (threads) {
     for (int c = 0; c < kConnCount; ++c)
@@ -358,15 +358,12 @@ void SqliteSink::WriterLoop(int conn) {
     std::lock_guard<std::mutex> lock(mu_);
     free_.push_back(std::move(b));
   }
-  if (conn == kMain) return;  // Close goes on with the main connection
-  // The kernel file is finished here, its indexes built while Close writes the rest: the same
-  // index statements as the main database's, so that the copy can carry their entries over.
-  if (failed()) return;
-  const std::string on = std::string(" ON ") + kBatched[kKernel].table + " ";
-  for (const char* index : nsys::Indexes())
-    if (std::string_view(index).find(on) != std::string_view::npos) c.Exec(index);
-  c.Exec("COMMIT");
-  c.CloseDb();
+  // Close goes on with the connection; with two, this one's indexes first (the kernel table's
+  // take the time), while Close writes the rest into the other.
+  if (conn == kRest || !split() || failed()) return;
+  c.Exec("PRAGMA threads = 1");  // the sorter's helper thread, for the other core's idle moments
+  for (const char* index : nsys::Indexes()) c.Exec(index);
+  c.Exec("COMMIT");  // ATTACH cannot run inside a transaction
 }
 
 int64_t* SqliteSink::NewRow(Table t) {
@@ -822,15 +819,14 @@ void SqliteSink::End(const TraceBuilder& b, const Recording& rec, const ReadInte
 
 // ---- closing (caller's thread, writer stopped) ----
 
-void SqliteSink::WriteDeferred() {
-  Conn& main = conns_[kMain];
+void SqliteSink::WriteDeferred(Conn& conn) {
   // Statements by text: a few kinds of row, prepared once each.
   std::map<const char*, sqlite3_stmt*> prepared;
   const auto insert = [&](const char* sql, const std::vector<Value>& values) {
-    if (!main.error.empty()) return;
+    if (!conn.error.empty()) return;
     sqlite3_stmt*& s = prepared[sql];
-    if (!s && sqlite3_prepare_v2(main.db, sql, -1, &s, nullptr) != SQLITE_OK) {
-      main.Fail(std::string("preparing ") + std::string(sql).substr(0, 40));
+    if (!s && sqlite3_prepare_v2(conn.db, sql, -1, &s, nullptr) != SQLITE_OK) {
+      conn.Fail(std::string("preparing ") + std::string(sql).substr(0, 40));
       return;
     }
     for (size_t i = 0; i < values.size(); ++i) {
@@ -843,7 +839,7 @@ void SqliteSink::WriteDeferred() {
     }
     const int rc = sqlite3_step(s);
     sqlite3_reset(s);
-    if (rc != SQLITE_DONE) main.Fail(std::string("writing ") + std::string(sql).substr(0, 40));
+    if (rc != SQLITE_DONE) conn.Fail(std::string("writing ") + std::string(sql).substr(0, 40));
   };
   for (size_t id = 0; id < strings_by_id_.size(); ++id)
     insert(kInsertString, {Value{Value::kInt, static_cast<int64_t>(id + 1), {}},
@@ -851,7 +847,7 @@ void SqliteSink::WriteDeferred() {
   // Synchronization rows written before their context's first GPU row: the device it had.
   for (const SyncFix& f : sync_fixes_) {
     for (const auto& [context, device] : f.context_devices)
-      main.Exec("UPDATE CUPTI_ACTIVITY_KIND_SYNCHRONIZATION SET deviceId = " + std::to_string(device) +
+      conn.Exec("UPDATE CUPTI_ACTIVITY_KIND_SYNCHRONIZATION SET deviceId = " + std::to_string(device) +
            " WHERE globalPid = " + std::to_string(f.global_pid) +
            " AND contextId = " + std::to_string(context) + " AND deviceId = -1");
   }
@@ -871,20 +867,33 @@ void SqliteSink::WriteDeferred() {
   for (auto& [sql, s] : prepared) sqlite3_finalize(s);
 }
 
-// The kernel connection's file, finished by its thread, copied into the main database's empty
-// kernel table, whose indexes exist already: an INSERT INTO ... SELECT * between identical
-// tables with identical indexes, which SQLite runs as a transfer of records and index entries.
-void SqliteSink::BringInKernels() {
+// The second file's tables copied into the database's, which are empty and have the same
+// indexes (built by the writer thread): INSERT INTO ... SELECT * between identical tables, which
+// SQLite runs as a transfer of records and index entries. The ENUM tables are the database's own
+// (Create and CreateNvtxTables filled them in both).
+void SqliteSink::BringInRest() {
   Conn& main = conns_[kMain];
-  char* attach = sqlite3_mprintf("ATTACH DATABASE %Q AS cupmon_kernels", conns_[kKernelConn].path.c_str());
+  Conn& rest = conns_[kRest];
+  const bool nvtx = rest.inserts[kNvtx][0] != nullptr;
+  if (nvtx) main.CreateNvtxTables();
+  char* attach = sqlite3_mprintf("ATTACH DATABASE %Q AS cupmon_rest", rest.path.c_str());
   const bool attached = main.Exec(attach);
   sqlite3_free(attach);
   if (!attached) return;
-  main.Exec(std::string("INSERT INTO main.") + kBatched[kKernel].table +
-            " SELECT * FROM cupmon_kernels." + kBatched[kKernel].table);
+  main.Exec("BEGIN");
+  const auto copy = [&](std::span<const nsys::Table> tables) {
+    for (const nsys::Table& t : tables) {
+      const std::string_view name = t.name;
+      if (name == kBatched[kKernel].table || name.find("ENUM_") != std::string_view::npos) continue;
+      main.Exec(std::string("INSERT INTO main.") + t.name + " SELECT * FROM cupmon_rest." + t.name);
+    }
+  };
+  copy(nsys::Tables());
+  if (nvtx) copy(nsys::NvtxTables());
+  main.Exec("COMMIT");
   const std::string error = main.error;
   main.error.clear();
-  main.Exec("DETACH DATABASE cupmon_kernels");
+  main.Exec("DETACH DATABASE cupmon_rest");
   if (!error.empty()) main.error = error;
 }
 
@@ -896,24 +905,25 @@ Expected<void> SqliteSink::Close() {
   }
   cv_.notify_all();
   Conn& main = conns_[kMain];
-  Conn& kernels = conns_[kKernelConn];
-  // From here on this thread owns the main connection (and its error); the kernel thread goes
-  // on with its indexes meanwhile.
-  if (writers_[kMain].joinable()) writers_[kMain].join();
-  if (main.error.empty() && !failed()) {
-    WriteDeferred();
+  Conn& rest = conns_[kRest];
+  // This thread writes what is left into the second connection where there is one (the main
+  // writer builds the kernel indexes meanwhile), else into the main one.
+  Conn& mine = split() ? rest : main;
+  if (writers_[split() ? kRest : kMain].joinable()) writers_[split() ? kRest : kMain].join();
+  if (!failed()) {
+    WriteDeferred(mine);  // the connection and its error are this thread's once its writer is joined
     // The sorter may use helper threads for the index builds.
     const unsigned cpus = std::thread::hardware_concurrency();
-    main.Exec("PRAGMA threads = " + std::to_string(std::min(4u, cpus > 1 ? cpus - 1 : 0u)));
-    for (const char* index : nsys::Indexes()) main.Exec(index);
-    main.Exec("COMMIT");  // ATTACH cannot run inside a transaction
+    mine.Exec("PRAGMA threads = " + std::to_string(std::min(4u, cpus > 1 ? cpus - 1 : 0u)));
+    for (const char* index : nsys::Indexes()) mine.Exec(index);
+    mine.Exec("COMMIT");
   }
-  if (writers_[kKernelConn].joinable()) writers_[kKernelConn].join();
-  if (main.error.empty() && !kernels.error.empty()) main.error = kernels.error;
-  if (main.error.empty() && !failed() && !kernels.path.empty()) BringInKernels();
+  if (writers_[kMain].joinable()) writers_[kMain].join();
+  if (main.error.empty() && !rest.error.empty()) main.error = rest.error;
+  rest.CloseDb();
+  if (main.error.empty() && !failed() && split()) BringInRest();
   main.CloseDb();
-  kernels.CloseDb();
-  if (!kernels.path.empty()) unlink(kernels.path.c_str());
+  if (split()) unlink(rest.path.c_str());
   if (main.error.empty() && rename(main.path.c_str(), path_.c_str()) != 0)
     main.error = "renaming " + main.path + " onto it: " + std::strerror(errno);
   closed_ = true;

@@ -36,16 +36,18 @@ namespace cupmon::decoder {
 // Threads: the caller's thread turns rows into batches of column values (names, ids and times
 // resolved there); one writer thread, started by Create, owns the SQLite connection while rows
 // stream and inserts the batches, so decoding and SQLite overlap. Kernel rows, the costliest
-// (nsys's 40-column table), go through a second connection on a thread of its own, into a
-// second temporary file beside the first, whose kernel indexes that thread builds while Close
-// writes the rest; Close then copies the table into the database (INSERT INTO ... SELECT * of an
-// identical table and indexes into an empty one: SQLite's transfer copies rows and index entries
-// without decoding them) and removes the file. The hand-over is a bounded queue of batches per
-// connection (guarded by mu_; the caller waits when it is full), so memory stays bounded: the
-// batches in flight, plus the distinct names, threads, contexts, annotations and per-rank facts,
-// which are written by the caller's thread in Close once the writers have stopped. With
+// (nsys's 40-column table) and most of the rows, have the database's connection and writer
+// thread to themselves; the other tables are written through a second connection on a second
+// writer thread, into a second temporary file (beside the output) with the same tables. At
+// Close the two build their indexes at the same time, then the second file's tables are copied
+// into the database's empty ones (INSERT INTO ... SELECT * between identical tables with
+// identical indexes: SQLite's transfer, which copies records and index entries without
+// decoding them) and the second file is removed. The hand-over is a bounded queue of batches
+// per connection (guarded by mu_; the caller waits when one is full), so memory stays bounded:
+// the batches in flight, plus the distinct names, threads, contexts, annotations and per-rank
+// facts, which the caller's thread writes in Close once the writers have stopped. With
 // `writer_thread` false (or one CPU) the caller's thread inserts the batches itself, through
-// one connection; `kernel_connection` false keeps the kernel rows in the main connection too.
+// one connection; `split` false keeps one connection with one writer thread.
 //
 // Ids: each rank gets a globalPid packed as nsys packs it (nsys_schema.h: host number, pid), API
 // rows a globalTid with the rank's thread numbers (CUPMON_THREADS keeps CUPTI's thread ids).
@@ -60,11 +62,11 @@ class SqliteSink {
  public:
   struct Options {
     bool writer_thread = true;
-    bool kernel_connection = true;  // with writer_thread and more than one CPU
-    // Where the kernel table's temporary file goes; empty: beside the output.
-    std::string kernel_dir;
+    bool split = true;  // the second connection; with writer_thread and more than one CPU
+    // Where the second connection's temporary file goes; empty: beside the output.
+    std::string split_dir;
   };
-  // Creates the temporary database beside `path` (and the kernel table's temporary file) and
+  // Creates the temporary database beside `path` (and the second connection's file) and
   // their tables. Fails (with a message naming the path) when the path is a directory or cannot
   // be written; nothing is left behind then.
   static Expected<std::unique_ptr<SqliteSink>> Create(const std::string& path, Options options);
@@ -81,7 +83,7 @@ class SqliteSink {
   void Begin(const TraceBuilder& builder, const Recording& recording, const Rank* rank);
   void Write(const Row& row);
   void End(const TraceBuilder& builder, const Recording& recording, const ReadIntegrity& integrity);
-  // Builds the indexes, commits, copies the kernel table in and renames the database onto the
+  // Builds the indexes, commits, copies the second file's tables in, renames the database onto the
   // path. On failure the temporary files are removed and the error says what failed.
   Expected<void> Close();
 
@@ -151,10 +153,10 @@ class SqliteSink {
     void Finalize();  // the statements
     void CloseDb();
   };
-  enum ConnIndex { kMain, kKernelConn, kConnCount };
+  enum ConnIndex { kMain, kRest, kConnCount };
   void WriterLoop(int conn);
-  // Close's last step: the kernel connection's table copied into the main one.
-  void BringInKernels();
+  // Close's last step with two connections: the second file's tables copied into the database.
+  void BringInRest();
 
   // Caller's side.
   int64_t* NewRow(Table t);  // the next row's cells in the table's open batch
@@ -170,16 +172,17 @@ class SqliteSink {
   void Annotate(const Row& r);
   void WriteRange(const Row& r);
   bool failed() const { return failed_.load(std::memory_order_relaxed); }
-  int ConnOf(Table t) const { return t == kKernel && conns_[kKernelConn].db ? kKernelConn : kMain; }
+  bool split() const { return !conns_[kRest].path.empty(); }
+  int ConnOf(Table t) const { return t != kKernel && split() ? kRest : kMain; }
   void Defer(const char* insert, std::vector<Value> values) {
     deferred_.push_back(DeferredRow{insert, std::move(values)});
   }
   void Counter(const std::string& name, int64_t value);
-  void WriteDeferred();  // Close: everything but the batched tables
+  void WriteDeferred(Conn& conn);  // Close: everything but the batched tables
 
   std::string path_;
   // [kMain]: the database, and the first failure of all once the writers are joined (the
-  // caller's thread's own failures too). [kKernelConn].db null: kernel rows go through kMain.
+  // caller's thread's own failures too). [kRest]: the second file; no path: not used.
   Conn conns_[kConnCount];
   std::atomic<bool> failed_{false};
   bool closed_ = false;
