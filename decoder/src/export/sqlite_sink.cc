@@ -288,6 +288,7 @@ bool SqliteSink::Conn::CreateNvtxTables() {
     Exec(sql);
     sqlite3_free(sql);
   }
+  nvtx = true;
   return error.empty() && PrepareInsert(kNvtx);
 }
 
@@ -874,7 +875,7 @@ void SqliteSink::WriteDeferred(Conn& conn) {
 void SqliteSink::BringInRest() {
   Conn& main = conns_[kMain];
   Conn& rest = conns_[kRest];
-  const bool nvtx = rest.inserts[kNvtx][0] != nullptr;
+  const bool nvtx = rest.nvtx;
   if (nvtx) main.CreateNvtxTables();
   char* attach = sqlite3_mprintf("ATTACH DATABASE %Q AS cupmon_rest", rest.path.c_str());
   const bool attached = main.Exec(attach);

@@ -144,6 +144,7 @@ class SqliteSink {
     std::string error;                   // the first failure
     std::atomic<bool>* failed = nullptr;  // the sink's: any failure stops every writer
     std::string path;                    // its temporary file
+    bool nvtx = false;                   // CreateNvtxTables ran
     bool Open(const std::string& file);  // and the pragmas and the transaction
     bool Exec(const std::string& sql);
     void Fail(const std::string& what);
