@@ -210,7 +210,8 @@ void RemoveDatabase(const std::string& path) {
 
 // The SQLite writer alone: rows of the first recording, decoded and captured first (untimed),
 // then written `repeat` times into a database (a temporary file), indexes and commit included;
-// with its writer thread (as the export runs) and without (this thread inserts).
+// with two connections and their writer threads (as the export runs), with one connection and
+// its writer thread, and with this thread inserting.
 void BenchSqliteSink(const Recording& rec) {
   CaptureSink capture(2'000'000, /*sync=*/true);
   TraceBuilder builder(TraceFilter{}, &capture, 1 << 16, ReorderOptions{1 << 16, 0});
@@ -218,12 +219,16 @@ void BenchSqliteSink(const Recording& rec) {
   ReadRecording(rec, builder, &integrity);
   builder.Finish();
   constexpr int kRepeat = 3;
-  for (bool thread : {true, false}) {
+  const std::pair<const char*, SqliteSink::Options> configs[] = {
+      {"two connections, writer threads", {true, true, {}}},
+      {"one connection, writer thread", {true, false, {}}},
+      {"one thread", {false, false, {}}}};
+  for (const auto& [label, options] : configs) {
     const std::string path = TempDatabase();
     uint64_t rows = 0;
     const double w0 = Now(CLOCK_MONOTONIC), c0 = Now(CLOCK_PROCESS_CPUTIME_ID);
     for (int i = 0; i < kRepeat; ++i) {
-      auto sink = SqliteSink::Create(path, SqliteSink::Options{thread});
+      auto sink = SqliteSink::Create(path, options);
       if (!sink) {
         std::fprintf(stderr, "%s\n", sink.error().message.c_str());
         return;
@@ -236,7 +241,7 @@ void BenchSqliteSink(const Recording& rec) {
     }
     const double w = Now(CLOCK_MONOTONIC) - w0, c = Now(CLOCK_PROCESS_CPUTIME_ID) - c0;
     std::printf("sqlite writer alone (%s): %zu rows of recording %llx, written %d times\n",
-                thread ? "writer thread" : "one thread", capture.rows.size(),
+                label, capture.rows.size(),
                 static_cast<unsigned long long>(rec.id), kRepeat);
     Report("  rows", rows, "rows", w, c);
     RemoveDatabase(path);
@@ -248,7 +253,7 @@ void BenchSqliteSink(const Recording& rec) {
 
 int main(int argc, char** argv) {
   if (argc != 2 && argc != 3) {
-    std::fprintf(stderr, "usage: %s DIR [STAGE]   (STAGE: only the report stages named so)\n", argv[0]);
+    std::fprintf(stderr, "usage: %s DIR [STAGE]   (STAGE: only the report stages named so; sqlite-writer: only the SQLite writer alone)\n", argv[0]);
     return 2;
   }
   const std::string only = argc == 3 ? argv[2] : "";
@@ -325,9 +330,12 @@ int main(int argc, char** argv) {
     }
   }
   for (const auto& r : listing->recordings)
-    if (only.empty() && !r.files.empty() && r.files.front().bytes > 4096) {  // skip empty launcher recordings
-      BenchPerfettoSink(r);
-      BenchKinetoWriter(r);
+    if ((only.empty() || only == "sqlite-writer") && !r.files.empty() &&
+        r.files.front().bytes > 4096) {  // skip empty launcher recordings
+      if (only.empty()) {
+        BenchPerfettoSink(r);
+        BenchKinetoWriter(r);
+      }
 #if CUPMON_HAVE_SQLITE
       BenchSqliteSink(r);
 #endif

@@ -6,9 +6,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <functional>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cupmon/decoder/record_layout.h"
@@ -212,37 +215,134 @@ std::string Dump(const std::string& path) {
   return all;
 }
 
-TEST(SqliteSinkTest, TheWriterThreadWritesWhatTheCallerWouldWrite) {
-  // The same rows through a sink with its writer thread and through one without.
+// The rows of the first recording in `in` through a sink made with `options`; `before_close`
+// runs after the last row, before Close.
+Expected<void> WriteWith(const std::string& in, const std::string& path, SqliteSink::Options options,
+                         uint64_t* activity_rows = nullptr,
+                         const std::function<void()>& before_close = {}) {
+  auto listing = ListRecordings(in);
+  if (!listing) return unexpected(listing.error());
+  auto sink = SqliteSink::Create(path, options);
+  if (!sink) return unexpected(sink.error());
+  struct Forward : RowSink {
+    SqliteSink* s;
+    void OnRow(const Row& r) override { s->Write(r); }
+    bool WantsSynchronization() const override { return true; }
+  } forward;
+  forward.s = sink->get();
+  const Recording& rec = listing->recordings.at(0);
+  TraceBuilder b(TraceFilter{}, &forward);
+  (*sink)->Begin(b, rec, nullptr);
+  ReadIntegrity integrity;
+  ReadRecording(rec, b, &integrity);
+  b.Finish();
+  (*sink)->End(b, rec, integrity);
+  if (before_close) before_close();
+  auto closed = (*sink)->Close();
+  if (activity_rows) *activity_rows = (*sink)->activity_rows();
+  return closed;
+}
+
+std::vector<std::string> Listing(const std::string& dir) {
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) names.push_back(e.path().filename());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+TEST(SqliteSinkTest, TheWriterThreadsWriteWhatTheCallerWouldWrite) {
+  // The same rows through a sink with two connections and writer threads (the kernel rows in
+  // the database's, the rest copied in from a second file), one connection with its writer
+  // thread, and one without a thread.
   TempDir dir, out;
   WriteEverything(dir.path());
-  auto listing = ListRecordings(dir.path());
-  ASSERT_TRUE(listing.has_value());
-  std::vector<std::string> dumps;
-  for (bool thread : {true, false}) {
-    const std::string path = out.path() + (thread ? "/thread.sqlite" : "/caller.sqlite");
-    auto sink = SqliteSink::Create(path, SqliteSink::Options{thread});
-    ASSERT_TRUE(sink.has_value()) << sink.error().message;
-    struct Forward : RowSink {
-      SqliteSink* s;
-      void OnRow(const Row& r) override { s->Write(r); }
-      bool WantsSynchronization() const override { return true; }
-    } forward;
-    forward.s = sink->get();
-    const Recording& rec = listing->recordings.at(0);
-    TraceBuilder b(TraceFilter{}, &forward);
-    (*sink)->Begin(b, rec, nullptr);
-    ReadIntegrity integrity;
-    ReadRecording(rec, b, &integrity);
-    b.Finish();
-    (*sink)->End(b, rec, integrity);
-    ASSERT_TRUE((*sink)->Close().has_value());
+  std::vector<std::string> dumps, schemas;
+  const SqliteSink::Options configs[] = {{true, true, {}}, {true, false, {}}, {false, false, {}}};
+  int n = 0;
+  for (const SqliteSink::Options& options : configs) {
+    const std::string path = out.path() + "/" + std::to_string(n++) + ".sqlite";
+    uint64_t rows = 0;
+    auto written = WriteWith(dir.path(), path, options, &rows);
+    ASSERT_TRUE(written.has_value()) << written.error().message;
     // 2 kernels, 3 calls and 2 secondary ones, a memset, a memcpy, a synchronization.
-    EXPECT_EQ((*sink)->activity_rows(), 10u);
+    EXPECT_EQ(rows, 10u);
     dumps.push_back(Dump(path));
+    Db db(path);
+    // Tables, columns and indexes, in the order they were created.
+    schemas.push_back(db.Text("SELECT group_concat(type || ' ' || name || ' ' || sql, ';') FROM "
+                              "(SELECT * FROM sqlite_master ORDER BY rowid)"));
+    EXPECT_EQ(db.Text("PRAGMA integrity_check"), "ok");
+    // The kernel-launch join through the indexes, and the ENUM rows once.
+    EXPECT_EQ(db.Int("SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN "
+                     "CUPTI_ACTIVITY_KIND_RUNTIME r INDEXED BY CUPMON_RUNTIME_CORRELATION ON "
+                     "k.correlationId = r.correlationId AND k.globalPid = (r.globalTid & "
+                     "0xFFFFFFFFFF000000)"),
+              2);
+    EXPECT_EQ(db.Int("SELECT COUNT(*) FROM ENUM_CUDA_MEM_KIND"), 8);
   }
+  EXPECT_EQ(Listing(out.path()), (std::vector<std::string>{"0.sqlite", "1.sqlite", "2.sqlite"}));
   EXPECT_EQ(dumps[0], dumps[1]);
+  EXPECT_EQ(dumps[0], dumps[2]);
+  EXPECT_EQ(schemas[0], schemas[1]);
+  EXPECT_EQ(schemas[0], schemas[2]);
   EXPECT_NE(dumps[0].find("cudaLaunchKernel"), std::string::npos);
+  EXPECT_NE(schemas[0].find("index CUPMON_KERNEL_START"), std::string::npos);
+}
+
+TEST(SqliteSinkTest, TheSecondFileIsRemovedAfterwardsAndOnFailure) {
+  if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "one CPU: one connection, no second file";
+  TempDir dir, out, scratch;
+  WriteEverything(dir.path());
+  const std::string path = out.path() + "/x.sqlite";
+  // Written: the second file (in `scratch`) existed while rows streamed and is gone.
+  bool seen = false;
+  auto written = WriteWith(dir.path(), path, {true, true, scratch.path()}, nullptr,
+                           [&] { seen = Listing(scratch.path()).size() == 1; });
+  ASSERT_TRUE(written.has_value()) << written.error().message;
+  EXPECT_TRUE(seen);
+  EXPECT_TRUE(std::filesystem::is_empty(scratch.path()));
+  EXPECT_EQ(Listing(out.path()), std::vector<std::string>{"x.sqlite"});
+  EXPECT_EQ(Db(path).Int("SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_KERNEL"), 2);
+  // The second file lost before Close copies it (removed: ATTACH cannot open it): Close fails,
+  // naming the file, and leaves the old database alone.
+  const auto size = testing::ReadAll(path).size();
+  auto lost = WriteWith(dir.path(), path, {true, true, scratch.path()}, nullptr, [&] {
+    for (const auto& name : Listing(scratch.path())) std::filesystem::remove(scratch.path() + "/" + name);
+  });
+  ASSERT_FALSE(lost.has_value());
+  EXPECT_NE(lost.error().message.find("cannot write " + path), std::string::npos) << lost.error().message;
+  EXPECT_NE(lost.error().message.find("unable to open database: " + scratch.path() + "/x.sqlite.rest."),
+            std::string::npos)
+      << lost.error().message;
+  EXPECT_TRUE(std::filesystem::is_empty(scratch.path()));
+  EXPECT_EQ(Listing(out.path()), std::vector<std::string>{"x.sqlite"});
+  EXPECT_EQ(testing::ReadAll(path).size(), size);
+  // A sink dropped without Close (the export stopped on an error) removes both files.
+  {
+    auto sink = SqliteSink::Create(out.path() + "/dropped.sqlite", {true, true, scratch.path()});
+    ASSERT_TRUE(sink.has_value()) << sink.error().message;
+    EXPECT_EQ(Listing(scratch.path()).size(), 1u);
+  }
+  EXPECT_TRUE(std::filesystem::is_empty(scratch.path()));
+  EXPECT_EQ(Listing(out.path()), std::vector<std::string>{"x.sqlite"});
+}
+
+TEST(SqliteSinkTest, ASecondFileThatCannotBeCreatedFailsAtOnceAndLeavesNothing) {
+  if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "one CPU: one connection, no second file";
+  TempDir out;
+  const std::string missing = out.path() + "/no/such/dir";
+  auto sink = SqliteSink::Create(out.path() + "/x.sqlite", {true, true, missing});
+  ASSERT_FALSE(sink.has_value());
+  EXPECT_NE(sink.error().message.find("cannot write " + out.path() + "/x.sqlite: cannot create a "
+                                      "temporary file in " + missing + ": "),
+            std::string::npos)
+      << sink.error().message;
+  EXPECT_TRUE(std::filesystem::is_empty(out.path()));  // the database's temporary removed too
+  // Without the second connection the same directory is not needed.
+  auto one = SqliteSink::Create(out.path() + "/x.sqlite", {true, false, missing});
+  ASSERT_TRUE(one.has_value()) << one.error().message;
+  ASSERT_TRUE((*one)->Close().has_value());
+  EXPECT_EQ(Listing(out.path()), std::vector<std::string>{"x.sqlite"});
 }
 
 TEST(SqliteSinkTest, ManyRowsCrossManyBatches) {

@@ -32,6 +32,12 @@ constexpr int64_t kNull = INT64_MIN;  // a cell that is SQL NULL (no column hold
 constexpr size_t kBatchRows = 4096;
 constexpr size_t kMultiRows = 32;  // rows per multi-row INSERT (a fifth less time per row)
 constexpr size_t kMaxQueued = 16;  // full batches waiting for the writer
+// The page cache while rows go in (a larger one gained nothing), and while the indexes are
+// built: SQLite's sorter keeps as much in memory as the cache may hold and spills the rest to
+// temporary files, then merges them; 64 MiB keeps 2M rows' kernel indexes in memory (a third
+// less time for them than with 16 MiB; PERFORMANCE.md, "Second connection").
+constexpr const char* kCacheRows = "PRAGMA cache_size = -16384";
+constexpr const char* kCacheIndexes = "PRAGMA cache_size = -65536";
 
 // The batched tables: their INSERT column lists. Columns cupmon has no value for stay NULL (left
 // out) or, where nsys declares them NOT NULL, get nsys's default through `fixed` (0, '').
@@ -145,9 +151,15 @@ Expected<std::unique_ptr<SqliteSink>> SqliteSink::Create(const std::string& path
       return unexpected(Error{path + " is not a regular file (the database is written beside it "
                                      "and renamed onto it)"});
   }
+  std::unique_ptr<SqliteSink> sink(new SqliteSink(target));
   // The temporary sits beside the target, so that the final rename stays on one file system.
-  std::string tmp = target + ".XXXXXX";
-  const int fd = mkostemp(tmp.data(), O_CLOEXEC);
+  // The destructor removes what was created when anything below fails.
+  const auto make_temp = [](std::string pattern, std::string* made) -> int {
+    const int fd = mkostemp(pattern.data(), O_CLOEXEC);
+    if (fd >= 0) *made = pattern;
+    return fd;
+  };
+  const int fd = make_temp(target + ".XXXXXX", &sink->conns_[kMain].path);
   if (fd < 0) {
     const int e = errno;
     return unexpected(Error{"cannot write " + path + ": " + std::strerror(e), e});
@@ -157,84 +169,124 @@ Expected<std::unique_ptr<SqliteSink>> SqliteSink::Create(const std::string& path
   umask(mask);
   (void)fchmod(fd, 0666 & ~mask);
   close(fd);
-  std::unique_ptr<SqliteSink> sink(new SqliteSink(target, tmp));
-  const int rc = sqlite3_open_v2(tmp.c_str(), &sink->db_,
-                                 SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr);
-  if (rc != SQLITE_OK)
-    return unexpected(Error{"cannot write " + path + ": cannot open " + tmp + ": " +
-                            (sink->db_ ? sqlite3_errmsg(sink->db_) : sqlite3_errstr(rc))});
-  // One writer and no reader until the rename: no journal, no syncs, one transaction. Large
-  // pages: fewer page splits as rows append.
-  sink->Exec("PRAGMA page_size = 65536");
-  sink->Exec("PRAGMA journal_mode = OFF");
-  sink->Exec("PRAGMA synchronous = OFF");
-  sink->Exec("PRAGMA locking_mode = EXCLUSIVE");
-  sink->Exec("PRAGMA cache_size = -16384");
-  sink->Exec("BEGIN");
-  for (const nsys::Table& t : nsys::Tables()) sink->Exec(t.create);
+  Conn& main = sink->conns_[kMain];
+  if (!main.Open(main.path))
+    return unexpected(Error{"cannot write " + path + ": " + main.error});
+  for (const nsys::Table& t : nsys::Tables()) main.Exec(t.create);
   for (const nsys::EnumRow& row : nsys::EnumRows()) {
     char* sql = sqlite3_mprintf("INSERT INTO %s (id, name, label) VALUES (%d, %Q, %Q)", row.table,
                                 row.id, row.name, row.label);
-    sink->Exec(sql);
+    main.Exec(sql);
     sqlite3_free(sql);
   }
-  sink->PrepareInserts();
-  if (!sink->error_.empty()) return unexpected(Error{"cannot write " + path + ": " + sink->error_});
-  if (options.writer_thread && std::thread::hardware_concurrency() > 1)
-    sink->writer_ = std::thread([s = sink.get()] { s->WriterLoop(); });
+  for (int t = 0; t < kTableCount; ++t)
+    if (t != kNvtx && !main.PrepareInsert(t)) break;
+  if (!main.error.empty()) return unexpected(Error{"cannot write " + path + ": " + main.error});
+  const bool threads = options.writer_thread && std::thread::hardware_concurrency() > 1;
+  if (threads && options.split) {
+    // The tables but the kernel table's rows, in a file of their own (removed by Close).
+    std::string dir = options.split_dir;
+    if (dir.empty()) {
+      const size_t slash = target.rfind('/');
+      dir = slash == std::string::npos ? "." : target.substr(0, slash == 0 ? 1 : slash);
+    }
+    const std::string base = target.substr(target.rfind('/') + 1);
+    Conn& rest = sink->conns_[kRest];
+    const int rfd = make_temp(dir + "/" + base + ".rest.XXXXXX", &rest.path);
+    if (rfd < 0) {
+      const int e = errno;
+      return unexpected(Error{"cannot write " + path + ": cannot create a temporary file in " +
+                              dir + ": " + std::strerror(e), e});
+    }
+    close(rfd);
+    if (rest.Open(rest.path))
+      for (const nsys::Table& t : nsys::Tables()) rest.Exec(t.create);
+    for (int t = 0; t < kTableCount; ++t)
+      if (t != kNvtx && t != kKernel && !rest.PrepareInsert(t)) break;
+    if (!rest.error.empty()) return unexpected(Error{"cannot write " + path + ": " + rest.error});
+  }
+  if (threads) {
+    for (int c = 0; c < kConnCount; ++c)
+      if (sink->conns_[c].db) sink->writers_[c] = std::thread([s = sink.get(), c] { s->WriterLoop(c); });
+  }
   return sink;
 }
 
-SqliteSink::SqliteSink(std::string path, std::string tmp_path)
-    : path_(std::move(path)), tmp_path_(std::move(tmp_path)) {
+SqliteSink::SqliteSink(std::string path) : path_(std::move(path)) {
+  for (Conn& c : conns_) c.failed = &failed_;
   for (int d = 0; d < 2; ++d) api_name_ids_[d].assign(CallbackTableSize(d == 1), 0);
 }
 
 SqliteSink::~SqliteSink() {
-  if (writer_.joinable()) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stop_ = true;
-    }
-    cv_.notify_all();
-    writer_.join();
+  if (!closed_) failed_.store(true, std::memory_order_relaxed);  // the writers skip what is left
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
   }
-  for (auto& pair : inserts_)
-    for (sqlite3_stmt*& s : pair) {
-      if (s) sqlite3_finalize(s);
-      s = nullptr;
-    }
-  if (db_) sqlite3_close(db_);
-  if (!closed_) unlink(tmp_path_.c_str());
+  cv_.notify_all();
+  for (std::thread& w : writers_)
+    if (w.joinable()) w.join();
+  for (Conn& c : conns_) {
+    c.CloseDb();
+    if (!closed_ && !c.path.empty()) unlink(c.path.c_str());  // Close removes its own
+  }
 }
 
-void SqliteSink::Fail(const std::string& what) {
-  if (!error_.empty()) return;
-  error_ = what;
-  if (db_ && sqlite3_errcode(db_) != SQLITE_OK && sqlite3_errcode(db_) != SQLITE_DONE)
-    error_ += std::string(": ") + sqlite3_errmsg(db_);
-  failed_.store(true, std::memory_order_relaxed);
+// ---- a connection ----
+
+bool SqliteSink::Conn::Open(const std::string& file) {
+  const int rc = sqlite3_open_v2(file.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
+                                 nullptr);
+  if (rc != SQLITE_OK) {
+    error = "cannot open " + file + ": " + (db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+    failed->store(true, std::memory_order_relaxed);
+    return false;
+  }
+  // One writer and no reader until the rename: no journal, no syncs, one transaction. Large
+  // pages: fewer page splits as rows append.
+  Exec("PRAGMA page_size = 65536");
+  Exec("PRAGMA journal_mode = OFF");
+  Exec("PRAGMA synchronous = OFF");
+  Exec("PRAGMA locking_mode = EXCLUSIVE");
+  Exec(kCacheRows);
+  return Exec("BEGIN");
 }
 
-bool SqliteSink::Exec(const std::string& sql) {
-  if (!error_.empty()) return false;
+void SqliteSink::Conn::Fail(const std::string& what) {
+  if (!error.empty()) return;
+  error = what;
+  if (db && sqlite3_errcode(db) != SQLITE_OK && sqlite3_errcode(db) != SQLITE_DONE)
+    error += std::string(": ") + sqlite3_errmsg(db);
+  failed->store(true, std::memory_order_relaxed);
+}
+
+bool SqliteSink::Conn::Exec(const std::string& sql) {
+  if (!error.empty()) return false;
   char* msg = nullptr;
-  if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &msg) != SQLITE_OK) {
-    error_ = std::string(msg ? msg : "error") + " (in: " + sql.substr(0, 60) + ")";
+  if (sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &msg) != SQLITE_OK) {
+    error = std::string(msg ? msg : "error") + " (in: " + sql.substr(0, 60) + ")";
     sqlite3_free(msg);
-    failed_.store(true, std::memory_order_relaxed);
+    failed->store(true, std::memory_order_relaxed);
     return false;
   }
   return true;
 }
 
-bool SqliteSink::PrepareInserts() {
-  for (int t = 0; t < kTableCount; ++t)
-    if (t != kNvtx && !PrepareInsert(t)) return false;
-  return true;
+void SqliteSink::Conn::Finalize() {
+  for (auto& pair : inserts)
+    for (sqlite3_stmt*& s : pair) {
+      if (s) sqlite3_finalize(s);
+      s = nullptr;
+    }
 }
 
-bool SqliteSink::CreateNvtxTables() {
+void SqliteSink::Conn::CloseDb() {
+  Finalize();
+  if (db && sqlite3_close(db) != SQLITE_OK) Fail("closing " + path);
+  db = nullptr;
+}
+
+bool SqliteSink::Conn::CreateNvtxTables() {
   for (const nsys::Table& t : nsys::NvtxTables()) Exec(t.create);
   for (const nsys::EnumRow& row : nsys::NvtxEnumRows()) {
     char* sql = sqlite3_mprintf("INSERT INTO %s (id, name, label) VALUES (%d, %Q, %Q)", row.table,
@@ -242,10 +294,11 @@ bool SqliteSink::CreateNvtxTables() {
     Exec(sql);
     sqlite3_free(sql);
   }
-  return error_.empty() && PrepareInsert(kNvtx);
+  nvtx = true;
+  return error.empty() && PrepareInsert(kNvtx);
 }
 
-bool SqliteSink::PrepareInsert(int t) {
+bool SqliteSink::Conn::PrepareInsert(int t) {
   const BatchedTable& bt = kBatched[t];
   for (int multi = 0; multi < 2; ++multi) {
     std::string sql = std::string("INSERT INTO ") + bt.table + " (" + bt.columns + ") VALUES ";
@@ -257,7 +310,7 @@ bool SqliteSink::PrepareInsert(int t) {
       sql += bt.fixed;
       sql += ")";
     }
-    if (sqlite3_prepare_v3(db_, sql.c_str(), -1, SQLITE_PREPARE_PERSISTENT, &inserts_[t][multi],
+    if (sqlite3_prepare_v3(db, sql.c_str(), -1, SQLITE_PREPARE_PERSISTENT, &inserts[t][multi],
                            nullptr) != SQLITE_OK) {
       Fail(std::string("preparing the INSERT into ") + bt.table);
       return false;
@@ -266,17 +319,17 @@ bool SqliteSink::PrepareInsert(int t) {
   return true;
 }
 
-// ---- the writer ----
+// ---- the writers ----
 
-void SqliteSink::InsertBatch(const Batch& b) {
-  if (!error_.empty()) return;
-  if (b.table == kNvtx && !inserts_[kNvtx][0] && !CreateNvtxTables()) return;
+void SqliteSink::Conn::InsertBatch(const Batch& b) {
+  if (!error.empty()) return;
+  if (b.table == kNvtx && !inserts[kNvtx][0] && !CreateNvtxTables()) return;
   const int n = kBatched[b.table].count;
   const int64_t* cell = b.cells.data();
   size_t row = 0;
   while (row < b.rows) {
     const bool multi = b.rows - row >= kMultiRows;
-    sqlite3_stmt* s = inserts_[b.table][multi];
+    sqlite3_stmt* s = inserts[b.table][multi];
     const size_t rows = multi ? kMultiRows : 1;
     const int cells = static_cast<int>(rows) * n;
     for (int i = 0; i < cells; ++i, ++cell) {
@@ -293,25 +346,32 @@ void SqliteSink::InsertBatch(const Batch& b) {
   }
 }
 
-void SqliteSink::WriterLoop() {
+void SqliteSink::WriterLoop(int conn) {
+  Conn& c = conns_[conn];
   for (;;) {
     std::unique_ptr<Batch> b;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
-      if (queue_.empty()) return;  // stop_, and everything written
-      b = std::move(queue_.front());
-      queue_.pop_front();
+      cv_.wait(lock, [&] { return stop_ || !queue_[conn].empty(); });
+      if (queue_[conn].empty()) break;  // stop_, and everything written
+      b = std::move(queue_[conn].front());
+      queue_[conn].pop_front();
     }
     cv_.notify_all();  // room in the queue
-    if (!failed()) {
-      // error_ is the writer's while it runs; the caller reads it after the join.
-      InsertBatch(*b);
-    }
+    // The connection and its error are this thread's while it runs; Close reads them after
+    // the join.
+    if (!failed()) c.InsertBatch(*b);
     b->rows = 0;
     std::lock_guard<std::mutex> lock(mu_);
     free_.push_back(std::move(b));
   }
+  // Close goes on with the connection; with two, this one's indexes first (the kernel table's
+  // take the time), while Close writes the rest into the other.
+  if (conn == kRest || !split() || failed()) return;
+  c.Exec("PRAGMA threads = 1");  // the sorter's helper thread, for the other core's idle moments
+  c.Exec(kCacheIndexes);
+  for (const char* index : nsys::Indexes()) c.Exec(index);
+  c.Exec("COMMIT");  // ATTACH cannot run inside a transaction
 }
 
 int64_t* SqliteSink::NewRow(Table t) {
@@ -340,14 +400,15 @@ void SqliteSink::RowDone(Table t) {
 void SqliteSink::Submit(Table t) {
   std::unique_ptr<Batch>& b = open_[t];
   if (!b || b->rows == 0) return;
-  if (!writer_.joinable()) {
-    InsertBatch(*b);  // no writer thread: this thread owns the connection
+  const int conn = ConnOf(t);
+  if (!writers_[conn].joinable()) {
+    conns_[conn].InsertBatch(*b);  // no writer thread: this thread owns the connection
     b->rows = 0;
     return;
   }
   std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [&] { return queue_.size() < kMaxQueued; });
-  queue_.push_back(std::move(b));
+  cv_.wait(lock, [&] { return queue_[conn].size() < kMaxQueued; });
+  queue_[conn].push_back(std::move(b));
   lock.unlock();
   cv_.notify_all();
 }
@@ -766,14 +827,14 @@ void SqliteSink::End(const TraceBuilder& b, const Recording& rec, const ReadInte
 
 // ---- closing (caller's thread, writer stopped) ----
 
-void SqliteSink::WriteDeferred() {
+void SqliteSink::WriteDeferred(Conn& conn) {
   // Statements by text: a few kinds of row, prepared once each.
   std::map<const char*, sqlite3_stmt*> prepared;
   const auto insert = [&](const char* sql, const std::vector<Value>& values) {
-    if (!error_.empty()) return;
+    if (!conn.error.empty()) return;
     sqlite3_stmt*& s = prepared[sql];
-    if (!s && sqlite3_prepare_v2(db_, sql, -1, &s, nullptr) != SQLITE_OK) {
-      Fail(std::string("preparing ") + std::string(sql).substr(0, 40));
+    if (!s && sqlite3_prepare_v2(conn.db, sql, -1, &s, nullptr) != SQLITE_OK) {
+      conn.Fail(std::string("preparing ") + std::string(sql).substr(0, 40));
       return;
     }
     for (size_t i = 0; i < values.size(); ++i) {
@@ -786,7 +847,7 @@ void SqliteSink::WriteDeferred() {
     }
     const int rc = sqlite3_step(s);
     sqlite3_reset(s);
-    if (rc != SQLITE_DONE) Fail(std::string("writing ") + std::string(sql).substr(0, 40));
+    if (rc != SQLITE_DONE) conn.Fail(std::string("writing ") + std::string(sql).substr(0, 40));
   };
   for (size_t id = 0; id < strings_by_id_.size(); ++id)
     insert(kInsertString, {Value{Value::kInt, static_cast<int64_t>(id + 1), {}},
@@ -794,7 +855,7 @@ void SqliteSink::WriteDeferred() {
   // Synchronization rows written before their context's first GPU row: the device it had.
   for (const SyncFix& f : sync_fixes_) {
     for (const auto& [context, device] : f.context_devices)
-      Exec("UPDATE CUPTI_ACTIVITY_KIND_SYNCHRONIZATION SET deviceId = " + std::to_string(device) +
+      conn.Exec("UPDATE CUPTI_ACTIVITY_KIND_SYNCHRONIZATION SET deviceId = " + std::to_string(device) +
            " WHERE globalPid = " + std::to_string(f.global_pid) +
            " AND contextId = " + std::to_string(context) + " AND deviceId = -1");
   }
@@ -814,37 +875,70 @@ void SqliteSink::WriteDeferred() {
   for (auto& [sql, s] : prepared) sqlite3_finalize(s);
 }
 
+// The second file's tables copied into the database's, which are empty and have the same
+// indexes (built by the writer thread): INSERT INTO ... SELECT * between identical tables, which
+// SQLite runs as a transfer of records and index entries. The ENUM tables are the database's own
+// (Create and CreateNvtxTables filled them in both).
+void SqliteSink::BringInRest() {
+  Conn& main = conns_[kMain];
+  Conn& rest = conns_[kRest];
+  const bool nvtx = rest.nvtx;
+  if (nvtx) main.CreateNvtxTables();
+  char* attach = sqlite3_mprintf("ATTACH DATABASE %Q AS cupmon_rest", rest.path.c_str());
+  const bool attached = main.Exec(attach);
+  sqlite3_free(attach);
+  if (!attached) return;
+  main.Exec("BEGIN");
+  const auto copy = [&](std::span<const nsys::Table> tables) {
+    for (const nsys::Table& t : tables) {
+      const std::string_view name = t.name;
+      if (name == kBatched[kKernel].table || name.find("ENUM_") != std::string_view::npos) continue;
+      main.Exec(std::string("INSERT INTO main.") + t.name + " SELECT * FROM cupmon_rest." + t.name);
+    }
+  };
+  copy(nsys::Tables());
+  if (nvtx) copy(nsys::NvtxTables());
+  main.Exec("COMMIT");
+  const std::string error = main.error;
+  main.error.clear();
+  main.Exec("DETACH DATABASE cupmon_rest");
+  if (!error.empty()) main.error = error;
+}
+
 Expected<void> SqliteSink::Close() {
   for (int t = 0; t < kTableCount; ++t) Submit(static_cast<Table>(t));
-  if (writer_.joinable()) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stop_ = true;
-    }
-    cv_.notify_all();
-    writer_.join();  // from here on this thread owns the connection (and error_)
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
   }
-  if (error_.empty()) {
-    WriteDeferred();
+  cv_.notify_all();
+  Conn& main = conns_[kMain];
+  Conn& rest = conns_[kRest];
+  // This thread writes what is left into the second connection where there is one (the main
+  // writer builds the kernel indexes meanwhile), else into the main one.
+  Conn& mine = split() ? rest : main;
+  if (writers_[split() ? kRest : kMain].joinable()) writers_[split() ? kRest : kMain].join();
+  if (!failed()) {
+    WriteDeferred(mine);  // the connection and its error are this thread's once its writer is joined
     // The sorter may use helper threads for the index builds.
     const unsigned cpus = std::thread::hardware_concurrency();
-    Exec("PRAGMA threads = " + std::to_string(std::min(4u, cpus > 1 ? cpus - 1 : 0u)));
-    for (const char* index : nsys::Indexes()) Exec(index);
-    Exec("COMMIT");
+    mine.Exec("PRAGMA threads = " + std::to_string(std::min(4u, cpus > 1 ? cpus - 1 : 0u)));
+    mine.Exec(kCacheIndexes);
+    for (const char* index : nsys::Indexes()) mine.Exec(index);
+    mine.Exec("COMMIT");
   }
-  for (auto& pair : inserts_)
-    for (sqlite3_stmt*& s : pair) {
-      if (s) sqlite3_finalize(s);
-      s = nullptr;
-    }
-  if (db_ && sqlite3_close(db_) != SQLITE_OK && error_.empty()) Fail("closing the database");
-  db_ = nullptr;
-  if (error_.empty() && rename(tmp_path_.c_str(), path_.c_str()) != 0)
-    error_ = "renaming " + tmp_path_ + " onto it: " + std::strerror(errno);
+  if (writers_[kMain].joinable()) writers_[kMain].join();
+  if (main.error.empty() && !rest.error.empty()) main.error = rest.error;
+  rest.CloseDb();
+  if (main.error.empty() && !failed() && split()) BringInRest();
+  main.CloseDb();
+  if (split()) unlink(rest.path.c_str());
+  if (main.error.empty() && rename(main.path.c_str(), path_.c_str()) != 0)
+    main.error = "renaming " + main.path + " onto it: " + std::strerror(errno);
   closed_ = true;
-  if (!error_.empty()) {
-    unlink(tmp_path_.c_str());
-    return unexpected(Error{"cannot write " + path_ + ": " + error_});
+  if (!main.error.empty()) {
+    unlink(main.path.c_str());
+    return unexpected(Error{"cannot write " + path_ + ": " + main.error});
   }
   return {};
 }

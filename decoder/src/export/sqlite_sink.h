@@ -35,11 +35,19 @@ namespace cupmon::decoder {
 //
 // Threads: the caller's thread turns rows into batches of column values (names, ids and times
 // resolved there); one writer thread, started by Create, owns the SQLite connection while rows
-// stream and inserts the batches, so decoding and SQLite overlap. The hand-over is a bounded
-// queue of batches (guarded by mu_; the caller waits when it is full), so memory stays bounded:
+// stream and inserts the batches, so decoding and SQLite overlap. Kernel rows, the costliest
+// (nsys's 40-column table) and most of the rows, have the database's connection and writer
+// thread to themselves; the other tables are written through a second connection on a second
+// writer thread, into a second temporary file (beside the output) with the same tables. At
+// Close the two build their indexes at the same time, then the second file's tables are copied
+// into the database's empty ones (INSERT INTO ... SELECT * between identical tables with
+// identical indexes: SQLite's transfer, which copies records and index entries without
+// decoding them) and the second file is removed. The hand-over is a bounded queue of batches
+// per connection (guarded by mu_; the caller waits when one is full), so memory stays bounded:
 // the batches in flight, plus the distinct names, threads, contexts, annotations and per-rank
-// facts, which are written by the caller's thread in Close once the writer has stopped. With
-// `writer_thread` false (or one CPU) the caller's thread inserts the batches itself.
+// facts, which the caller's thread writes in Close once the writers have stopped. With
+// `writer_thread` false (or one CPU) the caller's thread inserts the batches itself, through
+// one connection; `split` false keeps one connection with one writer thread.
 //
 // Ids: each rank gets a globalPid packed as nsys packs it (nsys_schema.h: host number, pid), API
 // rows a globalTid with the rank's thread numbers (CUPMON_THREADS keeps CUPTI's thread ids).
@@ -54,9 +62,13 @@ class SqliteSink {
  public:
   struct Options {
     bool writer_thread = true;
+    bool split = true;  // the second connection; with writer_thread and more than one CPU
+    // Where the second connection's temporary file goes; empty: beside the output.
+    std::string split_dir;
   };
-  // Creates the temporary database beside `path` and its tables. Fails (with a message naming
-  // the path) when the path is a directory or cannot be written.
+  // Creates the temporary database beside `path` (and the second connection's file) and
+  // their tables. Fails (with a message naming the path) when the path is a directory or cannot
+  // be written; nothing is left behind then.
   static Expected<std::unique_ptr<SqliteSink>> Create(const std::string& path, Options options);
   static Expected<std::unique_ptr<SqliteSink>> Create(const std::string& path) {
     return Create(path, Options{});
@@ -71,8 +83,8 @@ class SqliteSink {
   void Begin(const TraceBuilder& builder, const Recording& recording, const Rank* rank);
   void Write(const Row& row);
   void End(const TraceBuilder& builder, const Recording& recording, const ReadIntegrity& integrity);
-  // Builds the indexes, commits and renames the database onto the path. On failure the
-  // temporary file is removed and the error says what failed.
+  // Builds the indexes, commits, copies the second file's tables in, renames the database onto the
+  // path. On failure the temporary files are removed and the error says what failed.
   Expected<void> Close();
 
   // Rows given to the activity tables (kernel, memcpy, memset, runtime, secondary API calls,
@@ -95,7 +107,7 @@ class SqliteSink {
   };
 
  private:
-  SqliteSink(std::string path, std::string tmp_path);
+  explicit SqliteSink(std::string path);
   // Column values of up to kBatchRows rows of one table; kNull marks SQL NULL.
   struct Batch {
     Table table = kKernel;
@@ -123,14 +135,29 @@ class SqliteSink {
     std::vector<Value> values;
   };
 
-  // Connection helpers (used by whichever thread owns the connection at the time).
-  bool Exec(const std::string& sql);
-  void Fail(const std::string& what);
-  bool PrepareInserts();
-  bool PrepareInsert(int table);
-  bool CreateNvtxTables();  // the writer's, before the first NVTX batch
-  void InsertBatch(const Batch& b);  // the writer's work
-  void WriterLoop();
+  // One SQLite connection, its prepared INSERTs and its first failure. Used by whichever thread
+  // owns it at the time (its writer thread while rows stream, the caller's in Close).
+  struct Conn {
+    sqlite3* db = nullptr;
+    // [table][0]: one-row INSERT, [table][1]: kMultiRows-row INSERT.
+    sqlite3_stmt* inserts[kTableCount][2] = {};
+    std::string error;                   // the first failure
+    std::atomic<bool>* failed = nullptr;  // the sink's: any failure stops every writer
+    std::string path;                    // its temporary file
+    bool nvtx = false;                   // CreateNvtxTables ran
+    bool Open(const std::string& file);  // and the pragmas and the transaction
+    bool Exec(const std::string& sql);
+    void Fail(const std::string& what);
+    bool PrepareInsert(int table);
+    bool CreateNvtxTables();  // before the first NVTX batch
+    void InsertBatch(const Batch& b);
+    void Finalize();  // the statements
+    void CloseDb();
+  };
+  enum ConnIndex { kMain, kRest, kConnCount };
+  void WriterLoop(int conn);
+  // Close's last step with two connections: the second file's tables copied into the database.
+  void BringInRest();
 
   // Caller's side.
   int64_t* NewRow(Table t);  // the next row's cells in the table's open batch
@@ -146,27 +173,28 @@ class SqliteSink {
   void Annotate(const Row& r);
   void WriteRange(const Row& r);
   bool failed() const { return failed_.load(std::memory_order_relaxed); }
+  bool split() const { return !conns_[kRest].path.empty(); }
+  int ConnOf(Table t) const { return t != kKernel && split() ? kRest : kMain; }
   void Defer(const char* insert, std::vector<Value> values) {
     deferred_.push_back(DeferredRow{insert, std::move(values)});
   }
   void Counter(const std::string& name, int64_t value);
-  void WriteDeferred();  // Close: everything but the batched tables
+  void WriteDeferred(Conn& conn);  // Close: everything but the batched tables
 
-  std::string path_, tmp_path_;
-  sqlite3* db_ = nullptr;
-  // [table][0]: one-row INSERT, [table][1]: kMultiRows-row INSERT.
-  sqlite3_stmt* inserts_[kTableCount][2] = {};
-  std::string error_;  // the first failure: the writer's while it runs, the caller's after the join
+  std::string path_;
+  // [kMain]: the database, and the first failure of all once the writers are joined (the
+  // caller's thread's own failures too). [kRest]: the second file; no path: not used.
+  Conn conns_[kConnCount];
   std::atomic<bool> failed_{false};
   bool closed_ = false;
   int64_t base_ = 0;
   uint64_t activity_rows_ = 0;
 
-  // Hand-over to the writer thread.
-  std::thread writer_;
+  // Hand-over to the writer threads (one per connection in use).
+  std::thread writers_[kConnCount];
   std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<std::unique_ptr<Batch>> queue_;  // full batches, oldest first
+  std::deque<std::unique_ptr<Batch>> queue_[kConnCount];  // full batches, oldest first
   std::vector<std::unique_ptr<Batch>> free_;  // emptied batches for reuse
   bool stop_ = false;
   std::unique_ptr<Batch> open_[kTableCount];  // the caller's batch per table
