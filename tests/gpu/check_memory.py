@@ -9,10 +9,10 @@ expected figures. Checks, exactly:
 - `export --format jsonl`: the MEMORY2 rows of the program's addresses, in time order, are its
   operations (operation, address, bytes), memory kind "device", on its device, pool_type non-zero
   and one pool_address for the pool's operations and zero for the others; no other MEMORY2 row;
-  the MEMORY_POOL rows are one "created", one "trimmed", one "destroyed", at the pool_address of
-  the pool's allocations;
+  the MEMORY_POOL rows are one "created", at least one "trimmed" (CUPTI reports trims at
+  cudaFreeAsync too), one "destroyed", at the pool_address of the pool's allocations;
 - `summary`'s Device memory section: peak bytes, bytes in use at the end, allocation and release
-  counts, and the peak's time between the rows of the operation that reached it and the next;
+  counts, and the peak's time nearest the row of the operation that reached it;
 - `timeline --format jsonl`: the largest memory_peak_bytes of the device is the peak, its last
   memory_in_use_bytes the bytes at the end.
 Prints a table; exits 1 on any failure.
@@ -103,8 +103,12 @@ def main():
     check("no timestamp unknown", True, all(x["ts_ns"] is not None for x in memory))
     check("no other MEMORY2 row", [], [(x["operation"], x["address"], x["bytes"]) for x in others])
     pool_ops = collections.Counter(x["operation"] for x in pools)
-    check("MEMORY_POOL rows by operation", {"created": want["pools_created"], "trimmed": want["pools_trimmed"],
-                                            "destroyed": want["pools_destroyed"]}, dict(pool_ops))
+    # CUPTI 13.0 on the H200 reports a trim at cudaFreeAsync too, not only at cudaMemPoolTrimTo
+    # (3 "trimmed" rows for this program's one TrimTo): at least the program's trims.
+    check("MEMORY_POOL rows created, destroyed", (want["pools_created"], want["pools_destroyed"]),
+          (pool_ops["created"], pool_ops["destroyed"]))
+    check(f"MEMORY_POOL rows trimmed: at least {want['pools_trimmed']}", True,
+          pool_ops["trimmed"] >= want["pools_trimmed"])
     check("MEMORY_POOL rows at the pool's address", sorted(pool_addresses) * len(pools),
           [x["address"] for x in pools])
 
@@ -120,13 +124,17 @@ def main():
               (int(m.group(4)), int(m.group(5))))
         if len(mine) == len(ops) and want["peak_op"] + 1 < len(mine):
             peak_ns = iso_ns(m.group(2))
-            at, until = mine[want["peak_op"]]["ts_ns"], mine[want["peak_op"] + 1]["ts_ns"]
-            op, nxt = ops[want["peak_op"]], ops[want["peak_op"] + 1]
+            op = ops[want["peak_op"]]
             # Each row's wall time uses the calibration known when it was read, the summary's the
-            # last one: 50 us of slack before, none after.
-            check(f"summary: peak between op {want['peak_op'] + 1} ({op['api']} {op['label']}) and "
-                  f"op {want['peak_op'] + 2} ({nxt['api']} {nxt['label']})", True,
-                  at - 50_000 <= peak_ns < until)
+            # whole recording's: the two differ by tens of microseconds, as much as the time
+            # between two of the program's operations. So: the operation whose row is nearest the
+            # summary's peak time is the one that reached the peak.
+            nearest = min(range(len(mine)), key=lambda i: abs(mine[i]["ts_ns"] - peak_ns))
+            check(f"summary: peak time nearest op {want['peak_op'] + 1} ({op['api']} {op['label']})",
+                  want["peak_op"] + 1, nearest + 1)
+            print(f"    summary's peak at {m.group(2)}: {peak_ns - mine[want['peak_op']]['ts_ns']:+d} ns "
+                  f"from op {want['peak_op'] + 1}'s row; operations "
+                  f"{[x['ts_ns'] - mine[0]['ts_ns'] for x in mine]} ns after the first")
 
     t = subprocess.run([args.decode, "timeline", rec, "--bucket", "10ms", "--format", "jsonl"],
                        capture_output=True, text=True)
