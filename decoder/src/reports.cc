@@ -1001,6 +1001,23 @@ std::string AutoTriggerText(const WindowSpan& w) {
 
 namespace {
 
+// The CUPTI activity attributes the monitor set (CUPMON_CUPTI_*, CUPMON_ZERO_BUFFERS); empty when
+// it left all of CUPTI's defaults, as in every recording made before these options existed.
+std::string CuptiAttributesText(const pb::Config& c) {
+  std::string s;
+  auto add = [&](const std::string& item) { s += (s.empty() ? "" : ", ") + item; };
+  if (c.has_cupti_per_thread_buffers())
+    add(std::string("per-thread buffers ") + (c.cupti_per_thread_buffers() ? "1" : "0"));
+  if (c.has_cupti_device_buffer_bytes())
+    add("device buffer " + std::to_string(c.cupti_device_buffer_bytes()) + " bytes");
+  if (c.has_cupti_device_buffer_preallocate())
+    add("device buffers pre-allocated " + std::to_string(c.cupti_device_buffer_preallocate()));
+  if (c.has_cupti_device_buffer_pool_limit())
+    add("device buffer pool limit " + std::to_string(c.cupti_device_buffer_pool_limit()));
+  if (c.zero_buffers()) add("zeroed-out buffers 1");
+  return s;
+}
+
 void PrintInfo(std::ostream& out, const TraceBuilder& b, const Recording& r,
                const ReadIntegrity& integrity) {
   const auto& h = r.header;
@@ -1011,6 +1028,8 @@ void PrintInfo(std::ostream& out, const TraceBuilder& b, const Recording& r,
       << h.cuda_driver_version() << ", runtime " << h.cuda_runtime_version() << ", cupmon "
       << h.cupmon_version() << "\n";
   if (!r.source_note.empty()) out << "  source: " << r.source_note << "\n";
+  if (const std::string attrs = CuptiAttributesText(h.config()); !attrs.empty())
+    out << "  CUPTI attributes set: " << attrs << "\n";
   out << "  command:";
   for (const auto& a : h.command_line()) out << " " << a;
   out << "\n  files: " << r.files.size() << "\n";

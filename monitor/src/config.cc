@@ -175,12 +175,47 @@ void ApplyEnvironment(MonitorConfig* c, std::vector<std::string>* warnings, GetE
     else c->encoding = *r;
   }
   ApplyControlEnvironment(c, warnings, getenv_fn);
+  ApplyCuptiAttributeEnvironment(c, warnings, getenv_fn);
   if (const char* v = getenv_fn("CUPMON_ZERO_BUFFERS")) {
     std::string_view s = Trim(v);
     if (s == "1" || s == "on" || s == "true") c->zero_buffers = true;
     else if (s == "0" || s == "off" || s == "false") c->zero_buffers = false;
     else bad("CUPMON_ZERO_BUFFERS", v, "expected 0 or 1", c->zero_buffers ? "1" : "0");
   }
+}
+
+void ApplyCuptiAttributeEnvironment(MonitorConfig* c, std::vector<std::string>* warnings,
+                                    GetEnvFn getenv_fn) {
+  if (!getenv_fn) getenv_fn = [](const char* n) -> const char* { return std::getenv(n); };
+  MonitorConfig::CuptiAttributes& a = c->cupti_attributes;
+  auto bad = [&](const char* var, const char* value, const char* expected) {
+    warnings->push_back(std::string(var) + "='" + value + "' is invalid (expected " + expected +
+                        "); CUPTI's default is kept");
+  };
+  if (const char* v = getenv_fn("CUPMON_CUPTI_PER_THREAD_BUFFERS"); v && *v) {
+    const std::string_view s = Trim(v);
+    if (s == "1" || s == "on") a.per_thread_buffers = true;
+    else if (s == "0" || s == "off") a.per_thread_buffers = false;
+    else bad("CUPMON_CUPTI_PER_THREAD_BUFFERS", v, "0 or 1");
+  }
+  if (const char* v = getenv_fn("CUPMON_CUPTI_DEVICE_BUFFER_SIZE"); v && *v) {
+    auto r = ParseSize(v);
+    if (!r || *r < (64u << 10) || *r > (1u << 30))
+      bad("CUPMON_CUPTI_DEVICE_BUFFER_SIZE", v, "a size from 64K to 1G, such as 32M");
+    else
+      a.device_buffer_bytes = *r;
+  }
+  auto count_var = [&](const char* var, uint64_t min, std::optional<uint64_t>* field) {
+    const char* v = getenv_fn(var);
+    if (!v || !*v) return;
+    auto r = ParseInt<uint64_t>(v);
+    if (!r || *r < min || *r > 4096)
+      bad(var, v, min ? "a number of buffers from 1 to 4096" : "a number of buffers from 0 to 4096");
+    else
+      *field = *r;
+  };
+  count_var("CUPMON_CUPTI_DEVICE_BUFFER_PREALLOCATE", 0, &a.device_buffer_preallocate);
+  count_var("CUPMON_CUPTI_DEVICE_BUFFER_POOL_LIMIT", 1, &a.device_buffer_pool_limit);
 }
 
 Expected<uint64_t> ParseDurationMs(std::string_view text) {
@@ -377,6 +412,17 @@ void NormalizeConfig(MonitorConfig* c, std::vector<std::string>* warnings) {
     c->file_bytes = 1u << 20;
   }
   if (c->kinds.empty()) c->kinds = defaults.kinds;
+  // cupti_activity.h: the pre-allocated count must be below the pool limit (250 unless set).
+  auto& a = c->cupti_attributes;
+  if (a.device_buffer_preallocate &&
+      *a.device_buffer_preallocate >= a.device_buffer_pool_limit.value_or(250)) {
+    warnings->push_back("CUPTI device buffer pre-allocation " +
+                        std::to_string(*a.device_buffer_preallocate) +
+                        " is not below the pool limit " +
+                        std::to_string(a.device_buffer_pool_limit.value_or(250)) +
+                        "; CUPTI's default pre-allocation is kept");
+    a.device_buffer_preallocate.reset();
+  }
   if (c->control && c->control_dir.empty()) c->control_dir = c->output_dir + "/control";
   if (c->window_ms == 0 || c->window_ms > 24u * 3600 * 1000) {
     warnings->push_back("window duration " + std::to_string(c->window_ms) +

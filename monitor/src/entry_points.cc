@@ -197,6 +197,7 @@ CUPMON_API int cupmon_start(const cupmon_config* c) {
     if (c->zstd_level) config.zstd_level = c->zstd_level;
     config.zero_buffers = c->zero_buffers != 0;
     cupmon::ApplyControlEnvironment(&config, &warnings);
+    cupmon::ApplyCuptiAttributeEnvironment(&config, &warnings);
     for (const auto& w : warnings) cupmon::Say(w);
     std::lock_guard<std::timed_mutex> g(g_mu);
     if (auto r = cupmon::StartLocked(std::move(config), "api"); !r)

@@ -33,6 +33,33 @@ void Warn(const std::string& line) { std::fprintf(stderr, "cupmon: %s\n", line.c
 
 constexpr auto kFlushWaitTimeout = std::chrono::seconds(10);
 
+// Sets the CUPTI activity attributes the configuration names (starting thread, before the buffer
+// callbacks are registered and any kind is enabled, as cupti_activity.h asks of
+// PER_THREAD_ACTIVITY_BUFFER). One CUPTI refuses is warned about and dropped from `a`, so that
+// the recording header lists only what was applied; the monitor starts either way.
+void ApplyCuptiAttributes(CuptiApi& cupti, MonitorConfig::CuptiAttributes* a) {
+  auto set = [&](auto* field, CUpti_ActivityAttribute attr, const char* name, auto value) {
+    if (!*field) return;
+    size_t size = sizeof(value);
+    if (CUptiResult rv = cupti.ActivitySetAttribute(attr, &size, &value); rv != CUPTI_SUCCESS) {
+      Warn(std::string("cannot set CUPTI_ACTIVITY_ATTR_") + name + ": " +
+           cupti.ResultString(rv) + "; CUPTI's default stays");
+      field->reset();
+    }
+  };
+  // The value types of cupti_activity.h: uint8_t for the flag, size_t for sizes and counts.
+  set(&a->per_thread_buffers, CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER,
+      "PER_THREAD_ACTIVITY_BUFFER", uint8_t{a->per_thread_buffers.value_or(false)});
+  set(&a->device_buffer_bytes, CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE, "DEVICE_BUFFER_SIZE",
+      static_cast<size_t>(a->device_buffer_bytes.value_or(0)));
+  // The limit before the pre-allocation: the header wants pre-allocate below the limit.
+  set(&a->device_buffer_pool_limit, CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_POOL_LIMIT,
+      "DEVICE_BUFFER_POOL_LIMIT", static_cast<size_t>(a->device_buffer_pool_limit.value_or(0)));
+  set(&a->device_buffer_preallocate, CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_PRE_ALLOCATE_VALUE,
+      "DEVICE_BUFFER_PRE_ALLOCATE_VALUE",
+      static_cast<size_t>(a->device_buffer_preallocate.value_or(0)));
+}
+
 }  // namespace
 
 Monitor::Monitor(MonitorOptions options)
@@ -104,6 +131,7 @@ Expected<void> Monitor::Init() {
     return MakeError("a monitor is already running in this process (a second start is refused)");
   published_ = true;
 
+  ApplyCuptiAttributes(cupti_, &f.config.cupti_attributes);
   if (CUptiResult rv = cupti_.ActivityRegisterCallbacks(ActivityIntake::RequestCallback(),
                                                         ActivityIntake::CompleteCallback());
       rv != CUPTI_SUCCESS) {

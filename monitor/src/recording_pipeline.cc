@@ -238,6 +238,13 @@ pb::RecordingHeader RecordingPipeline::BuildHeader() {
   pc->set_zstd_level(c.zstd_level);
   pc->set_encoding(static_cast<uint32_t>(c.encoding));
   pc->set_entry_point(facts_.entry_point);
+  const MonitorConfig::CuptiAttributes& a = c.cupti_attributes;
+  if (a.per_thread_buffers) pc->set_cupti_per_thread_buffers(*a.per_thread_buffers);
+  if (a.device_buffer_bytes) pc->set_cupti_device_buffer_bytes(*a.device_buffer_bytes);
+  if (a.device_buffer_preallocate)
+    pc->set_cupti_device_buffer_preallocate(*a.device_buffer_preallocate);
+  if (a.device_buffer_pool_limit) pc->set_cupti_device_buffer_pool_limit(*a.device_buffer_pool_limit);
+  pc->set_zero_buffers(c.zero_buffers);
   h.set_cupmon_version(CUPMON_VERSION_STRING);
   h.set_synthetic(facts_.synthetic);
   return h;

@@ -312,6 +312,8 @@ CUptiResult FakeCupti::ActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFun
   if (!request || !complete) return CUPTI_ERROR_INVALID_PARAMETER;
   request_ = request;
   complete_ = complete;
+  std::lock_guard<std::mutex> lk(calls_mu_);
+  calls_.push_back("RegisterCallbacks");
   return CUPTI_SUCCESS;
 }
 
@@ -404,7 +406,23 @@ CUptiResult FakeCupti::ActivityGetNumDroppedRecords(CUcontext context, uint32_t 
   return CUPTI_SUCCESS;
 }
 
-CUptiResult FakeCupti::ActivitySetAttribute(CUpti_ActivityAttribute, size_t*, void*) {
+CUptiResult FakeCupti::ActivitySetAttribute(CUpti_ActivityAttribute attr, size_t* value_size,
+                                            void* value) {
+  if (!value_size || !value) return CUPTI_ERROR_INVALID_PARAMETER;
+  if (attr == fail_attribute_ && fail_attribute_result_ != CUPTI_SUCCESS)
+    return fail_attribute_result_;
+  // cupti_activity.h: these two are uint8_t flags; the others used here are size_t.
+  const bool flag = attr == CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER ||
+                    attr == CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER ||
+                    attr == CUPTI_ACTIVITY_ATTR_MEM_ALLOCATION_TYPE_HOST_PINNED;
+  if (*value_size != (flag ? sizeof(uint8_t) : sizeof(size_t)))
+    return CUPTI_ERROR_INVALID_PARAMETER;
+  uint64_t v = 0;
+  if (flag) v = *static_cast<const uint8_t*>(value);
+  else v = *static_cast<const size_t*>(value);
+  std::lock_guard<std::mutex> lk(calls_mu_);
+  calls_.push_back("SetAttribute(" + std::to_string(static_cast<int>(attr)) + "," +
+                   std::to_string(v) + ")");
   return CUPTI_SUCCESS;
 }
 

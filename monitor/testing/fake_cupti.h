@@ -34,7 +34,9 @@ namespace cupmon::testing {
 //    enabling the kind clears that kind's filters, as real CUPTI's kind setting overrides them;
 //  - external ids pushed on a thread (per thread and kind, like CUPTI) produce an
 //    EXTERNAL_CORRELATION record before each API record of that thread while the kind is on;
-//  - Enable/Disable/EnableRuntimeApi/EnableDriverApi calls are logged in order (calls()).
+//  - RegisterCallbacks/Enable/Disable/EnableRuntimeApi/EnableDriverApi/SetAttribute calls are
+//    logged in order (calls()); SetAttribute checks the value size as CUPTI does (uint8_t for
+//    flags, size_t for sizes and counts) and records nothing else about its effect.
 // The fake calls callbacks while holding its own producer lock, as real CUPTI holds its lock.
 class FakeCupti final : public CuptiApi {
  public:
@@ -84,6 +86,11 @@ class FakeCupti final : public CuptiApi {
   // Fails the next RegisterCallbacks/Enable with this error (e.g. MULTIPLE_SUBSCRIBERS).
   void FailRegisterWith(CUptiResult r) { fail_register_ = r; }
   void FailEnableWith(CUptiResult r) { fail_enable_ = r; }
+  // Fails every later SetAttribute of `attr` with `r` (a libcupti that does not know it).
+  void FailSetAttributeWith(CUpti_ActivityAttribute attr, CUptiResult r) {
+    fail_attribute_ = attr;
+    fail_attribute_result_ = r;
+  }
   bool kind_enabled(uint32_t kind) const;
   uint64_t forced_flushes() const { return forced_flushes_.load(); }
   // Test-double behaviour: `n` records dropped in queue (context, stream), as real CUPTI counts
@@ -92,7 +99,8 @@ class FakeCupti final : public CuptiApi {
   // ActivityGetNumDroppedRecords calls made from inside a buffer callback the fake was running
   // (CUPTI_NOTES.md: never do that while holding a lock the callbacks take).
   uint64_t dropped_queries_inside_callbacks() const { return dropped_in_callback_.load(); }
-  // "Enable(5)", "Disable(5)", "EnableRuntimeApi(17,0)", "EnableDriverApi(9,0)", in call order.
+  // "RegisterCallbacks", "Enable(5)", "Disable(5)", "EnableRuntimeApi(17,0)",
+  // "EnableDriverApi(9,0)", "SetAttribute(0,33554432)" (attribute, value), in call order.
   std::vector<std::string> calls() const;
   bool api_filtered(uint32_t kind, uint32_t cbid) const;
   // Test-double behaviour: GetTimestamp returns CLOCK_REALTIME + `shift_ns` from now on, as real
@@ -153,6 +161,8 @@ class FakeCupti final : public CuptiApi {
   std::atomic<uint64_t> timestamp_callbacks_{0}, pending_at_ts_{0};
   CUptiResult fail_register_ = CUPTI_SUCCESS;
   CUptiResult fail_enable_ = CUPTI_SUCCESS;
+  CUpti_ActivityAttribute fail_attribute_ = CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_FORCE_INT;
+  CUptiResult fail_attribute_result_ = CUPTI_SUCCESS;
 
   mutable std::mutex calls_mu_;  // guards calls_, filters_ and external_
   std::vector<std::string> calls_;

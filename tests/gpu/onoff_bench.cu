@@ -5,7 +5,10 @@
 // wall and process CPU time; cycles alternate their order (off-on, on-off, ...) so that drift
 // cancels. tools/gpu-bench-onoff runs it in many interleaved processes and computes intervals.
 //   onoff_bench THREADS LAUNCHES_PER_PHASE CYCLES
-// prints one JSON line: {"threads":..,"launches":..,"cycles":[{"off_wall_s":..,"on_wall_s":..,
+// ONOFF_KINDS (comma-separated CUpti_ActivityKind numbers, default 1,2,10) names the kinds that are
+// switched: those the client enables always-on (add 12 for a client with MARKER always on, 49 for
+// MEMORY2), so that the off phase has none of them.
+// prints one JSON line: {"threads":..,"launches":..,"kinds":[..],"cycles":[{"off_wall_s":..,"on_wall_s":..,
 // "off_cpu_s":..,"on_cpu_s":..},...]}. Exits 1 when no libcupti is loaded (no client injected).
 #include <cuda_runtime.h>
 #include <dlfcn.h>
@@ -26,8 +29,23 @@ __global__ void Empty() {}
 namespace {
 
 // CUpti_ActivityKind values (cupti_activity.h, CUDA 13.0): memcpy, memset, concurrent kernel.
-constexpr int kKinds[] = {1, 2, 10};
+constexpr int kDefaultKinds[] = {1, 2, 10};
 using KindFn = int (*)(int);
+
+// ONOFF_KINDS, or the default; empty on a malformed list.
+std::vector<int> SwitchedKinds() {
+  const char* v = std::getenv("ONOFF_KINDS");
+  if (!v || !*v) return {std::begin(kDefaultKinds), std::end(kDefaultKinds)};
+  std::vector<int> kinds;
+  for (const char* p = v; *p;) {
+    char* end = nullptr;
+    const long k = std::strtol(p, &end, 10);
+    if (end == p || k < 1 || k > 127 || (*end && *end != ',')) return {};
+    kinds.push_back(static_cast<int>(k));
+    p = *end ? end + 1 : end;
+  }
+  return kinds;
+}
 
 double Seconds(clockid_t clock) {
   timespec ts;
@@ -88,6 +106,12 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: onoff_bench THREADS LAUNCHES_PER_PHASE CYCLES\n");
     return 2;
   }
+  const std::vector<int> kinds = SwitchedKinds();
+  if (kinds.empty()) {
+    std::fprintf(stderr, "onoff_bench: ONOFF_KINDS='%s' is not a list of kind numbers such as "
+                 "1,2,10,12\n", std::getenv("ONOFF_KINDS"));
+    return 2;
+  }
   for (int i = 0; i < 1000; ++i) Empty<<<1, 1>>>();  // cuInit: the client attaches here
   if (cudaError_t e = cudaDeviceSynchronize(); e != cudaSuccess) {
     std::fprintf(stderr, "onoff_bench: warm-up: %s\n", cudaGetErrorString(e));
@@ -107,14 +131,17 @@ int main(int argc, char** argv) {
   LaunchPhase phase(threads);
   const long per_thread = launches / threads;
   const auto set = [&](bool on) {
-    for (int k : kKinds)
+    for (int k : kinds)
       if ((on ? enable : disable)(k) != 0) return false;
     phase.Run(200);  // untimed: the switch settles before the timed phase
     return true;
   };
   phase.Run(per_thread);  // one untimed phase with the client's kinds on
+  std::string kind_list;
+  for (int k : kinds) kind_list += (kind_list.empty() ? "" : ",") + std::to_string(k);
   std::string out = "{\"threads\":" + std::to_string(threads) +
-                    ",\"launches\":" + std::to_string(per_thread * threads) + ",\"cycles\":[";
+                    ",\"launches\":" + std::to_string(per_thread * threads) + ",\"kinds\":[" +
+                    kind_list + "],\"cycles\":[";
   for (int c = 0; c < cycles; ++c) {
     double wall[2], cpu[2];  // [0] off, [1] on
     for (int half = 0; half < 2; ++half) {

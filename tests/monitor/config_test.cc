@@ -88,6 +88,79 @@ TEST(ConfigTest, NoKnownKindKeepsTheDefaultKinds) {
   EXPECT_EQ(warnings.size(), 3u);
 }
 
+TEST(ConfigTest, CuptiAttributesAreParsed) {
+  std::map<std::string, std::string> env = {{"CUPMON_CUPTI_PER_THREAD_BUFFERS", "0"},
+                                            {"CUPMON_CUPTI_DEVICE_BUFFER_SIZE", "32M"},
+                                            {"CUPMON_CUPTI_DEVICE_BUFFER_PREALLOCATE", "16"},
+                                            {"CUPMON_CUPTI_DEVICE_BUFFER_POOL_LIMIT", "500"}};
+  g_env = &env;
+  MonitorConfig c;
+  EXPECT_FALSE(c.cupti_attributes.Any());  // by default every attribute is CUPTI's
+  std::vector<std::string> warnings;
+  ApplyEnvironment(&c, &warnings, FakeGetenv);
+  NormalizeConfig(&c, &warnings);
+  EXPECT_TRUE(warnings.empty()) << warnings.front();
+  EXPECT_EQ(c.cupti_attributes.per_thread_buffers, false);
+  EXPECT_EQ(c.cupti_attributes.device_buffer_bytes, 32ull << 20);
+  EXPECT_EQ(c.cupti_attributes.device_buffer_preallocate, 16u);
+  EXPECT_EQ(c.cupti_attributes.device_buffer_pool_limit, 500u);
+  env = {{"CUPMON_CUPTI_PER_THREAD_BUFFERS", "on"}};
+  MonitorConfig d;
+  ApplyCuptiAttributeEnvironment(&d, &warnings, FakeGetenv);
+  EXPECT_EQ(d.cupti_attributes.per_thread_buffers, true);
+  EXPECT_FALSE(d.cupti_attributes.device_buffer_bytes.has_value());
+}
+
+TEST(ConfigTest, BadCuptiAttributesNameTheVariableAndKeepCuptisDefault) {
+  std::map<std::string, std::string> env = {{"CUPMON_CUPTI_PER_THREAD_BUFFERS", "2"},
+                                            {"CUPMON_CUPTI_DEVICE_BUFFER_SIZE", "4K"},
+                                            {"CUPMON_CUPTI_DEVICE_BUFFER_PREALLOCATE", "-1"},
+                                            {"CUPMON_CUPTI_DEVICE_BUFFER_POOL_LIMIT", "0"}};
+  g_env = &env;
+  MonitorConfig c;
+  std::vector<std::string> warnings;
+  ApplyEnvironment(&c, &warnings, FakeGetenv);
+  ASSERT_EQ(warnings.size(), 4u);
+  for (const char* var : {"CUPMON_CUPTI_PER_THREAD_BUFFERS", "CUPMON_CUPTI_DEVICE_BUFFER_SIZE",
+                          "CUPMON_CUPTI_DEVICE_BUFFER_PREALLOCATE",
+                          "CUPMON_CUPTI_DEVICE_BUFFER_POOL_LIMIT"}) {
+    bool named = false;
+    for (const auto& w : warnings) named |= w.find(var) != std::string::npos;
+    EXPECT_TRUE(named) << var;
+  }
+  EXPECT_FALSE(c.cupti_attributes.Any());
+  env = {{"CUPMON_CUPTI_DEVICE_BUFFER_SIZE", "2G"}, {"CUPMON_CUPTI_DEVICE_BUFFER_POOL_LIMIT", "5000"}};
+  warnings.clear();
+  ApplyEnvironment(&c, &warnings, FakeGetenv);
+  EXPECT_EQ(warnings.size(), 2u);
+  EXPECT_FALSE(c.cupti_attributes.Any());
+}
+
+TEST(ConfigTest, PreallocationAtOrAboveThePoolLimitIsDropped) {
+  MonitorConfig c;
+  c.cupti_attributes.device_buffer_preallocate = 8;
+  c.cupti_attributes.device_buffer_pool_limit = 8;
+  std::vector<std::string> warnings;
+  NormalizeConfig(&c, &warnings);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("pool limit 8"), std::string::npos) << warnings[0];
+  EXPECT_FALSE(c.cupti_attributes.device_buffer_preallocate.has_value());
+  EXPECT_EQ(c.cupti_attributes.device_buffer_pool_limit, 8u);
+  // Without a limit set, CUPTI's 250 is the bound.
+  MonitorConfig d;
+  d.cupti_attributes.device_buffer_preallocate = 250;
+  warnings.clear();
+  NormalizeConfig(&d, &warnings);
+  EXPECT_EQ(warnings.size(), 1u);
+  EXPECT_FALSE(d.cupti_attributes.device_buffer_preallocate.has_value());
+  MonitorConfig e;
+  e.cupti_attributes.device_buffer_preallocate = 249;
+  warnings.clear();
+  NormalizeConfig(&e, &warnings);
+  EXPECT_TRUE(warnings.empty());
+  EXPECT_EQ(e.cupti_attributes.device_buffer_preallocate, 249u);
+}
+
 TEST(ConfigTest, NormalizeFixesImpossibleSizes) {
   MonitorConfig c;
   c.buffer_bytes = 100;  // below 64K

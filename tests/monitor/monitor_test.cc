@@ -11,10 +11,12 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include <gtest/gtest.h>
 
+#include "cupmon/decoder/reports.h"
 #include "monitor/testing/fake_cupti.h"
 #include "monitor_fixture.h"
 #include "recording_reader.h"
@@ -61,6 +63,98 @@ TEST(MonitorTest, RecordsAndKernelNamesReachTheFiles) {
   EXPECT_EQ(rb.memset_bytes, 512u);
   EXPECT_EQ(rb.last_stats.records(), 1002u);
   EXPECT_EQ((*m)->GetStats().strings, 2u);
+}
+
+size_t IndexOf(const std::vector<std::string>& calls, const std::string& call) {
+  for (size_t i = 0; i < calls.size(); ++i)
+    if (calls[i] == call) return i;
+  return SIZE_MAX;
+}
+
+TEST(MonitorTest, CuptiAttributesAreSetBeforeCallbacksAndKindsAndRecorded) {
+  FakeCupti fake;
+  const std::string dir = TempDir("attributes");
+  MonitorOptions o = FakeOptions(&fake, dir);
+  o.config.cupti_attributes.per_thread_buffers = false;
+  o.config.cupti_attributes.device_buffer_bytes = 32ull << 20;
+  o.config.cupti_attributes.device_buffer_preallocate = 16;
+  o.config.cupti_attributes.device_buffer_pool_limit = 500;
+  auto m = Monitor::Start(std::move(o));
+  ASSERT_TRUE(m) << m.error().message;
+  const std::vector<std::string> calls = fake.calls();
+  // The fake accepts a flag only as a uint8_t and a size only as a size_t: a call of the wrong
+  // width would be refused and missing here.
+  const size_t per_thread = IndexOf(calls, "SetAttribute(9,0)");
+  const size_t device_buffer = IndexOf(calls, "SetAttribute(0,33554432)");
+  const size_t limit = IndexOf(calls, "SetAttribute(2,500)");
+  const size_t preallocate = IndexOf(calls, "SetAttribute(6,16)");
+  const size_t registered = IndexOf(calls, "RegisterCallbacks");
+  const size_t first_enable = IndexOf(calls, "Enable(10)");
+  for (size_t i : {per_thread, device_buffer, limit, preallocate, registered, first_enable})
+    ASSERT_NE(i, SIZE_MAX);
+  // cupti_activity.h: PER_THREAD_ACTIVITY_BUFFER before registering and before any enable; the
+  // pool limit before the pre-allocation that must stay below it.
+  for (size_t i : {per_thread, device_buffer, limit, preallocate}) {
+    EXPECT_LT(i, registered);
+    EXPECT_LT(i, first_enable);
+  }
+  EXPECT_LT(limit, preallocate);
+  FakeCupti::Producer* p = fake.NewProducer();
+  ASSERT_TRUE(p->Kernel(fake.AddKernelName("k"), 1, 2));
+  (*m)->Stop();
+  const auto rb = ReadRecording(dir);
+  const pb::Config& c = rb.header.config();
+  ASSERT_TRUE(c.has_cupti_per_thread_buffers());
+  EXPECT_FALSE(c.cupti_per_thread_buffers());
+  EXPECT_EQ(c.cupti_device_buffer_bytes(), 32ull << 20);
+  EXPECT_EQ(c.cupti_device_buffer_preallocate(), 16u);
+  EXPECT_EQ(c.cupti_device_buffer_pool_limit(), 500u);
+  EXPECT_FALSE(c.zero_buffers());
+  std::ostringstream out, err;
+  decoder::RunReport(decoder::ReportKind::kInfo, dir, decoder::ReportOptions{}, out, err);
+  EXPECT_NE(out.str().find("CUPTI attributes set: per-thread buffers 0, device buffer 33554432 "
+                           "bytes, device buffers pre-allocated 16, device buffer pool limit 500\n"),
+            std::string::npos)
+      << out.str();
+}
+
+TEST(MonitorTest, NoCuptiAttributeIsSetByDefault) {
+  FakeCupti fake;
+  const std::string dir = TempDir("attributes-default");
+  auto m = Monitor::Start(FakeOptions(&fake, dir));
+  ASSERT_TRUE(m) << m.error().message;
+  for (const auto& call : fake.calls()) EXPECT_FALSE(call.starts_with("SetAttribute")) << call;
+  (*m)->Stop();
+  const pb::Config& c = ReadRecording(dir).header.config();
+  EXPECT_FALSE(c.has_cupti_per_thread_buffers());
+  EXPECT_FALSE(c.has_cupti_device_buffer_bytes());
+  EXPECT_FALSE(c.has_cupti_device_buffer_preallocate());
+  EXPECT_FALSE(c.has_cupti_device_buffer_pool_limit());
+  std::ostringstream out, err;
+  decoder::RunReport(decoder::ReportKind::kInfo, dir, decoder::ReportOptions{}, out, err);
+  EXPECT_NE(out.str().find("Recording "), std::string::npos) << out.str();
+  EXPECT_EQ(out.str().find("CUPTI attributes set"), std::string::npos) << out.str();
+}
+
+TEST(MonitorTest, RefusedCuptiAttributeIsLeftOutAndTheMonitorRuns) {
+  FakeCupti fake;
+  fake.FailSetAttributeWith(CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER,
+                            CUPTI_ERROR_NOT_SUPPORTED);
+  const std::string dir = TempDir("attributes-refused");
+  MonitorOptions o = FakeOptions(&fake, dir);
+  o.config.cupti_attributes.per_thread_buffers = false;
+  o.config.cupti_attributes.device_buffer_pool_limit = 8;
+  auto m = Monitor::Start(std::move(o));
+  ASSERT_TRUE(m) << m.error().message;
+  EXPECT_FALSE((*m)->config().cupti_attributes.per_thread_buffers.has_value());
+  EXPECT_EQ((*m)->config().cupti_attributes.device_buffer_pool_limit, 8u);
+  FakeCupti::Producer* p = fake.NewProducer();
+  ASSERT_TRUE(p->Kernel(fake.AddKernelName("k"), 1, 2));
+  (*m)->Stop();
+  const auto rb = ReadRecording(dir);
+  EXPECT_EQ(rb.records, 1u);
+  EXPECT_FALSE(rb.header.config().has_cupti_per_thread_buffers());
+  EXPECT_EQ(rb.header.config().cupti_device_buffer_pool_limit(), 8u);
 }
 
 TEST(MonitorTest, RecordSizesAreProbedThroughGetNextRecord) {

@@ -125,6 +125,8 @@ int main(int argc, char** argv) {
       "  cupmon-run --no-nvtx -- ./app   # leave NVTX_INJECTION64_PATH alone\n"
       "  cupmon-run --auto-window -- python3 train.py   # a window at a step 1.5x the median\n"
       "  cupmon-run --auto-window-factor 2 --auto-window-min-gap 30m -- python3 train.py\n"
+      "  CUPMON_CUPTI_PER_THREAD_BUFFERS=0 cupmon-run -- ./app   # a CUPTI activity attribute\n"
+      "    (also CUPMON_CUPTI_DEVICE_BUFFER_SIZE, _PREALLOCATE, _POOL_LIMIT: docs/CONTROL.md)\n"
       "NVTX ranges (torch.cuda.nvtx, Megatron, NeMo) reach cupmon's trace windows through\n"
       "NVTX_INJECTION64_PATH, which cupmon-run points at the libcupti cupmon loads, unless it\n"
       "is already set (another NVTX tool keeps it) or --no-nvtx is given.\n"

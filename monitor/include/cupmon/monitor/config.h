@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -31,6 +32,20 @@ struct MonitorConfig {
   // Hand CUPTI buffers that the writer zeroed (CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER=1)
   // instead of letting CUPTI zero them on the launching thread. Off until measured on a GPU.
   bool zero_buffers = false;
+  // CUPTI activity attributes (cuptiActivitySetAttribute before the buffer callbacks are
+  // registered and any kind is enabled); unset: CUPTI's own default stays. docs/CONTROL.md lists
+  // them, docs/PERFORMANCE.md says what they cost. After start, only the ones CUPTI accepted.
+  struct CuptiAttributes {
+    std::optional<bool> per_thread_buffers;             // PER_THREAD_ACTIVITY_BUFFER (13.0: 1)
+    std::optional<uint64_t> device_buffer_bytes;        // DEVICE_BUFFER_SIZE (3,200,000)
+    std::optional<uint64_t> device_buffer_preallocate;  // DEVICE_BUFFER_PRE_ALLOCATE_VALUE (3)
+    std::optional<uint64_t> device_buffer_pool_limit;   // DEVICE_BUFFER_POOL_LIMIT (250)
+    bool Any() const {
+      return per_thread_buffers || device_buffer_bytes || device_buffer_preallocate ||
+             device_buffer_pool_limit;
+    }
+  };
+  CuptiAttributes cupti_attributes;
 
   // Trace windows (monitor/README.md, docs/CONTROL.md). Kinds a window adds on top of `kinds`:
   // RUNTIME, DRIVER, OVERHEAD, SYNCHRONIZATION, CUDA_EVENT, EXTERNAL_CORRELATION.
@@ -95,6 +110,14 @@ void ApplyEnvironment(MonitorConfig* config, std::vector<std::string>* warnings,
 // these from the environment because cupmon_config has no fields for them; ApplyEnvironment calls it.
 void ApplyControlEnvironment(MonitorConfig* config, std::vector<std::string>* warnings,
                              GetEnvFn getenv_fn = nullptr);
+
+// Applies only CUPMON_CUPTI_PER_THREAD_BUFFERS, CUPMON_CUPTI_DEVICE_BUFFER_SIZE,
+// CUPMON_CUPTI_DEVICE_BUFFER_PREALLOCATE and CUPMON_CUPTI_DEVICE_BUFFER_POOL_LIMIT (CUPTI's
+// activity attributes; cupmon_config has no fields for them, so the C API reads them here too).
+// ApplyEnvironment calls it. Ranges: per-thread 0 or 1; device buffer 64K..1G; pre-allocate
+// 0..4096 buffers; pool limit 1..4096 buffers (NormalizeConfig checks pre-allocate < limit).
+void ApplyCuptiAttributeEnvironment(MonitorConfig* config, std::vector<std::string>* warnings,
+                                    GetEnvFn getenv_fn = nullptr);
 
 // "10m", "90s", "2h", "600000ms" or a bare number of milliseconds -> milliseconds.
 Expected<uint64_t> ParseDurationMs(std::string_view text);
