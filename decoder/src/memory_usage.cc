@@ -23,7 +23,7 @@ void MemoryUsage::Add(const Row& row) {
     return;
   }
   events_.push_back(Event{row.start, row.address, row.bytes, row.kind, row.device, row.memory_op,
-                          row.memory_kind});
+                          row.memory_kind, row.wall_start});
 }
 
 void MemoryUsage::Finish() {
@@ -36,12 +36,14 @@ void MemoryUsage::Finish() {
     uint64_t bytes;
   };
   std::unordered_map<uint64_t, Live> live;  // by address: unified addressing keeps them apart
-  auto change = [&](uint32_t device, uint64_t ts, int64_t delta) {
+  auto change = [&](uint32_t device, const Event& e, int64_t delta) {
+    const uint64_t ts = e.ts;
     MemoryDeviceStats& d = devices_[device];
     d.in_use = static_cast<uint64_t>(static_cast<int64_t>(d.in_use) + delta);
     if (d.in_use > d.peak) {
       d.peak = d.in_use;
       d.peak_ts = ts;
+      d.peak_wall = e.wall;
     }
     steps_.push_back(MemoryStep{ts, device, d.in_use});
   };
@@ -66,10 +68,10 @@ void MemoryUsage::Finish() {
       auto [it, fresh] = live.try_emplace(e.address, Live{e.device, e.bytes});
       if (!fresh) {
         ++devices_[it->second.device].replaced;
-        change(it->second.device, e.ts, -static_cast<int64_t>(it->second.bytes));
+        change(it->second.device, e, -static_cast<int64_t>(it->second.bytes));
         it->second = Live{e.device, e.bytes};
       }
-      change(e.device, e.ts, static_cast<int64_t>(e.bytes));
+      change(e.device, e, static_cast<int64_t>(e.bytes));
     } else if (e.op == kRelease) {
       ++d.releases;
       auto it = live.find(e.address);
@@ -80,7 +82,7 @@ void MemoryUsage::Finish() {
       // The allocation's size and device, not the release's: they are what was added.
       const Live l = it->second;
       live.erase(it);
-      change(l.device, e.ts, -static_cast<int64_t>(l.bytes));
+      change(l.device, e, -static_cast<int64_t>(l.bytes));
     } else {
       ++unknown_ops_;
     }

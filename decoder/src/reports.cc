@@ -401,7 +401,7 @@ class SummarySink : public RowSink {
           << " memory records with an unknown operation type (left out)\n";
     for (const auto& [dev, d] : memory_.devices()) {
       out << "==cupmon==   device " << dev << ": peak " << FormatByteCount(d.peak) << " in use";
-      if (d.peak_ts) out << " at " << IsoTime(b.clock().ToWall(d.peak_ts));
+      if (d.peak_ts) out << " at " << IsoTime(d.peak_wall ? d.peak_wall : b.clock().ToWall(d.peak_ts));
       out << "; " << FormatByteCount(d.in_use) << " at the end\n";
       out << "==cupmon==     " << d.allocations << " allocations, " << d.releases << " releases";
       if (d.unknown_releases)

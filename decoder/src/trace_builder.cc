@@ -1151,7 +1151,9 @@ void TraceBuilder::AddMemory(const RecordLayout& layout, const FieldReader& f,
 }
 
 void TraceBuilder::EmitMemory(Row row) {
-  if (row.valid_time && wall_times_) row.wall_start = row.wall_end = clock_.ToWall(row.start);
+  // Always on the wall clock (memory rows are few): every report that places a memory change in
+  // time then uses the calibration this row was read with, as the exports do.
+  if (row.valid_time) row.wall_start = row.wall_end = clock_.ToWall(row.start);
   if (!Passes(row)) {
     ++counts_.filtered_out;
     return;

@@ -30,6 +30,7 @@ struct MemoryDeviceStats {
   uint64_t in_use = 0;   // at the recording's end
   uint64_t peak = 0;     // the largest in_use reached
   uint64_t peak_ts = 0;  // CUPTI ns when the peak was first reached (0: no allocation)
+  int64_t peak_wall = 0;  // the same moment on the wall clock, as that row had it (unix ns)
   std::map<uint32_t, MemoryKindStats> by_kind;  // by CUpti_ActivityMemoryKind
   // MEMORY_POOL records: pools created, destroyed and trimmed, and the largest size one had.
   uint64_t pools_created = 0, pools_destroyed = 0, pools_trimmed = 0, pool_max_size = 0;
@@ -61,6 +62,7 @@ class MemoryUsage {
   struct Event {
     uint64_t ts, address, bytes;
     uint32_t kind, device, op, memory_kind;
+    int64_t wall;  // the row's wall_start
   };
   std::vector<Event> events_;
   std::map<uint32_t, MemoryDeviceStats> devices_;
