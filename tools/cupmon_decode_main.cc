@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstdint>
 #include <fstream>
 #include <iostream>
@@ -13,6 +14,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cupmon/decoder/recording_reader.h"
 #include "cupmon/decoder/reports.h"
 
 namespace {
@@ -29,6 +31,7 @@ struct CommonArgs {
   std::string from, to, kernel, output;
   bool mangled = false, full_names = false;
   size_t reorder_rows = 1 << 16;
+  std::optional<int> threads;
 };
 
 void AddCommon(CLI::App* app, CommonArgs* a) {
@@ -65,6 +68,21 @@ void AddCommon(CLI::App* app, CommonArgs* a) {
   app->add_option("--reorder-rows", a->reorder_rows,
                   "Traces/exports: rows held to sort by start time (default 65536; 0 keeps "
                   "CUPTI delivery order). Later rows are emitted anyway and counted");
+  app->add_option("--threads", a->threads,
+                  "Threads reading a recording: 2 (the default on a machine with two or more "
+                  "CPUs) checks and decompresses chunks on a second thread while the first "
+                  "decodes the records; 1 reads on one thread (same output). Overrides "
+                  "CUPMON_DECODE_THREADS")
+      ->check(CLI::Range(1, 2));
+}
+
+// CUPMON_DECODE_THREADS, when set, must be 1 or 2 (as --threads): "" when it is fine, else why not.
+std::string CheckThreadsVariable() {
+  const char* v = std::getenv("CUPMON_DECODE_THREADS");
+  if (!v) return {};
+  const std::string_view s(v);
+  if (s == "1" || s == "2") return {};
+  return "CUPMON_DECODE_THREADS='" + std::string(s) + "' is not 1 or 2 (threads reading a recording)";
 }
 
 // Edit distance (insertions, deletions, substitutions) between two short words.
@@ -113,7 +131,8 @@ int main(int argc, char** argv) {
       "  cupmon-decode diff rec rec --window-a 1 --window-b 2   # two windows of one recording\n"
       "  cupmon-decode diff rec rec --from-a 0s --to-a 10s --from-b 50s --to-b 60s\n"
       "  cupmon-decode diff base/ new/ --fail-above 5   # CI gate: exit 3 when B is >5% slower\n"
-      "  cupmon-decode report job/ -o report.html   # one self-contained HTML page\n\n"
+      "  cupmon-decode report job/ -o report.html   # one self-contained HTML page\n"
+      "  cupmon-decode summary rec/ --threads 1   # read on one thread (default: 2 where 2 CPUs)\n\n"
       "Exit codes: 0 clean, 1 warnings (damage, drops, skipped records), 2 unusable input or usage "
       "error, 3 diff --fail-above: a regression above the threshold."};
   app.require_subcommand(1);
@@ -298,6 +317,13 @@ int main(int argc, char** argv) {
   ReportKind kind = ReportKind::kSummary;
   for (const auto& [sub, k] : kinds)
     if (sub->parsed()) kind = k;
+
+  if (args.threads) {
+    cupmon::decoder::SetDecodeThreads(*args.threads);
+  } else if (const std::string why = CheckThreadsVariable(); !why.empty()) {
+    std::cerr << "cupmon-decode: " << why << "\n";
+    return cupmon::decoder::kExitUnusable;
+  }
 
   ReportOptions opt;
   opt.filter.window = args.window;

@@ -7,12 +7,16 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <thread>
 
+#include "chunk_decode_thread.h"
 #include "cupmon/decoder/torch_monitor_dump.h"
 #include "cupmon/format/chunk_scanner.h"
 #include "cupmon/format/raw_codec.h"
@@ -264,20 +268,38 @@ Expected<DirectoryListing> ListRecordings(const std::string& path) {
 }
 
 namespace {
-// Twice the monitor's default raw-buffer size (4 MiB); larger chunks still grow the vector.
-constexpr size_t kScratchReserve = size_t{8} << 20;
+
+int DecodeThreadsFromEnvironment() {
+  const char* v = std::getenv("CUPMON_DECODE_THREADS");
+  if (v && std::strcmp(v, "1") == 0) return 1;
+  if (v && std::strcmp(v, "2") == 0) return 2;
+  return std::thread::hardware_concurrency() >= 2 ? 2 : 1;
+}
+
+std::atomic<int> g_decode_threads{0};  // 0: not yet chosen
+
 }  // namespace
+
+void SetDecodeThreads(int threads) { g_decode_threads.store(threads >= 2 ? 2 : 1); }
+
+int DecodeThreads() {
+  int n = g_decode_threads.load();
+  if (n == 0) {
+    n = DecodeThreadsFromEnvironment();
+    g_decode_threads.store(n);
+  }
+  return n;
+}
 
 void ReadFileBytes(std::span<const uint8_t> bytes, const RecordingFile& file, ChunkVisitor& visitor,
                    ReadIntegrity* integrity, SequenceTracker* sequences,
                    const std::function<void(uint64_t consumed)>& consumed) {
-  ChunkScanner scanner(bytes);
-  std::vector<Damage> damage;
-  RawBufferDecoder codec;
-  // Decoded chunks land here. Reserved once: grown by resize, chunk after slightly larger chunk,
-  // it was reallocated, copied and faulted in again, a fifth of an export's page faults.
+  // Scan, checksums and decompression run ahead on a second thread when there is one; everything
+  // that counts, notes or calls the visitor stays here, in file order, so the messages and counts
+  // are those of the single-threaded read.
+  ChunkDecodeThread chunks(bytes, DecodeThreads() >= 2);
+  RawBufferDecoder codec;           // the other chunk types' protobuf payloads, parsed here
   std::vector<uint8_t> scratch;
-  scratch.reserve(kScratchReserve);
   bool footer = false;
   pb::RecordingHeader header;
   pb::StringTable strings;
@@ -285,7 +307,7 @@ void ReadFileBytes(std::span<const uint8_t> bytes, const RecordingFile& file, Ch
   pb::Calibration calibration;
   pb::Stats stats;
   pb::Footer foot;
-  auto report_damage = [&] {
+  auto report_damage = [&](const std::vector<Damage>& damage) {
     for (const Damage& d : damage) {
       ++integrity->damaged_ranges;
       integrity->damaged_bytes += d.skipped_bytes;
@@ -293,10 +315,20 @@ void ReadFileBytes(std::span<const uint8_t> bytes, const RecordingFile& file, Ch
                       " (" + std::to_string(d.skipped_bytes) + " bytes skipped" +
                       (d.kind == Damage::Kind::kTruncatedTail ? ", truncated tail)" : ")"));
     }
-    damage.clear();
   };
-  while (auto c = scanner.Next(&damage)) {
-    report_damage();
+  for (;;) {
+    const DecodedChunk& d = chunks.Next();
+    report_damage(d.damage);
+    if (d.end) {
+      if (d.future_major) {
+        ++integrity->unreadable_files;
+        integrity->Note(file.path + " at offset " + std::to_string(d.position) +
+                        ": format major version " + std::to_string(d.future_major) +
+                        " is newer than this decoder; rest of file not read");
+      }
+      break;
+    }
+    const ScannedChunk* c = &d.chunk;
     ++integrity->chunks;
     const ChunkOrigin at{&file.path, c->offset, c->header.sequence};
     if (!sequences->Add(c->header.sequence)) {
@@ -314,23 +346,17 @@ void ReadFileBytes(std::span<const uint8_t> bytes, const RecordingFile& file, Ch
         if (ParsePayload(codec, *c, &scratch, &header, &why)) visitor.OnHeader(header, at);
         else undecodable();
         break;
-      case ChunkType::kRawBuffer: {
-        if (c->payload.size() < kRawBufferPrefixSize) {
+      case ChunkType::kRawBuffer:
+        if (d.short_prefix) {
           why = "payload shorter than the raw-buffer prefix";
           undecodable();
-          break;
-        }
-        const RawBufferPrefix prefix = DecodeRawBufferPrefix(c->payload.data());
-        auto r = codec.Decode(c->header.encoding, c->payload.subspan(kRawBufferPrefixSize),
-                              c->header.uncompressed_length, &scratch);
-        if (!r) {
-          why = r.error().message;
+        } else if (!d.decode_error.empty()) {
+          why = d.decode_error;
           undecodable();
-          break;
+        } else {
+          visitor.OnRawBuffer(d.prefix, d.records, at);
         }
-        visitor.OnRawBuffer(prefix, scratch, at);
         break;
-      }
       case ChunkType::kStringTable:
         if (ParsePayload(codec, *c, &scratch, &strings, &why)) visitor.OnStrings(strings);
         else undecodable();
@@ -362,14 +388,7 @@ void ReadFileBytes(std::span<const uint8_t> bytes, const RecordingFile& file, Ch
                         ": unknown chunk type " + std::to_string(c->header.type) + " skipped");
         break;
     }
-    if (consumed) consumed(scanner.position());
-  }
-  report_damage();
-  if (scanner.future_major()) {
-    ++integrity->unreadable_files;
-    integrity->Note(file.path + " at offset " + std::to_string(scanner.position()) +
-                    ": format major version " + std::to_string(scanner.future_major()) +
-                    " is newer than this decoder; rest of file not read");
+    if (consumed) consumed(d.position);
   }
   if (!footer) ++integrity->files_without_footer;
 }

@@ -271,6 +271,7 @@ class SummarySink : public RowSink {
     table[row.name_id].Add(row);
   }
   bool NeedsWallTimes() const override { return false; }  // durations only
+  bool ReadsTotalsOnly() const override { return true; }  // type, name_id, valid_time, duration
   bool WantsRanges() const override { return true; }
   bool WantsMemory() const override { return true; }
   // `prefix` starts the first line ("rank N (host:pid): " in merged summaries).
@@ -983,6 +984,7 @@ class NullSink : public RowSink {
  public:
   void OnRow(const Row&) override {}
   bool NeedsWallTimes() const override { return false; }
+  bool ReadsTotalsOnly() const override { return true; }  // reads nothing
 };
 
 }  // namespace

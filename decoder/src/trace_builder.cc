@@ -234,6 +234,8 @@ TraceBuilder::TraceBuilder(TraceFilter filter, RowSink* sink, size_t horizon,
   corr_order_.resize(ring);
   wall_times_ = timed_filter_ || !sink_ || sink_->NeedsWallTimes();
   sync_rows_ = sink_ && sink_->WantsSynchronization();
+  reuse_row_ = sink_ && sink_->ReadsTotalsOnly() && !timed_filter_ && !filter_.device &&
+               !filter_.stream && !filter_.kernel && reorder_.rows == 0;
   if (reorder_.rows) {
     // The stage holds at most rows + 1 rows: taking the storage at once saves growing (copying
     // and faulting in) the vector of 288-byte rows several times over.
@@ -657,7 +659,18 @@ bool TraceBuilder::Passes(const Row& row) const {
 }
 
 void TraceBuilder::Emit(const Pending& p) {
+  if (reuse_row_) {
+    EmitInto(p, reused_row_);
+    return;
+  }
   Row row;
+  EmitInto(p, row);
+}
+
+// With a reused row (reuse_row_), a field set on one path only may hold an earlier row's value:
+// nothing here reads a field before setting it in the same call, and Passes reads none without
+// a filter.
+void TraceBuilder::EmitInto(const Pending& p, Row& row) {
   row.kind = p.kind;
   row.start = p.start;
   row.end = p.end;
@@ -670,6 +683,7 @@ void TraceBuilder::Emit(const Pending& p) {
     row.duration = clock_.WallDuration(row.start, row.end);
   } else {
     row.start = row.end = 0;
+    row.duration = 0;
   }
   row.correlation = p.corr;
   const CorrEntry* e = corr_->Find(p.corr);

@@ -162,6 +162,15 @@ class SequenceTracker {
   uint64_t dropped_missing_ = 0;
 };
 
+// Threads a read uses: 1, everything on the caller's thread; 2, the chunk scan, checksums, zstd
+// and the columnar inverse on a second thread, at most two chunks ahead of the visitor (which
+// still sees every chunk, count and message in file order, on the caller's thread). The default
+// comes from CUPMON_DECODE_THREADS (1 or 2; anything else is ignored here, and cupmon-decode
+// refuses it) or, unset, 2 when the machine has two or more CPUs.
+// SetDecodeThreads (cupmon-decode --threads) overrides both; call it before any read starts.
+int DecodeThreads();
+void SetDecodeThreads(int threads);
+
 // Streams the chunks of one file's bytes (used by ReadRecording and the fuzzer).
 // `consumed`, when set, is called after each chunk with the offset up to which the file has been
 // read; nothing before that offset is looked at again.

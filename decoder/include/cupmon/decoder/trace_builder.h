@@ -208,6 +208,12 @@ class RowSink {
   // releases and pool events, emitted as read (not reordered), filtered by time and device but
   // never by stream or kernel, kept out of first_ts/last_ts). Asked once.
   virtual bool WantsMemory() const { return false; }
+  // True when the sink reads only type, kind, name_id, valid_time, start, end and duration of
+  // GPU, API and synchronization rows (summary, info). When no filter is set and rows are not
+  // reordered, the builder then hands it one reused Row whose other fields may still hold an
+  // earlier row's values, instead of a fresh 400-byte row per record (clearing it was a third of
+  // Emit's time). Range and memory rows are always whole. Asked once, at construction.
+  virtual bool ReadsTotalsOnly() const { return false; }
 };
 
 // How rows are put in start-time order before they reach the sink. A row is held in a min-heap
@@ -296,6 +302,7 @@ class TraceBuilder : public ChunkVisitor {
   };
   void AddRecord(const RecordLayout& layout, const FieldReader& f, const uint8_t* rec);
   void Emit(const Pending& p);
+  void EmitInto(const Pending& p, Row& row);  // fills the fields `p` has into `row`, delivers it
   void Deliver(const Row& row);
   void ReleaseOne();
   const HeapKey& Front(size_t* run) const;
@@ -371,6 +378,8 @@ class TraceBuilder : public ChunkVisitor {
   size_t corr_head_ = 0, corr_size_ = 0, corr_limit_ = 0;
   bool wall_times_ = true;  // rows get wall_* fields (the sink or a time filter reads them)
   bool sync_rows_ = false;  // synchronization records become rows (the sink asks for them)
+  bool reuse_row_ = false;  // Emit fills reused_row_ (RowSink::ReadsTotalsOnly, no filter)
+  Row reused_row_;
   int32_t sync_name_id_ = -1;
   std::vector<Pending> held_sync_;  // synchronization records before the origin is known
   // NVTX ranges. open_ranges_: STARTs waiting for their END, by marker id (at most

@@ -1,0 +1,108 @@
+// The chunk-decoding thread of ReadFileBytes: scan, checksums, zstd and the columnar inverse of
+// raw buffers, kept a few chunks ahead of the thread that walks the records.
+#include "chunk_decode_thread.h"
+
+
+#include "cupmon/format/check.h"
+
+namespace cupmon::decoder {
+namespace {
+// Twice the monitor's default raw-buffer size (4 MiB); larger chunks still grow the vector.
+// Reserved once per slot: grown by resize, chunk after slightly larger chunk, the vector was
+// reallocated, copied and faulted in again (a fifth of an export's page faults).
+constexpr size_t kRecordsReserve = size_t{8} << 20;
+}  // namespace
+
+ChunkDecodeThread::ChunkDecodeThread(std::span<const uint8_t> bytes, bool background)
+    : scanner_(bytes), background_(background) {
+  // Inline, only slot 0 is ever used.
+  for (size_t i = 0; i < (background_ ? kSlots : 1); ++i) slots_[i].records.reserve(kRecordsReserve);
+  if (background_) thread_ = std::thread([this] { Run(); });
+}
+
+ChunkDecodeThread::~ChunkDecodeThread() {
+  if (!thread_.joinable()) return;
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  slot_free_.notify_one();
+  thread_.join();
+}
+
+bool ChunkDecodeThread::Produce(DecodedChunk* out) {
+  out->damage.clear();
+  out->short_prefix = false;
+  out->decode_error.clear();
+  auto c = scanner_.Next(&out->damage);
+  out->position = scanner_.position();
+  if (!c) {
+    out->end = true;
+    out->future_major = scanner_.future_major();
+    return false;
+  }
+  out->end = false;
+  out->chunk = *c;
+  if (c->header.type != static_cast<uint8_t>(ChunkType::kRawBuffer)) return true;
+  if (c->payload.size() < kRawBufferPrefixSize) {
+    out->short_prefix = true;
+    return true;
+  }
+  out->prefix = DecodeRawBufferPrefix(c->payload.data());
+  auto r = codec_.Decode(c->header.encoding, c->payload.subspan(kRawBufferPrefixSize),
+                         c->header.uncompressed_length, &out->records);
+  if (!r) out->decode_error = r.error().message;
+  return true;
+}
+
+void ChunkDecodeThread::Run() noexcept {
+  try {
+    for (;;) {
+      {
+        std::unique_lock lock(mu_);
+        slot_free_.wait(lock, [&] { return stop_ || produced_ - released_ < kSlots; });
+        if (stop_) break;
+      }
+      // This slot is neither held by the consumer nor visible to it until produced_ moves.
+      const bool more = Produce(&slots_[produced_ % kSlots]);
+      {
+        std::lock_guard lock(mu_);
+        ++produced_;
+      }
+      slot_ready_.notify_one();
+      if (!more) break;
+    }
+  } catch (...) {
+    thread_error_ = std::current_exception();
+  }
+  {
+    std::lock_guard lock(mu_);
+    thread_ended_ = true;
+  }
+  slot_ready_.notify_one();
+}
+
+const DecodedChunk& ChunkDecodeThread::Next() {
+  if (!background_) {
+    DecodedChunk& s = slots_[0];
+    if (!end_taken_) end_taken_ = !Produce(&s);
+    return s;
+  }
+  if (end_taken_) return slots_[(taken_ - 1) % kSlots];
+  std::unique_lock lock(mu_);
+  if (taken_ > released_) {
+    ++released_;  // the chunk handed out last time is done with
+    slot_free_.notify_one();
+  }
+  slot_ready_.wait(lock, [&] { return produced_ > taken_ || thread_ended_; });
+  if (produced_ == taken_) {
+    // The thread ended without an end item: it caught an exception at this place in the stream.
+    CUPMON_CHECK(thread_error_ != nullptr);
+    std::rethrow_exception(thread_error_);
+  }
+  const DecodedChunk& s = slots_[taken_++ % kSlots];
+  end_taken_ = s.end;
+  return s;
+}
+
+}  // namespace cupmon::decoder

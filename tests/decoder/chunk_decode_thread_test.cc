@@ -1,0 +1,212 @@
+// The chunk-decoding thread (decoder/src/chunk_decode_thread.cc): a damaged and truncated
+// recording read with the decoding on a second thread gives the same chunks, counts and messages
+// as the single-threaded read; exceptions and early exits end the thread cleanly.
+#include "chunk_decode_thread.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "cupmon/decoder/recording_reader.h"
+#include "cupmon/decoder/trace_builder.h"
+#include "test_util.h"
+
+namespace cupmon::decoder {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::CupmonFiles;
+using testing::ReadAll;
+using testing::TempDir;
+using testing::WriteAll;
+
+// Restores the process-wide thread setting whatever a test leaves it at.
+class DecodeThreadsGuard {
+ public:
+  DecodeThreadsGuard() : saved_(DecodeThreads()) {}
+  ~DecodeThreadsGuard() { SetDecodeThreads(saved_); }
+
+ private:
+  int saved_;
+};
+
+class KernelCountingSink : public RowSink {
+ public:
+  void OnRow(const Row& row) override {
+    kernels += row.type == RowType::kKernel;
+    apis += row.type == RowType::kApi;
+  }
+  uint64_t kernels = 0, apis = 0;
+};
+
+// Everything a read produced that the two paths must agree on.
+struct ReadOutcome {
+  ReadIntegrity integrity;
+  TraceCounts counts;
+  uint64_t kernels = 0, apis = 0;
+};
+
+ReadOutcome ReadWith(int threads, const std::string& dir) {
+  SetDecodeThreads(threads);
+  EXPECT_EQ(DecodeThreads(), threads);
+  ReadOutcome out;
+  auto listing = ListRecordings(dir);
+  EXPECT_TRUE(listing.has_value());
+  if (!listing) return out;
+  EXPECT_EQ(listing->recordings.size(), 1u);
+  for (const Recording& r : listing->recordings) {
+    KernelCountingSink sink;
+    TraceBuilder builder(TraceFilter{}, &sink, /*horizon=*/4096);
+    ReadRecording(r, builder, &out.integrity);
+    builder.Finish();
+    out.counts = builder.counts();
+    out.kernels += sink.kernels;
+    out.apis += sink.apis;
+  }
+  return out;
+}
+
+void ExpectSameIntegrity(const ReadIntegrity& a, const ReadIntegrity& b) {
+  EXPECT_EQ(a.files, b.files);
+  EXPECT_EQ(a.chunks, b.chunks);
+  EXPECT_EQ(a.damaged_ranges, b.damaged_ranges);
+  EXPECT_EQ(a.damaged_bytes, b.damaged_bytes);
+  EXPECT_EQ(a.undecodable_chunks, b.undecodable_chunks);
+  EXPECT_EQ(a.unknown_chunk_types, b.unknown_chunk_types);
+  EXPECT_EQ(a.sequence_gaps, b.sequence_gaps);
+  EXPECT_EQ(a.missing_chunks, b.missing_chunks);
+  EXPECT_EQ(a.missing_files, b.missing_files);
+  EXPECT_EQ(a.unreadable_files, b.unreadable_files);
+  EXPECT_EQ(a.files_without_footer, b.files_without_footer);
+  EXPECT_EQ(a.borrowed_headers, b.borrowed_headers);
+  EXPECT_EQ(a.messages, b.messages);
+}
+
+// tests/data/sample (two files) with bytes overwritten in the middle of the first file and the
+// second file cut short.
+void WriteDamagedSample(const std::string& dir) {
+  const auto files = CupmonFiles(std::string(CUPMON_SOURCE_DIR) + "/tests/data/sample");
+  ASSERT_EQ(files.size(), 2u);
+  auto first = ReadAll(files[0]);
+  auto second = ReadAll(files[1]);
+  ASSERT_GT(first.size(), 100000u);
+  ASSERT_GT(second.size(), 10000u);
+  for (size_t i = first.size() / 2; i < first.size() / 2 + 64; ++i) first[i] ^= 0x5a;
+  for (size_t i = first.size() / 3; i < first.size() / 3 + 8; ++i) first[i] = 0;
+  second.resize(second.size() - 3000);
+  WriteAll(dir + "/" + fs::path(files[0]).filename().string(), first);
+  WriteAll(dir + "/" + fs::path(files[1]).filename().string(), second);
+}
+
+TEST(ChunkDecodeThreadTest, DamagedRecordingReadsTheSameOnTheDecodingThread) {
+  DecodeThreadsGuard guard;
+  TempDir dir;
+  WriteDamagedSample(dir.path());
+  const ReadOutcome one = ReadWith(1, dir.path());
+  const ReadOutcome two = ReadWith(2, dir.path());
+  // The damage is seen, and seen the same way.
+  EXPECT_GE(one.integrity.damaged_ranges, 2u);
+  EXPECT_EQ(one.integrity.files, 2u);
+  EXPECT_GE(one.integrity.files_without_footer, 1u);
+  bool truncated = false;
+  for (const auto& m : one.integrity.messages) truncated |= m.find("truncated tail") != std::string::npos;
+  EXPECT_TRUE(truncated);
+  EXPECT_GT(one.kernels, 1000u);
+  ExpectSameIntegrity(one.integrity, two.integrity);
+  EXPECT_EQ(one.kernels, two.kernels);
+  EXPECT_EQ(one.apis, two.apis);
+  EXPECT_EQ(one.counts.records, two.counts.records);
+  EXPECT_EQ(one.counts.raw_buffers, two.counts.raw_buffers);
+  EXPECT_EQ(one.counts.buffers_stopped, two.counts.buffers_stopped);
+  EXPECT_EQ(one.counts.records_not_decoded, two.counts.records_not_decoded);
+  EXPECT_EQ(one.counts.records_by_kind, two.counts.records_by_kind);
+  EXPECT_EQ(one.counts.messages, two.counts.messages);
+}
+
+// The sequence of chunks and damage, compared item by item between the two modes on bytes with
+// damage at the start, in the middle and a truncated tail.
+TEST(ChunkDecodeThreadTest, BackgroundYieldsTheInlineSequence) {
+  const auto files = CupmonFiles(std::string(CUPMON_SOURCE_DIR) + "/tests/data/sample");
+  ASSERT_FALSE(files.empty());
+  auto bytes = ReadAll(files[0]);
+  bytes[10] ^= 0xff;
+  bytes[bytes.size() / 2] ^= 0xff;
+  bytes.resize(bytes.size() - 777);
+  ChunkDecodeThread inline_chunks(bytes, /*background=*/false);
+  ChunkDecodeThread background(bytes, /*background=*/true);
+  size_t n = 0, damage = 0;
+  for (;; ++n) {
+    const DecodedChunk& a = inline_chunks.Next();
+    const DecodedChunk& b = background.Next();
+    ASSERT_EQ(a.end, b.end) << "item " << n;
+    ASSERT_EQ(a.position, b.position) << "item " << n;
+    ASSERT_EQ(a.damage.size(), b.damage.size()) << "item " << n;
+    for (size_t i = 0; i < a.damage.size(); ++i) {
+      EXPECT_EQ(a.damage[i].offset, b.damage[i].offset);
+      EXPECT_EQ(a.damage[i].skipped_bytes, b.damage[i].skipped_bytes);
+      EXPECT_EQ(a.damage[i].what, b.damage[i].what);
+    }
+    damage += a.damage.size();
+    if (a.end) {
+      EXPECT_EQ(a.future_major, b.future_major);
+      break;
+    }
+    EXPECT_EQ(a.chunk.offset, b.chunk.offset);
+    EXPECT_EQ(a.chunk.header.type, b.chunk.header.type);
+    EXPECT_EQ(a.short_prefix, b.short_prefix);
+    EXPECT_EQ(a.decode_error, b.decode_error);
+    if (a.chunk.header.type == static_cast<uint8_t>(ChunkType::kRawBuffer)) {
+      EXPECT_EQ(a.records, b.records);
+    }
+  }
+  EXPECT_GT(n, 10u);
+  EXPECT_GE(damage, 3u);
+  // After the end, the end again (the consumer may ask twice).
+  EXPECT_TRUE(background.Next().end);
+  EXPECT_TRUE(inline_chunks.Next().end);
+}
+
+// A consumer that stops after one chunk: the destructor stops and joins the thread, which may be
+// blocked on a full ring.
+TEST(ChunkDecodeThreadTest, EarlyExitJoinsTheThread) {
+  const auto files = CupmonFiles(std::string(CUPMON_SOURCE_DIR) + "/tests/data/sample");
+  ASSERT_FALSE(files.empty());
+  const auto bytes = ReadAll(files[0]);
+  for (int i = 0; i < 20; ++i) {
+    ChunkDecodeThread chunks(bytes, /*background=*/true);
+    EXPECT_FALSE(chunks.Next().end);
+  }
+}
+
+class ThrowingVisitor : public ChunkVisitor {
+ public:
+  void OnRawBuffer(const RawBufferPrefix&, std::span<const uint8_t>, const ChunkOrigin&) override {
+    if (++buffers == 3) throw std::runtime_error("visitor gave up at buffer 3");
+  }
+  int buffers = 0;
+};
+
+// An exception of the visitor leaves ReadRecording as it did single-threaded, with the decoding
+// thread joined (a joinable std::thread destroyed would end the process).
+TEST(ChunkDecodeThreadTest, VisitorExceptionPropagatesAndJoins) {
+  DecodeThreadsGuard guard;
+  SetDecodeThreads(2);
+  auto listing = ListRecordings(std::string(CUPMON_SOURCE_DIR) + "/tests/data/sample");
+  ASSERT_TRUE(listing.has_value());
+  ASSERT_EQ(listing->recordings.size(), 1u);
+  ThrowingVisitor visitor;
+  ReadIntegrity integrity;
+  try {
+    ReadRecording(listing->recordings[0], visitor, &integrity);
+    FAIL() << "no exception";
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "visitor gave up at buffer 3");
+  }
+  EXPECT_EQ(visitor.buffers, 3);
+}
+
+}  // namespace
+}  // namespace cupmon::decoder
