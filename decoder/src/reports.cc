@@ -145,6 +145,50 @@ std::string NvtxCounts(const TraceCounts& c) {
 }
 
 // Keeps rows and the limit for the trace-like sinks.
+// Hands each chunk of one read to two visitors, the first first: the trace builder and a
+// visitor that reads along (LimitedSink::ChunksWanted).
+class BothVisitors : public ChunkVisitor {
+ public:
+  BothVisitors(ChunkVisitor& first, ChunkVisitor* second) : a_(first), b_(second) {}
+  void OnFile(const RecordingFile& f) override {
+    a_.OnFile(f);
+    b_->OnFile(f);
+  }
+  void OnHeader(const pb::RecordingHeader& h, const ChunkOrigin& at) override {
+    a_.OnHeader(h, at);
+    b_->OnHeader(h, at);
+  }
+  void OnRawBuffer(const RawBufferPrefix& prefix, std::span<const uint8_t> records,
+                   const ChunkOrigin& at) override {
+    a_.OnRawBuffer(prefix, records, at);
+    b_->OnRawBuffer(prefix, records, at);
+  }
+  void OnStrings(const pb::StringTable& t) override {
+    a_.OnStrings(t);
+    b_->OnStrings(t);
+  }
+  void OnWindowMarker(const pb::WindowMarker& m) override {
+    a_.OnWindowMarker(m);
+    b_->OnWindowMarker(m);
+  }
+  void OnCalibration(const pb::Calibration& c) override {
+    a_.OnCalibration(c);
+    b_->OnCalibration(c);
+  }
+  void OnStats(const pb::Stats& s) override {
+    a_.OnStats(s);
+    b_->OnStats(s);
+  }
+  void OnFooter(const pb::Footer& f) override {
+    a_.OnFooter(f);
+    b_->OnFooter(f);
+  }
+
+ private:
+  ChunkVisitor& a_;
+  ChunkVisitor* b_;
+};
+
 class LimitedSink : public RowSink {
  public:
   LimitedSink(std::ostream& out, std::optional<uint64_t> limit) : out_(out), limit_(limit) {}
@@ -156,6 +200,10 @@ class LimitedSink : public RowSink {
     out_.EndRow();
   }
   virtual void Begin(const TraceBuilder& /*b*/, const Recording& /*r*/, size_t /*index*/) {}
+  // After Begin: a visitor that wants the chunks of the builder's read of the recording, in the
+  // same pass (the kineto export's step detector, which would otherwise read it again), or
+  // nullptr.
+  virtual ChunkVisitor* ChunksWanted() { return nullptr; }
   virtual void End(const TraceBuilder& /*b*/, const Recording& /*r*/, const ReadIntegrity& /*i*/) {}
   virtual void Close() { out_.Flush(); }
   // After Close: reports problems of the output itself to `err` and returns the exit code they
@@ -938,6 +986,7 @@ class KinetoExport : public LimitedSink {
   void Begin(const TraceBuilder& b, const Recording& r, size_t index) override {
     kineto_.Begin(b, r, index);
   }
+  ChunkVisitor* ChunksWanted() override { return kineto_.ChunksWanted(); }
   void End(const TraceBuilder& b, const Recording& r, const ReadIntegrity&) override {
     kineto_.End(b, r);
   }
@@ -1425,10 +1474,13 @@ int RunReport(ReportKind kind, const std::vector<std::string>& paths, const Repo
     if (trace) trace->Begin(builder, rec, i);
     ReadIntegrity integrity;
     uint64_t done_here = 0;
-    ReadRecording(rec, builder, &integrity, [&](uint64_t done, uint64_t) {
-      done_here = done;
-      progress.Update(done_before + done, std::max(total_bytes, done_before + done));
-    });
+    ChunkVisitor* also = trace ? trace->ChunksWanted() : nullptr;
+    BothVisitors both(builder, also);
+    ReadRecording(rec, also ? static_cast<ChunkVisitor&>(both) : builder, &integrity,
+                  [&](uint64_t done, uint64_t) {
+                    done_here = done;
+                    progress.Update(done_before + done, std::max(total_bytes, done_before + done));
+                  });
     done_before += done_here;
     progress.Finish();  // before anything else is written to err (or to out on the same terminal)
     builder.Finish();

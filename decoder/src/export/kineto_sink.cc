@@ -57,13 +57,32 @@ std::optional<uint64_t> StepNumberOf(std::string_view label) {
 
 // ---- DetectedKinetoSteps ----
 
-void DetectedKinetoSteps::Begin(const TraceBuilder&, const Recording& recording) {
+StepOptions DetectedKinetoSteps::Options() const {
   StepOptions options;
   options.source = StepSource::kPattern;
   options.detector = detector_;
-  const StepList list = FindSteps(recording, options);
-  steps_.clear();
-  steps_.reserve(list.steps.size());
+  return options;
+}
+
+void DetectedKinetoSteps::Begin(const TraceBuilder&, const Recording& recording) {
+  recording_ = &recording;
+  finder_.reset();
+}
+
+ChunkVisitor* DetectedKinetoSteps::ChunksWanted() {
+  // Reading the recording a second time (FindSteps) was a fifth of the export's CPU time on
+  // tests/data/ddp-2rank; the finder sees the very chunks FindSteps would read, in their order.
+  finder_ = std::make_unique<StepFinder>(Options());
+  return &finder_->visitor();
+}
+
+std::vector<TrainingStep> DetectedKinetoSteps::Steps() {
+  std::vector<TrainingStep> steps;
+  if (!recording_) return steps;
+  const StepList list = finder_ ? finder_->Finish() : FindSteps(*recording_, Options());
+  finder_.reset();
+  recording_ = nullptr;
+  steps.reserve(list.steps.size());
   for (size_t i = 0; i < list.steps.size(); ++i) {
     // `steps` puts an activity in the last step whose first kernel starts at or before it: the
     // slice runs from this step's first kernel up to (not including) the next one's, mapped as
@@ -71,9 +90,10 @@ void DetectedKinetoSteps::Begin(const TraceBuilder&, const Recording& recording)
     // selects the same activities.
     const Step& s = list.steps[i];
     const int64_t to = i + 1 < list.steps.size() ? list.steps[i + 1].drill_from : s.drill_to + 1;
-    steps_.push_back({s.number, s.drill_from, std::max(to, s.drill_from), 0, kDetectedStepsTid,
-                      "cupmon-detected"});
+    steps.push_back({s.number, s.drill_from, std::max(to, s.drill_from), 0, kDetectedStepsTid,
+                     "cupmon-detected"});
   }
+  return steps;
 }
 
 // ---- KinetoTraceWriter ----
@@ -399,6 +419,7 @@ void KinetoSink::Begin(const TraceBuilder& builder, const Recording& recording, 
   if (!file_) {
     errors_.push_back("cannot create " + tmp_path_ + ": " + SysError(errno));
     writer_.reset();
+    source_ = nullptr;
     return;
   }
   writer_ = std::make_unique<KinetoTraceWriter>(file_);
@@ -410,7 +431,12 @@ void KinetoSink::Begin(const TraceBuilder& builder, const Recording& recording, 
     detected_ = std::make_unique<DetectedKinetoSteps>();
     source = detected_.get();
   }
+  source_ = source;
   writer_->Begin(builder, recording, info, source);
+}
+
+ChunkVisitor* KinetoSink::ChunksWanted() {
+  return writer_ && source_ ? source_->ChunksWanted() : nullptr;
 }
 
 void KinetoSink::Write(const Row& row) {
