@@ -201,7 +201,9 @@ void KinetoTraceWriter::Write(const Row& r) {
     }
     ev_.SliceHead(r.name, r.kind == kDriverKind ? kCatDriver : kCatRuntime, r.pid, r.tid,
                   r.wall_start, static_cast<int64_t>(r.duration));
-    out_ << "\"correlation\":" << r.correlation << "}}";
+    out_.Put("\"correlation\":");  // in the room SliceHead left
+    out_.PutUint(r.correlation);
+    out_.Put("}}");
     if (!r.annotation.empty()) {
       // A label repeated in every step ("forward") gets one slice per step, not one spanning
       // them all: its instance is the step seen last.
@@ -234,24 +236,46 @@ void KinetoTraceWriter::Write(const Row& r) {
     plain = known == 1;
   }
   ev_.SliceHead(name, cat, gpid, r.stream, r.wall_start, static_cast<int64_t>(r.duration), plain);
-  out_ << "\"device\":" << r.device << ",\"context\":" << r.context << ",\"stream\":" << r.stream
-       << ",\"correlation\":" << r.correlation;
+  // The args, at most 400 bytes: in the room SliceHead left (TraceEventWriter::kArgsRoom).
+  out_.Put("\"device\":");
+  out_.PutUint(r.device);
+  out_.Put(",\"context\":");
+  out_.PutUint(r.context);
+  out_.Put(",\"stream\":");
+  out_.PutUint(r.stream);
+  out_.Put(",\"correlation\":");
+  out_.PutUint(r.correlation);
   if (r.type == RowType::kKernel) {
-    out_ << ",\"registers per thread\":" << r.registers
-         << ",\"shared memory\":" << (r.static_smem + r.dynamic_smem) << ",\"grid\":["
-         << r.grid[0] << ',' << r.grid[1] << ',' << r.grid[2] << "],\"block\":[" << r.block[0]
-         << ',' << r.block[1] << ',' << r.block[2] << ']';
+    out_.Put(",\"registers per thread\":");
+    out_.PutUint(r.registers);
+    out_.Put(",\"shared memory\":");
+    out_.PutUint(r.static_smem + r.dynamic_smem);
+    out_.Put(",\"grid\":[");
+    out_.PutUint(r.grid[0]);
+    out_.Put(',');
+    out_.PutUint(r.grid[1]);
+    out_.Put(',');
+    out_.PutUint(r.grid[2]);
+    out_.Put("],\"block\":[");
+    out_.PutUint(r.block[0]);
+    out_.Put(',');
+    out_.PutUint(r.block[1]);
+    out_.Put(',');
+    out_.PutUint(r.block[2]);
+    out_.Put(']');
   } else {
     // GB/s = bytes per ns, as Kineto computes it; 0 for a zero duration (Kineto: "N/A").
     char bw[32];
     const double gbps = r.duration ? static_cast<double>(r.bytes) / static_cast<double>(r.duration)
                                    : 0.0;
     const auto res = std::to_chars(bw, bw + sizeof bw, gbps);
-    out_ << ",\"bytes\":" << r.bytes << ",\"memory bandwidth (GB/s)\":"
-         << std::string_view(bw, static_cast<size_t>(res.ptr - bw));
+    out_.Put(",\"bytes\":");
+    out_.PutUint(r.bytes);
+    out_.Put(",\"memory bandwidth (GB/s)\":");
+    out_.Put(std::string_view(bw, static_cast<size_t>(res.ptr - bw)));
   }
-  if (r.launched_before_window) out_ << ",\"launched_before_window\":true";
-  out_ << "}}";
+  if (r.launched_before_window) out_.Put(",\"launched_before_window\":true");
+  out_.Put("}}");
   if (r.has_api && r.api_valid_time) ev_.LaunchFlow(kFlow, kFlow, ++flow_id_, r, r.api_pid, gpid);
   if (options_.synthetic_launches && !r.has_api && r.correlation) {
     // No launch record (always-on recordings keep few): HTA gives a GPU event the iteration of
