@@ -772,6 +772,7 @@ class ChromeSink : public LimitedSink {
   }
   void Begin(const TraceBuilder& b, const Recording& r, size_t index) override {
     builder_ = &b;
+    plain_name_.clear();  // name ids are the builder's, and each recording has its own builder
     rec_ = &r;
     index_ = index;
     if (!common_base_) ev_.set_base(r.header.process_start_unix_ns());
@@ -876,15 +877,41 @@ class ChromeSink : public LimitedSink {
       gpu_tracks_.emplace(r.device, r.stream);
       last_track_ = {r.device, r.stream};
     }
+    // Whether a kernel name needs JSON escaping is found once per name, not per row (names run
+    // to kilobytes); the memcpy and memset names are ours.
+    bool plain = r.type != RowType::kKernel;
+    if (!plain) {
+      if (r.name_id >= plain_name_.size()) plain_name_.resize(r.name_id + 1, -1);
+      int8_t& known = plain_name_[r.name_id];
+      if (known < 0) known = OutBuf::IsPlainJson(r.name) ? 1 : 0;
+      plain = known == 1;
+    }
     ev_.SliceHead(r.name, RowTypeName(r.type), gpid, r.stream, r.wall_start,
-                  static_cast<int64_t>(r.duration));
-    out_ << "\"correlation\":" << r.correlation << ",\"context\":" << r.context;
-    if (r.type == RowType::kKernel)
-      out_ << ",\"grid\":\"" << r.grid[0] << ',' << r.grid[1] << ',' << r.grid[2]
-           << "\",\"block\":\"" << r.block[0] << ',' << r.block[1] << ',' << r.block[2]
-           << "\",\"registers\":" << r.registers;
-    else
-      out_ << ",\"bytes\":" << r.bytes;
+                  static_cast<int64_t>(r.duration), plain);
+    // At most ~200 bytes, in the room SliceHead left (TraceEventWriter::kArgsRoom).
+    out_.Put("\"correlation\":");
+    out_.PutUint(r.correlation);
+    out_.Put(",\"context\":");
+    out_.PutUint(r.context);
+    if (r.type == RowType::kKernel) {
+      out_.Put(",\"grid\":\"");
+      out_.PutUint(r.grid[0]);
+      out_.Put(',');
+      out_.PutUint(r.grid[1]);
+      out_.Put(',');
+      out_.PutUint(r.grid[2]);
+      out_.Put("\",\"block\":\"");
+      out_.PutUint(r.block[0]);
+      out_.Put(',');
+      out_.PutUint(r.block[1]);
+      out_.Put(',');
+      out_.PutUint(r.block[2]);
+      out_.Put("\",\"registers\":");
+      out_.PutUint(r.registers);
+    } else {
+      out_.Put(",\"bytes\":");
+      out_.PutUint(r.bytes);
+    }
     if (!r.annotation.empty()) {
       out_ << ",\"annotation\":\"";
       out_.Json(r.annotation) << '"';
@@ -943,6 +970,8 @@ class ChromeSink : public LimitedSink {
   uint32_t rank_pid_ = 0;
   std::set<uint32_t> rank_pids_;
   uint64_t flow_id_ = 0;
+  // Builder name id -> 1 when the name needs no JSON escaping, 0 when it does, -1 not known yet.
+  std::vector<int8_t> plain_name_;
   std::set<std::pair<uint32_t, uint32_t>> gpu_tracks_;
   std::pair<uint32_t, uint32_t> last_track_{0, 0};
   std::set<uint32_t> cpu_threads_;
