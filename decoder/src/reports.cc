@@ -242,6 +242,20 @@ class LimitedSink : public RowSink {
   void ForgetShortNames() {
     short_by_id_.clear();
     short_by_view_.clear();
+    plain_by_id_.clear();
+  }
+  // A row's name as a JSON string body: for a kernel, whether it needs escaping is found once
+  // per name id (kernel names run to kilobytes), not per row.
+  void JsonName(const Row& r) {
+    if (r.type != RowType::kKernel) {
+      out_.Json(r.name);
+      return;
+    }
+    if (r.name_id >= plain_by_id_.size()) plain_by_id_.resize(r.name_id + 1, -1);
+    int8_t& known = plain_by_id_[r.name_id];
+    if (known < 0) known = OutBuf::IsPlainJson(r.name) ? 1 : 0;
+    if (known == 1) out_ << r.name;
+    else out_.Json(r.name);
   }
   virtual bool Wants(const Row& /*row*/) const { return true; }
   // "rank N (host:pid): " in merged reports, else "".
@@ -256,6 +270,7 @@ class LimitedSink : public RowSink {
  private:
   bool short_names_ = false;
   std::vector<std::optional<std::string>> short_by_id_;
+  std::vector<int8_t> plain_by_id_;  // name id -> 1 plain JSON, 0 needs escaping, -1 not known
   // Keys view the builder's names, which live as long as it.
   std::unordered_map<std::string_view, std::string> short_by_view_;
 };
@@ -682,7 +697,8 @@ class JsonlSink : public LimitedSink {
       out_ << ",\"start_ns\":null,\"end_ns\":null,\"duration_ns\":null";
     }
     out_ << ",\"correlation_id\":" << r.correlation << ",\"name\":\"";
-    out_.Json(r.name) << '"';
+    JsonName(r);
+    out_ << '"';
     if (r.type == RowType::kKernel) {
       out_ << ",\"short_name\":\"";
       out_.Json(ShortName(r)) << '"';
@@ -879,8 +895,8 @@ class ChromeSink : public LimitedSink {
     }
     // Whether a kernel name needs JSON escaping is found once per name, not per row (names run
     // to kilobytes); the memcpy and memset names are ours.
-    bool plain = r.type != RowType::kKernel;
-    if (!plain) {
+    bool plain = r.type == RowType::kMemcpy || r.type == RowType::kMemset;
+    if (r.type == RowType::kKernel) {
       if (r.name_id >= plain_name_.size()) plain_name_.resize(r.name_id + 1, -1);
       int8_t& known = plain_name_[r.name_id];
       if (known < 0) known = OutBuf::IsPlainJson(r.name) ? 1 : 0;

@@ -93,6 +93,13 @@ class OutBuf {
   }
   // Appends `s` as a CSV field in double quotes (quotes doubled).
   OutBuf& Csv(std::string_view s) {
+    if (std::memchr(s.data(), '"', s.size()) == nullptr) {  // most names: one copy
+      Reserve(s.size() + 2);
+      Put('"');
+      Put(s);
+      Put('"');
+      return *this;
+    }
     *this << '"';
     for (char c : s) {
       if (c == '"') *this << '"';
