@@ -145,6 +145,50 @@ std::string NvtxCounts(const TraceCounts& c) {
 }
 
 // Keeps rows and the limit for the trace-like sinks.
+// Hands each chunk of one read to two visitors, the first first: the trace builder and a
+// visitor that reads along (LimitedSink::ChunksWanted).
+class BothVisitors : public ChunkVisitor {
+ public:
+  BothVisitors(ChunkVisitor& first, ChunkVisitor* second) : a_(first), b_(second) {}
+  void OnFile(const RecordingFile& f) override {
+    a_.OnFile(f);
+    b_->OnFile(f);
+  }
+  void OnHeader(const pb::RecordingHeader& h, const ChunkOrigin& at) override {
+    a_.OnHeader(h, at);
+    b_->OnHeader(h, at);
+  }
+  void OnRawBuffer(const RawBufferPrefix& prefix, std::span<const uint8_t> records,
+                   const ChunkOrigin& at) override {
+    a_.OnRawBuffer(prefix, records, at);
+    b_->OnRawBuffer(prefix, records, at);
+  }
+  void OnStrings(const pb::StringTable& t) override {
+    a_.OnStrings(t);
+    b_->OnStrings(t);
+  }
+  void OnWindowMarker(const pb::WindowMarker& m) override {
+    a_.OnWindowMarker(m);
+    b_->OnWindowMarker(m);
+  }
+  void OnCalibration(const pb::Calibration& c) override {
+    a_.OnCalibration(c);
+    b_->OnCalibration(c);
+  }
+  void OnStats(const pb::Stats& s) override {
+    a_.OnStats(s);
+    b_->OnStats(s);
+  }
+  void OnFooter(const pb::Footer& f) override {
+    a_.OnFooter(f);
+    b_->OnFooter(f);
+  }
+
+ private:
+  ChunkVisitor& a_;
+  ChunkVisitor* b_;
+};
+
 class LimitedSink : public RowSink {
  public:
   LimitedSink(std::ostream& out, std::optional<uint64_t> limit) : out_(out), limit_(limit) {}
@@ -156,6 +200,10 @@ class LimitedSink : public RowSink {
     out_.EndRow();
   }
   virtual void Begin(const TraceBuilder& /*b*/, const Recording& /*r*/, size_t /*index*/) {}
+  // After Begin: a visitor that wants the chunks of the builder's read of the recording, in the
+  // same pass (the kineto export's step detector, which would otherwise read it again), or
+  // nullptr.
+  virtual ChunkVisitor* ChunksWanted() { return nullptr; }
   virtual void End(const TraceBuilder& /*b*/, const Recording& /*r*/, const ReadIntegrity& /*i*/) {}
   virtual void Close() { out_.Flush(); }
   // After Close: reports problems of the output itself to `err` and returns the exit code they
@@ -194,6 +242,20 @@ class LimitedSink : public RowSink {
   void ForgetShortNames() {
     short_by_id_.clear();
     short_by_view_.clear();
+    plain_by_id_.clear();
+  }
+  // A row's name as a JSON string body: for a kernel, whether it needs escaping is found once
+  // per name id (kernel names run to kilobytes), not per row.
+  void JsonName(const Row& r) {
+    if (r.type != RowType::kKernel) {
+      out_.Json(r.name);
+      return;
+    }
+    if (r.name_id >= plain_by_id_.size()) plain_by_id_.resize(r.name_id + 1, -1);
+    int8_t& known = plain_by_id_[r.name_id];
+    if (known < 0) known = OutBuf::IsPlainJson(r.name) ? 1 : 0;
+    if (known == 1) out_ << r.name;
+    else out_.Json(r.name);
   }
   virtual bool Wants(const Row& /*row*/) const { return true; }
   // "rank N (host:pid): " in merged reports, else "".
@@ -208,6 +270,7 @@ class LimitedSink : public RowSink {
  private:
   bool short_names_ = false;
   std::vector<std::optional<std::string>> short_by_id_;
+  std::vector<int8_t> plain_by_id_;  // name id -> 1 plain JSON, 0 needs escaping, -1 not known
   // Keys view the builder's names, which live as long as it.
   std::unordered_map<std::string_view, std::string> short_by_view_;
 };
@@ -635,7 +698,8 @@ class JsonlSink : public LimitedSink {
       out_ << ",\"start_ns\":null,\"end_ns\":null,\"duration_ns\":null";
     }
     out_ << ",\"correlation_id\":" << r.correlation << ",\"name\":\"";
-    out_.Json(r.name) << '"';
+    JsonName(r);
+    out_ << '"';
     if (r.type == RowType::kKernel) {
       out_ << ",\"short_name\":\"";
       out_.Json(ShortName(r)) << '"';
@@ -725,6 +789,7 @@ class ChromeSink : public LimitedSink {
   }
   void Begin(const TraceBuilder& b, const Recording& r, size_t index) override {
     builder_ = &b;
+    plain_name_.clear();  // name ids are the builder's, and each recording has its own builder
     rec_ = &r;
     index_ = index;
     if (!common_base_) ev_.set_base(r.header.process_start_unix_ns());
@@ -829,15 +894,41 @@ class ChromeSink : public LimitedSink {
       gpu_tracks_.emplace(r.device, r.stream);
       last_track_ = {r.device, r.stream};
     }
+    // Whether a kernel name needs JSON escaping is found once per name, not per row (names run
+    // to kilobytes); the memcpy and memset names are ours.
+    bool plain = r.type == RowType::kMemcpy || r.type == RowType::kMemset;
+    if (r.type == RowType::kKernel) {
+      if (r.name_id >= plain_name_.size()) plain_name_.resize(r.name_id + 1, -1);
+      int8_t& known = plain_name_[r.name_id];
+      if (known < 0) known = OutBuf::IsPlainJson(r.name) ? 1 : 0;
+      plain = known == 1;
+    }
     ev_.SliceHead(r.name, RowTypeName(r.type), gpid, r.stream, r.wall_start,
-                  static_cast<int64_t>(r.duration));
-    out_ << "\"correlation\":" << r.correlation << ",\"context\":" << r.context;
-    if (r.type == RowType::kKernel)
-      out_ << ",\"grid\":\"" << r.grid[0] << ',' << r.grid[1] << ',' << r.grid[2]
-           << "\",\"block\":\"" << r.block[0] << ',' << r.block[1] << ',' << r.block[2]
-           << "\",\"registers\":" << r.registers;
-    else
-      out_ << ",\"bytes\":" << r.bytes;
+                  static_cast<int64_t>(r.duration), plain);
+    // At most ~200 bytes, in the room SliceHead left (TraceEventWriter::kArgsRoom).
+    out_.Put("\"correlation\":");
+    out_.PutUint(r.correlation);
+    out_.Put(",\"context\":");
+    out_.PutUint(r.context);
+    if (r.type == RowType::kKernel) {
+      out_.Put(",\"grid\":\"");
+      out_.PutUint(r.grid[0]);
+      out_.Put(',');
+      out_.PutUint(r.grid[1]);
+      out_.Put(',');
+      out_.PutUint(r.grid[2]);
+      out_.Put("\",\"block\":\"");
+      out_.PutUint(r.block[0]);
+      out_.Put(',');
+      out_.PutUint(r.block[1]);
+      out_.Put(',');
+      out_.PutUint(r.block[2]);
+      out_.Put("\",\"registers\":");
+      out_.PutUint(r.registers);
+    } else {
+      out_.Put(",\"bytes\":");
+      out_.PutUint(r.bytes);
+    }
     if (!r.annotation.empty()) {
       out_ << ",\"annotation\":\"";
       out_.Json(r.annotation) << '"';
@@ -896,6 +987,8 @@ class ChromeSink : public LimitedSink {
   uint32_t rank_pid_ = 0;
   std::set<uint32_t> rank_pids_;
   uint64_t flow_id_ = 0;
+  // Builder name id -> 1 when the name needs no JSON escaping, 0 when it does, -1 not known yet.
+  std::vector<int8_t> plain_name_;
   std::set<std::pair<uint32_t, uint32_t>> gpu_tracks_;
   std::pair<uint32_t, uint32_t> last_track_{0, 0};
   std::set<uint32_t> cpu_threads_;
@@ -940,6 +1033,7 @@ class KinetoExport : public LimitedSink {
   void Begin(const TraceBuilder& b, const Recording& r, size_t index) override {
     kineto_.Begin(b, r, index);
   }
+  ChunkVisitor* ChunksWanted() override { return kineto_.ChunksWanted(); }
   void End(const TraceBuilder& b, const Recording& r, const ReadIntegrity&) override {
     kineto_.End(b, r);
   }
@@ -1447,10 +1541,13 @@ int RunReport(ReportKind kind, const std::vector<std::string>& paths, const Repo
     if (trace) trace->Begin(builder, rec, i);
     ReadIntegrity integrity;
     uint64_t done_here = 0;
-    ReadRecording(rec, builder, &integrity, [&](uint64_t done, uint64_t) {
-      done_here = done;
-      progress.Update(done_before + done, std::max(total_bytes, done_before + done));
-    });
+    ChunkVisitor* also = trace ? trace->ChunksWanted() : nullptr;
+    BothVisitors both(builder, also);
+    ReadRecording(rec, also ? static_cast<ChunkVisitor&>(both) : builder, &integrity,
+                  [&](uint64_t done, uint64_t) {
+                    done_here = done;
+                    progress.Update(done_before + done, std::max(total_bytes, done_before + done));
+                  });
     done_before += done_here;
     progress.Finish();  // before anything else is written to err (or to out on the same terminal)
     builder.Finish();

@@ -617,6 +617,17 @@ StepList FindSteps(const Recording& recording, const StepOptions& options,
   return out;
 }
 
+struct StepFinder::Impl {
+  explicit Impl(const StepOptions& o) : options(o), scanner(options) {}
+  StepOptions options;  // the scanner keeps a reference
+  StepScanner scanner;
+};
+
+StepFinder::StepFinder(const StepOptions& options) : impl_(std::make_unique<Impl>(options)) {}
+StepFinder::~StepFinder() = default;
+ChunkVisitor& StepFinder::visitor() { return impl_->scanner; }
+StepList StepFinder::Finish() { return impl_->scanner.Finish(); }
+
 std::vector<uint64_t> RollingMedians(const std::vector<Step>& steps, uint32_t window) {
   std::vector<uint64_t> all;
   all.reserve(steps.size());

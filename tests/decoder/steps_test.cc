@@ -391,5 +391,66 @@ TEST(RealStepsTest, TwoRankRecordingHas1520StepsPerRank) {
   }
 }
 
+// StepFinder (the kineto export's detector, fed by the export's own read) beside a trace
+// builder, both given each chunk of one ReadRecording pass, finds what FindSteps finds alone.
+class BesideBuilder : public ChunkVisitor {
+ public:
+  BesideBuilder(ChunkVisitor& a, ChunkVisitor& b) : a_(a), b_(b) {}
+  void OnFile(const RecordingFile& f) override { a_.OnFile(f), b_.OnFile(f); }
+  void OnHeader(const pb::RecordingHeader& h, const ChunkOrigin& at) override {
+    a_.OnHeader(h, at), b_.OnHeader(h, at);
+  }
+  void OnRawBuffer(const RawBufferPrefix& p, std::span<const uint8_t> r,
+                   const ChunkOrigin& at) override {
+    a_.OnRawBuffer(p, r, at), b_.OnRawBuffer(p, r, at);
+  }
+  void OnStrings(const pb::StringTable& t) override { a_.OnStrings(t), b_.OnStrings(t); }
+  void OnWindowMarker(const pb::WindowMarker& m) override {
+    a_.OnWindowMarker(m), b_.OnWindowMarker(m);
+  }
+  void OnCalibration(const pb::Calibration& c) override {
+    a_.OnCalibration(c), b_.OnCalibration(c);
+  }
+  void OnStats(const pb::Stats& s) override { a_.OnStats(s), b_.OnStats(s); }
+  void OnFooter(const pb::Footer& f) override { a_.OnFooter(f), b_.OnFooter(f); }
+
+ private:
+  ChunkVisitor& a_;
+  ChunkVisitor& b_;
+};
+
+TEST(RealStepsTest, StepFinderBesideABuilderFindsWhatFindStepsFinds) {
+  const std::string dir = std::string(CUPMON_SOURCE_DIR) + "/tests/data/sample";
+  auto listing = ListRecordings(dir);
+  ASSERT_TRUE(listing.has_value());
+  ASSERT_EQ(listing->recordings.size(), 1u);
+  StepOptions options;
+  options.source = StepSource::kPattern;
+  const StepList alone = FindSteps(listing->recordings[0], options);
+
+  StepFinder finder(options);
+  GpuSpan span;
+  TraceBuilder b(TraceFilter{}, &span);
+  BesideBuilder both(b, finder.visitor());
+  ReadIntegrity integrity;
+  ReadRecording(listing->recordings[0], both, &integrity);
+  b.Finish();
+  const StepList along = finder.Finish();
+
+  ASSERT_EQ(alone.steps.size(), 820u);
+  ASSERT_EQ(along.steps.size(), alone.steps.size());
+  for (size_t i = 0; i < alone.steps.size(); ++i) {
+    SCOPED_TRACE(i);
+    EXPECT_EQ(along.steps[i].number, alone.steps[i].number);
+    EXPECT_EQ(along.steps[i].start, alone.steps[i].start);
+    EXPECT_EQ(along.steps[i].end, alone.steps[i].end);
+    EXPECT_EQ(along.steps[i].drill_from, alone.steps[i].drill_from);
+    EXPECT_EQ(along.steps[i].drill_to, alone.steps[i].drill_to);
+    EXPECT_EQ(along.steps[i].kernels, alone.steps[i].kernels);
+  }
+  EXPECT_EQ(along.activities, alone.activities);
+  EXPECT_LT(span.first, span.last);  // the builder read the recording too
+}
+
 }  // namespace
 }  // namespace cupmon::decoder

@@ -57,13 +57,32 @@ std::optional<uint64_t> StepNumberOf(std::string_view label) {
 
 // ---- DetectedKinetoSteps ----
 
-void DetectedKinetoSteps::Begin(const TraceBuilder&, const Recording& recording) {
+StepOptions DetectedKinetoSteps::Options() const {
   StepOptions options;
   options.source = StepSource::kPattern;
   options.detector = detector_;
-  const StepList list = FindSteps(recording, options);
-  steps_.clear();
-  steps_.reserve(list.steps.size());
+  return options;
+}
+
+void DetectedKinetoSteps::Begin(const TraceBuilder&, const Recording& recording) {
+  recording_ = &recording;
+  finder_.reset();
+}
+
+ChunkVisitor* DetectedKinetoSteps::ChunksWanted() {
+  // Reading the recording a second time (FindSteps) was a fifth of the export's CPU time on
+  // tests/data/ddp-2rank; the finder sees the very chunks FindSteps would read, in their order.
+  finder_ = std::make_unique<StepFinder>(Options());
+  return &finder_->visitor();
+}
+
+std::vector<TrainingStep> DetectedKinetoSteps::Steps() {
+  std::vector<TrainingStep> steps;
+  if (!recording_) return steps;
+  const StepList list = finder_ ? finder_->Finish() : FindSteps(*recording_, Options());
+  finder_.reset();
+  recording_ = nullptr;
+  steps.reserve(list.steps.size());
   for (size_t i = 0; i < list.steps.size(); ++i) {
     // `steps` puts an activity in the last step whose first kernel starts at or before it: the
     // slice runs from this step's first kernel up to (not including) the next one's, mapped as
@@ -71,9 +90,10 @@ void DetectedKinetoSteps::Begin(const TraceBuilder&, const Recording& recording)
     // selects the same activities.
     const Step& s = list.steps[i];
     const int64_t to = i + 1 < list.steps.size() ? list.steps[i + 1].drill_from : s.drill_to + 1;
-    steps_.push_back({s.number, s.drill_from, std::max(to, s.drill_from), 0, kDetectedStepsTid,
-                      "cupmon-detected"});
+    steps.push_back({s.number, s.drill_from, std::max(to, s.drill_from), 0, kDetectedStepsTid,
+                     "cupmon-detected"});
   }
+  return steps;
 }
 
 // ---- KinetoTraceWriter ----
@@ -181,7 +201,9 @@ void KinetoTraceWriter::Write(const Row& r) {
     }
     ev_.SliceHead(r.name, r.kind == kDriverKind ? kCatDriver : kCatRuntime, r.pid, r.tid,
                   r.wall_start, static_cast<int64_t>(r.duration));
-    out_ << "\"correlation\":" << r.correlation << "}}";
+    out_.Put("\"correlation\":");  // in the room SliceHead left
+    out_.PutUint(r.correlation);
+    out_.Put("}}");
     if (!r.annotation.empty()) {
       // A label repeated in every step ("forward") gets one slice per step, not one spanning
       // them all: its instance is the step seen last.
@@ -214,24 +236,46 @@ void KinetoTraceWriter::Write(const Row& r) {
     plain = known == 1;
   }
   ev_.SliceHead(name, cat, gpid, r.stream, r.wall_start, static_cast<int64_t>(r.duration), plain);
-  out_ << "\"device\":" << r.device << ",\"context\":" << r.context << ",\"stream\":" << r.stream
-       << ",\"correlation\":" << r.correlation;
+  // The args, at most 400 bytes: in the room SliceHead left (TraceEventWriter::kArgsRoom).
+  out_.Put("\"device\":");
+  out_.PutUint(r.device);
+  out_.Put(",\"context\":");
+  out_.PutUint(r.context);
+  out_.Put(",\"stream\":");
+  out_.PutUint(r.stream);
+  out_.Put(",\"correlation\":");
+  out_.PutUint(r.correlation);
   if (r.type == RowType::kKernel) {
-    out_ << ",\"registers per thread\":" << r.registers
-         << ",\"shared memory\":" << (r.static_smem + r.dynamic_smem) << ",\"grid\":["
-         << r.grid[0] << ',' << r.grid[1] << ',' << r.grid[2] << "],\"block\":[" << r.block[0]
-         << ',' << r.block[1] << ',' << r.block[2] << ']';
+    out_.Put(",\"registers per thread\":");
+    out_.PutUint(r.registers);
+    out_.Put(",\"shared memory\":");
+    out_.PutUint(r.static_smem + r.dynamic_smem);
+    out_.Put(",\"grid\":[");
+    out_.PutUint(r.grid[0]);
+    out_.Put(',');
+    out_.PutUint(r.grid[1]);
+    out_.Put(',');
+    out_.PutUint(r.grid[2]);
+    out_.Put("],\"block\":[");
+    out_.PutUint(r.block[0]);
+    out_.Put(',');
+    out_.PutUint(r.block[1]);
+    out_.Put(',');
+    out_.PutUint(r.block[2]);
+    out_.Put(']');
   } else {
     // GB/s = bytes per ns, as Kineto computes it; 0 for a zero duration (Kineto: "N/A").
     char bw[32];
     const double gbps = r.duration ? static_cast<double>(r.bytes) / static_cast<double>(r.duration)
                                    : 0.0;
     const auto res = std::to_chars(bw, bw + sizeof bw, gbps);
-    out_ << ",\"bytes\":" << r.bytes << ",\"memory bandwidth (GB/s)\":"
-         << std::string_view(bw, static_cast<size_t>(res.ptr - bw));
+    out_.Put(",\"bytes\":");
+    out_.PutUint(r.bytes);
+    out_.Put(",\"memory bandwidth (GB/s)\":");
+    out_.Put(std::string_view(bw, static_cast<size_t>(res.ptr - bw)));
   }
-  if (r.launched_before_window) out_ << ",\"launched_before_window\":true";
-  out_ << "}}";
+  if (r.launched_before_window) out_.Put(",\"launched_before_window\":true");
+  out_.Put("}}");
   if (r.has_api && r.api_valid_time) ev_.LaunchFlow(kFlow, kFlow, ++flow_id_, r, r.api_pid, gpid);
   if (options_.synthetic_launches && !r.has_api && r.correlation) {
     // No launch record (always-on recordings keep few): HTA gives a GPU event the iteration of
@@ -399,6 +443,7 @@ void KinetoSink::Begin(const TraceBuilder& builder, const Recording& recording, 
   if (!file_) {
     errors_.push_back("cannot create " + tmp_path_ + ": " + SysError(errno));
     writer_.reset();
+    source_ = nullptr;
     return;
   }
   writer_ = std::make_unique<KinetoTraceWriter>(file_);
@@ -410,7 +455,12 @@ void KinetoSink::Begin(const TraceBuilder& builder, const Recording& recording, 
     detected_ = std::make_unique<DetectedKinetoSteps>();
     source = detected_.get();
   }
+  source_ = source;
   writer_->Begin(builder, recording, info, source);
+}
+
+ChunkVisitor* KinetoSink::ChunksWanted() {
+  return writer_ && source_ ? source_->ChunksWanted() : nullptr;
 }
 
 void KinetoSink::Write(const Row& row) {

@@ -47,10 +47,15 @@ class KinetoStepSource {
   virtual void OnRow(const Row& row) = 0;
   // After its last row: the steps found, in any order.
   virtual std::vector<TrainingStep> Steps() = 0;
+  // After Begin, by a caller that reads the recording for the export (RunReport): a visitor
+  // that caller then gives every chunk of that one pass, or nullptr when the source wants none.
+  // A source whose visitor was not asked for reads the recording itself, if it needs to.
+  virtual ChunkVisitor* ChunksWanted() { return nullptr; }
 };
 
-// Steps found in the kernel stream, as `cupmon-decode steps --by pattern` finds them (FindSteps, a
-// pass of its own over the recording at Begin). Step N is written as "ProfilerStep#N" from its
+// Steps found in the kernel stream, as `cupmon-decode steps --by pattern` finds them: in the
+// export's own pass over the recording (ChunksWanted, a StepFinder), else FindSteps in a pass of
+// its own at Steps. Step N is written as "ProfilerStep#N" from its
 // first kernel's start (as the trace builder maps it, so exactly the rows `steps` counts in it
 // fall inside) to the next step's first kernel (the last step: to its drill_to), on the
 // process's pid and the thread kDetectedStepsTid, with args.source "cupmon-detected".
@@ -59,11 +64,14 @@ class DetectedKinetoSteps : public KinetoStepSource {
   explicit DetectedKinetoSteps(StepDetectorOptions detector = {}) : detector_(detector) {}
   void Begin(const TraceBuilder& builder, const Recording& recording) override;
   void OnRow(const Row&) override {}
-  std::vector<TrainingStep> Steps() override { return std::move(steps_); }
+  std::vector<TrainingStep> Steps() override;
+  ChunkVisitor* ChunksWanted() override;
 
  private:
+  StepOptions Options() const;
   StepDetectorOptions detector_;
-  std::vector<TrainingStep> steps_;
+  const Recording* recording_ = nullptr;
+  std::unique_ptr<StepFinder> finder_;  // fed by the export's pass, when it asked
 };
 
 // The thread row of detected steps and synthetic launch events: above any Linux thread id
@@ -181,6 +189,9 @@ class KinetoSink {
   ~KinetoSink();
 
   void Begin(const TraceBuilder& builder, const Recording& recording, size_t index);
+  // After Begin: the visitor of this recording's step source that the caller's read of the
+  // recording should feed too (KinetoStepSource::ChunksWanted), or nullptr.
+  ChunkVisitor* ChunksWanted();
   void Write(const Row& row);
   void End(const TraceBuilder& builder, const Recording& recording);
   void Close();
@@ -197,6 +208,7 @@ class KinetoSink {
   std::vector<KinetoStepSource*> step_sources_;
   KinetoOptions options_;
   std::unique_ptr<KinetoStepSource> detected_;  // this recording's, when step_sources_ is empty
+  KinetoStepSource* source_ = nullptr;           // this recording's, if any
   int64_t base_ = 0;
   uint32_t world_size_ = 1;
   std::ofstream file_;

@@ -36,27 +36,34 @@ class TraceEventWriter {
   void Us(int64_t wall) { Micros(wall - base_); }
   // `ns` as microseconds ("-0.001", "1.250").
   void Micros(int64_t ns) {
-    const uint64_t a = ns < 0 ? 0 - static_cast<uint64_t>(ns) : static_cast<uint64_t>(ns);
-    if (ns < 0) out_ << '-';
-    const uint64_t frac = a % 1000;
-    out_ << a / 1000 << '.' << static_cast<char>('0' + frac / 100)
-         << static_cast<char>('0' + frac / 10 % 10) << static_cast<char>('0' + frac % 10);
+    out_.Reserve(25);
+    out_.PutMicros(ns);
   }
   // A complete ("X") event up to and including `"args":{`; the caller writes the args and "}}".
   // `name_is_plain`: the caller knows that `name` needs no JSON escaping (saves scanning it).
+  // The part after the name is formatted with one capacity check (kSliceTail bytes at most,
+  // `cat` included), as are the callers' args (kArgsRoom).
   void SliceHead(std::string_view name, std::string_view cat, uint32_t pid, uint32_t tid,
                  int64_t wall, int64_t dur, bool name_is_plain = false) {
     Comma();
     out_ << "{\"name\":\"";
     if (name_is_plain) out_ << name;
     else out_.Json(name);
-    out_ << "\",\"cat\":\"" << cat << "\",\"ph\":\"X\",\"pid\":" << pid << ",\"tid\":" << tid
-         << ",\"ts\":";
-    Us(wall);
-    out_ << ",\"dur\":";
-    Micros(dur);
-    out_ << ",\"args\":{";
+    out_.Reserve(kSliceTail + cat.size() + kArgsRoom);
+    out_.Put("\",\"cat\":\"");
+    out_.Put(cat);
+    out_.Put("\",\"ph\":\"X\",\"pid\":");
+    out_.PutUint(pid);
+    out_.Put(",\"tid\":");
+    out_.PutUint(tid);
+    out_.Put(",\"ts\":");
+    out_.PutMicros(wall - base_);
+    out_.Put(",\"dur\":");
+    out_.PutMicros(dur);
+    out_.Put(",\"args\":{");
   }
+  // Room SliceHead leaves after `"args":{` for unchecked Put* calls of the caller.
+  static constexpr size_t kArgsRoom = 512;
   // A whole complete event; `args` is the body of its args object (already JSON).
   void Slice(std::string_view name, std::string_view cat, uint32_t pid, uint32_t tid, int64_t wall,
              int64_t dur, std::string_view args) {
@@ -83,20 +90,43 @@ class TraceEventWriter {
   // bound to the enclosing slice at the call and an end ("f", "bp":"e") at the activity's start.
   void LaunchFlow(std::string_view name, std::string_view cat, uint64_t id, const Row& r,
                   uint32_t api_pid, uint32_t gpu_pid) {
-    Comma();
-    out_ << "{\"name\":\"" << name << "\",\"cat\":\"" << cat << "\",\"ph\":\"s\",\"id\":" << id
-         << ",\"pid\":" << api_pid << ",\"tid\":" << r.api_tid << ",\"ts\":";
-    Us(r.api_wall_start);
-    out_ << '}';
-    Comma();
-    out_ << "{\"name\":\"" << name << "\",\"cat\":\"" << cat
-         << "\",\"ph\":\"f\",\"bp\":\"e\",\"id\":" << id << ",\"pid\":" << gpu_pid
-         << ",\"tid\":" << r.stream << ",\"ts\":";
-    Us(r.wall_start);
-    out_ << '}';
+    out_.Reserve(2 * (kFlowRoom + name.size() + cat.size()));
+    if (events_++) out_.Put(",\n");
+    out_.Put("{\"name\":\"");
+    out_.Put(name);
+    out_.Put("\",\"cat\":\"");
+    out_.Put(cat);
+    out_.Put("\",\"ph\":\"s\",\"id\":");
+    out_.PutUint(id);
+    out_.Put(",\"pid\":");
+    out_.PutUint(api_pid);
+    out_.Put(",\"tid\":");
+    out_.PutUint(r.api_tid);
+    out_.Put(",\"ts\":");
+    out_.PutMicros(r.api_wall_start - base_);
+    out_.Put("},\n{\"name\":\"");
+    ++events_;
+    out_.Put(name);
+    out_.Put("\",\"cat\":\"");
+    out_.Put(cat);
+    out_.Put("\",\"ph\":\"f\",\"bp\":\"e\",\"id\":");
+    out_.PutUint(id);
+    out_.Put(",\"pid\":");
+    out_.PutUint(gpu_pid);
+    out_.Put(",\"tid\":");
+    out_.PutUint(r.stream);
+    out_.Put(",\"ts\":");
+    out_.PutMicros(r.wall_start - base_);
+    out_.Put('}');
   }
 
  private:
+  // SliceHead's fixed bytes after the name (cat not included): 65 of text, two 10-digit ids and
+  // two times of at most 25 bytes each.
+  static constexpr size_t kSliceTail = 65 + 2 * 10 + 2 * 25 + 16;
+  // One flow end without its name and cat: 70 of text, a 20-digit id, two 10-digit ids, a time.
+  static constexpr size_t kFlowRoom = 70 + 20 + 2 * 10 + 25 + 16;
+
   OutBuf& out_;
   int64_t base_ = 0;
   uint64_t events_ = 0;

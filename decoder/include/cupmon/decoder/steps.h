@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -75,6 +76,25 @@ struct StepList {
 // plus one small record per step.
 StepList FindSteps(const Recording& recording, const StepOptions& options,
                    const ReadProgressFn& progress = {});
+
+// FindSteps for a caller that reads the recording anyway (the kineto export, whose trace
+// builder reads it): give visitor() every chunk of one ReadRecording pass, as a second visitor
+// beside the caller's own, then call Finish once. The steps are FindSteps' for the same
+// recording (StepList::integrity stays empty: the caller's pass counts it); the recording is
+// read once instead of twice. Single-threaded.
+class StepFinder {
+ public:
+  explicit StepFinder(const StepOptions& options);
+  ~StepFinder();
+  StepFinder(const StepFinder&) = delete;
+  StepFinder& operator=(const StepFinder&) = delete;
+  ChunkVisitor& visitor();
+  StepList Finish();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 // Per-step rolling statistics used for the slow-step list: the median of the steps before each
 // one (see StepOptions), 0 when there is none.
