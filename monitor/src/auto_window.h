@@ -32,7 +32,8 @@ struct SlowStep {
 
 // The hand-over between the writer (Offer, once_factor) and the control thread (Take, ArmOnce,
 // Disarm). Memory ordering: mu_ guards pending_ (held for a copy, never while calling anything);
-// once_milli_ is a relaxed atomic, a threshold with no other memory behind it. Bounded: one
+// once_milli_ and mark_queued_ are relaxed atomics with no other memory behind them (the queue's
+// lock orders the mark itself). Bounded: one
 // pending step; while it is unread, later ones are refused (the first slow step is the one the
 // window should show).
 class AutoWindowMailbox {
@@ -44,6 +45,12 @@ class AutoWindowMailbox {
   void Disarm() { once_milli_.store(0, std::memory_order_relaxed); }
   // Any thread: the armed one-shot factor; 0 when not armed.
   double once_factor() const { return once_milli_.load(std::memory_order_relaxed) / 1000.0; }
+
+  // Flush marks (ControlLoop::MarkFlushed): at most one queued at a time, so that a stalled
+  // writer and a short CUPMON_FLUSH_MS cannot fill the queue's task quota with them. Any thread:
+  // true when the caller should queue one; the writer calls MarkTaken when it reads it.
+  bool ClaimMark() { return !mark_queued_.exchange(true, std::memory_order_relaxed); }
+  void MarkTaken() { mark_queued_.store(false, std::memory_order_relaxed); }
 
   // Writer: false when an unread step is there already (`s` is dropped).
   bool Offer(const SlowStep& s) {
@@ -61,6 +68,7 @@ class AutoWindowMailbox {
 
  private:
   std::atomic<uint32_t> once_milli_{0};
+  std::atomic<bool> mark_queued_{false};
   std::mutex mu_;
   std::optional<SlowStep> pending_;
 };

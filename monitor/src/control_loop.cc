@@ -194,9 +194,13 @@ void ControlLoop::MarkFlushed() {
   if (!parts_.auto_window ||
       !(parts_.facts.config.auto_window || parts_.auto_window->once_factor() > 0))
     return;
+  // One queued at a time. While one waits (the writer is a flush period behind), this flush's
+  // buffers wait for the next flush's mark.
+  if (!parts_.auto_window->ClaimMark()) return;
   WriterItem mark;
   mark.flush_mark = true;
-  parts_.queue.Push(std::move(mark));  // full or closed: dropped; the count bound still holds
+  // Full or closed: dropped (the count bound still holds); the next flush may queue one.
+  if (!parts_.queue.Push(std::move(mark))) parts_.auto_window->MarkTaken();
 }
 
 void ControlLoop::StartAutoTimer() {

@@ -117,6 +117,7 @@ void RecordingPipeline::Run() noexcept {
         // The item is lost, the thread and the host process are not.
         counters_.writer_faults.fetch_add(1, std::memory_order_relaxed);
         if (item.buffer) counters_.lost_buffers.fetch_add(1, std::memory_order_relaxed);
+        if (item.flush_mark && options_.auto_window) options_.auto_window->MarkTaken();
       }
       if (item.buffer) pool_.Release(item.buffer);
       if (item.after) {
@@ -145,6 +146,8 @@ void RecordingPipeline::Run() noexcept {
 }
 
 void RecordingPipeline::Process(WriterItem& item) {
+  // Cleared first (even when discarding): a flush after this point queues a mark of its own.
+  if (item.flush_mark && options_.auto_window) options_.auto_window->MarkTaken();
   if (discard_.load(std::memory_order_acquire)) return;
   if (item.flush_mark) {
     if (steps_ && watching_) SettleSteps();

@@ -454,7 +454,31 @@ TEST(AutoWindowJitterTest, AStepWithinTheSpreadOpensNoWindow) {
 
 // CUPMON_AUTO_WINDOW_ANCHOR=kernel:marker on a loop with no repeating pattern (each step: the
 // marker kernel, then 1 to 7 kernels of five names in a changing order): steps are cut at each
-// marker kernel, and the slow one opens the window.
+// marker kernel, and the slow one opens the window. Without the anchor the pattern detector finds
+// no steps in the same loop.
+constexpr uint64_t kAnchorSteps = 2000, kAnchorSlow = 1500;  // ~10,000 kernels: past learning
+
+void ProduceIrregularLoop(FakeCupti& fake) {
+  const uint32_t marker = fake.AddKernelName("void train_step_marker_kernel<float>()");
+  std::vector<uint32_t> others;
+  for (const char* n : {"gemm_a", "gemm_b", "relu", "softmax", "reduce"})
+    others.push_back(fake.AddKernelName(n));
+  FakeCupti::Producer* p = fake.NewProducer();
+  Noise noise;
+  uint64_t t = 1'000'000'000;
+  for (uint64_t s = 1; s <= kAnchorSteps; ++s) {
+    const uint64_t len = s == kAnchorSlow ? kSlowNs : kStepNs;
+    EXPECT_TRUE(p->Kernel(marker, t, t + 1000));
+    const auto extra = 1 + static_cast<size_t>(3.5 * (noise.Next() + 1));
+    for (size_t k = 0; k < extra; ++k) {
+      const size_t which = static_cast<size_t>(2.5 * (noise.Next() + 1)) % others.size();
+      const uint64_t start = t + (k + 1) * 100'000;
+      EXPECT_TRUE(p->Kernel(others[which], start, start + 1000));
+    }
+    t += len;
+  }
+}
+
 TEST(AutoWindowAnchorTest, KernelAnchorCutsStepsThePatternCannot) {
   FakeCupti fake;
   const std::string dir = testing::FreshTestDir("cupmon-auto-window", "anchor");
@@ -462,35 +486,29 @@ TEST(AutoWindowAnchorTest, KernelAnchorCutsStepsThePatternCannot) {
   o.config.auto_window_anchor_kernel = "marker";
   auto m = Monitor::Start(std::move(o));
   ASSERT_TRUE(m) << m.error().message;
-  const uint32_t marker = fake.AddKernelName("void train_step_marker_kernel<float>()");
-  std::vector<uint32_t> others;
-  for (const char* n : {"gemm_a", "gemm_b", "relu", "softmax", "reduce"})
-    others.push_back(fake.AddKernelName(n));
-  FakeCupti::Producer* p = fake.NewProducer();
-  constexpr uint64_t kSteps = 400, kSlow = 300;
-  Noise noise;
-  uint64_t t = 1'000'000'000;
-  for (uint64_t s = 1; s <= kSteps; ++s) {
-    const uint64_t len = s == kSlow ? kSlowNs : kStepNs;
-    ASSERT_TRUE(p->Kernel(marker, t, t + 1000));
-    const auto extra = 1 + static_cast<size_t>(3.5 * (noise.Next() + 1));
-    for (size_t k = 0; k < extra; ++k) {
-      const size_t which = static_cast<size_t>(2.5 * (noise.Next() + 1)) % others.size();
-      const uint64_t start = t + (k + 1) * 100'000;
-      ASSERT_TRUE(p->Kernel(others[which], start, start + 1000));
-    }
-    t += len;
-  }
+  ProduceIrregularLoop(fake);
   (*m)->FlushAndWait();
   ASSERT_TRUE(WaitFor([&] { return (*m)->GetStats().auto_windows_opened == 1; }));
   Settle(**m);
-  EXPECT_EQ((*m)->GetStats().auto_steps_timed, kSteps - 1);
+  EXPECT_EQ((*m)->GetStats().auto_steps_timed, kAnchorSteps - 1);
   ASSERT_TRUE((*m)->Stop());
   const std::vector<pb::WindowMarker> begins = Begins(dir);
   ASSERT_EQ(begins.size(), 1u);
-  EXPECT_EQ(begins[0].trigger_step(), kSlow);
+  EXPECT_EQ(begins[0].trigger_step(), kAnchorSlow);
   EXPECT_EQ(begins[0].trigger_step_ns(), kSlowNs);
   EXPECT_EQ(begins[0].trigger_median_ns(), kStepNs);
+}
+
+TEST(AutoWindowAnchorTest, WithoutTheAnchorTheSameLoopIsNotTimed) {
+  FakeCupti fake;
+  const std::string dir = testing::FreshTestDir("cupmon-auto-window", "noanchor");
+  auto m = Monitor::Start(AutoOptions(&fake, dir));
+  ASSERT_TRUE(m) << m.error().message;
+  ProduceIrregularLoop(fake);
+  Settle(**m);
+  EXPECT_EQ((*m)->GetStats().auto_steps_timed, 0u);
+  EXPECT_EQ((*m)->GetStats().auto_windows_opened, 0u);
+  ASSERT_TRUE((*m)->Stop());
 }
 
 // StepWatch alone, on buffers shaped as CUPTI hands them over (the bundled H200 sample): one
