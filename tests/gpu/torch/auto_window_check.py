@@ -18,11 +18,12 @@ Prints a table; exits 1 on any failure. Usage:
 import argparse
 import os
 import re
+import shutil
 import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-WINDOW = re.compile(r"^  #(\d+) (\S+) at (\S+ \S+|\S+)(?:, in step (\d+))?")
+WINDOW = re.compile(r"^  #(\d+) (\S+) at ([^,]+)(?:, in step (\d+))?")
 WHY = re.compile(r"^    why: step (\d+) took (\S+), (\S+)x the median (\S+) \(threshold (\S+)x\)")
 
 
@@ -65,6 +66,7 @@ def main():
     slow_decoder_step = args.slow + 1  # the decoder's step holding the sleep (end to end)
     for name, opts, train_opts in runs:
         rec = os.path.join(args.out, name)
+        shutil.rmtree(rec, ignore_errors=True)  # one recording per directory: steps would merge two
         r = subprocess.run([args.run, "--output-dir", rec] + opts + ["--"] + train + train_opts)
         if r.returncode != 0:
             failures.append(f"{name}: the training loop under cupmon-run exited {r.returncode}")
