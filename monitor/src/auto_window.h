@@ -32,8 +32,8 @@ struct SlowStep {
 
 // The hand-over between the writer (Offer, once_factor) and the control thread (Take, ArmOnce,
 // Disarm). Memory ordering: mu_ guards pending_ (held for a copy, never while calling anything);
-// once_milli_ and mark_queued_ are relaxed atomics with no other memory behind them (the queue's
-// lock orders the mark itself). Bounded: one
+// once_milli_ is a relaxed atomic with no other memory behind it; mark_state_ is sequentially
+// consistent (the queue's lock orders the marks themselves). Bounded: one
 // pending step; while it is unread, later ones are refused (the first slow step is the one the
 // window should show).
 class AutoWindowMailbox {
@@ -47,10 +47,25 @@ class AutoWindowMailbox {
   double once_factor() const { return once_milli_.load(std::memory_order_relaxed) / 1000.0; }
 
   // Flush marks (ControlLoop::MarkFlushed): at most one queued at a time, so that a stalled
-  // writer and a short CUPMON_FLUSH_MS cannot fill the queue's task quota with them. Any thread:
-  // true when the caller should queue one; the writer calls MarkTaken when it reads it.
-  bool ClaimMark() { return !mark_queued_.exchange(true, std::memory_order_relaxed); }
-  void MarkTaken() { mark_queued_.store(false, std::memory_order_relaxed); }
+  // writer and a short CUPMON_FLUSH_MS cannot fill the queue's task quota with them; a flush while
+  // one is queued is remembered, and the writer queues the next mark itself when it takes that
+  // one (it then follows the flush's buffers). Any thread, after a flush: true when the caller
+  // should queue a mark. The writer, at a mark: true when it should queue another.
+  bool ClaimMark() {
+    int s = mark_state_.load();
+    for (;;) {
+      if (s == kMarkQueuedAgain) return false;
+      if (mark_state_.compare_exchange_weak(s, s == kNoMark ? kMarkQueued : kMarkQueuedAgain))
+        return s == kNoMark;
+    }
+  }
+  bool MarkTaken() {
+    if (mark_state_.exchange(kNoMark) != kMarkQueuedAgain) return false;
+    int none = kNoMark;  // a flush since may have queued its own already
+    return mark_state_.compare_exchange_strong(none, kMarkQueued);
+  }
+  // The mark just claimed could not be queued (the queue is closed or full).
+  void DropMark() { mark_state_.store(kNoMark); }
 
   // Writer: false when an unread step is there already (`s` is dropped).
   bool Offer(const SlowStep& s) {
@@ -68,7 +83,8 @@ class AutoWindowMailbox {
 
  private:
   std::atomic<uint32_t> once_milli_{0};
-  std::atomic<bool> mark_queued_{false};
+  static constexpr int kNoMark = 0, kMarkQueued = 1, kMarkQueuedAgain = 2;
+  std::atomic<int> mark_state_{kNoMark};
   std::mutex mu_;
   std::optional<SlowStep> pending_;
 };

@@ -194,13 +194,12 @@ void ControlLoop::MarkFlushed() {
   if (!parts_.auto_window ||
       !(parts_.facts.config.auto_window || parts_.auto_window->once_factor() > 0))
     return;
-  // One queued at a time. While one waits (the writer is a flush period behind), this flush's
-  // buffers wait for the next flush's mark.
+  // One queued at a time; while one waits, the writer queues the next when it takes it.
   if (!parts_.auto_window->ClaimMark()) return;
   WriterItem mark;
   mark.flush_mark = true;
   // Full or closed: dropped (the count bound still holds); the next flush may queue one.
-  if (!parts_.queue.Push(std::move(mark))) parts_.auto_window->MarkTaken();
+  if (!parts_.queue.Push(std::move(mark))) parts_.auto_window->DropMark();
 }
 
 void ControlLoop::StartAutoTimer() {

@@ -117,7 +117,7 @@ void RecordingPipeline::Run() noexcept {
         // The item is lost, the thread and the host process are not.
         counters_.writer_faults.fetch_add(1, std::memory_order_relaxed);
         if (item.buffer) counters_.lost_buffers.fetch_add(1, std::memory_order_relaxed);
-        if (item.flush_mark && options_.auto_window) options_.auto_window->MarkTaken();
+        if (item.flush_mark) TakeFlushMark();
       }
       if (item.buffer) pool_.Release(item.buffer);
       if (item.after) {
@@ -146,8 +146,7 @@ void RecordingPipeline::Run() noexcept {
 }
 
 void RecordingPipeline::Process(WriterItem& item) {
-  // Cleared first (even when discarding): a flush after this point queues a mark of its own.
-  if (item.flush_mark && options_.auto_window) options_.auto_window->MarkTaken();
+  if (item.flush_mark) TakeFlushMark();  // first, even when discarding
   if (discard_.load(std::memory_order_acquire)) return;
   if (item.flush_mark) {
     if (steps_ && watching_) SettleSteps();
@@ -187,6 +186,15 @@ void RecordingPipeline::Process(WriterItem& item) {
     new_strings_.clear();
   }
   if (item.task) item.task(*writer_);
+}
+
+void RecordingPipeline::TakeFlushMark() {
+  if (!options_.auto_window || !options_.auto_window->MarkTaken()) return;
+  // A flush came while this mark was queued: the next mark follows its buffers, which are queued
+  // by now. Closed or full: the count bound still holds.
+  WriterItem mark;
+  mark.flush_mark = true;
+  if (!queue_.Push(std::move(mark))) options_.auto_window->DropMark();
 }
 
 template <typename F>

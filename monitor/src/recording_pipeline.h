@@ -94,6 +94,7 @@ class RecordingPipeline {
   void MakeStepWatch();
   void NoteStepStrings();
   void SettleSteps();
+  void TakeFlushMark();
   template <typename F>
   void CountSteps(F&& f);
   void OpenWriter();
