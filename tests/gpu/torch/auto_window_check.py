@@ -5,10 +5,11 @@ do the defaults leave a loop without one alone?
 Runs tests/gpu/torch/slow_step_train.py (no annotations, no cupmon API) under `cupmon-run` three
 times and reads each recording with `cupmon-decode steps` (its "windows:" list: the step each window
 began in, and why the step trigger opened it):
-  fast-flush  --auto-window --flush-ms FLUSH, a SLEEP-second sleep before iteration SLOW: exactly one
-              window, source TRIGGER_AUTO, opened for the monitor's step SLOW (it cuts steps at
-              first kernels, so the wait before iteration SLOW's launches is in its step SLOW), and
-              beginning at most LAG steps after the decoder's slow step SLOW+1 (end to end);
+  fast-flush  --auto-window --flush-ms FLUSH --buffer-size 256K, a SLEEP-second sleep before
+              iteration SLOW: exactly one window, source TRIGGER_AUTO, opened for the monitor's
+              step SLOW (it cuts steps at first kernels, so the wait before iteration SLOW's
+              launches is in its step SLOW), and beginning at most LAG steps after the decoder's
+              slow step SLOW+1 (end to end);
   default     the same with the default flush period (1000 ms): one window at step SLOW; its lag is
               printed, bounded by the flush period, not asserted in steps;
   no-slow     --auto-window, no sleep (--sleep 0): no window at all.
@@ -58,7 +59,9 @@ def main():
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     train = [sys.executable, os.path.join(HERE, "slow_step_train.py"), "--steps", str(args.steps)]
-    runs = [("fast-flush", ["--auto-window", "--flush-ms", str(args.flush_ms)],
+    # Small buffers with the short flush: each flush hands back every thread's buffer, and CUPTI
+    # zeroes each new one on the launching thread (CUPTI_NOTES.md), 4 MiB by default.
+    runs = [("fast-flush", ["--auto-window", "--flush-ms", str(args.flush_ms), "--buffer-size", "256K"],
              ["--slow", str(args.slow), "--sleep", str(args.sleep)]),
             ("default", ["--auto-window"], ["--slow", str(args.slow), "--sleep", str(args.sleep)]),
             ("no-slow", ["--auto-window"], ["--slow", "0", "--sleep", "0"])]
