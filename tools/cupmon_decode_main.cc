@@ -166,7 +166,8 @@ int main(int argc, char** argv) {
       {"info", "Recordings, files, chunks, windows, drops and an integrity report", ReportKind::kInfo},
       {"steps",
        "Training steps found in the kernel stream (or step annotations): per step start, duration, "
-       "kernels, busy and idle time per device, memcpy bytes; distribution, slow steps, stragglers",
+       "kernels, busy and idle time per device, memcpy bytes; distribution, slow steps, stragglers; "
+       "the trace windows with the step each began in and, for TRIGGER_AUTO, why it opened",
        ReportKind::kSteps},
       {"timeline",
        "Fixed wall-clock buckets (--bucket 1s) per rank and device: busy % (the union of kernel, "

@@ -157,6 +157,7 @@ struct WindowRow {
   int64_t begin_wall = 0;  // 0: begin marker missing
   std::optional<uint64_t> duration;
   std::string source, note;
+  std::string why;  // TRIGGER_AUTO: the slow step that opened it (AutoTriggerText)
   uint64_t launched_before = 0;
 };
 
@@ -503,13 +504,14 @@ void IntegritySection(std::ostream& o, const RankPage& r, int ri) {
     o << "<p>No trace windows.</p>";
   } else {
     o << "<table class=\"windows\" id=\"rank" << ri << "-windows\"><tr><th>#</th><th>begin (UTC)"
-      << "</th><th>duration</th><th>source</th><th>end</th><th>launched before it</th></tr>";
+      << "</th><th>duration</th><th>source</th><th>end</th><th>launched before it</th>"
+      << "<th>why it opened</th></tr>";
     for (const WindowRow& w : r.windows)
       o << "<tr data-window=\"" << w.id << "\"><td class=\"n\">" << w.id << "</td><td>"
         << (w.begin_wall ? UtcTime(w.begin_wall, 6) : "(begin marker missing)")
         << "</td><td class=\"n\">" << (w.duration ? Dur(*w.duration) : "(open)") << "</td><td>"
         << Esc(w.source) << "</td><td>" << Esc(w.note) << "</td><td class=\"n\">"
-        << w.launched_before << "</td></tr>";
+        << w.launched_before << "</td><td class=\"why\">" << Esc(w.why) << "</td></tr>";
     o << "</table>";
   }
   const bool bad = i.HasWarnings() || c.HasWarnings();
@@ -730,6 +732,7 @@ void ReadRank(const Rank& rank, const ReportOptions& options, RankPage* page,
     row.source = w.source;
     row.note = w.note;
     row.launched_before = w.launched_before;
+    row.why = AutoTriggerText(w);
     page->windows.push_back(std::move(row));
   }
 }

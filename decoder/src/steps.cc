@@ -220,6 +220,18 @@ class StepScanner : public ChunkVisitor {
     for (const auto& e : table.entries()) by_pointer_[e.pointer()] = Intern(e.text());
     cache_.fill(CacheSlot{});
   }
+  void OnWindowMarker(const pb::WindowMarker& m) override {
+    if (m.edge() != pb::WindowMarker::BEGIN) return;
+    StepWindow w;
+    w.id = m.window_id();
+    w.source = pb::TriggerSource_Name(m.source());
+    w.wall_begin = m.realtime_ns();
+    w.trigger_step = m.trigger_step();
+    w.trigger_step_ns = m.trigger_step_ns();
+    w.trigger_median_ns = m.trigger_median_ns();
+    w.trigger_factor = m.trigger_factor();
+    windows_.push_back(std::move(w));
+  }
   void OnCalibration(const pb::Calibration& c) override {
     clock_.Add(c);
     calibrations_.push_back(c);
@@ -263,6 +275,7 @@ class StepScanner : public ChunkVisitor {
       out.last_wall = clock_.ToWall(last_end_);
     }
     out.unresolved_names = unresolved_;
+    out.windows = std::move(windows_);
     return out;
   }
 
@@ -569,6 +582,7 @@ class StepScanner : public ChunkVisitor {
   const StepOptions& options_;
   StepDetector detector_;
   std::unique_ptr<RecordDecoder> decoder_;
+  std::vector<StepWindow> windows_;
   ClockMap clock_;
   std::vector<pb::Calibration> calibrations_;
   // GPU and API records so far (what the trace builder's join ring counts), and at each buffer's

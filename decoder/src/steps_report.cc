@@ -12,6 +12,7 @@
 #include "cupmon/decoder/kernel_names.h"
 #include "cupmon/decoder/progress_line.h"
 #include "cupmon/decoder/steps.h"
+#include "cupmon/decoder/trace_builder.h"
 #include "report_text.h"
 
 namespace cupmon::decoder {
@@ -170,6 +171,36 @@ void PrintDistribution(std::ostream& out, const RankSteps& r, const StepOptions&
   }
 }
 
+// The recording's trace windows, the step each began in, and why the monitor's step trigger
+// opened those of source TRIGGER_AUTO (the BEGIN marker's step, duration, median, threshold).
+void PrintWindows(std::ostream& out, const RankSteps& r) {
+  const StepList& l = r.list;
+  if (l.windows.empty()) return;
+  out << "windows: " << l.windows.size() << "\n";
+  for (const StepWindow& w : l.windows) {
+    // The step whose span [previous step's end, its end] holds the window's begin.
+    const Step* in = nullptr;
+    for (const Step& s : l.steps)
+      if (s.wall_end >= w.wall_begin) {
+        in = &s;
+        break;
+      }
+    out << "  #" << w.id << " " << w.source << " at " << UtcTime(w.wall_begin, 6)
+        << (in ? ", in step " + std::to_string(in->number) : std::string(", after the last step"))
+        << "\n";
+    WindowSpan span;
+    span.trigger_step = w.trigger_step;
+    span.trigger_step_ns = w.trigger_step_ns;
+    span.trigger_median_ns = w.trigger_median_ns;
+    span.trigger_factor = w.trigger_factor;
+    const std::string why = AutoTriggerText(span);
+    if (why.empty()) continue;
+    out << "    why: " << why << "\n"
+        << "    (the monitor cuts a step at its first kernel: a wait before step N+1's launches "
+           "is in its step N)\n";
+  }
+}
+
 // Steps where the ranks' own work ends far apart: each rank's step start plus its busy time
 // without communication kernels (NCCL waits for the slowest rank, so durations alone agree).
 void PrintDivergence(std::ostream& out, const std::vector<RankSteps>& ranks) {
@@ -322,6 +353,7 @@ int RunStepsReport(const std::vector<const Rank*>& chosen, const std::vector<std
       if (ranks[i].list.steps.empty()) continue;
       PrintTable(out, ranks[i], devices);
       PrintDistribution(out, ranks[i], options.steps, paths, merged);
+      PrintWindows(out, ranks[i]);
     }
     if (merged) PrintDivergence(out, ranks);
   }

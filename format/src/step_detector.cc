@@ -180,8 +180,12 @@ void StepDetector::Process(const Buffered& b) {
   retry_after_ = retry_wait_;
 }
 
-void StepDetector::Finish() {
+void StepDetector::ReleaseHeld() {
   while (held_) ReleaseOne();
+}
+
+void StepDetector::Finish() {
+  ReleaseHeld();
   if (!pattern_) TryLearn(true);
 }
 

@@ -33,6 +33,17 @@ StepWatch::StepWatch(const SessionFacts& facts, Options options, AutoWindowMailb
   scratch_.reserve(kMedianSteps);
 }
 
+void StepWatch::NoteStrings(const std::vector<pb::StringEntry>& entries) {
+  if (options_.anchor_kernel.empty()) return;
+  for (const pb::StringEntry& e : entries) {
+    // Bounded as the names are; a name that was given an id before its text came is not one
+    // CUPTI's records point to (the text always precedes the records).
+    if (anchors_.size() >= kMaxNames || e.text().find(options_.anchor_kernel) == std::string::npos)
+      continue;
+    anchors_.insert(std::upper_bound(anchors_.begin(), anchors_.end(), e.pointer()), e.pointer());
+  }
+}
+
 uint32_t StepWatch::NameId(uint64_t pointer) {
   // Consecutive kernels often share a name (one-entry cache before the map).
   if (pointer == last_pointer_ && last_id_) return last_id_;
@@ -42,6 +53,10 @@ uint32_t StepWatch::NameId(uint64_t pointer) {
   } else if (names_.size() < kMaxNames) {
     id = static_cast<uint32_t>(names_.size() + 1);
     names_.emplace(pointer, id);
+    if (!options_.anchor_kernel.empty()) {
+      anchor_id_.resize(id + 1, false);
+      anchor_id_[id] = std::binary_search(anchors_.begin(), anchors_.end(), pointer);
+    }
   }
   last_pointer_ = pointer;
   last_id_ = id;
@@ -60,10 +75,37 @@ void StepWatch::Add(const uint8_t* buffer, size_t valid) {
     if (start == 0) return;
     const uint64_t stream_key =
         (uint64_t{Load<uint32_t>(p + o.device)} << 32) | Load<uint32_t>(p + o.stream);
-    detector_.OnKernel(stream_key, NameId(Load<uint64_t>(p + name_at)), start);
+    const uint64_t pointer = Load<uint64_t>(p + name_at);
+    const uint32_t id = NameId(pointer);
     ++kernels_;
+    if (options_.anchor_kernel.empty()) {
+      detector_.OnKernel(stream_key, id, start);
+      return;
+    }
+    const bool anchor = id ? anchor_id_[id]
+                           : std::binary_search(anchors_.begin(), anchors_.end(), pointer);
+    if (!anchor) return;
+    if (!have_anchor_stream_) anchor_stream_ = stream_key, have_anchor_stream_ = true;
+    if (stream_key != anchor_stream_) return;
+    held_anchors_.push_back(start);
+    if (held_anchors_.size() >= kMaxHeldAnchors) ReleaseAnchors(kMaxHeldAnchors / 2);
   });
   if (detector_.has_boundaries()) OnBoundaries();
+}
+
+void StepWatch::Settle() {
+  if (!options_.anchor_kernel.empty()) {
+    ReleaseAnchors(held_anchors_.size());
+    return;
+  }
+  detector_.ReleaseHeld();
+  if (detector_.has_boundaries()) OnBoundaries();
+}
+
+void StepWatch::ReleaseAnchors(size_t count) {
+  std::sort(held_anchors_.begin(), held_anchors_.end());
+  for (size_t i = 0; i < count; ++i) OnBoundary(StepBoundary{++anchor_count_, held_anchors_[i], 0});
+  held_anchors_.erase(held_anchors_.begin(), held_anchors_.begin() + static_cast<ptrdiff_t>(count));
 }
 
 uint64_t StepWatch::Median() {
@@ -73,36 +115,52 @@ uint64_t StepWatch::Median() {
   return *mid;
 }
 
+uint64_t StepWatch::Mad(uint64_t median) {
+  scratch_.clear();
+  for (uint64_t d : recent_) scratch_.push_back(d > median ? d - median : median - d);
+  auto mid = scratch_.begin() + static_cast<ptrdiff_t>(scratch_.size() / 2);
+  std::nth_element(scratch_.begin(), mid, scratch_.end());
+  return *mid;
+}
+
 void StepWatch::OnBoundaries() {
-  for (const StepBoundary& b : detector_.TakeBoundaries()) {
-    if (last_boundary_ && b.start > last_boundary_->start) {
-      const uint64_t duration = b.start - last_boundary_->start;
-      if (timed_ >= options_.min_steps && !recent_.empty()) {
-        const uint64_t median = Median();
-        const double once = mailbox_.once_factor();
-        const auto passes = [&](double f) {
-          return f > 0 && static_cast<double>(duration) > f * static_cast<double>(median);
-        };
-        if (passes(once) || passes(options_.factor)) {
-          SlowStep s;
-          s.step = last_boundary_->number;
-          s.duration_ns = duration;
-          s.median_ns = median;
-          s.once = passes(once);
-          s.factor = s.once ? once : options_.factor;
-          if (!mailbox_.Offer(s)) ++refused_;
-        }
+  for (const StepBoundary& b : detector_.TakeBoundaries()) OnBoundary(b);
+}
+
+void StepWatch::OnBoundary(const StepBoundary& b) {
+  if (last_boundary_ && b.start <= last_boundary_->start) return;  // out of order: not timed
+  if (last_boundary_) {
+    const uint64_t duration = b.start - last_boundary_->start;
+    if (timed_ >= options_.min_steps && !recent_.empty()) {
+      const uint64_t median = Median();
+      const double once = mailbox_.once_factor();
+      const auto passes = [&](double f) {
+        return f > 0 && static_cast<double>(duration) > f * static_cast<double>(median);
+      };
+      // Per step, not per record: a second nth_element over at most 64 durations.
+      const auto beyond_spread = [&] {
+        return static_cast<double>(duration) >
+               static_cast<double>(median) + kSpreadMads * static_cast<double>(Mad(median));
+      };
+      if (passes(once) || (passes(options_.factor) && beyond_spread())) {
+        SlowStep s;
+        s.step = last_boundary_->number;
+        s.duration_ns = duration;
+        s.median_ns = median;
+        s.once = passes(once);
+        s.factor = s.once ? once : options_.factor;
+        if (!mailbox_.Offer(s)) ++refused_;
       }
-      if (recent_.size() < kMedianSteps) {
-        recent_.push_back(duration);
-      } else {
-        recent_[recent_pos_] = duration;
-        recent_pos_ = (recent_pos_ + 1) % kMedianSteps;
-      }
-      ++timed_;
     }
-    last_boundary_ = b;
+    if (recent_.size() < kMedianSteps) {
+      recent_.push_back(duration);
+    } else {
+      recent_[recent_pos_] = duration;
+      recent_pos_ = (recent_pos_ + 1) % kMedianSteps;
+    }
+    ++timed_;
   }
+  last_boundary_ = b;
 }
 
 }  // namespace cupmon

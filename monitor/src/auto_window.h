@@ -8,15 +8,20 @@
 #include <cstdint>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <unordered_map>
 #include <vector>
+
+#include "cupmon.pb.h"
 
 #include "cupmon/format/step_detector.h"
 #include "session_facts.h"
 
 namespace cupmon {
 
-// A step that took longer than `factor` times the median of the steps timed before it.
+// A step that took longer than `factor` times the median of the steps timed before it (and, for
+// CUPMON_AUTO_WINDOW, longer than the median plus kSpreadMads times their median absolute
+// deviation).
 struct SlowStep {
   uint64_t step = 0;         // 1-based, as the detector numbers the steps it saw
   uint64_t duration_ns = 0;  // its first kernel's start to the next step's first kernel's start
@@ -27,7 +32,8 @@ struct SlowStep {
 
 // The hand-over between the writer (Offer, once_factor) and the control thread (Take, ArmOnce,
 // Disarm). Memory ordering: mu_ guards pending_ (held for a copy, never while calling anything);
-// once_milli_ is a relaxed atomic, a threshold with no other memory behind it. Bounded: one
+// once_milli_ is a relaxed atomic with no other memory behind it; mark_state_ is sequentially
+// consistent (the queue's lock orders the marks themselves). Bounded: one
 // pending step; while it is unread, later ones are refused (the first slow step is the one the
 // window should show).
 class AutoWindowMailbox {
@@ -39,6 +45,27 @@ class AutoWindowMailbox {
   void Disarm() { once_milli_.store(0, std::memory_order_relaxed); }
   // Any thread: the armed one-shot factor; 0 when not armed.
   double once_factor() const { return once_milli_.load(std::memory_order_relaxed) / 1000.0; }
+
+  // Flush marks (ControlLoop::MarkFlushed): at most one queued at a time, so that a stalled
+  // writer and a short CUPMON_FLUSH_MS cannot fill the queue's task quota with them; a flush while
+  // one is queued is remembered, and the writer queues the next mark itself when it takes that
+  // one (it then follows the flush's buffers). Any thread, after a flush: true when the caller
+  // should queue a mark. The writer, at a mark: true when it should queue another.
+  bool ClaimMark() {
+    int s = mark_state_.load();
+    for (;;) {
+      if (s == kMarkQueuedAgain) return false;
+      if (mark_state_.compare_exchange_weak(s, s == kNoMark ? kMarkQueued : kMarkQueuedAgain))
+        return s == kNoMark;
+    }
+  }
+  bool MarkTaken() {
+    if (mark_state_.exchange(kNoMark) != kMarkQueuedAgain) return false;
+    int none = kNoMark;  // a flush since may have queued its own already
+    return mark_state_.compare_exchange_strong(none, kMarkQueued);
+  }
+  // The mark just claimed could not be queued (the queue is closed or full).
+  void DropMark() { mark_state_.store(kNoMark); }
 
   // Writer: false when an unread step is there already (`s` is dropped).
   bool Offer(const SlowStep& s) {
@@ -56,34 +83,61 @@ class AutoWindowMailbox {
 
  private:
   std::atomic<uint32_t> once_milli_{0};
+  static constexpr int kNoMark = 0, kMarkQueued = 1, kMarkQueuedAgain = 2;
+  std::atomic<int> mark_state_{kNoMark};
   std::mutex mu_;
   std::optional<SlowStep> pending_;
 };
 
 // Writer thread only. Reads the start, device, stream and name pointer of each kernel record
 // (the offsets in SessionFacts; nothing when the loaded CUPTI's layout is unknown), maps name
-// pointers to small ids, and feeds `cupmon-decode steps`' StepDetector. Each finished step is
-// compared with the median of the last kMedianSteps steps before it.
+// pointers to small ids, and cuts steps: with an anchor (CUPMON_AUTO_WINDOW_ANCHOR=kernel:TEXT),
+// a step begins at each kernel whose name contains TEXT, on the stream of the first such kernel;
+// without one, `cupmon-decode steps`' StepDetector finds them. Each finished step is compared with
+// the median of the last kMedianSteps steps before it.
 //
-// Memory: bounded by the detector's options (~32 bytes per held kernel), kMaxNames names and
+// Order: CUPTI fills one stream's kernels into buffers side by side (the bundled H200 sample:
+// two at a time, each in start order), hands a full one over at once and the others at the next
+// flush, so the delivery order is not the start order. The detector holds kernels to restore it
+// (at most 2^15), and the control thread marks the end of each periodic flush (Settle): every
+// buffer filled until then has come, so the held kernels are put through at once. A step is
+// thus timed with the flush that delivers the next step's first kernel: within CUPMON_FLUSH_MS,
+// not after 2^15 more kernels (~160 steps of a 200-kernel loop, what the H200 showed when only
+// the count bound released them). Anchor kernels are held and sorted the same way (at most
+// kMaxHeldAnchors between flushes).
+//
+// Memory: bounded by the detector's learning buffer (~32 bytes per kernel), kMaxNames names and
 // kMedianSteps durations.
 class StepWatch {
  public:
   struct Options {
-    double factor = 1.5;     // the CUPMON_AUTO_WINDOW threshold; 0: only the one-shot trigger
+    double factor = 3;     // the CUPMON_AUTO_WINDOW threshold; 0: only the one-shot trigger
     uint32_t min_steps = 10;  // steps timed before any comparison
+    std::string anchor_kernel;  // CUPMON_AUTO_WINDOW_ANCHOR=kernel:TEXT; empty: the detector
     StepDetectorOptions detector = MonitorDetectorOptions();
   };
   static constexpr size_t kMedianSteps = 64;
   static constexpr size_t kMaxNames = size_t{1} << 16;
-  // The monitor's detector bounds: the decoder's defaults, with smaller learning and reorder
-  // buffers (a slow step is noticed sooner; the H200 sample needs 16,847 kernels reordered).
+  static constexpr size_t kMaxHeldAnchors = 4096;
+  // CUPMON_AUTO_WINDOW's second condition: a step must also be longer than the median plus this
+  // many median absolute deviations of the steps before it (the one-shot --when-slower K is K
+  // times the median only, as asked).
+  static constexpr double kSpreadMads = 10;
+  // The monitor's detector bounds: the decoder's defaults with smaller learning and reorder
+  // buffers (the reorder bound only matters when flushes are rare or off; see the class comment).
   static StepDetectorOptions MonitorDetectorOptions();
 
   StepWatch(const SessionFacts& facts, Options options, AutoWindowMailbox& mailbox);
 
-  // One completed buffer (the writer, after writing it).
+  // The writer, for every string entry it writes (before the records that use it), from the
+  // first buffer on, whether the trigger is armed or not: with an anchor, notes the name
+  // pointers whose text contains it.
+  void NoteStrings(const std::vector<pb::StringEntry>& entries);
+  // One completed buffer (the writer, after writing it, while the trigger is armed).
   void Add(const uint8_t* buffer, size_t valid);
+  // The writer, at the control thread's mark after a periodic flush: the buffers given so far
+  // are all those filled until the flush (see the class comment).
+  void Settle();
   uint64_t kernels() const { return kernels_; }
   uint64_t steps_timed() const { return timed_; }
   uint64_t slow_refused() const { return refused_; }  // slow steps the mailbox did not take
@@ -91,7 +145,10 @@ class StepWatch {
  private:
   uint32_t NameId(uint64_t pointer);
   void OnBoundaries();
+  void OnBoundary(const StepBoundary& b);
+  void ReleaseAnchors(size_t count);
   uint64_t Median();
+  uint64_t Mad(uint64_t median);
 
   const SessionFacts& facts_;
   const Options options_;
@@ -103,6 +160,12 @@ class StepWatch {
   uint64_t kernels_ = 0;
   uint64_t timed_ = 0;
   uint64_t refused_ = 0;
+  std::vector<uint64_t> anchors_;  // anchor name pointers (sorted; few)
+  std::vector<bool> anchor_id_;    // by name id: an anchor
+  uint64_t anchor_stream_ = 0;
+  bool have_anchor_stream_ = false;
+  uint64_t anchor_count_ = 0;
+  std::vector<uint64_t> held_anchors_;  // anchor kernels' starts since the last Settle
   std::optional<StepBoundary> last_boundary_;
   std::vector<uint64_t> recent_;  // ring of the last kMedianSteps durations
   size_t recent_pos_ = 0;

@@ -246,6 +246,18 @@ Expected<double> ParseSlowFactor(std::string_view text) {
   return f;
 }
 
+Expected<std::string> ParseStepAnchor(std::string_view text) {
+  const std::string t(Trim(text));
+  constexpr std::string_view kKernel = "kernel:", kAnnotation = "annotation:";
+  if (t.starts_with(kKernel) && t.size() > kKernel.size()) return t.substr(kKernel.size());
+  if (t.starts_with(kAnnotation) || t.starts_with("nvtx:"))
+    return MakeError("annotation anchors are not supported: NVTX ranges (MARKER records) are "
+                     "recorded in trace windows only, so the always-on writer never sees them; "
+                     "use kernel:TEXT, such as kernel:adam");
+  return MakeError("expected kernel:TEXT (a step begins at each kernel whose name contains "
+                   "TEXT), such as kernel:adam");
+}
+
 Expected<int> ParseSignal(std::string_view text) {
   text = Trim(text);
   if (text == "off" || text == "0" || text == "none") return 0;
@@ -314,7 +326,14 @@ void ApplyControlEnvironment(MonitorConfig* c, std::vector<std::string>* warning
     if (auto r = ParseSlowFactor(v); r) c->auto_window_factor = *r;
     else
       warnings->push_back(std::string("CUPMON_AUTO_WINDOW_FACTOR='") + v + "' is invalid (" +
-                          r.error().message + "); using the default 1.5");
+                          r.error().message + "); using the default 3");
+  }
+  if (const char* v = getenv_fn("CUPMON_AUTO_WINDOW_ANCHOR")) {
+    if (auto r = ParseStepAnchor(v); r)
+      c->auto_window_anchor_kernel = *r;
+    else
+      warnings->push_back(std::string("CUPMON_AUTO_WINDOW_ANCHOR='") + v + "' is invalid (" +
+                          r.error().message + "); steps are found in the kernel-name pattern");
   }
   if (const char* v = getenv_fn("CUPMON_AUTO_WINDOW_MIN_STEPS")) {
     auto r = ParseInt<uint32_t>(v);

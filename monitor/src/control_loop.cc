@@ -63,6 +63,7 @@ void ControlLoop::Start() {
   };
   hooks.flush = [this] {
     parts_.cupti.ActivityFlushAll(0);
+    MarkFlushed();
     PollDropped();
   };
   window_ = std::make_unique<TraceWindow>(io_, parts_.cupti, std::move(wo), std::move(hooks));
@@ -183,14 +184,30 @@ void ControlLoop::OnFlushTick() {
   CheckClockDomain();
   // Non-forced: only buffers whose records are complete come back.
   parts_.cupti.ActivityFlushAll(0);
+  MarkFlushed();
   PollDropped();
   CheckCallbacks();
+}
+
+void ControlLoop::MarkFlushed() {
+  // Only while the step trigger can fire; cuptiActivityFlushAll is blocking, so the buffers it
+  // handed back are queued ahead of the mark.
+  if (!parts_.auto_window ||
+      !(parts_.facts.config.auto_window || parts_.auto_window->once_factor() > 0))
+    return;
+  // One queued at a time; while one waits, the writer queues the next when it takes it.
+  if (!parts_.auto_window->ClaimMark()) return;
+  WriterItem mark;
+  mark.flush_mark = true;
+  // Full or closed: dropped (the count bound still holds); the next flush may queue one.
+  if (!parts_.queue.Push(std::move(mark))) parts_.auto_window->DropMark();
 }
 
 void ControlLoop::StartAutoTimer() {
   if (auto_timer_running_ || !parts_.auto_window) return;
   auto_timer_running_ = true;
-  SchedulePeriodic(auto_timer_, kAutoPollMs, &ControlLoop::OnAutoTick);
+  SchedulePeriodic(auto_timer_, AutoPollMs(parts_.facts.config.flush_ms),
+                   &ControlLoop::OnAutoTick);
 }
 
 void ControlLoop::OnAutoTick() {
@@ -550,6 +567,7 @@ Expected<void> ControlLoop::Flush() {
   last_flush_ = now;
   // Non-forced and without waiting for the writer: this runs on the control thread.
   parts_.cupti.ActivityFlushAll(0);
+  MarkFlushed();
   PollDropped();
   Post([fill = parts_.fill_stats](RecordingWriter& w) {
     fill(&w.stats());

@@ -60,8 +60,16 @@ class ControlLoop final : public control::ControlTarget, public metrics::Metrics
     // Slow steps from the writer (StepWatch); null: no automatic windows. Not owned.
     AutoWindowMailbox* auto_window = nullptr;
   };
-  // How often the control thread looks for a slow step while the trigger is on.
+  // How often the control thread looks for a slow step while the trigger is on: every
+  // kAutoPollMs, or every flush period (CUPMON_FLUSH_MS) when that is shorter, since a slow step
+  // reaches the writer only with the flush that delivers the next step's first kernel; never more
+  // often than every kMinAutoPollMs.
   static constexpr uint32_t kAutoPollMs = 100;
+  static constexpr uint32_t kMinAutoPollMs = 5;
+  static uint32_t AutoPollMs(uint32_t flush_ms) {
+    if (flush_ms == 0 || flush_ms >= kAutoPollMs) return kAutoPollMs;
+    return flush_ms < kMinAutoPollMs ? kMinAutoPollMs : flush_ms;
+  }
   static constexpr auto kMinFlushInterval = std::chrono::milliseconds(100);
   static constexpr auto kMinRotateInterval = std::chrono::seconds(1);
 
@@ -94,6 +102,9 @@ class ControlLoop final : public control::ControlTarget, public metrics::Metrics
   // times the median, then disarms. Not subject to CUPMON_AUTO_WINDOW_MIN_GAP; never while a
   // window is open. Errors: factor not above 1 or above 1000, no control of steps (layout).
   Expected<void> ArmWhenSlower(double factor);
+  // Any thread, right after a cuptiActivityFlushAll returned: tells the writer's step watch that
+  // the buffers queued so far are all those filled until then (auto_window.h).
+  void MarkFlushed();
   uint64_t auto_windows_opened() const { return auto_opened_.load(std::memory_order_relaxed); }
 
   std::string control_socket_path() const;

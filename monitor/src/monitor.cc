@@ -323,6 +323,7 @@ void Monitor::MarkBuffersNotReturned(RecordingWriter& w, uint64_t held, uint64_t
 void Monitor::FlushAndWait() {
   if (stopped_.load() || InForkedChild()) return;
   cupti_.ActivityFlushAll(0);
+  control_->MarkFlushed();
   control_->PollDropped();
   // Shared, not on this stack: a writer slower than the wait below may still run the task.
   auto done = std::make_shared<std::promise<void>>();

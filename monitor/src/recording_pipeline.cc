@@ -117,6 +117,7 @@ void RecordingPipeline::Run() noexcept {
         // The item is lost, the thread and the host process are not.
         counters_.writer_faults.fetch_add(1, std::memory_order_relaxed);
         if (item.buffer) counters_.lost_buffers.fetch_add(1, std::memory_order_relaxed);
+        if (item.flush_mark) TakeFlushMark();
       }
       if (item.buffer) pool_.Release(item.buffer);
       if (item.after) {
@@ -145,7 +146,12 @@ void RecordingPipeline::Run() noexcept {
 }
 
 void RecordingPipeline::Process(WriterItem& item) {
+  if (item.flush_mark) TakeFlushMark();  // first, even when discarding
   if (discard_.load(std::memory_order_acquire)) return;
+  if (item.flush_mark) {
+    if (steps_ && watching_) SettleSteps();
+    return;
+  }
   if (!writer_ && (item.buffer || item.needs_file)) OpenWriter();
   if (!writer_) {
     if (item.buffer) {
@@ -161,6 +167,7 @@ void RecordingPipeline::Process(WriterItem& item) {
     strings_.TakeNew(&new_strings_);
     if (!new_strings_.empty()) {
       writer_->AddStrings(new_strings_);
+      NoteStepStrings();
       new_strings_.clear();
     }
     if (item.valid > 0) {
@@ -175,29 +182,62 @@ void RecordingPipeline::Process(WriterItem& item) {
   strings_.TakeNew(&new_strings_);  // annotation labels, ahead of any record using them
   if (!new_strings_.empty()) {
     writer_->AddStrings(new_strings_);
+    NoteStepStrings();
     new_strings_.clear();
   }
   if (item.task) item.task(*writer_);
+}
+
+void RecordingPipeline::TakeFlushMark() {
+  if (!options_.auto_window || !options_.auto_window->MarkTaken()) return;
+  // A flush came while this mark was queued: the next mark follows its buffers, which are queued
+  // by now. Closed or full: the count bound still holds.
+  WriterItem mark;
+  mark.flush_mark = true;
+  if (!queue_.Push(std::move(mark))) options_.auto_window->DropMark();
+}
+
+template <typename F>
+void RecordingPipeline::CountSteps(F&& f) {
+  const uint64_t timed = steps_->steps_timed(), refused = steps_->slow_refused();
+  f();
+  counters_.auto_steps_timed.fetch_add(steps_->steps_timed() - timed, std::memory_order_relaxed);
+  counters_.auto_windows_skipped.fetch_add(steps_->slow_refused() - refused,
+                                           std::memory_order_relaxed);
+}
+
+void RecordingPipeline::MakeStepWatch() {
+  const MonitorConfig& c = facts_.config;
+  StepWatch::Options o;
+  o.factor = c.auto_window ? c.auto_window_factor : 0;
+  o.min_steps = c.auto_window_min_steps;
+  o.anchor_kernel = c.auto_window_anchor_kernel;
+  steps_ = std::make_unique<StepWatch>(facts_, o, *options_.auto_window);
+}
+
+void RecordingPipeline::NoteStepStrings() {
+  // An anchor names kernels by text, and a name's text is written once, before its first record:
+  // the watch sees every string from the start, armed or not.
+  if (!options_.auto_window || facts_.config.auto_window_anchor_kernel.empty()) return;
+  if (!steps_) MakeStepWatch();
+  steps_->NoteStrings(new_strings_);
 }
 
 void RecordingPipeline::WatchSteps(const uint8_t* buffer, size_t valid) {
   AutoWindowMailbox* mailbox = options_.auto_window;
   if (!mailbox) return;
   const MonitorConfig& c = facts_.config;
-  // Off until CUPMON_AUTO_WINDOW or a one-shot arming: then the watch starts learning here.
-  if (!steps_ && !c.auto_window && mailbox->once_factor() == 0) return;
-  if (!steps_) {
-    StepWatch::Options o;
-    o.factor = c.auto_window ? c.auto_window_factor : 0;
-    o.min_steps = c.auto_window_min_steps;
-    steps_ = std::make_unique<StepWatch>(facts_, o, *mailbox);
-  }
-  const uint64_t timed = steps_->steps_timed(), refused = steps_->slow_refused();
-  steps_->Add(buffer, valid);
-  counters_.auto_steps_timed.fetch_add(steps_->steps_timed() - timed, std::memory_order_relaxed);
-  counters_.auto_windows_skipped.fetch_add(steps_->slow_refused() - refused,
-                                           std::memory_order_relaxed);
+  // Off until CUPMON_AUTO_WINDOW or a one-shot arming: then the watch starts timing here.
+  if (!c.auto_window && mailbox->once_factor() == 0 && !watching_) return;
+  watching_ = true;
+  if (!steps_) MakeStepWatch();
+  CountSteps([&] { steps_->Add(buffer, valid); });
 }
+
+void RecordingPipeline::SettleSteps() {
+  CountSteps([&] { steps_->Settle(); });
+}
+
 
 pb::RecordingHeader RecordingPipeline::BuildHeader() {
   const MonitorConfig& c = facts_.config;

@@ -91,6 +91,12 @@ class RecordingPipeline {
  private:
   void Process(WriterItem& item);
   void WatchSteps(const uint8_t* buffer, size_t valid);
+  void MakeStepWatch();
+  void NoteStepStrings();
+  void SettleSteps();
+  void TakeFlushMark();
+  template <typename F>
+  void CountSteps(F&& f);
   void OpenWriter();
   pb::RecordingHeader BuildHeader();
   void CountFiles(PipelineSnapshot* s);
@@ -109,7 +115,9 @@ class RecordingPipeline {
   std::vector<std::function<void(RecordingWriter&)>> early_tasks_;
   std::vector<pb::StringEntry> new_strings_;
   BusyTime busy_;
-  std::unique_ptr<StepWatch> steps_;  // created at the first buffer the trigger is armed for
+  // Created at the first buffer the trigger is armed for, or at the first strings with an anchor.
+  std::unique_ptr<StepWatch> steps_;
+  bool watching_ = false;  // buffers go to steps_ (from the first one the trigger was armed for)
   std::chrono::steady_clock::time_point last_listing_{};
   uint64_t files_ = 0, disk_bytes_ = 0;
 

@@ -22,6 +22,9 @@ struct WriterItem {
   // A task that needs the file open even when no buffer came before it (the final task at stop);
   // other tasks queued before the first buffer wait for it.
   bool needs_file = false;
+  // The control thread's mark after a periodic flush returned: the buffers queued before it are
+  // all those CUPTI filled until the flush (the step watch settles its order on it).
+  bool flush_mark = false;
   // Runs on the writer thread after the item, whether the task ran, waits for the first file, or
   // was dropped by a fault: the place to wake a waiting caller.
   std::function<void()> after;

@@ -7,6 +7,7 @@
 #include <cupti.h>
 
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "cupmon/format/record_sizes.h"
@@ -61,14 +62,20 @@ SessionFacts Facts() {
 
 // One iteration: a fresh watch learns the pattern and times every step of a 500-step stream
 // (100,000 kernels); per_kernel is the time per kernel record (seconds, SI-prefixed).
+// Arg 0: no flush marks (the reorder stage releases kernels by its count bound, 2^15 held);
+// arg 1: Settle() after every buffer, as the control thread's mark after each flush does.
 void BM_StepWatchAdd(benchmark::State& state) {
   const Stream stream = MakeStream(500);
   const SessionFacts facts = Facts();
+  const bool settle = state.range(0) != 0;
   uint64_t timed = 0;
   for (auto _ : state) {
     AutoWindowMailbox mailbox;
     StepWatch watch(facts, StepWatch::Options{}, mailbox);
-    for (const auto& b : stream.buffers) watch.Add(b.data(), b.size());
+    for (const auto& b : stream.buffers) {
+      watch.Add(b.data(), b.size());
+      if (settle) watch.Settle();
+    }
     timed = watch.steps_timed();
     benchmark::DoNotOptimize(timed);
   }
@@ -77,7 +84,38 @@ void BM_StepWatchAdd(benchmark::State& state) {
       benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
   state.counters["steps_timed"] = static_cast<double>(timed);
 }
-BENCHMARK(BM_StepWatchAdd)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_StepWatchAdd)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
+
+// CUPMON_AUTO_WINDOW_ANCHOR=kernel:step_begin: the step's 101st kernel is named step_begin (the
+// others kernel_N); Settle() after every buffer.
+void BM_StepWatchAnchor(benchmark::State& state) {
+  const Stream stream = MakeStream(500);
+  const SessionFacts facts = Facts();
+  std::vector<pb::StringEntry> strings(kKernelsPerStep);
+  for (size_t name = 0; name < kKernelsPerStep; ++name) {
+    strings[name].set_pointer(0x7f0000001000ull + name * 64);
+    strings[name].set_text(name == 100 ? "step_begin" : "kernel_" + std::to_string(name));
+  }
+  StepWatch::Options o;
+  o.anchor_kernel = "step_begin";
+  uint64_t timed = 0;
+  for (auto _ : state) {
+    AutoWindowMailbox mailbox;
+    StepWatch watch(facts, o, mailbox);
+    watch.NoteStrings(strings);
+    for (const auto& b : stream.buffers) {
+      watch.Add(b.data(), b.size());
+      watch.Settle();
+    }
+    timed = watch.steps_timed();
+    benchmark::DoNotOptimize(timed);
+  }
+  state.counters["per_kernel"] = benchmark::Counter(
+      static_cast<double>(stream.kernels) * static_cast<double>(state.iterations()),
+      benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  state.counters["steps_timed"] = static_cast<double>(timed);
+}
+BENCHMARK(BM_StepWatchAnchor)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace cupmon

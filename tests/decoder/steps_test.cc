@@ -106,6 +106,40 @@ TEST(StepDetectorTest, KernelsDeliveredOutOfOrderAreReorderedFirst) {
   EXPECT_EQ(a, b);
 }
 
+// ReleaseHeld (the monitor's flush mark): the held kernels of two side-by-side buffers go through
+// in start order without ending the stream; later kernels still come in and are cut.
+TEST(StepDetectorTest, ReleaseHeldPutsTheReorderStageThroughAndTheStreamGoesOn) {
+  StepDetectorOptions o;
+  o.first_attempt = 64;
+  StepDetector d(o);  // reorder bound: the default 2^17, far above what is fed here
+  const std::vector<uint32_t> unit = {5, 6, 7, 6, 7, 8};
+  uint64_t t = 1000;
+  std::vector<uint64_t> starts;
+  const auto flush = [&](int steps) {
+    std::vector<std::pair<uint64_t, uint32_t>> k;
+    for (int s = 0; s < steps; ++s) {
+      starts.push_back(t + 1000);  // the step's first kernel
+      for (uint32_t n : unit) k.emplace_back(t += 1000, n);
+      t += 9000;
+    }
+    for (int pass = 0; pass < 2; ++pass)
+      for (size_t i = 0; i < k.size(); ++i)
+        if (static_cast<int>(i % 2) == pass) d.OnKernel(3, k[i].second, k[i].first);
+  };
+  flush(40);
+  EXPECT_FALSE(d.has_boundaries());  // all 240 held
+  EXPECT_EQ(d.buffered(), 240u);
+  d.ReleaseHeld();
+  std::vector<uint64_t> got = Starts(d.TakeBoundaries());
+  EXPECT_EQ(got, std::vector<uint64_t>(starts.begin(), starts.end()));
+  flush(10);
+  d.ReleaseHeld();
+  const std::vector<uint64_t> more = Starts(d.TakeBoundaries());
+  got.insert(got.end(), more.begin(), more.end());
+  EXPECT_EQ(got, starts);  // 50 steps, in order, across the two releases
+  EXPECT_EQ(d.buffered(), 0u);
+}
+
 TEST(StepDetectorTest, NoRepetitionNoSteps) {
   StepDetector d;
   uint64_t lcg = 7;

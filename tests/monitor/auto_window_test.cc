@@ -5,7 +5,11 @@
 
 #include <cupti.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstddef>
+#include <utility>
+#include <functional>
 #include <sstream>
 #include <set>
 #include <string>
@@ -18,6 +22,7 @@
 #include "cupmon/control/protocol.h"
 #include "cupmon/decoder/recording_reader.h"
 #include "cupmon/decoder/reports.h"
+#include "cupmon/format/record_sizes.h"
 #include "cupmon/monitor/config.h"
 #include "cupmon/monitor/monitor.h"
 #include "monitor/src/control_loop.h"
@@ -31,37 +36,53 @@ using testing::FakeCupti;
 using testing::WaitFor;
 
 constexpr uint64_t kStepNs = 1'000'000;  // a normal step: 1 ms
-constexpr uint64_t kSlowNs = 3'000'000;  // a slow one: 3 ms, 3x the median
-// The watch holds the latest 2^15 kernels to restore start order (StepWatch's detector options),
-// so a step is timed once 2^15 kernels (8192 steps of 4) came after it: each Produce() of
-// kSettleSteps releases its first kReleased steps (and all of the previous ones).
-constexpr uint64_t kHeldSteps = (uint64_t{1} << 15) / 4;
-constexpr uint64_t kReleased = 4096;
-constexpr uint64_t kSettleSteps = kHeldSteps + kReleased;
-constexpr uint64_t kSlowAt = 2000;  // after learning (1024 steps) and MIN_STEPS
+constexpr uint64_t kSlowNs = 5'000'000;  // a slow one: 5 ms, 5x the median (the default is 3x)
+// The watch learns the pattern at 4096 kernels (1024 steps of 4), then times each step as soon as
+// the next one's first kernel is delivered: FlushAndWait marks the flush (MarkFlushed), and the
+// kernels held to restore start order go through.
+constexpr uint64_t kSlowAt = 2000;  // after learning and MIN_STEPS
+constexpr uint64_t kStreamSteps = 3000;
 
-// A training loop of four kernels a step on one stream, produced from its own thread while a
-// second thread produces memcpys (CUPTI calls back from several threads).
+// A training loop on one stream, produced from its own thread while a second thread produces
+// memcpys (CUPTI calls back from several threads). Step s (1-based, counted over the stream's
+// life) lasts length(s); its kernels are spread evenly over min(length(s), busy_ns), and the GPU
+// is idle for the rest.
 class StepStream {
  public:
-  explicit StepStream(FakeCupti& fake) : fake_(fake) {
-    for (const char* n : {"fwd_gemm", "bwd_gemm", "allreduce", "adam_step"})
-      names_.push_back(fake.AddKernelName(n));
+  // Four kernels a step: fwd_gemm, bwd_gemm, allreduce, adam_step.
+  explicit StepStream(FakeCupti& fake)
+      : StepStream(fake, {"fwd_gemm", "bwd_gemm", "allreduce", "adam_step"}, kStepNs) {}
+  StepStream(FakeCupti& fake, const std::vector<std::string>& step_names, uint64_t busy_ns)
+      : fake_(fake), busy_ns_(busy_ns) {
+    std::vector<std::string> distinct;
+    for (const std::string& n : step_names) {
+      auto at = std::find(distinct.begin(), distinct.end(), n);
+      if (at == distinct.end()) {
+        distinct.push_back(n);
+        ids_.push_back(fake.AddKernelName(n));
+        names_.push_back(ids_.back());
+      } else {
+        names_.push_back(ids_[static_cast<size_t>(at - distinct.begin())]);
+      }
+    }
     kernels_ = fake.NewProducer();
     copies_ = fake.NewProducer();
   }
-  // Produces `steps` steps; step numbers in `slow` (1-based, counted over the stream's life)
-  // take kSlowNs instead of kStepNs.
+  // Steps in `slow` take kSlowNs instead of kStepNs.
   void Produce(uint64_t steps, const std::set<uint64_t>& slow) {
+    ProduceLengths(steps, [&](uint64_t s) { return slow.count(s) ? kSlowNs : kStepNs; });
+  }
+  void ProduceLengths(uint64_t steps, const std::function<uint64_t(uint64_t)>& length) {
     const uint64_t first = next_step_;
     std::thread kernels([&] {
       for (uint64_t s = first; s < first + steps; ++s) {
-        const uint64_t length = slow.count(s) ? kSlowNs : kStepNs;
+        const uint64_t len = length(s);
+        const uint64_t busy = std::min(len, busy_ns_);
         for (size_t i = 0; i < names_.size(); ++i) {
-          const uint64_t start = t_ + i * (length / names_.size());
+          const uint64_t start = t_ + i * (busy / names_.size());
           EXPECT_TRUE(kernels_->Kernel(names_[i], start, start + 1000));
         }
-        t_ += length;
+        t_ += len;
       }
     });
     std::thread copies([&] {
@@ -71,14 +92,37 @@ class StepStream {
     copies.join();
     next_step_ += steps;
   }
-
  private:
   FakeCupti& fake_;
-  std::vector<uint32_t> names_;
+  uint64_t busy_ns_;
+  std::vector<uint32_t> ids_;    // per distinct name
+  std::vector<uint32_t> names_;  // per kernel of a step
   FakeCupti::Producer* kernels_;
   FakeCupti::Producer* copies_;
   uint64_t next_step_ = 1;
   uint64_t t_ = 1'000'000'000;
+};
+
+// A realistic step: 200 kernels, five layers of the same 20 kernels then 100 of their own
+// (tests/bench/step_watch_bench.cc has the same shape).
+std::vector<std::string> TwoHundredKernelStep() {
+  std::vector<std::string> names;
+  for (size_t i = 0; i < 200; ++i)
+    names.push_back(i < 100 ? "layer_kernel_" + std::to_string(i % 20)
+                            : "step_kernel_" + std::to_string(i));
+  return names;
+}
+
+// Deterministic noise in [-1, 1) (a fixed LCG: the same stream every run).
+class Noise {
+ public:
+  double Next() {
+    state_ = state_ * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<double>(state_ >> 11) / static_cast<double>(uint64_t{1} << 52) - 1.0;
+  }
+
+ private:
+  uint64_t state_ = 42;
 };
 
 struct Markers : decoder::ChunkVisitor {
@@ -111,14 +155,17 @@ void Settle(Monitor& m) {
   std::this_thread::sleep_for(std::chrono::milliseconds(3 * ControlLoop::kAutoPollMs));
 }
 
-TEST(AutoWindowTest, OneSlowStepOpensOneWindowAtThatStep) {
+// The slow step is timed as soon as the next step's first kernel is delivered: the stream ends
+// one step after it, and the window is there (in the double, whose producer fills one buffer in
+// start order; the real CUPTI's side-by-side buffers are why the flush mark exists).
+TEST(AutoWindowTest, OneSlowStepOpensOneWindowAtThatStepOneStepLater) {
   FakeCupti fake;
   const std::string dir = testing::FreshTestDir("cupmon-auto-window", "one");
   auto m = Monitor::Start(AutoOptions(&fake, dir));
   ASSERT_TRUE(m) << m.error().message;
   StepStream stream(fake);
   const uint64_t slow_step = kSlowAt;
-  stream.Produce(kSettleSteps, {slow_step});
+  stream.Produce(slow_step + 1, {slow_step});
   (*m)->FlushAndWait();
   ASSERT_TRUE(WaitFor([&] { return (*m)->GetStats().auto_windows_opened == 1; }))
       << "steps timed: " << (*m)->GetStats().auto_steps_timed;
@@ -127,7 +174,7 @@ TEST(AutoWindowTest, OneSlowStepOpensOneWindowAtThatStep) {
   EXPECT_EQ(s.auto_windows_opened, 1u);
   EXPECT_EQ(s.windows_opened, 1u);
   EXPECT_EQ(s.auto_windows_skipped, 0u);
-  EXPECT_GT(s.auto_steps_timed, slow_step);
+  EXPECT_EQ(s.auto_steps_timed, slow_step);  // every step up to the slow one; the last is open
   ASSERT_TRUE((*m)->Stop());
   const std::vector<pb::WindowMarker> begins = Begins(dir);
   ASSERT_EQ(begins.size(), 1u);
@@ -136,7 +183,7 @@ TEST(AutoWindowTest, OneSlowStepOpensOneWindowAtThatStep) {
   EXPECT_EQ(b.trigger_step(), slow_step);
   EXPECT_EQ(b.trigger_step_ns(), kSlowNs);
   EXPECT_EQ(b.trigger_median_ns(), kStepNs);
-  EXPECT_DOUBLE_EQ(b.trigger_factor(), 1.5);
+  EXPECT_DOUBLE_EQ(b.trigger_factor(), 3);
   EXPECT_EQ(b.requested_ms(), 60'000u);
 
   // cupmon-decode info says why the window opened.
@@ -145,9 +192,26 @@ TEST(AutoWindowTest, OneSlowStepOpensOneWindowAtThatStep) {
   const std::string expected = "#1 source TRIGGER_AUTO";
   EXPECT_NE(out.str().find(expected), std::string::npos) << out.str();
   const std::string why = "why: step " + std::to_string(slow_step) + " took " +
-                          decoder::FormatDuration(double{kSlowNs}) + ", 3.00x the median " +
-                          decoder::FormatDuration(double{kStepNs}) + " (threshold 1.5x)";
+                          decoder::FormatDuration(double{kSlowNs}) + ", 5.00x the median " +
+                          decoder::FormatDuration(double{kStepNs}) + " (threshold 3x)";
   EXPECT_NE(out.str().find(why), std::string::npos) << why << "\n" << out.str();
+
+  // cupmon-decode steps: the window, the step it began in, and the same reason.
+  std::ostringstream steps, steps_err;
+  decoder::RunReport(decoder::ReportKind::kSteps, dir, decoder::ReportOptions{}, steps, steps_err);
+  EXPECT_NE(steps.str().find("windows: 1\n  #1 TRIGGER_AUTO at "), std::string::npos)
+      << steps.str().substr(steps.str().find("windows:") == std::string::npos
+                                ? 0
+                                : steps.str().find("windows:"));
+  EXPECT_NE(steps.str().find("    " + why + "\n"), std::string::npos) << steps.str();
+
+  // cupmon-decode report (HTML): the windows table has the reason in its own column.
+  std::ostringstream html, html_err;
+  decoder::RunReport(decoder::ReportKind::kReport, dir, decoder::ReportOptions{}, html, html_err);
+  EXPECT_NE(html.str().find("<th>why it opened</th>"), std::string::npos) << html_err.str();
+  const std::string reason = why.substr(std::string("why: ").size());
+  EXPECT_NE(html.str().find("<td class=\"why\">" + reason + "</td>"), std::string::npos)
+      << html_err.str();
 }
 
 TEST(AutoWindowTest, EvenStepsOpenNoWindow) {
@@ -156,11 +220,11 @@ TEST(AutoWindowTest, EvenStepsOpenNoWindow) {
   auto m = Monitor::Start(AutoOptions(&fake, dir));
   ASSERT_TRUE(m) << m.error().message;
   StepStream stream(fake);
-  stream.Produce(kSettleSteps, {});
+  stream.Produce(kStreamSteps, {});
   Settle(**m);
   const MonitorStats s = (*m)->GetStats();
   // The steps were timed (the watch ran), and none was slow.
-  EXPECT_EQ(s.auto_steps_timed, kReleased - 1);  // durations need the next step's start
+  EXPECT_EQ(s.auto_steps_timed, kStreamSteps - 1);  // durations need the next step's start
   EXPECT_EQ(s.auto_windows_opened, 0u);
   EXPECT_EQ(s.auto_windows_skipped, 0u);
   ASSERT_TRUE((*m)->Stop());
@@ -175,7 +239,7 @@ TEST(AutoWindowTest, SlowStepsAreIgnoredWhenTheTriggerIsOff) {
   auto m = Monitor::Start(std::move(o));
   ASSERT_TRUE(m) << m.error().message;
   StepStream stream(fake);
-  stream.Produce(kSettleSteps, {kSlowAt});
+  stream.Produce(kStreamSteps, {kSlowAt});
   Settle(**m);
   EXPECT_EQ((*m)->GetStats().auto_steps_timed, 0u);  // off: not even timed
   EXPECT_EQ((*m)->GetStats().windows_opened, 0u);
@@ -188,11 +252,11 @@ TEST(AutoWindowTest, SecondSlowStepWithinMinGapOpensNone) {
   auto m = Monitor::Start(AutoOptions(&fake, dir));  // MIN_GAP: the default 10 min
   ASSERT_TRUE(m) << m.error().message;
   StepStream stream(fake);
-  stream.Produce(kSettleSteps, {kSlowAt});
+  stream.Produce(kStreamSteps, {kSlowAt});
   (*m)->FlushAndWait();
   ASSERT_TRUE(WaitFor([&] { return (*m)->GetStats().auto_windows_opened == 1; }));
   ASSERT_TRUE((*m)->RequestCloseWindow());  // closed: only the gap can hold the next one back
-  stream.Produce(kSettleSteps, {kSettleSteps + kSlowAt});
+  stream.Produce(kStreamSteps, {kStreamSteps + kSlowAt});
   (*m)->FlushAndWait();
   ASSERT_TRUE(WaitFor([&] { return (*m)->GetStats().auto_windows_skipped == 1; }));
   Settle(**m);
@@ -211,14 +275,14 @@ TEST(AutoWindowTest, NoAutomaticWindowWhileAWindowIsOpenButOneAfterWithoutAGap) 
   ASSERT_TRUE(m) << m.error().message;
   ASSERT_TRUE((*m)->RequestWindow(60'000, {}, pb::TRIGGER_API));
   StepStream stream(fake);
-  stream.Produce(kSettleSteps, {kSlowAt});
+  stream.Produce(kStreamSteps, {kSlowAt});
   (*m)->FlushAndWait();
   ASSERT_TRUE(WaitFor([&] { return (*m)->GetStats().auto_windows_skipped == 1; }));
   EXPECT_EQ((*m)->GetStats().auto_windows_opened, 0u);
   ASSERT_TRUE((*m)->RequestCloseWindow());
   // No gap configured and no window open: the next slow step opens one.
-  const uint64_t second = kSettleSteps + kSlowAt + 1;
-  stream.Produce(kSettleSteps, {second});
+  const uint64_t second = kStreamSteps + kSlowAt + 1;
+  stream.Produce(kStreamSteps, {second});
   (*m)->FlushAndWait();
   ASSERT_TRUE(WaitFor([&] { return (*m)->GetStats().auto_windows_opened == 1; }));
   ASSERT_TRUE((*m)->Stop());
@@ -270,12 +334,12 @@ TEST(AutoWindowTest, WhenSlowerOverTheSocketArmsTheTriggerOnce) {
   EXPECT_FALSE((*m)->GetStats().window_open);  // nothing opens before a slow step
 
   StepStream stream(fake);
-  stream.Produce(kSettleSteps, {kSlowAt});
+  stream.Produce(kStreamSteps, {kSlowAt});
   (*m)->FlushAndWait();
   ASSERT_TRUE(WaitFor([&] { return (*m)->GetStats().auto_windows_opened == 1; }));
   ASSERT_TRUE((*m)->RequestCloseWindow());
   // Once: disarmed after its window, so a later slow step opens none (and is not even offered).
-  stream.Produce(kSettleSteps, {kSettleSteps + kSlowAt});
+  stream.Produce(kStreamSteps, {kStreamSteps + kSlowAt});
   Settle(**m);
   EXPECT_EQ((*m)->GetStats().auto_windows_opened, 1u);
   EXPECT_EQ((*m)->GetStats().windows_opened, 1u);
@@ -290,6 +354,226 @@ TEST(AutoWindowTest, WhenSlowerOverTheSocketArmsTheTriggerOnce) {
   EXPECT_EQ(begins[0].kinds(0), static_cast<uint32_t>(CUPTI_ACTIVITY_KIND_RUNTIME));
 }
 
+// Ordinary jitter at a realistic rate (200 kernels a step, 6.1 ms steps +-15%, every 23rd step
+// 2.1x: 12.9 ms, the H200 loop's worst in 300 steps) opens no window under the defaults; a 1 s
+// step in the same loop opens one, at that step.
+std::vector<uint64_t> JitteryLengths(size_t steps) {
+  Noise noise;
+  std::vector<uint64_t> lengths(steps + 1);
+  for (size_t s = 1; s <= steps; ++s)
+    lengths[s] = s % 23 == 0 ? 12'900'000
+                             : static_cast<uint64_t>(6'100'000 * (1 + 0.15 * noise.Next()));
+  return lengths;
+}
+
+TEST(AutoWindowJitterTest, TwoTimesJitterOpensNoWindowUnderTheDefaultsAOneSecondStepOpensOne) {
+  FakeCupti fake;
+  const std::string dir = testing::FreshTestDir("cupmon-auto-window", "jitter");
+  auto m = Monitor::Start(AutoOptions(&fake, dir));
+  ASSERT_TRUE(m) << m.error().message;
+  StepStream stream(fake, TwoHundredKernelStep(), 5'000'000);
+  std::vector<uint64_t> lengths = JitteryLengths(600);
+  stream.ProduceLengths(400, [&](uint64_t step) { return lengths[step]; });
+  Settle(**m);
+  MonitorStats s = (*m)->GetStats();
+  EXPECT_EQ(s.auto_steps_timed, 399u);
+  EXPECT_EQ(s.auto_windows_opened, 0u);
+  EXPECT_EQ(s.auto_windows_skipped, 0u);
+  constexpr uint64_t kOneSecondStep = 500;
+  lengths[kOneSecondStep] = 1'000'000'000;
+  stream.ProduceLengths(200, [&](uint64_t step) { return lengths[step]; });
+  (*m)->FlushAndWait();
+  ASSERT_TRUE(WaitFor([&] { return (*m)->GetStats().auto_windows_opened == 1; }));
+  Settle(**m);
+  s = (*m)->GetStats();
+  EXPECT_EQ(s.auto_windows_opened, 1u);
+  EXPECT_EQ(s.auto_windows_skipped, 0u);
+  ASSERT_TRUE((*m)->Stop());
+  const std::vector<pb::WindowMarker> begins = Begins(dir);
+  ASSERT_EQ(begins.size(), 1u);
+  EXPECT_EQ(begins[0].trigger_step(), kOneSecondStep);
+  EXPECT_EQ(begins[0].trigger_step_ns(), 1'000'000'000u);
+}
+
+// The same loop under the old default factor, 1.5: its first 2.1x step opens a window (the
+// median-plus-spread rule alone would not hold it back), which is why the default is 3.
+TEST(AutoWindowJitterTest, TheOldFactorOfOneAndAHalfFiresOnTheJitter) {
+  FakeCupti fake;
+  const std::string dir = testing::FreshTestDir("cupmon-auto-window", "jitter15");
+  MonitorOptions o = AutoOptions(&fake, dir);
+  o.config.auto_window_factor = 1.5;
+  auto m = Monitor::Start(std::move(o));
+  ASSERT_TRUE(m) << m.error().message;
+  StepStream stream(fake, TwoHundredKernelStep(), 5'000'000);
+  const std::vector<uint64_t> lengths = JitteryLengths(400);
+  stream.ProduceLengths(400, [&](uint64_t step) { return lengths[step]; });
+  (*m)->FlushAndWait();
+  ASSERT_TRUE(WaitFor([&] { return (*m)->GetStats().auto_windows_opened == 1; }));
+  ASSERT_TRUE((*m)->Stop());
+  const std::vector<pb::WindowMarker> begins = Begins(dir);
+  ASSERT_EQ(begins.size(), 1u);
+  EXPECT_EQ(begins[0].trigger_step(), 23u);
+  EXPECT_EQ(begins[0].trigger_step_ns(), 12'900'000u);
+}
+
+// A loop whose steps spread widely (1 to 11 ms): a step over 3x the median but within the median
+// plus 10 median absolute deviations opens nothing; a 1 s step does.
+TEST(AutoWindowJitterTest, AStepWithinTheSpreadOpensNoWindow) {
+  Noise noise;
+  std::vector<uint64_t> lengths(401);
+  for (size_t s = 1; s <= 400; ++s)
+    lengths[s] = static_cast<uint64_t>(6'000'000 + 5'000'000 * noise.Next());
+  constexpr uint64_t kSpike = 200, kOneSecond = 300;
+  lengths[kSpike] = 24'000'000;
+  lengths[kOneSecond] = 1'000'000'000;
+  // The premise, from the 64 steps the watch compares the spike with.
+  std::vector<uint64_t> before(lengths.begin() + kSpike - 64, lengths.begin() + kSpike);
+  std::sort(before.begin(), before.end());
+  const uint64_t median = before[32];
+  std::vector<uint64_t> dev;
+  for (uint64_t d : before) dev.push_back(d > median ? d - median : median - d);
+  std::sort(dev.begin(), dev.end());
+  ASSERT_GT(lengths[kSpike], 3 * median);
+  ASSERT_LT(lengths[kSpike], median + 10 * dev[32]);
+
+  FakeCupti fake;
+  const std::string dir = testing::FreshTestDir("cupmon-auto-window", "spread");
+  auto m = Monitor::Start(AutoOptions(&fake, dir));
+  ASSERT_TRUE(m) << m.error().message;
+  StepStream stream(fake, TwoHundredKernelStep(), 900'000);
+  stream.ProduceLengths(400, [&](uint64_t step) { return lengths[step]; });
+  (*m)->FlushAndWait();
+  ASSERT_TRUE(WaitFor([&] { return (*m)->GetStats().auto_windows_opened == 1; }));
+  Settle(**m);
+  EXPECT_EQ((*m)->GetStats().auto_windows_skipped, 0u);  // the spike was never offered
+  ASSERT_TRUE((*m)->Stop());
+  const std::vector<pb::WindowMarker> begins = Begins(dir);
+  ASSERT_EQ(begins.size(), 1u);
+  EXPECT_EQ(begins[0].trigger_step(), kOneSecond);
+}
+
+// CUPMON_AUTO_WINDOW_ANCHOR=kernel:marker on a loop with no repeating pattern (each step: the
+// marker kernel, then 1 to 7 kernels of five names in a changing order): steps are cut at each
+// marker kernel, and the slow one opens the window. Without the anchor the pattern detector finds
+// no steps in the same loop.
+constexpr uint64_t kAnchorSteps = 2000, kAnchorSlow = 1500;  // ~10,000 kernels: past learning
+
+void ProduceIrregularLoop(FakeCupti& fake) {
+  const uint32_t marker = fake.AddKernelName("void train_step_marker_kernel<float>()");
+  std::vector<uint32_t> others;
+  for (const char* n : {"gemm_a", "gemm_b", "relu", "softmax", "reduce"})
+    others.push_back(fake.AddKernelName(n));
+  FakeCupti::Producer* p = fake.NewProducer();
+  Noise noise;
+  uint64_t t = 1'000'000'000;
+  for (uint64_t s = 1; s <= kAnchorSteps; ++s) {
+    const uint64_t len = s == kAnchorSlow ? kSlowNs : kStepNs;
+    EXPECT_TRUE(p->Kernel(marker, t, t + 1000));
+    const auto extra = 1 + static_cast<size_t>(3.5 * (noise.Next() + 1));
+    for (size_t k = 0; k < extra; ++k) {
+      const size_t which = static_cast<size_t>(2.5 * (noise.Next() + 1)) % others.size();
+      const uint64_t start = t + (k + 1) * 100'000;
+      EXPECT_TRUE(p->Kernel(others[which], start, start + 1000));
+    }
+    t += len;
+  }
+}
+
+TEST(AutoWindowAnchorTest, KernelAnchorCutsStepsThePatternCannot) {
+  FakeCupti fake;
+  const std::string dir = testing::FreshTestDir("cupmon-auto-window", "anchor");
+  MonitorOptions o = AutoOptions(&fake, dir);
+  o.config.auto_window_anchor_kernel = "marker";
+  auto m = Monitor::Start(std::move(o));
+  ASSERT_TRUE(m) << m.error().message;
+  ProduceIrregularLoop(fake);
+  (*m)->FlushAndWait();
+  ASSERT_TRUE(WaitFor([&] { return (*m)->GetStats().auto_windows_opened == 1; }));
+  Settle(**m);
+  EXPECT_EQ((*m)->GetStats().auto_steps_timed, kAnchorSteps - 1);
+  ASSERT_TRUE((*m)->Stop());
+  const std::vector<pb::WindowMarker> begins = Begins(dir);
+  ASSERT_EQ(begins.size(), 1u);
+  EXPECT_EQ(begins[0].trigger_step(), kAnchorSlow);
+  EXPECT_EQ(begins[0].trigger_step_ns(), kSlowNs);
+  EXPECT_EQ(begins[0].trigger_median_ns(), kStepNs);
+}
+
+TEST(AutoWindowAnchorTest, WithoutTheAnchorTheSameLoopIsNotTimed) {
+  FakeCupti fake;
+  const std::string dir = testing::FreshTestDir("cupmon-auto-window", "noanchor");
+  auto m = Monitor::Start(AutoOptions(&fake, dir));
+  ASSERT_TRUE(m) << m.error().message;
+  ProduceIrregularLoop(fake);
+  Settle(**m);
+  EXPECT_EQ((*m)->GetStats().auto_steps_timed, 0u);
+  EXPECT_EQ((*m)->GetStats().auto_windows_opened, 0u);
+  ASSERT_TRUE((*m)->Stop());
+}
+
+// StepWatch alone, on buffers shaped as CUPTI hands them over (the bundled H200 sample): one
+// stream's kernels alternate between two buffers filled side by side, each in start order,
+// delivered one after the other at a flush.
+SessionFacts Kernel10Facts() {
+  SessionFacts f;
+  f.sizes = RecordSizeTable::Cupti13();
+  f.sizes.Set(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, sizeof(CUpti_ActivityKernel10));
+  f.kernel = {offsetof(CUpti_ActivityKernel10, start), offsetof(CUpti_ActivityKernel10, end),
+              offsetof(CUpti_ActivityKernel10, deviceId),
+              offsetof(CUpti_ActivityKernel10, streamId)};
+  f.kernel_name_offset = offsetof(CUpti_ActivityKernel10, name);
+  return f;
+}
+
+// Steps [first, first + count) of a 200-kernel loop (5 ms each, `slow` 1 s), split by kernel
+// parity into two buffers.
+std::pair<std::vector<uint8_t>, std::vector<uint8_t>> SideBySide(uint64_t first, uint64_t count,
+                                                                 uint64_t slow) {
+  std::vector<uint8_t> even, odd;
+  for (uint64_t s = first; s < first + count; ++s) {
+    const uint64_t t0 = 1'000'000'000 + (s - 1) * 5'000'000 + (s > slow ? 995'000'000 : 0);
+    for (size_t i = 0; i < 200; ++i) {
+      CUpti_ActivityKernel10 k{};
+      k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+      k.start = t0 + i * 20'000;
+      k.end = k.start + 10'000;
+      k.streamId = 7;
+      k.name = reinterpret_cast<const char*>(0x7f0000001000ull + (i < 100 ? i % 20 : i) * 64);
+      const auto* p = reinterpret_cast<const uint8_t*>(&k);
+      std::vector<uint8_t>& to = i % 2 ? odd : even;
+      to.insert(to.end(), p, p + sizeof(k));
+    }
+  }
+  return {even, odd};
+}
+
+TEST(StepWatchTest, SideBySideBuffersAreTimedAtTheFlushMarkNotAfterTwoToTheFifteenKernels) {
+  const SessionFacts facts = Kernel10Facts();
+  AutoWindowMailbox held_mailbox, settled_mailbox;
+  StepWatch held(facts, StepWatch::Options{}, held_mailbox);
+  StepWatch settled(facts, StepWatch::Options{}, settled_mailbox);
+  // Flush 1: steps 1-100. Flush 2: steps 101-200, step 150 lasting 1 s.
+  for (auto [first, count] : {std::pair<uint64_t, uint64_t>{1, 100}, {101, 100}}) {
+    const auto [even, odd] = SideBySide(first, count, 150);
+    for (StepWatch* w : {&held, &settled}) {
+      w->Add(even.data(), even.size());
+      w->Add(odd.data(), odd.size());
+    }
+    settled.Settle();
+    EXPECT_EQ(settled.steps_timed(), first + count - 2);  // every step but the open last one
+  }
+  // Without the marks, only the count bound releases kernels: 40,000 - 2^15 = 7,232 of them,
+  // up to step 37's first kernel, so 36 steps are timed, and step 150 is 113 steps away.
+  EXPECT_EQ(held.steps_timed(), 36u);
+  EXPECT_FALSE(held_mailbox.Take());
+  const std::optional<SlowStep> slow = settled_mailbox.Take();
+  ASSERT_TRUE(slow);
+  EXPECT_EQ(slow->step, 150u);
+  EXPECT_EQ(slow->duration_ns, 1'000'000'000u);
+  EXPECT_EQ(slow->median_ns, 5'000'000u);
+  EXPECT_EQ(settled.slow_refused(), 0u);  // the only slow step
+}
+
 TEST(AutoWindowConfigTest, BadValuesAreRefusedNamingTheVariable) {
   struct Case {
     const char* name;
@@ -301,7 +585,10 @@ TEST(AutoWindowConfigTest, BadValuesAreRefusedNamingTheVariable) {
                         {"CUPMON_AUTO_WINDOW_FACTOR", "1e9"},
                         {"CUPMON_AUTO_WINDOW_MIN_STEPS", "2"},
                         {"CUPMON_AUTO_WINDOW_MIN_GAP", "10 parsecs"},
-                        {"CUPMON_AUTO_WINDOW_MIN_GAP", "9999h"}};
+                        {"CUPMON_AUTO_WINDOW_MIN_GAP", "9999h"},
+                        {"CUPMON_AUTO_WINDOW_ANCHOR", "adam"},
+                        {"CUPMON_AUTO_WINDOW_ANCHOR", "kernel:"},
+                        {"CUPMON_AUTO_WINDOW_ANCHOR", "annotation:step"}};
   for (const Case& c : cases) {
     static const Case* current;
     current = &c;
@@ -317,7 +604,13 @@ TEST(AutoWindowConfigTest, BadValuesAreRefusedNamingTheVariable) {
     EXPECT_EQ(config.auto_window_factor, defaults.auto_window_factor);
     EXPECT_EQ(config.auto_window_min_steps, defaults.auto_window_min_steps);
     EXPECT_EQ(config.auto_window_min_gap_ms, defaults.auto_window_min_gap_ms);
+    EXPECT_EQ(config.auto_window_anchor_kernel, "");
   }
+  // An annotation anchor says why it cannot work.
+  const auto annotation = ParseStepAnchor("annotation:step");
+  ASSERT_FALSE(annotation);
+  EXPECT_NE(annotation.error().message.find("trace windows only"), std::string::npos)
+      << annotation.error().message;
 }
 
 TEST(AutoWindowConfigTest, GoodValuesAreTaken) {
@@ -329,6 +622,7 @@ TEST(AutoWindowConfigTest, GoodValuesAreTaken) {
     if (name == "CUPMON_AUTO_WINDOW_FACTOR") return "2.25";
     if (name == "CUPMON_AUTO_WINDOW_MIN_STEPS") return "50";
     if (name == "CUPMON_AUTO_WINDOW_MIN_GAP") return "90s";
+    if (name == "CUPMON_AUTO_WINDOW_ANCHOR") return " kernel:adam_step ";
     return nullptr;
   });
   EXPECT_TRUE(warnings.empty()) << warnings.front();
@@ -336,6 +630,7 @@ TEST(AutoWindowConfigTest, GoodValuesAreTaken) {
   EXPECT_DOUBLE_EQ(config.auto_window_factor, 2.25);
   EXPECT_EQ(config.auto_window_min_steps, 50u);
   EXPECT_EQ(config.auto_window_min_gap_ms, 90'000u);
+  EXPECT_EQ(config.auto_window_anchor_kernel, "adam_step");
   EXPECT_EQ(*ParseDurationMs("10m"), 600'000u);
   EXPECT_EQ(*ParseDurationMs("2h"), 7'200'000u);
   EXPECT_EQ(*ParseDurationMs("250"), 250u);

@@ -206,6 +206,11 @@ class CupmonRunTest(unittest.TestCase):
         r = self.run_cupmon(["--auto-window-factor", "2", "--auto-window-min-gap", "30m",
                              "--auto-window-min-steps", "20"] + show)
         self.assertEqual(r.stdout, "1|2|30m|20")
+        # So does an anchor, which goes into its own variable.
+        anchor = ["--", "sh", "-c", 'printf "%s|%s" "${CUPMON_AUTO_WINDOW-<unset>}" '
+                  '"${CUPMON_AUTO_WINDOW_ANCHOR-<unset>}"']
+        r = self.run_cupmon(["--auto-window-anchor", "kernel:adam"] + anchor)
+        self.assertEqual(r.stdout, "1|kernel:adam")
 
     def test_relative_lib_becomes_absolute(self):
         rel = os.path.relpath(LIB, self.tmp)

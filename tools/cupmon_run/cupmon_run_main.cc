@@ -123,10 +123,14 @@ int main(int argc, char** argv) {
       "  cupmon-run --kinds concurrent_kernel,memcpy,memset,memcpy2 -- ./app\n"
       "  cupmon-run --no-preload -- ./app   # injection only (docs/COEXISTENCE.md)\n"
       "  cupmon-run --no-nvtx -- ./app   # leave NVTX_INJECTION64_PATH alone\n"
-      "  cupmon-run --auto-window -- python3 train.py   # a window at a step 1.5x the median\n"
+      "  cupmon-run --auto-window -- python3 train.py   # a window at a step 3x the median\n"
       "  cupmon-run --auto-window-factor 2 --auto-window-min-gap 30m -- python3 train.py\n"
       "  CUPMON_CUPTI_PER_THREAD_BUFFERS=0 cupmon-run -- ./app   # a CUPTI activity attribute\n"
       "    (also CUPMON_CUPTI_DEVICE_BUFFER_SIZE, _PREALLOCATE, _POOL_LIMIT: docs/CONTROL.md)\n"
+      "  cupmon-run --auto-window-anchor kernel:multi_tensor_apply -- python3 train.py\n"
+      "  cupmon-run --auto-window --flush-ms 5 --buffer-size 256K -- python3 train.py\n"
+      "      # the window within a few steps of the slow one (a slow step is seen at the flush\n"
+      "      # after it; 1000 ms by default); small buffers, as each flush hands back every one\n"
       "NVTX ranges (torch.cuda.nvtx, Megatron, NeMo) reach cupmon's trace windows through\n"
       "NVTX_INJECTION64_PATH, which cupmon-run points at the libcupti cupmon loads, unless it\n"
       "is already set (another NVTX tool keeps it) or --no-nvtx is given.\n"
@@ -142,12 +146,16 @@ int main(int argc, char** argv) {
   std::string lib, output_dir, kinds, buffer_size, pool_size, file_size, retention_bytes, encoding;
   int flush_ms = -1, retention_files = -1, zstd_level = INT_MIN, zero_buffers = -1;
   bool preload = false, no_preload = false, no_nvtx = false, auto_window = false;
-  std::string auto_factor, auto_min_gap, auto_min_steps;
+  std::string auto_factor, auto_min_gap, auto_min_steps, auto_anchor;
   app.add_flag("--auto-window", auto_window,
                "CUPMON_AUTO_WINDOW=1: open a trace window (CUPMON_WINDOW_KINDS/_MS) by itself at a "
-               "step slower than the factor times the median step");
+               "step slower than the factor times the median step and than the median plus 10 "
+               "median absolute deviations");
   app.add_option("--auto-window-factor", auto_factor,
-                 "CUPMON_AUTO_WINDOW_FACTOR (1.5; implies --auto-window)");
+                 "CUPMON_AUTO_WINDOW_FACTOR (3; implies --auto-window)");
+  app.add_option("--auto-window-anchor", auto_anchor,
+                 "CUPMON_AUTO_WINDOW_ANCHOR=kernel:TEXT: a step begins at each kernel whose name "
+                 "contains TEXT (default: the repeating kernel pattern; implies --auto-window)");
   app.add_option("--auto-window-min-gap", auto_min_gap,
                  "CUPMON_AUTO_WINDOW_MIN_GAP: at most one automatic window per (10m)");
   app.add_option("--auto-window-min-steps", auto_min_steps,
@@ -229,8 +237,9 @@ int main(int argc, char** argv) {
   if (zstd_level != INT_MIN) set("CUPMON_ZSTD_LEVEL", std::to_string(zstd_level));
   if (zero_buffers >= 0) set("CUPMON_ZERO_BUFFERS", std::to_string(zero_buffers));
   // Bad values are refused by the library with a warning naming the variable (monitor/README.md).
-  if (auto_window || !auto_factor.empty()) set("CUPMON_AUTO_WINDOW", "1");
+  if (auto_window || !auto_factor.empty() || !auto_anchor.empty()) set("CUPMON_AUTO_WINDOW", "1");
   set("CUPMON_AUTO_WINDOW_FACTOR", auto_factor);
+  set("CUPMON_AUTO_WINDOW_ANCHOR", auto_anchor);
   set("CUPMON_AUTO_WINDOW_MIN_GAP", auto_min_gap);
   set("CUPMON_AUTO_WINDOW_MIN_STEPS", auto_min_steps);
 

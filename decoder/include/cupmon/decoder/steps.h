@@ -57,8 +57,21 @@ struct Step {
   uint64_t duration() const { return end > since ? end - since : 0; }
 };
 
+// A trace window of the recording, from its BEGIN marker: for the steps table's "windows" list,
+// with why the monitor's step trigger opened it (source TRIGGER_AUTO).
+struct StepWindow {
+  uint32_t id = 0;
+  std::string source;   // "TRIGGER_AUTO", "TRIGGER_SIGNAL", ...
+  int64_t wall_begin = 0;  // unix ns (the marker's realtime_ns)
+  // TRIGGER_AUTO: the monitor's step number, duration, median and threshold. The monitor cuts
+  // steps at their first kernels, so a wait before step N+1's launches is in its step N.
+  uint64_t trigger_step = 0, trigger_step_ns = 0, trigger_median_ns = 0;
+  double trigger_factor = 0;
+};
+
 struct StepList {
   std::vector<Step> steps;
+  std::vector<StepWindow> windows;  // in marker order
   StepSource source = StepSource::kPattern;  // where the steps came from (never kAuto)
   std::optional<StepPattern> pattern;        // the kernel pattern, when one was found
   std::vector<std::string> signature_names;  // pattern->signature as demangled names

@@ -57,6 +57,10 @@ class StepDetector {
   void OnKernel(uint64_t stream_key, uint32_t name, uint64_t start, uint64_t tag = 0);
   // End of the stream: learns from what is buffered when no pattern was found yet.
   void Finish();
+  // The caller knows that no kernel to come starts before those given so far (CUPTI flushed:
+  // every buffer filled up to then has been handed over): puts the kernels held for reordering
+  // through, in start order, without ending the stream. Learning goes on.
+  void ReleaseHeld();
 
   // Boundaries found since the last call, in order (moved out to the caller).
   std::vector<StepBoundary> TakeBoundaries();

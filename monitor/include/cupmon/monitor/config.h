@@ -75,10 +75,14 @@ struct MonitorConfig {
   bool term_flush = true;
   // Windows that open themselves (CUPMON_AUTO_WINDOW, monitor/README.md): the writer follows
   // steps in the always-on kernel records and asks for a window of window_kinds/window_ms when a
-  // step takes longer than auto_window_factor times the median of the steps before it, once at
-  // least auto_window_min_steps steps were timed; at most one per auto_window_min_gap_ms.
+  // step takes longer than auto_window_factor times the median of the steps before it and longer
+  // than the median plus 10 median absolute deviations, once at least auto_window_min_steps
+  // steps were timed; at most one per auto_window_min_gap_ms.
   bool auto_window = false;
-  double auto_window_factor = 1.5;            // > 1, at most 1000
+  double auto_window_factor = 3;              // > 1, at most 1000
+  // CUPMON_AUTO_WINDOW_ANCHOR=kernel:TEXT: a step begins at each kernel whose name contains TEXT
+  // (this field); empty: steps are found in the kernel-name pattern.
+  std::string auto_window_anchor_kernel;
   uint32_t auto_window_min_steps = 10;        // 3 .. 100000
   uint64_t auto_window_min_gap_ms = 600000;   // 10 min; 0: no gap (still never while open)
   std::string metrics_address;  // "127.0.0.1:9464"; empty: no metrics endpoint
@@ -123,6 +127,9 @@ void ApplyCuptiAttributeEnvironment(MonitorConfig* config, std::vector<std::stri
 Expected<uint64_t> ParseDurationMs(std::string_view text);
 // A slowness factor: a number above 1 and at most 1000 ("1.5").
 Expected<double> ParseSlowFactor(std::string_view text);
+// CUPMON_AUTO_WINDOW_ANCHOR: "kernel:TEXT" -> TEXT; "annotation:NAME" is refused (NVTX records
+// reach the writer only inside windows) with a message that says so.
+Expected<std::string> ParseStepAnchor(std::string_view text);
 
 // "USR2", "SIGUSR2", "usr1", "10" -> the signal number; "off" or "0" -> 0.
 Expected<int> ParseSignal(std::string_view text);
