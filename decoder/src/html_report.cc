@@ -26,6 +26,7 @@
 #include "cupmon/decoder/steps.h"
 #include "cupmon/decoder/timeline.h"
 #include "cupmon/decoder/trace_builder.h"
+#include "duration_stat.h"
 #include "report_text.h"
 
 namespace cupmon::decoder {
@@ -81,25 +82,16 @@ uint64_t BucketFor(uint64_t span) {
       if (p * m >= want || p > UINT64_MAX / 100) return p * m;
 }
 
-struct Stat {
-  uint64_t calls = 0, timed = 0, total = 0, min = UINT64_MAX, max = 0;
+// One name's count and durations, and the kind of row it is (kernel, memcpy, memset).
+struct Stat : DurationStat {
   RowType type = RowType::kKernel;
   void Add(const Row& r) {
     type = r.type;
-    ++calls;
-    if (!r.valid_time) return;
-    ++timed;
-    total += r.duration;
-    min = std::min(min, r.duration);
-    max = std::max(max, r.duration);
+    DurationStat::Add(r);
   }
   void Merge(const Stat& o) {
     type = o.type;
-    calls += o.calls;
-    timed += o.timed;
-    total += o.total;
-    min = std::min(min, o.min);
-    max = std::max(max, o.max);
+    DurationStat::Merge(o);
   }
 };
 

@@ -25,6 +25,7 @@
 #include "export/perfetto_sink.h"
 #include "export/trace_event_json.h"
 #include "diff_report.h"
+#include "duration_stat.h"
 #include "html_report.h"
 #include "steps_report.h"
 #include "timeline_report.h"
@@ -277,24 +278,7 @@ class LimitedSink : public RowSink {
 
 // ---- summary ----
 
-struct Stat {
-  uint64_t calls = 0, timed = 0, total = 0, min = UINT64_MAX, max = 0;
-  void Add(const Row& r) {
-    ++calls;
-    if (!r.valid_time) return;
-    ++timed;
-    total += r.duration;
-    min = std::min(min, r.duration);
-    max = std::max(max, r.duration);
-  }
-  void Merge(const Stat& o) {
-    calls += o.calls;
-    timed += o.timed;
-    total += o.total;
-    min = std::min(min, o.min);
-    max = std::max(max, o.max);
-  }
-};
+using Stat = DurationStat;
 
 using NamedStats = std::vector<std::pair<std::string, Stat>>;
 

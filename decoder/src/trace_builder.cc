@@ -667,24 +667,28 @@ void TraceBuilder::Emit(const Pending& p) {
   EmitInto(p, row);
 }
 
+void TraceBuilder::PlaceInTime(Row& row, uint64_t start, uint64_t end) const {
+  row.valid_time = TimedSpan(start, end);
+  if (!row.valid_time) {
+    row.start = row.end = 0;
+    row.duration = 0;
+    return;
+  }
+  row.start = start;
+  row.end = end;
+  if (wall_times_) {
+    row.wall_start = clock_.ToWall(start);
+    row.wall_end = clock_.ToWall(end);
+  }
+  row.duration = clock_.WallDuration(start, end);
+}
+
 // With a reused row (reuse_row_), a field set on one path only may hold an earlier row's value:
 // nothing here reads a field before setting it in the same call, and Passes reads none without
 // a filter.
 void TraceBuilder::EmitInto(const Pending& p, Row& row) {
   row.kind = p.kind;
-  row.start = p.start;
-  row.end = p.end;
-  row.valid_time = TimedSpan(row.start, row.end);
-  if (row.valid_time) {
-    if (wall_times_) {
-      row.wall_start = clock_.ToWall(row.start);
-      row.wall_end = clock_.ToWall(row.end);
-    }
-    row.duration = clock_.WallDuration(row.start, row.end);
-  } else {
-    row.start = row.end = 0;
-    row.duration = 0;
-  }
+  PlaceInTime(row, p.start, p.end);
   row.correlation = p.corr;
   const CorrEntry* e = corr_->Find(p.corr);
   if (e && e->has_external) {
@@ -1092,18 +1096,7 @@ void TraceBuilder::EmitRange(const RangeRecord& r) {
   Row row;
   row.type = RowType::kRange;
   row.kind = kKindMarker;
-  row.start = r.start;
-  row.end = r.ended ? r.end : r.start;
-  row.valid_time = TimedSpan(row.start, row.end);
-  if (row.valid_time) {
-    if (wall_times_) {
-      row.wall_start = clock_.ToWall(row.start);
-      row.wall_end = clock_.ToWall(row.end);
-    }
-    row.duration = clock_.WallDuration(row.start, row.end);
-  } else {
-    row.start = row.end = 0;
-  }
+  PlaceInTime(row, r.start, r.ended ? r.end : r.start);
   row.name_id = r.name_id;
   row.name = NameOf(r.name_id);
   row.range_domain = NameOf(r.domain_id);

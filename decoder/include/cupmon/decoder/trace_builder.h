@@ -303,6 +303,9 @@ class TraceBuilder : public ChunkVisitor {
   void AddRecord(const RecordLayout& layout, const FieldReader& f, const uint8_t* rec);
   void Emit(const Pending& p);
   void EmitInto(const Pending& p, Row& row);  // fills the fields `p` has into `row`, delivers it
+  // start/end, valid_time, duration and (when rows carry them) the wall times of a row; an
+  // untimed span leaves start, end and duration 0.
+  void PlaceInTime(Row& row, uint64_t start, uint64_t end) const;
   void Deliver(const Row& row);
   void ReleaseOne();
   const HeapKey& Front(size_t* run) const;
