@@ -243,7 +243,7 @@ class LimitedSink : public RowSink {
   void ForgetShortNames() {
     short_by_id_.clear();
     short_by_view_.clear();
-    plain_by_id_.clear();
+    plain_by_id_.Clear();
   }
   // A row's name as a JSON string body: for a kernel, whether it needs escaping is found once
   // per name id (kernel names run to kilobytes), not per row.
@@ -252,10 +252,7 @@ class LimitedSink : public RowSink {
       out_.Json(r.name);
       return;
     }
-    if (r.name_id >= plain_by_id_.size()) plain_by_id_.resize(r.name_id + 1, -1);
-    int8_t& known = plain_by_id_[r.name_id];
-    if (known < 0) known = OutBuf::IsPlainJson(r.name) ? 1 : 0;
-    if (known == 1) out_ << r.name;
+    if (plain_by_id_.Plain(r.name_id, r.name)) out_ << r.name;
     else out_.Json(r.name);
   }
   virtual bool Wants(const Row& /*row*/) const { return true; }
@@ -271,7 +268,7 @@ class LimitedSink : public RowSink {
  private:
   bool short_names_ = false;
   std::vector<std::optional<std::string>> short_by_id_;
-  std::vector<int8_t> plain_by_id_;  // name id -> 1 plain JSON, 0 needs escaping, -1 not known
+  PlainJsonNames plain_by_id_;
   // Keys view the builder's names, which live as long as it.
   std::unordered_map<std::string_view, std::string> short_by_view_;
 };
@@ -773,7 +770,7 @@ class ChromeSink : public LimitedSink {
   }
   void Begin(const TraceBuilder& b, const Recording& r, size_t index) override {
     builder_ = &b;
-    plain_name_.clear();  // name ids are the builder's, and each recording has its own builder
+    plain_name_.Clear();  // name ids are the builder's, and each recording has its own builder
     rec_ = &r;
     index_ = index;
     if (!common_base_) ev_.set_base(r.header.process_start_unix_ns());
@@ -880,13 +877,7 @@ class ChromeSink : public LimitedSink {
     }
     // Whether a kernel name needs JSON escaping is found once per name, not per row (names run
     // to kilobytes); the memcpy and memset names are ours.
-    bool plain = r.type == RowType::kMemcpy || r.type == RowType::kMemset;
-    if (r.type == RowType::kKernel) {
-      if (r.name_id >= plain_name_.size()) plain_name_.resize(r.name_id + 1, -1);
-      int8_t& known = plain_name_[r.name_id];
-      if (known < 0) known = OutBuf::IsPlainJson(r.name) ? 1 : 0;
-      plain = known == 1;
-    }
+    const bool plain = r.type != RowType::kKernel || plain_name_.Plain(r.name_id, r.name);
     ev_.SliceHead(r.name, RowTypeName(r.type), gpid, r.stream, r.wall_start,
                   static_cast<int64_t>(r.duration), plain);
     // At most ~200 bytes, in the room SliceHead left (TraceEventWriter::kArgsRoom).
@@ -896,17 +887,9 @@ class ChromeSink : public LimitedSink {
     out_.PutUint(r.context);
     if (r.type == RowType::kKernel) {
       out_.Put(",\"grid\":\"");
-      out_.PutUint(r.grid[0]);
-      out_.Put(',');
-      out_.PutUint(r.grid[1]);
-      out_.Put(',');
-      out_.PutUint(r.grid[2]);
+      out_.PutUint3(r.grid);
       out_.Put("\",\"block\":\"");
-      out_.PutUint(r.block[0]);
-      out_.Put(',');
-      out_.PutUint(r.block[1]);
-      out_.Put(',');
-      out_.PutUint(r.block[2]);
+      out_.PutUint3(r.block);
       out_.Put("\",\"registers\":");
       out_.PutUint(r.registers);
     } else {
@@ -972,7 +955,7 @@ class ChromeSink : public LimitedSink {
   std::set<uint32_t> rank_pids_;
   uint64_t flow_id_ = 0;
   // Builder name id -> 1 when the name needs no JSON escaping, 0 when it does, -1 not known yet.
-  std::vector<int8_t> plain_name_;
+  PlainJsonNames plain_name_;
   std::set<std::pair<uint32_t, uint32_t>> gpu_tracks_;
   std::pair<uint32_t, uint32_t> last_track_{0, 0};
   std::set<uint32_t> cpu_threads_;

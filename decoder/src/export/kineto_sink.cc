@@ -122,7 +122,7 @@ void KinetoTraceWriter::Begin(const TraceBuilder& builder, const Recording& reco
   cpu_threads_.clear();
   last_gpu_ = last_cpu_ = {UINT32_MAX, UINT32_MAX};
   annotations_.Clear();
-  plain_name_.clear();  // name ids are the builder's, and each recording has its own builder
+  plain_name_.Clear();  // name ids are the builder's, and each recording has its own builder
   last_label_ = {};
   last_label_step_.reset();
   step_instance_ = 0;
@@ -228,13 +228,8 @@ void KinetoTraceWriter::Write(const Row& r) {
   const std::string_view cat = r.type == RowType::kKernel   ? kCatKernel
                                : r.type == RowType::kMemcpy ? kCatMemcpy
                                                             : kCatMemset;
-  bool plain = r.type != RowType::kKernel;  // the memcpy and memset names are ours
-  if (!plain) {
-    if (r.name_id >= plain_name_.size()) plain_name_.resize(r.name_id + 1, -1);
-    int8_t& known = plain_name_[r.name_id];
-    if (known < 0) known = OutBuf::IsPlainJson(r.name) ? 1 : 0;
-    plain = known == 1;
-  }
+  // The memcpy and memset names are ours.
+  const bool plain = r.type != RowType::kKernel || plain_name_.Plain(r.name_id, r.name);
   ev_.SliceHead(name, cat, gpid, r.stream, r.wall_start, static_cast<int64_t>(r.duration), plain);
   // The args, at most 400 bytes: in the room SliceHead left (TraceEventWriter::kArgsRoom).
   out_.Put("\"device\":");
@@ -251,17 +246,9 @@ void KinetoTraceWriter::Write(const Row& r) {
     out_.Put(",\"shared memory\":");
     out_.PutUint(r.static_smem + r.dynamic_smem);
     out_.Put(",\"grid\":[");
-    out_.PutUint(r.grid[0]);
-    out_.Put(',');
-    out_.PutUint(r.grid[1]);
-    out_.Put(',');
-    out_.PutUint(r.grid[2]);
+    out_.PutUint3(r.grid);
     out_.Put("],\"block\":[");
-    out_.PutUint(r.block[0]);
-    out_.Put(',');
-    out_.PutUint(r.block[1]);
-    out_.Put(',');
-    out_.PutUint(r.block[2]);
+    out_.PutUint3(r.block);
     out_.Put(']');
   } else {
     // GB/s = bytes per ns, as Kineto computes it; 0 for a zero duration (Kineto: "N/A").

@@ -168,7 +168,7 @@ class KinetoTraceWriter {
   // Builder name id -> 1 when the name needs no JSON escaping, 0 when it does, -1 not known yet:
   // kernel names run to kilobytes, and scanning each once instead of per row is most of the
   // writer's time saved.
-  std::vector<int8_t> plain_name_;
+  PlainJsonNames plain_name_;
 };
 
 // The whole export: one KinetoTraceWriter per rank, each into DIR/rank<N>.json, written as

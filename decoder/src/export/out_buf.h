@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <vector>
 
 #include "cupmon/decoder/reports.h"
 
@@ -77,6 +78,14 @@ class OutBuf {
     p[3] = static_cast<char>('0' + frac % 10);
     size_ += 4;
   }
+  // "a,b,c": three counts (a grid or block size) at most 62 bytes.
+  [[gnu::always_inline]] void PutUint3(const uint32_t v[3]) {
+    PutUint(v[0]);
+    Put(',');
+    PutUint(v[1]);
+    Put(',');
+    PutUint(v[2]);
+  }
   // True when `s` is a JSON string body as it is (no quote, backslash or control character).
   static bool IsPlainJson(std::string_view s) {
     for (char c : s)
@@ -139,6 +148,23 @@ class OutBuf {
   std::ostream& out_;
   std::unique_ptr<char[]> buf_;
   size_t size_ = 0, cap_;
+};
+
+// Whether each kernel name (by the builder's name id) is a JSON string body as it is, found once
+// per name rather than per row: demangled names run to kilobytes. Clear() for each recording (name
+// ids are its builder's).
+class PlainJsonNames {
+ public:
+  bool Plain(uint32_t name_id, std::string_view name) {
+    if (name_id >= known_.size()) known_.resize(name_id + 1, -1);
+    int8_t& known = known_[name_id];
+    if (known < 0) known = OutBuf::IsPlainJson(name) ? 1 : 0;
+    return known == 1;
+  }
+  void Clear() { known_.clear(); }
+
+ private:
+  std::vector<int8_t> known_;
 };
 
 }  // namespace cupmon::decoder
