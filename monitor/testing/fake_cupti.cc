@@ -3,7 +3,9 @@
 
 #include <time.h>
 
+#include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "cupmon/format/check.h"
 
@@ -447,6 +449,8 @@ CUptiResult FakeCupti::ActivityGetNextRecord(uint8_t* buffer, size_t valid_size,
 }
 
 CUptiResult FakeCupti::GetTimestamp(uint64_t* timestamp) {
+  if (delayed_timestamps_.load() > 0 && delayed_timestamps_.fetch_sub(1) > 0)
+    std::this_thread::sleep_for(std::chrono::microseconds(timestamp_delay_us_.load()));
   timespec ts{};
   clock_gettime(CLOCK_REALTIME, &ts);
   *timestamp = static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec) +

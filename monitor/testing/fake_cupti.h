@@ -107,6 +107,12 @@ class FakeCupti final : public CuptiApi {
   // CUPTI's clock moves to another domain when a client registers a timestamp callback
   // (cuptiActivityRegisterTimestampCallback). Records keep the times the test gives them.
   void ShiftTimestampDomain(int64_t shift_ns) { timestamp_shift_.store(shift_ns); }
+  // Test-double behaviour: the next `calls` GetTimestamp calls take `delay_us` before they read
+  // the clock (a first cuptiGetTimestamp that initializes, or a thread descheduled mid-read).
+  void DelayNextTimestamps(int calls, int delay_us) {
+    timestamp_delay_us_.store(delay_us);
+    delayed_timestamps_.store(calls);
+  }
   // ActivityRegisterTimestampCallback is accepted and counted; the fake keeps its own clock. It
   // notes how many records sat in producer buffers (not yet completed) at each call: the records
   // whose timestamps real CUPTI would convert with the new clock.
@@ -158,6 +164,7 @@ class FakeCupti final : public CuptiApi {
   std::atomic<uint64_t> produced_by_kind_[64] = {};
   std::atomic<uint64_t> forced_flushes_{0};
   std::atomic<int64_t> timestamp_shift_{0};
+  std::atomic<int> delayed_timestamps_{0}, timestamp_delay_us_{0};
   std::atomic<uint64_t> timestamp_callbacks_{0}, pending_at_ts_{0};
   CUptiResult fail_register_ = CUPTI_SUCCESS;
   CUptiResult fail_enable_ = CUPTI_SUCCESS;

@@ -12,6 +12,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <future>
@@ -24,6 +25,7 @@
 #include <gtest/gtest.h>
 
 #include "cupmon/monitor/monitor.h"
+#include "monitor/src/session_facts.h"
 #include "monitor/src/string_table.h"
 #include "monitor/testing/fake_cupti.h"
 #include "monitor_fixture.h"
@@ -522,6 +524,19 @@ TEST(MonitorFaultsTest, CupmonThreadsBlockAsynchronousSignalsAndLeaveTheCallersM
       EXPECT_FALSE(mask & bit(sig)) << "synchronous signal " << sig << " blocked";
   }
   (*m)->Stop();
+}
+
+TEST(MonitorFaultsTest, ASlowClockReadDoesNotSkewTheCalibrationSample) {
+  // The test double's clock is CLOCK_REALTIME itself, so a perfect sample has cupti == realtime.
+  // One read 4 ms slow would put a single bracket's midpoint 2 ms off; the narrowest of the
+  // sample's brackets is kept instead.
+  FakeCupti fake;
+  for (int slow_calls : {1, 2}) {
+    fake.DelayNextTimestamps(slow_calls, 4000);
+    const pb::CalibrationSample s = TakeCalibrationSample(fake);
+    const int64_t error = static_cast<int64_t>(s.cupti_ns()) - s.realtime_ns();
+    EXPECT_LT(std::llabs(error), 500'000) << slow_calls << " slow read(s): " << error << " ns off";
+  }
 }
 
 TEST(StringTableTest, NamesAndLabelsBeyondTheirByteCapsAreRefusedAndCounted) {
