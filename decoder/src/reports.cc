@@ -1137,6 +1137,10 @@ void PrintInfo(std::ostream& out, const TraceBuilder& b, const Recording& r,
       << c.launched_before_window << " of them launched before their window), "
       << c.calibration_samples << " calibration samples (" << c.calibration_non_monotonic
       << " non-monotonic)\n";
+  if (c.calibration_samples)
+    out << "  calibration: realtime - CUPTI offset " << c.calibration_offset_min << " to "
+        << c.calibration_offset_max << " ns over the samples (first " << c.calibration_offset_first
+        << " ns)\n";
   if (c.ranges || c.marks || c.range_ends_without_start || c.unended_ranges)
     out << "  nvtx: " << NvtxCounts(c) << "\n";
 }

@@ -302,6 +302,14 @@ void TraceBuilder::OnWindowMarker(const pb::WindowMarker& m) {
 }
 
 void TraceBuilder::OnCalibration(const pb::Calibration& c) {
+  for (const pb::CalibrationSample& s : c.samples()) {
+    const int64_t offset = static_cast<int64_t>(static_cast<uint64_t>(s.realtime_ns()) - s.cupti_ns());
+    const bool first = counts_.calibration_samples == 0 && &s == &c.samples(0);
+    if (first) counts_.calibration_offset_first = counts_.calibration_offset_min =
+        counts_.calibration_offset_max = offset;
+    counts_.calibration_offset_min = std::min(counts_.calibration_offset_min, offset);
+    counts_.calibration_offset_max = std::max(counts_.calibration_offset_max, offset);
+  }
   clock_.Add(c);
   counts_.calibration_samples = clock_.samples();
   if (clock_.non_monotonic() != counts_.calibration_non_monotonic) {

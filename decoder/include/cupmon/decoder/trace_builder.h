@@ -155,6 +155,9 @@ struct TraceCounts {
   uint64_t memory_rows = 0;  // emitted to a sink that wants them
   uint64_t calibration_non_monotonic = 0;
   uint64_t calibration_samples = 0;
+  // realtime - CUPTI ns over the calibration samples read (their spread shows a sample taken
+  // badly: later samples of one clock agree within a microsecond).
+  int64_t calibration_offset_first = 0, calibration_offset_min = 0, calibration_offset_max = 0;
   uint64_t calibration_domain_changes = 0;  // CUPTI's clock switched domain; not a warning
   bool have_stats = false;
   pb::Stats stats;  // latest Stats (or Footer stats) chunk
