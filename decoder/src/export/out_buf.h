@@ -56,6 +56,7 @@ class OutBuf {
       MakeRoom(n);
   }
   [[gnu::always_inline]] void Put(std::string_view s) {
+    if (s.empty()) return;  // its data() may be null, which memcpy must not be given
     std::memcpy(buf_.get() + size_, s.data(), s.size());
     size_ += s.size();
   }
@@ -102,7 +103,8 @@ class OutBuf {
   }
   // Appends `s` as a CSV field in double quotes (quotes doubled).
   OutBuf& Csv(std::string_view s) {
-    if (std::memchr(s.data(), '"', s.size()) == nullptr) {  // most names: one copy
+    // find, not memchr: an empty view's data() may be null, which memchr must not be given.
+    if (s.find('"') == std::string_view::npos) {  // most names: one copy
       Reserve(s.size() + 2);
       Put('"');
       Put(s);
@@ -129,6 +131,7 @@ class OutBuf {
 
  private:
   [[gnu::always_inline]] void Append(const char* p, size_t n) {
+    if (n == 0) return;  // `p` may be null then, which memcpy must not be given
     if (cap_ - size_ < n) [[unlikely]]
       MakeRoom(n);
     std::memcpy(buf_.get() + size_, p, n);
