@@ -125,7 +125,8 @@ TEST(MonitorTest, NoCuptiAttributeIsSetByDefault) {
   ASSERT_TRUE(m) << m.error().message;
   for (const auto& call : fake.calls()) EXPECT_FALSE(call.starts_with("SetAttribute")) << call;
   (*m)->Stop();
-  const pb::Config& c = ReadRecording(dir).header.config();
+  const auto rb = ReadRecording(dir);  // a named value: `c` refers into it
+  const pb::Config& c = rb.header.config();
   EXPECT_FALSE(c.has_cupti_per_thread_buffers());
   EXPECT_FALSE(c.has_cupti_device_buffer_bytes());
   EXPECT_FALSE(c.has_cupti_device_buffer_preallocate());
