@@ -194,17 +194,28 @@ Expected<void> Monitor::Init() {
 }
 
 void Monitor::OnTerminationSignal(int sig) {
-  // Control thread: the flush needs the control thread to stop, so it runs on a thread of its
-  // own. A second signal meanwhile ends the process at once (the default action is back).
+  // Control thread. A second signal meanwhile ends the process at once (the default action is
+  // back).
   struct sigaction dfl {};
   dfl.sa_handler = SIG_DFL;
   sigemptyset(&dfl.sa_mask);
   ::sigaction(sig, &dfl, nullptr);
-  StartOwnThread([this, sig] {
+  // A SIGKILL may follow within milliseconds: at a Slurm time limit srun answers its own SIGTERM
+  // by killing its tasks ("srun: forcing job termination"). So CUPTI's buffers go to the writer
+  // first, here, forced (the process is ending: a kernel still running comes back without its
+  // end, counted by the decoder); the orderly stop below flushes again what came after.
+  cupti_.ActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  // The orderly stop needs the control thread to stop, so it runs on a thread of its own.
+  StartOwnThread([this, sig]() noexcept {
     pthread_setname_np(pthread_self(), "cupmon-term");
-    Warn(std::string("signal ") + strsignal(sig) + ": final flush (at most " +
-         std::to_string(facts_->config.exit_timeout_ms) + " ms), then the default action");
-    Stop(std::chrono::milliseconds(facts_->config.exit_timeout_ms));
+    try {
+      Warn(std::string("signal ") + strsignal(sig) + ": final flush (at most " +
+           std::to_string(facts_->config.exit_timeout_ms) + " ms), then the default action");
+      MaybeFault(options_.fault_injector, "term.stop");
+      Stop(std::chrono::milliseconds(facts_->config.exit_timeout_ms));
+    } catch (...) {
+      // The orderly stop failed: what the forced flush above handed over is written already.
+    }
     TerminationSignals::RaiseDefault(sig);
   }).detach();  // throws when no thread can be made: the caller then raises at once
 }

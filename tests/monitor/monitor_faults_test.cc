@@ -453,6 +453,44 @@ TEST(MonitorFaultsTest, SigtermWithoutAnApplicationHandlerFlushesThenEndsTheProc
   EXPECT_TRUE(rb.have_footer_ended);
 }
 
+TEST(MonitorFaultsTest, SigtermWritesWhatCuptiHeldBeforeTheStopSoAKillRightAfterLosesNothing) {
+  // At a Slurm time limit srun answers its own SIGTERM by SIGKILLing its tasks, milliseconds
+  // after they got SIGTERM. Here the stop after SIGTERM never finishes (it blocks at
+  // "term.stop"), so the records reach the file only if cupmon hands CUPTI's buffers to the
+  // writer before it starts the stop; then SIGKILL, as srun sends it.
+  const std::string dir = TempDir("sigterm-kill");
+  int pipe_fds[2];
+  ASSERT_EQ(pipe2(pipe_fds, O_CLOEXEC), 0);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    dup2(pipe_fds[1], 3);
+    execl(CUPMON_TERM_CHILD, CUPMON_TERM_CHILD, dir.c_str(), "3", "stop-hangs", nullptr);
+    _exit(127);
+  }
+  close(pipe_fds[1]);
+  FILE* in = fdopen(pipe_fds[0], "r");
+  unsigned long long produced = 0;
+  const bool reported = std::fscanf(in, "produced %llu", &produced) == 1;
+  fclose(in);
+  ASSERT_TRUE(reported);
+  ASSERT_EQ(produced, 5000u);
+  syscall(SYS_tgkill, pid, pid, SIGTERM);
+  uint64_t on_disk = 0;
+  for (int waited_ms = 0; waited_ms < 20000 && on_disk < produced; waited_ms += 20) {
+    usleep(20000);
+    on_disk = ReadRecording(dir).records;
+  }
+  kill(pid, SIGKILL);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFSIGNALED(status));
+  EXPECT_EQ(WTERMSIG(status), SIGKILL) << "the stop was to hang until the kill";
+  const auto rb = ReadRecording(dir);
+  EXPECT_EQ(rb.records, 5000u);
+  EXPECT_EQ(rb.damage, 0u);
+  EXPECT_FALSE(rb.have_footer_ended) << "the stop never ran, so no footer";
+}
+
 TEST(MonitorFaultsTest, SigtermWithTheFlushTurnedOffLosesWhatCuptiHeld) {
   // The counter-check of the test above: without the flush the records in CUPTI are gone.
   const std::string dir = TempDir("sigterm-off");
