@@ -4,21 +4,11 @@
 #include <cupti.h>
 
 #include <algorithm>
-#include <cstring>
 
 #include "cupmon/format/record_sizes.h"
+#include "unaligned_load.h"
 
 namespace cupmon {
-namespace {
-
-template <typename T>
-T Load(const uint8_t* p) {
-  T v;
-  std::memcpy(&v, p, sizeof(v));
-  return v;
-}
-
-}  // namespace
 
 StepDetectorOptions StepWatch::MonitorDetectorOptions() {
   StepDetectorOptions o;
@@ -71,11 +61,11 @@ void StepWatch::Add(const uint8_t* buffer, size_t valid) {
     if (kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL && kind != CUPTI_ACTIVITY_KIND_KERNEL)
       return;
     const uint8_t* p = rec.data();
-    const auto start = Load<uint64_t>(p + o.start);
+    const auto start = LoadUnaligned<uint64_t>(p + o.start);
     if (start == 0) return;
     const uint64_t stream_key =
-        (uint64_t{Load<uint32_t>(p + o.device)} << 32) | Load<uint32_t>(p + o.stream);
-    const uint64_t pointer = Load<uint64_t>(p + name_at);
+        (uint64_t{LoadUnaligned<uint32_t>(p + o.device)} << 32) | LoadUnaligned<uint32_t>(p + o.stream);
+    const uint64_t pointer = LoadUnaligned<uint64_t>(p + name_at);
     const uint32_t id = NameId(pointer);
     ++kernels_;
     if (options_.anchor_kernel.empty()) {

@@ -4,19 +4,10 @@
 #include <cupti.h>
 
 #include <algorithm>
-#include <cstring>
+
+#include "unaligned_load.h"
 
 namespace cupmon {
-namespace {
-
-template <typename T>
-T Load(const uint8_t* p) {
-  T v;
-  std::memcpy(&v, p, sizeof(v));
-  return v;
-}
-
-}  // namespace
 
 void BusyTime::Add(const uint8_t* buffer, size_t valid) {
   auto add = [](Span& span, uint64_t start, uint64_t end) {
@@ -35,11 +26,11 @@ void BusyTime::Add(const uint8_t* buffer, size_t valid) {
     else if (kind == CUPTI_ACTIVITY_KIND_MEMSET)
       o = &facts_.memset;
     if (!o || o->end == 0) return;
-    const auto start = Load<uint64_t>(rec.data() + o->start);
-    const auto end = Load<uint64_t>(rec.data() + o->end);
+    const auto start = LoadUnaligned<uint64_t>(rec.data() + o->start);
+    const auto end = LoadUnaligned<uint64_t>(rec.data() + o->end);
     if (start == 0 || end <= start) return;  // unknown times are never shown as durations
-    const auto device = Load<uint32_t>(rec.data() + o->device);
-    const auto stream = Load<uint32_t>(rec.data() + o->stream);
+    const auto device = LoadUnaligned<uint32_t>(rec.data() + o->device);
+    const auto stream = LoadUnaligned<uint32_t>(rec.data() + o->stream);
     add(devices_[device], start, end);
     add(streams_[{device, stream}], start, end);
   });
