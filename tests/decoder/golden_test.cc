@@ -259,8 +259,9 @@ TEST_F(RealSampleTest, ShortNamesStandForTheFullOnesAndStayApart) {
     // The short name, numbered when other rows share it.
     ASSERT_EQ(shown.compare(0, base.size(), base), 0) << shown << " / " << full_rows[i].second;
     seen[base]++;
-    if (shown.size() > base.size())
+    if (shown.size() > base.size()) {
       EXPECT_EQ(shown.substr(base.size()), " [" + std::to_string(seen[base]) + "]");
+    }
     // The longest is cuBLAS's 121-character C name (sm80_xmma_gemm_...), which has no shorter
     // form; the C++ names were up to 5,050 characters.
     EXPECT_LE(shown.size(), 121u) << shown;

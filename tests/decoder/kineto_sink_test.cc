@@ -260,8 +260,9 @@ TEST(KinetoSinkTest, AutoPrefersStepAnnotationsToDetectedSteps) {
   ASSERT_EQ(Export(in.path(), out.path(), &err, opt), kExitClean) << err;
   const Json j = ParseJson(ReadText(out.path() + "/rank0.json"));
   for (const Json* e : Slices(j, "user_annotation")) {
-    if (e->fields.at("name").text.rfind("ProfilerStep#", 0) == 0)
+    if (e->fields.at("name").text.rfind("ProfilerStep#", 0) == 0) {
       EXPECT_EQ(e->fields.at("args").fields.at("source").text, "annotation");
+    }
   }
   opt.kineto_steps = KinetoSteps::kNone;  // none: "step 1" stays a plain annotation
   ASSERT_EQ(Export(in.path(), out.path(), &err, opt), kExitClean) << err;

@@ -317,9 +317,11 @@ TEST(TraceBuilderTest, ReorderSortsRowsByStartTime) {
   EXPECT_EQ(sorted->counts.out_of_order, 0u);
   // Joins are unchanged by the reordering: the two kernels with a launch record (correlation ids
   // 100 and 200) keep it, the eight without one stay unjoined.
-  for (const auto& r : sorted->sink.rows)
-    if (r.row.type == RowType::kKernel)
+  for (const auto& r : sorted->sink.rows) {
+    if (r.row.type == RowType::kKernel) {
       EXPECT_EQ(r.row.has_api, r.row.correlation % 100 == 0) << r.row.correlation;
+    }
+  }
   EXPECT_EQ(sorted->counts.gpu_without_api, 8u);
   EXPECT_EQ(delivery->counts.gpu_without_api, 8u);
 }
