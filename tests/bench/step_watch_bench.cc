@@ -12,6 +12,7 @@
 
 #include "cupmon/format/record_sizes.h"
 #include "monitor/src/auto_window.h"
+#include "monitor/testing/kernel10_facts.h"
 
 namespace cupmon {
 namespace {
@@ -49,24 +50,13 @@ Stream MakeStream(size_t steps) {
   return s;
 }
 
-SessionFacts Facts() {
-  SessionFacts f;
-  f.sizes = RecordSizeTable::Cupti13();
-  f.sizes.Set(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, sizeof(CUpti_ActivityKernel10));
-  f.kernel = {offsetof(CUpti_ActivityKernel10, start), offsetof(CUpti_ActivityKernel10, end),
-              offsetof(CUpti_ActivityKernel10, deviceId),
-              offsetof(CUpti_ActivityKernel10, streamId)};
-  f.kernel_name_offset = offsetof(CUpti_ActivityKernel10, name);
-  return f;
-}
-
 // One iteration: a fresh watch learns the pattern and times every step of a 500-step stream
 // (100,000 kernels); per_kernel is the time per kernel record (seconds, SI-prefixed).
 // Arg 0: no flush marks (the reorder stage releases kernels by its count bound, 2^15 held);
 // arg 1: Settle() after every buffer, as the control thread's mark after each flush does.
 void BM_StepWatchAdd(benchmark::State& state) {
   const Stream stream = MakeStream(500);
-  const SessionFacts facts = Facts();
+  const SessionFacts facts = cupmon::testing::Kernel10Facts();
   const bool settle = state.range(0) != 0;
   uint64_t timed = 0;
   for (auto _ : state) {
@@ -90,7 +80,7 @@ BENCHMARK(BM_StepWatchAdd)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 // others kernel_N); Settle() after every buffer.
 void BM_StepWatchAnchor(benchmark::State& state) {
   const Stream stream = MakeStream(500);
-  const SessionFacts facts = Facts();
+  const SessionFacts facts = cupmon::testing::Kernel10Facts();
   std::vector<pb::StringEntry> strings(kKernelsPerStep);
   for (size_t name = 0; name < kKernelsPerStep; ++name) {
     strings[name].set_pointer(0x7f0000001000ull + name * 64);

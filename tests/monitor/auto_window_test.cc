@@ -27,6 +27,7 @@
 #include "cupmon/monitor/monitor.h"
 #include "monitor/src/control_loop.h"
 #include "monitor/testing/fake_cupti.h"
+#include "monitor/testing/kernel10_facts.h"
 #include "monitor_fixture.h"
 
 namespace cupmon {
@@ -514,16 +515,7 @@ TEST(AutoWindowAnchorTest, WithoutTheAnchorTheSameLoopIsNotTimed) {
 // StepWatch alone, on buffers shaped as CUPTI hands them over (the bundled H200 sample): one
 // stream's kernels alternate between two buffers filled side by side, each in start order,
 // delivered one after the other at a flush.
-SessionFacts Kernel10Facts() {
-  SessionFacts f;
-  f.sizes = RecordSizeTable::Cupti13();
-  f.sizes.Set(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, sizeof(CUpti_ActivityKernel10));
-  f.kernel = {offsetof(CUpti_ActivityKernel10, start), offsetof(CUpti_ActivityKernel10, end),
-              offsetof(CUpti_ActivityKernel10, deviceId),
-              offsetof(CUpti_ActivityKernel10, streamId)};
-  f.kernel_name_offset = offsetof(CUpti_ActivityKernel10, name);
-  return f;
-}
+using cupmon::testing::Kernel10Facts;
 
 // Steps [first, first + count) of a 200-kernel loop (5 ms each, `slow` 1 s), split by kernel
 // parity into two buffers.
