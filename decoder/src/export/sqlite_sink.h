@@ -28,9 +28,18 @@ struct sqlite3_stmt;
 
 namespace cupmon::decoder {
 
+// The rows a connection's cupmon_batch virtual table yields: `rows` rows of `columns` cells, row
+// after row (INT64_MIN: NULL).
+struct SqliteBatchView {
+  const int64_t* cells = nullptr;
+  size_t rows = 0;
+  int columns = 0;
+};
+
 // Writes one database for one or several recordings (ranks). Everything goes into a temporary
-// file beside the output path, inside one transaction, through prepared multi-row INSERTs; the
-// indexes are built at the end, and only a complete database is renamed onto the path (an
+// file beside the output path, inside one transaction, a batch of rows per statement (INSERT INTO
+// T SELECT ... FROM cupmon_batch, a virtual table over the batch's column values: fewer SQLite
+// instructions per row than bound parameters); the indexes are built at the end, and only a complete database is renamed onto the path (an
 // existing file there is replaced then, and left as it was when anything fails).
 //
 // Threads: the caller's thread turns rows into batches of column values (names, ids and times
@@ -139,13 +148,14 @@ class SqliteSink {
   // owns it at the time (its writer thread while rows stream, the caller's in Close).
   struct Conn {
     sqlite3* db = nullptr;
-    // [table][0]: one-row INSERT, [table][1]: kMultiRows-row INSERT.
-    sqlite3_stmt* inserts[kTableCount][2] = {};
+    // Per table: INSERT INTO it SELECT ... FROM cupmon_batch, which reads `batch`.
+    sqlite3_stmt* inserts[kTableCount] = {};
+    SqliteBatchView batch;  // the rows cupmon_batch yields (set while a batch is inserted)
     std::string error;                   // the first failure
     std::atomic<bool>* failed = nullptr;  // the sink's: any failure stops every writer
     std::string path;                    // its temporary file
     bool nvtx = false;                   // CreateNvtxTables ran
-    bool Open(const std::string& file);  // and the pragmas and the transaction
+    bool Open(const std::string& file);  // and the pragmas, cupmon_batch and the transaction
     bool Exec(const std::string& sql);
     void Fail(const std::string& what);
     bool PrepareInsert(int table);
