@@ -31,6 +31,12 @@ namespace {
 constexpr int64_t kNull = INT64_MIN;  // a cell that is SQL NULL (no column holds this value)
 constexpr size_t kBatchRows = 4096;
 constexpr size_t kMaxQueued = 16;  // full batches waiting for the writer
+// Statements per table and connection for batches whose rows share some cells (the rank's
+// globalPid, deviceId and contextId, ...): those cells are bound once per batch as parameters,
+// which costs SQLite less per row than reading them through cupmon_batch. Batches of fewer rows
+// than kMinShapedRows, and shapes past kMaxShapes, take the statement that reads every cell.
+constexpr size_t kMaxShapes = 32;
+constexpr size_t kMinShapedRows = 64;
 // The page cache while rows go in (a larger one gained nothing), and while the indexes are
 // built: SQLite's sorter keeps as much in memory as the cache may hold and spills the rest to
 // temporary files, then merges them; 64 MiB keeps 2M rows' kernel indexes in memory (a third
@@ -213,13 +219,21 @@ int BatchRowid(sqlite3_vtab_cursor* c, sqlite3_int64* rowid) {
   *rowid = static_cast<sqlite3_int64>(reinterpret_cast<BatchCursor*>(c)->row);
   return SQLITE_OK;
 }
-const sqlite3_module kBatchModule = {
-    /* iVersion */ 0,
-    /* xCreate: none, eponymous only */ nullptr, BatchConnect, BatchBestIndex, BatchDisconnect,
-    /* xDestroy */ nullptr, BatchOpen, BatchClose, BatchFilter, BatchNext, BatchEof, BatchColumn,
-    BatchRowid,
-    // no xUpdate, transactions, functions, renames or savepoints
-};
+// Eponymous only (no xCreate), read only; the members SQLite versions add stay null.
+const sqlite3_module kBatchModule = [] {
+  sqlite3_module m{};
+  m.xConnect = BatchConnect;
+  m.xBestIndex = BatchBestIndex;
+  m.xDisconnect = BatchDisconnect;
+  m.xOpen = BatchOpen;
+  m.xClose = BatchClose;
+  m.xFilter = BatchFilter;
+  m.xNext = BatchNext;
+  m.xEof = BatchEof;
+  m.xColumn = BatchColumn;
+  m.xRowid = BatchRowid;
+  return m;
+}();
 
 // "a, b, c" -> {"a", "b", "c"}
 std::vector<std::string> SplitList(std::string_view list) {
@@ -387,9 +401,9 @@ bool SqliteSink::Conn::Exec(const std::string& sql) {
 }
 
 void SqliteSink::Conn::Finalize() {
-  for (sqlite3_stmt*& s : inserts) {
-    if (s) sqlite3_finalize(s);
-    s = nullptr;
+  for (auto& shapes : inserts) {
+    for (auto& [shape, s] : shapes) sqlite3_finalize(s);
+    shapes.clear();
   }
 }
 
@@ -427,44 +441,82 @@ bool SqliteSink::Conn::PrepareInsert(int t) {
     Fail(std::string("reading the columns of ") + bt.table);
     return false;
   }
-  std::string select;
+  std::vector<Slot>& slots = select[t];
+  slots.clear();
   size_t found = 0;
   while (sqlite3_step(info) == SQLITE_ROW) {
     const auto* text = sqlite3_column_text(info, 1);
     const std::string column = text ? reinterpret_cast<const char*>(text) : "";
     const auto it = std::find(named.begin(), named.end(), column);
-    select += select.empty() ? "" : ", ";
     if (it == named.end()) {
-      select += "NULL";
+      slots.push_back(Slot{-1, "NULL"});
       continue;
     }
     ++found;
     const size_t at = static_cast<size_t>(it - named.begin());
-    select += at < static_cast<size_t>(bt.count) ? "c" + std::to_string(at) : fixed[at - bt.count];
+    if (at < static_cast<size_t>(bt.count)) slots.push_back(Slot{static_cast<int>(at), {}});
+    else slots.push_back(Slot{-1, fixed[at - bt.count]});
   }
   sqlite3_finalize(info);
   if (found != named.size()) {
     Fail(std::string("columns named for ") + bt.table + " that it does not have");
     return false;
   }
-  const std::string sql =
-      std::string("INSERT INTO ") + bt.table + " SELECT " + select + " FROM cupmon_batch";
-  if (sqlite3_prepare_v3(db, sql.c_str(), -1, SQLITE_PREPARE_PERSISTENT, &inserts[t], nullptr) !=
-      SQLITE_OK) {
-    Fail(std::string("preparing the INSERT into ") + bt.table);
-    return false;
+  return InsertFor(t, 0) != nullptr;
+}
+
+sqlite3_stmt* SqliteSink::Conn::InsertFor(int t, uint32_t shape) {
+  auto& shapes = inserts[t];
+  if (const auto it = shapes.find(shape); it != shapes.end()) return it->second;
+  if (shape != 0 && shapes.size() >= kMaxShapes) return InsertFor(t, 0);
+  std::string sql = std::string("INSERT INTO ") + kBatched[t].table + " SELECT ";
+  bool first = true;
+  for (const Slot& slot : select[t]) {
+    sql += first ? "" : ", ";
+    first = false;
+    if (slot.cell < 0) sql += slot.text;
+    else sql += (shape >> slot.cell & 1 ? "?" + std::to_string(slot.cell + 1)
+                                        : "c" + std::to_string(slot.cell));
   }
-  return true;
+  sql += " FROM cupmon_batch";
+  sqlite3_stmt* s = nullptr;
+  if (sqlite3_prepare_v3(db, sql.c_str(), -1, SQLITE_PREPARE_PERSISTENT, &s, nullptr) !=
+      SQLITE_OK) {
+    Fail(std::string("preparing the INSERT into ") + kBatched[t].table);
+    return nullptr;
+  }
+  shapes.emplace(shape, s);
+  return s;
 }
 
 // ---- the writers ----
 
 void SqliteSink::Conn::InsertBatch(const Batch& b) {
   if (!error.empty()) return;
-  if (b.table == kNvtx && !inserts[kNvtx] && !CreateNvtxTables()) return;
+  if (b.table == kNvtx && select[kNvtx].empty() && !CreateNvtxTables()) return;
   if (b.rows == 0) return;
-  batch = SqliteBatchView{b.cells.data(), b.rows, kBatched[b.table].count};
-  sqlite3_stmt* s = inserts[b.table];
+  const int n = kBatched[b.table].count;
+  const int64_t* first = b.cells.data();
+  // The cells every row shares (bit i: cell i).
+  uint32_t shape = 0;
+  if (b.rows >= kMinShapedRows) {
+    uint32_t differ = 0;
+    for (size_t r = 1; r < b.rows; ++r) {
+      const int64_t* row = first + r * static_cast<size_t>(n);
+      for (int i = 0; i < n; ++i) differ |= static_cast<uint32_t>(row[i] != first[i]) << i;
+    }
+    shape = ~differ & ((uint32_t{1} << n) - 1);
+  }
+  sqlite3_stmt* s = InsertFor(b.table, shape);
+  if (!s) return;
+  if (s != inserts[b.table][0]) {
+    for (int i = 0; i < n; ++i) {
+      if (!(shape >> i & 1)) continue;
+      if (first[i] == kNull) sqlite3_bind_null(s, i + 1);
+      else sqlite3_bind_int64(s, i + 1, first[i]);
+    }
+  }
+  batch = SqliteBatchView{first, b.rows, n};
   const int rc = sqlite3_step(s);
   sqlite3_reset(s);
   batch = SqliteBatchView{};

@@ -148,8 +148,17 @@ class SqliteSink {
   // owns it at the time (its writer thread while rows stream, the caller's in Close).
   struct Conn {
     sqlite3* db = nullptr;
-    // Per table: INSERT INTO it SELECT ... FROM cupmon_batch, which reads `batch`.
-    sqlite3_stmt* inserts[kTableCount] = {};
+    // Per table: its SELECT list, in the table's column order: a cell (its index), or NULL or
+    // a constant (`text`, cell -1). And INSERT INTO it SELECT ... FROM cupmon_batch (which reads
+    // `batch`) per shape: the cells that are the same in every row of a batch (bit i: cell i),
+    // which that statement takes as bound parameters (?<i+1>) rather than from cupmon_batch;
+    // shape 0 reads every cell from cupmon_batch.
+    struct Slot {
+      int cell;  // -1: `text`
+      std::string text;
+    };
+    std::vector<Slot> select[kTableCount];
+    std::map<uint32_t, sqlite3_stmt*> inserts[kTableCount];
     SqliteBatchView batch;  // the rows cupmon_batch yields (set while a batch is inserted)
     std::string error;                   // the first failure
     std::atomic<bool>* failed = nullptr;  // the sink's: any failure stops every writer
@@ -158,7 +167,8 @@ class SqliteSink {
     bool Open(const std::string& file);  // and the pragmas, cupmon_batch and the transaction
     bool Exec(const std::string& sql);
     void Fail(const std::string& what);
-    bool PrepareInsert(int table);
+    bool PrepareInsert(int table);  // its SELECT list, and the statement of shape 0
+    sqlite3_stmt* InsertFor(int table, uint32_t shape);  // prepared on first use (shape 0: full)
     bool CreateNvtxTables();  // before the first NVTX batch
     void InsertBatch(const Batch& b);
     void Finalize();  // the statements
