@@ -39,15 +39,18 @@ struct SqliteBatchView {
 // Writes one database for one or several recordings (ranks). Everything goes into a temporary
 // file beside the output path, inside one transaction, a batch of rows per statement (INSERT INTO
 // T SELECT ... FROM cupmon_batch, a virtual table over the batch's column values: fewer SQLite
-// instructions per row than bound parameters); the indexes are built at the end, and only a complete database is renamed onto the path (an
-// existing file there is replaced then, and left as it was when anything fails).
+// instructions per row than bound parameters); the indexes are built at the end, and only a
+// complete database is renamed onto the path (an existing file there is replaced then, and left
+// as it was when anything fails).
 //
 // Threads: the caller's thread turns rows into batches of column values (names, ids and times
 // resolved there); one writer thread, started by Create, owns the SQLite connection while rows
-// stream and inserts the batches, so decoding and SQLite overlap. Kernel rows, the costliest
-// (nsys's 40-column table) and most of the rows, have the database's connection and writer
-// thread to themselves; the other tables are written through a second connection on a second
-// writer thread, into a second temporary file (beside the output) with the same tables. At
+// stream and inserts the batches, so decoding and SQLite overlap. With `split` (off by default:
+// since the batch statements it gains no wall time and costs 12% more CPU, PERFORMANCE.md) kernel
+// rows, the costliest (nsys's 40-column table) and most of the rows, have the database's
+// connection and writer thread to themselves; the other tables are written through a second
+// connection on a second writer thread, into a second temporary file (beside the output) with
+// the same tables. At
 // Close the two build their indexes at the same time, then the second file's tables are copied
 // into the database's empty ones (INSERT INTO ... SELECT * between identical tables with
 // identical indexes: SQLite's transfer, which copies records and index entries without
@@ -56,7 +59,7 @@ struct SqliteBatchView {
 // the batches in flight, plus the distinct names, threads, contexts, annotations and per-rank
 // facts, which the caller's thread writes in Close once the writers have stopped. With
 // `writer_thread` false (or one CPU) the caller's thread inserts the batches itself, through
-// one connection; `split` false keeps one connection with one writer thread.
+// one connection; by default (`split` false) one connection has one writer thread.
 //
 // Ids: each rank gets a globalPid packed as nsys packs it (nsys_schema.h: host number, pid), API
 // rows a globalTid with the rank's thread numbers (CUPMON_THREADS keeps CUPTI's thread ids).
@@ -71,7 +74,7 @@ class SqliteSink {
  public:
   struct Options {
     bool writer_thread = true;
-    bool split = true;  // the second connection; with writer_thread and more than one CPU
+    bool split = false;  // the second connection; with writer_thread and more than one CPU
     // Where the second connection's temporary file goes; empty: beside the output.
     std::string split_dir;
   };
