@@ -43,10 +43,6 @@ constexpr size_t kMinShapedRows = 64;
 // less time for them than with 16 MiB; PERFORMANCE.md, "Second connection").
 constexpr const char* kCacheRows = "PRAGMA cache_size = -16384";
 constexpr const char* kCacheIndexes = "PRAGMA cache_size = -65536";
-// The index builds read the tables back, mostly from the file (the cache held 16 MiB of them):
-// through a mapping of the file, not read(2) into the cache, 4-8% less time for them. At most
-// 256 MiB mapped (the database's pages, which the page cache of the kernel holds anyway).
-constexpr const char* kMapIndexes = "PRAGMA mmap_size = 268435456";
 
 // The batched tables: their columns with values. The first `count` columns take the batch's
 // cells, one per column (cupmon_batch's c0, c1, ...); the rest take the constants of `fixed`, in
@@ -547,7 +543,6 @@ void SqliteSink::WriterLoop(int conn) {
   if (conn == kRest || !split() || failed()) return;
   c.Exec("PRAGMA threads = 1");  // the sorter's helper thread, for the other core's idle moments
   c.Exec(kCacheIndexes);
-  c.Exec(kMapIndexes);
   for (const char* index : nsys::Indexes()) c.Exec(index);
   c.Exec("COMMIT");  // ATTACH cannot run inside a transaction
 }
@@ -1102,7 +1097,6 @@ Expected<void> SqliteSink::Close() {
     const unsigned cpus = std::thread::hardware_concurrency();
     mine.Exec("PRAGMA threads = " + std::to_string(std::min(4u, cpus > 1 ? cpus - 1 : 0u)));
     mine.Exec(kCacheIndexes);
-    mine.Exec(kMapIndexes);
     for (const char* index : nsys::Indexes()) mine.Exec(index);
     mine.Exec("COMMIT");
   }
