@@ -50,11 +50,10 @@ struct SqliteBatchView {
 // rows, the costliest (nsys's 40-column table) and most of the rows, have the database's
 // connection and writer thread to themselves; the other tables are written through a second
 // connection on a second writer thread, into a second temporary file (beside the output) with
-// the same tables. At
-// Close the two build their indexes at the same time, then the second file's tables are copied
-// into the database's empty ones (INSERT INTO ... SELECT * between identical tables with
-// identical indexes: SQLite's transfer, which copies records and index entries without
-// decoding them) and the second file is removed. The hand-over is a bounded queue of batches
+// the same tables. At Close the two build their indexes at the same time, then the second file's
+// tables are copied into the database's empty ones (INSERT INTO ... SELECT * between identical
+// tables with identical indexes: SQLite's transfer, which copies records and index entries
+// without decoding them) and the second file is removed. The hand-over is a bounded queue of batches
 // per connection (guarded by mu_; the caller waits when one is full), so memory stays bounded:
 // the batches in flight, plus the distinct names, threads, contexts, annotations and per-rank
 // facts, which the caller's thread writes in Close once the writers have stopped. With
