@@ -346,7 +346,7 @@ TEST(SqliteSinkTest, ASecondFileThatCannotBeCreatedFailsAtOnceAndLeavesNothing) 
 }
 
 TEST(SqliteSinkTest, ManyRowsCrossManyBatches) {
-  // Batches of 4096 rows, multi-row INSERTs of 32 and their one-row tails.
+  // Batches of 4096 rows (a statement each) and a tail.
   TempDir dir, out;
   BufferBuilder api, gpu;
   constexpr uint32_t kN = 20'000;
@@ -376,6 +376,43 @@ TEST(SqliteSinkTest, ManyRowsCrossManyBatches) {
   EXPECT_EQ(small.Int("SELECT (SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_KERNEL) + (SELECT "
                       "COUNT(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME)"),
             1000);
+}
+
+TEST(SqliteSinkTest, CellsSharedByABatchAndCellsThatDifferReadBackAsWritten) {
+  // A batch's cells that every row shares are bound once as parameters (a statement per set of
+  // shared cells); the others are read per row. Batch 0 (rows 0-4095): every kernel on stream 7
+  // but row 4095 (stream 9), kernels named 0x10 but every 100th (0x20); batch 1: stream 7 and
+  // name 0x10 throughout; then a tail of 5 rows. Each row must come back with its own values.
+  TempDir dir, out;
+  BufferBuilder api, gpu;
+  constexpr uint32_t kN = 2 * 4096 + 5;
+  for (uint32_t i = 0; i < kN; ++i) {
+    api.Runtime(kT0 + 1000 * i, kT0 + 1000 * i + 100, 100 + i, 211);
+    const uint64_t name = i < 4096 && i % 100 == 0 ? 0x20 : 0x10;
+    gpu.Kernel(kT0 + 1000 * i + 200, kT0 + 1000 * i + 300, 100 + i, name, i == 4095 ? 9 : 7);
+  }
+  WriteRecording(dir.path(), {api.bytes(), gpu.bytes()}, {{0x10, "_Z1kv"}, {0x20, "_Z1mv"}});
+  const std::string db_path = out.path() + "/x.sqlite";
+  ASSERT_EQ(Export(dir.path(), db_path), kExitClean);
+  Db db(db_path);
+  const std::string k = "CUPTI_ACTIVITY_KIND_KERNEL";
+  EXPECT_EQ(db.Int("SELECT COUNT(*) FROM " + k), kN);
+  EXPECT_EQ(db.Text("SELECT group_concat(correlationId) FROM " + k + " WHERE streamId = 9"),
+            std::to_string(100 + 4095));
+  EXPECT_EQ(db.Int("SELECT COUNT(*) FROM " + k + " WHERE streamId = 7"), kN - 1);
+  // Rows in correlation order, rowid i + 1 for row i: the name of every 100th of batch 0.
+  EXPECT_EQ(db.Int("SELECT COUNT(*) FROM " + k + " k JOIN StringIds s ON s.id = k.mangledName "
+                   "WHERE s.value = '_Z1mv'"),
+            41);
+  EXPECT_EQ(db.Int("SELECT COUNT(*) FROM " + k + " k JOIN StringIds s ON s.id = k.mangledName "
+                   "WHERE s.value = '_Z1mv' AND ((correlationId - 100) % 100 != 0 OR "
+                   "correlationId - 100 >= 4096 OR k.rowid != correlationId - 99)"),
+            0);
+  EXPECT_EQ(db.Int("SELECT COUNT(*) FROM " + k + " WHERE rowid != correlationId - 99 OR "
+                   "end - start != 100 OR globalPid != " + std::to_string(kGlobalPid) +
+                   " OR deviceId != 0 OR graphId IS NOT NULL OR mangledName IS NULL"),
+            0);
+  EXPECT_EQ(db.Text("PRAGMA integrity_check"), "ok");
 }
 
 TEST(SqliteSinkTest, ReplacesAFileAtomicallyAndLeavesNoTemporary) {

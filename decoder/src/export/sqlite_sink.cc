@@ -30,8 +30,13 @@ namespace {
 
 constexpr int64_t kNull = INT64_MIN;  // a cell that is SQL NULL (no column holds this value)
 constexpr size_t kBatchRows = 4096;
-constexpr size_t kMultiRows = 32;  // rows per multi-row INSERT (a fifth less time per row)
 constexpr size_t kMaxQueued = 16;  // full batches waiting for the writer
+// Statements per table and connection for batches whose rows share some cells (the rank's
+// globalPid, deviceId and contextId, ...): those cells are bound once per batch as parameters,
+// which costs SQLite less per row than reading them through cupmon_batch. Batches of fewer rows
+// than kMinShapedRows, and shapes past kMaxShapes, take the statement that reads every cell.
+constexpr size_t kMaxShapes = 32;
+constexpr size_t kMinShapedRows = 64;
 // The page cache while rows go in (a larger one gained nothing), and while the indexes are
 // built: SQLite's sorter keeps as much in memory as the cache may hold and spills the rest to
 // temporary files, then merges them; 64 MiB keeps 2M rows' kernel indexes in memory (a third
@@ -39,13 +44,15 @@ constexpr size_t kMaxQueued = 16;  // full batches waiting for the writer
 constexpr const char* kCacheRows = "PRAGMA cache_size = -16384";
 constexpr const char* kCacheIndexes = "PRAGMA cache_size = -65536";
 
-// The batched tables: their INSERT column lists. Columns cupmon has no value for stay NULL (left
-// out) or, where nsys declares them NOT NULL, get nsys's default through `fixed` (0, '').
+// The batched tables: their columns with values. The first `count` columns take the batch's
+// cells, one per column (cupmon_batch's c0, c1, ...); the rest take the constants of `fixed`, in
+// order, where nsys declares a column NOT NULL that cupmon has no value for (nsys's default: 0,
+// ''). Every other column is NULL.
 struct BatchedTable {
   const char* table;
   const char* columns;
-  int count;          // bound columns per row
-  const char* fixed;  // constant values appended to each row ("" when none)
+  int count;          // columns with a cell per row
+  const char* fixed;  // constant values of the columns after them ("" when none)
 };
 constexpr BatchedTable kBatched[SqliteSink::kTableCount] = {
     {"CUPTI_ACTIVITY_KIND_KERNEL",
@@ -72,6 +79,8 @@ constexpr BatchedTable kBatched[SqliteSink::kTableCount] = {
     {"CUPMON_CORRELATION_ANNOTATIONS", "globalPid, correlationId, externalId", 3, ""},
     {"NVTX_EVENTS", "start, end, eventType, rangeId, globalTid, textId, domainId", 7, ""},
 };
+
+constexpr int kMaxCells = 20;  // cupmon_batch's columns: the most cells a row has (kernel rows)
 
 constexpr const char* kTypeNames[6] = {"kernel",  "memcpy",        "memset",
                                        "runtime", "secondary_api", "synchronization"};
@@ -123,6 +132,117 @@ std::string IsoUtc(int64_t unix_ns) {
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
   char out[96];
   std::snprintf(out, sizeof out, "%s.%09lldZ", buf, static_cast<long long>(frac));
+  return out;
+}
+
+// cupmon_batch: an eponymous virtual table (SQLite's public API) whose rows are the cells of the
+// batch its connection is inserting (Conn::batch), so that one INSERT INTO T SELECT ... FROM
+// cupmon_batch writes a whole batch. Against multi-row INSERTs of bound parameters (20 binds, 20
+// OP_Variable and 24 OP_SCopy per kernel row), a row here costs 20 OP_VColumn calls into
+// BatchColumn and no copies: with the SELECT list in the table's column order and no column
+// list, SQLite builds the record in the registers the SELECT fills. Nothing of it is stored in
+// the database (an eponymous table has no schema entry).
+struct BatchTable {
+  sqlite3_vtab base;
+  const SqliteBatchView* view;
+};
+struct BatchCursor {
+  sqlite3_vtab_cursor base;
+  const SqliteBatchView* view;
+  size_t row;
+};
+
+int BatchConnect(sqlite3* db, void* view, int, const char* const*, sqlite3_vtab** out, char**) {
+  std::string declare = "CREATE TABLE x(";
+  for (int c = 0; c < kMaxCells; ++c) declare += (c ? ", c" : "c") + std::to_string(c);
+  declare += ")";
+  const int rc = sqlite3_declare_vtab(db, declare.c_str());
+  if (rc != SQLITE_OK) return rc;
+  auto* t = static_cast<BatchTable*>(sqlite3_malloc(sizeof(BatchTable)));
+  if (!t) return SQLITE_NOMEM;
+  std::memset(t, 0, sizeof *t);
+  t->view = static_cast<const SqliteBatchView*>(view);
+  *out = &t->base;
+  return SQLITE_OK;
+}
+int BatchDisconnect(sqlite3_vtab* t) {
+  sqlite3_free(t);
+  return SQLITE_OK;
+}
+int BatchBestIndex(sqlite3_vtab*, sqlite3_index_info* info) {
+  info->estimatedCost = static_cast<double>(kBatchRows);
+  info->estimatedRows = static_cast<sqlite3_int64>(kBatchRows);
+  return SQLITE_OK;
+}
+int BatchOpen(sqlite3_vtab* t, sqlite3_vtab_cursor** out) {
+  auto* c = static_cast<BatchCursor*>(sqlite3_malloc(sizeof(BatchCursor)));
+  if (!c) return SQLITE_NOMEM;
+  std::memset(c, 0, sizeof *c);
+  c->view = reinterpret_cast<BatchTable*>(t)->view;
+  *out = &c->base;
+  return SQLITE_OK;
+}
+int BatchClose(sqlite3_vtab_cursor* c) {
+  sqlite3_free(c);
+  return SQLITE_OK;
+}
+int BatchFilter(sqlite3_vtab_cursor* c, int, const char*, int, sqlite3_value**) {
+  reinterpret_cast<BatchCursor*>(c)->row = 0;
+  return SQLITE_OK;
+}
+int BatchNext(sqlite3_vtab_cursor* c) {
+  ++reinterpret_cast<BatchCursor*>(c)->row;
+  return SQLITE_OK;
+}
+int BatchEof(sqlite3_vtab_cursor* c) {
+  const auto* cur = reinterpret_cast<BatchCursor*>(c);
+  return cur->row >= cur->view->rows;
+}
+int BatchColumn(sqlite3_vtab_cursor* c, sqlite3_context* ctx, int column) {
+  const auto* cur = reinterpret_cast<BatchCursor*>(c);
+  const SqliteBatchView& v = *cur->view;
+  // The INSERTs name only the columns their table has cells for.
+  if (column >= v.columns) {
+    sqlite3_result_null(ctx);
+    return SQLITE_OK;
+  }
+  const int64_t cell = v.cells[cur->row * static_cast<size_t>(v.columns) + column];
+  if (cell == kNull) sqlite3_result_null(ctx);
+  else sqlite3_result_int64(ctx, cell);
+  return SQLITE_OK;
+}
+int BatchRowid(sqlite3_vtab_cursor* c, sqlite3_int64* rowid) {
+  *rowid = static_cast<sqlite3_int64>(reinterpret_cast<BatchCursor*>(c)->row);
+  return SQLITE_OK;
+}
+// Eponymous only (no xCreate), read only; the members SQLite versions add stay null.
+const sqlite3_module kBatchModule = [] {
+  sqlite3_module m{};
+  m.xConnect = BatchConnect;
+  m.xBestIndex = BatchBestIndex;
+  m.xDisconnect = BatchDisconnect;
+  m.xOpen = BatchOpen;
+  m.xClose = BatchClose;
+  m.xFilter = BatchFilter;
+  m.xNext = BatchNext;
+  m.xEof = BatchEof;
+  m.xColumn = BatchColumn;
+  m.xRowid = BatchRowid;
+  return m;
+}();
+
+// "a, b, c" -> {"a", "b", "c"}
+std::vector<std::string> SplitList(std::string_view list) {
+  std::vector<std::string> out;
+  while (!list.empty()) {
+    const size_t comma = list.find(',');
+    std::string_view item = list.substr(0, comma);
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+    if (!item.empty()) out.emplace_back(item);
+    if (comma == std::string_view::npos) break;
+    list.remove_prefix(comma + 1);
+  }
   return out;
 }
 
@@ -249,6 +369,10 @@ bool SqliteSink::Conn::Open(const std::string& file) {
   Exec("PRAGMA synchronous = OFF");
   Exec("PRAGMA locking_mode = EXCLUSIVE");
   Exec(kCacheRows);
+  if (sqlite3_create_module_v2(db, "cupmon_batch", &kBatchModule, &batch, nullptr) != SQLITE_OK) {
+    Fail("registering the cupmon_batch virtual table");
+    return false;
+  }
   return Exec("BEGIN");
 }
 
@@ -273,11 +397,10 @@ bool SqliteSink::Conn::Exec(const std::string& sql) {
 }
 
 void SqliteSink::Conn::Finalize() {
-  for (auto& pair : inserts)
-    for (sqlite3_stmt*& s : pair) {
-      if (s) sqlite3_finalize(s);
-      s = nullptr;
-    }
+  for (auto& shapes : inserts) {
+    for (auto& [shape, s] : shapes) sqlite3_finalize(s);
+    shapes.clear();
+  }
 }
 
 void SqliteSink::Conn::CloseDb() {
@@ -300,50 +423,100 @@ bool SqliteSink::Conn::CreateNvtxTables() {
 
 bool SqliteSink::Conn::PrepareInsert(int t) {
   const BatchedTable& bt = kBatched[t];
-  for (int multi = 0; multi < 2; ++multi) {
-    std::string sql = std::string("INSERT INTO ") + bt.table + " (" + bt.columns + ") VALUES ";
-    const size_t rows = multi ? kMultiRows : 1;
-    int param = 1;
-    for (size_t r = 0; r < rows; ++r) {
-      sql += r ? ", (" : "(";
-      for (int c = 0; c < bt.count; ++c, ++param) sql += (c ? ", ?" : "?") + std::to_string(param);
-      sql += bt.fixed;
-      sql += ")";
-    }
-    if (sqlite3_prepare_v3(db, sql.c_str(), -1, SQLITE_PREPARE_PERSISTENT, &inserts[t][multi],
-                           nullptr) != SQLITE_OK) {
-      Fail(std::string("preparing the INSERT into ") + bt.table);
-      return false;
-    }
+  // The SELECT list in the table's column order (PRAGMA table_info), no column list: SQLite
+  // then builds each record in the registers the SELECT fills.
+  const std::vector<std::string> named = SplitList(bt.columns);
+  const std::vector<std::string> fixed = SplitList(bt.fixed);
+  if (named.size() != static_cast<size_t>(bt.count) + fixed.size() || bt.count > kMaxCells) {
+    Fail(std::string("the column list of ") + bt.table + " does not match its values");
+    return false;
   }
-  return true;
+  sqlite3_stmt* info = nullptr;
+  if (sqlite3_prepare_v2(db, (std::string("PRAGMA table_info(") + bt.table + ")").c_str(), -1,
+                         &info, nullptr) != SQLITE_OK) {
+    Fail(std::string("reading the columns of ") + bt.table);
+    return false;
+  }
+  std::vector<Slot>& slots = select[t];
+  slots.clear();
+  size_t found = 0;
+  while (sqlite3_step(info) == SQLITE_ROW) {
+    const auto* text = sqlite3_column_text(info, 1);
+    const std::string column = text ? reinterpret_cast<const char*>(text) : "";
+    const auto it = std::find(named.begin(), named.end(), column);
+    if (it == named.end()) {
+      slots.push_back(Slot{-1, "NULL"});
+      continue;
+    }
+    ++found;
+    const size_t at = static_cast<size_t>(it - named.begin());
+    if (at < static_cast<size_t>(bt.count)) slots.push_back(Slot{static_cast<int>(at), {}});
+    else slots.push_back(Slot{-1, fixed[at - bt.count]});
+  }
+  sqlite3_finalize(info);
+  if (found != named.size()) {
+    Fail(std::string("columns named for ") + bt.table + " that it does not have");
+    return false;
+  }
+  return InsertFor(t, 0) != nullptr;
+}
+
+sqlite3_stmt* SqliteSink::Conn::InsertFor(int t, uint32_t shape) {
+  auto& shapes = inserts[t];
+  if (const auto it = shapes.find(shape); it != shapes.end()) return it->second;
+  if (shape != 0 && shapes.size() >= kMaxShapes) return InsertFor(t, 0);
+  std::string sql = std::string("INSERT INTO ") + kBatched[t].table + " SELECT ";
+  bool first = true;
+  for (const Slot& slot : select[t]) {
+    sql += first ? "" : ", ";
+    first = false;
+    if (slot.cell < 0) sql += slot.text;
+    else sql += (shape >> slot.cell & 1 ? "?" + std::to_string(slot.cell + 1)
+                                        : "c" + std::to_string(slot.cell));
+  }
+  sql += " FROM cupmon_batch";
+  sqlite3_stmt* s = nullptr;
+  if (sqlite3_prepare_v3(db, sql.c_str(), -1, SQLITE_PREPARE_PERSISTENT, &s, nullptr) !=
+      SQLITE_OK) {
+    Fail(std::string("preparing the INSERT into ") + kBatched[t].table);
+    return nullptr;
+  }
+  shapes.emplace(shape, s);
+  return s;
 }
 
 // ---- the writers ----
 
 void SqliteSink::Conn::InsertBatch(const Batch& b) {
   if (!error.empty()) return;
-  if (b.table == kNvtx && !inserts[kNvtx][0] && !CreateNvtxTables()) return;
+  if (b.table == kNvtx && select[kNvtx].empty() && !CreateNvtxTables()) return;
+  if (b.rows == 0) return;
   const int n = kBatched[b.table].count;
-  const int64_t* cell = b.cells.data();
-  size_t row = 0;
-  while (row < b.rows) {
-    const bool multi = b.rows - row >= kMultiRows;
-    sqlite3_stmt* s = inserts[b.table][multi];
-    const size_t rows = multi ? kMultiRows : 1;
-    const int cells = static_cast<int>(rows) * n;
-    for (int i = 0; i < cells; ++i, ++cell) {
-      if (*cell == kNull) sqlite3_bind_null(s, i + 1);
-      else sqlite3_bind_int64(s, i + 1, *cell);
+  const int64_t* first = b.cells.data();
+  // The cells every row shares (bit i: cell i).
+  uint32_t shape = 0;
+  if (b.rows >= kMinShapedRows) {
+    uint32_t differ = 0;
+    for (size_t r = 1; r < b.rows; ++r) {
+      const int64_t* row = first + r * static_cast<size_t>(n);
+      for (int i = 0; i < n; ++i) differ |= static_cast<uint32_t>(row[i] != first[i]) << i;
     }
-    const int rc = sqlite3_step(s);
-    sqlite3_reset(s);
-    if (rc != SQLITE_DONE) {
-      Fail(std::string("writing ") + kBatched[b.table].table);
-      return;
-    }
-    row += rows;
+    shape = ~differ & ((uint32_t{1} << n) - 1);
   }
+  sqlite3_stmt* s = InsertFor(b.table, shape);
+  if (!s) return;
+  if (s != inserts[b.table][0]) {
+    for (int i = 0; i < n; ++i) {
+      if (!(shape >> i & 1)) continue;
+      if (first[i] == kNull) sqlite3_bind_null(s, i + 1);
+      else sqlite3_bind_int64(s, i + 1, first[i]);
+    }
+  }
+  batch = SqliteBatchView{first, b.rows, n};
+  const int rc = sqlite3_step(s);
+  sqlite3_reset(s);
+  batch = SqliteBatchView{};
+  if (rc != SQLITE_DONE) Fail(std::string("writing ") + kBatched[b.table].table);
 }
 
 void SqliteSink::WriterLoop(int conn) {

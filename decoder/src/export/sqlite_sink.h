@@ -28,26 +28,37 @@ struct sqlite3_stmt;
 
 namespace cupmon::decoder {
 
+// The rows a connection's cupmon_batch virtual table yields: `rows` rows of `columns` cells, row
+// after row (INT64_MIN: NULL).
+struct SqliteBatchView {
+  const int64_t* cells = nullptr;
+  size_t rows = 0;
+  int columns = 0;
+};
+
 // Writes one database for one or several recordings (ranks). Everything goes into a temporary
-// file beside the output path, inside one transaction, through prepared multi-row INSERTs; the
-// indexes are built at the end, and only a complete database is renamed onto the path (an
-// existing file there is replaced then, and left as it was when anything fails).
+// file beside the output path, inside one transaction, a batch of rows per statement (INSERT INTO
+// T SELECT ... FROM cupmon_batch, a virtual table over the batch's column values: fewer SQLite
+// instructions per row than bound parameters); the indexes are built at the end, and only a
+// complete database is renamed onto the path (an existing file there is replaced then, and left
+// as it was when anything fails).
 //
 // Threads: the caller's thread turns rows into batches of column values (names, ids and times
 // resolved there); one writer thread, started by Create, owns the SQLite connection while rows
-// stream and inserts the batches, so decoding and SQLite overlap. Kernel rows, the costliest
-// (nsys's 40-column table) and most of the rows, have the database's connection and writer
-// thread to themselves; the other tables are written through a second connection on a second
-// writer thread, into a second temporary file (beside the output) with the same tables. At
-// Close the two build their indexes at the same time, then the second file's tables are copied
-// into the database's empty ones (INSERT INTO ... SELECT * between identical tables with
-// identical indexes: SQLite's transfer, which copies records and index entries without
-// decoding them) and the second file is removed. The hand-over is a bounded queue of batches
+// stream and inserts the batches, so decoding and SQLite overlap. With `split` (off by default:
+// since the batch statements it gains no wall time and costs 12% more CPU, PERFORMANCE.md) kernel
+// rows, the costliest (nsys's 40-column table) and most of the rows, have the database's
+// connection and writer thread to themselves; the other tables are written through a second
+// connection on a second writer thread, into a second temporary file (beside the output) with
+// the same tables. At Close the two build their indexes at the same time, then the second file's
+// tables are copied into the database's empty ones (INSERT INTO ... SELECT * between identical
+// tables with identical indexes: SQLite's transfer, which copies records and index entries
+// without decoding them) and the second file is removed. The hand-over is a bounded queue of batches
 // per connection (guarded by mu_; the caller waits when one is full), so memory stays bounded:
 // the batches in flight, plus the distinct names, threads, contexts, annotations and per-rank
 // facts, which the caller's thread writes in Close once the writers have stopped. With
 // `writer_thread` false (or one CPU) the caller's thread inserts the batches itself, through
-// one connection; `split` false keeps one connection with one writer thread.
+// one connection; by default (`split` false) one connection has one writer thread.
 //
 // Ids: each rank gets a globalPid packed as nsys packs it (nsys_schema.h: host number, pid), API
 // rows a globalTid with the rank's thread numbers (CUPMON_THREADS keeps CUPTI's thread ids).
@@ -62,7 +73,7 @@ class SqliteSink {
  public:
   struct Options {
     bool writer_thread = true;
-    bool split = true;  // the second connection; with writer_thread and more than one CPU
+    bool split = false;  // the second connection; with writer_thread and more than one CPU
     // Where the second connection's temporary file goes; empty: beside the output.
     std::string split_dir;
   };
@@ -139,16 +150,27 @@ class SqliteSink {
   // owns it at the time (its writer thread while rows stream, the caller's in Close).
   struct Conn {
     sqlite3* db = nullptr;
-    // [table][0]: one-row INSERT, [table][1]: kMultiRows-row INSERT.
-    sqlite3_stmt* inserts[kTableCount][2] = {};
+    // Per table: its SELECT list, in the table's column order: a cell (its index), or NULL or
+    // a constant (`text`, cell -1). And INSERT INTO it SELECT ... FROM cupmon_batch (which reads
+    // `batch`) per shape: the cells that are the same in every row of a batch (bit i: cell i),
+    // which that statement takes as bound parameters (?<i+1>) rather than from cupmon_batch;
+    // shape 0 reads every cell from cupmon_batch.
+    struct Slot {
+      int cell;  // -1: `text`
+      std::string text;
+    };
+    std::vector<Slot> select[kTableCount];
+    std::map<uint32_t, sqlite3_stmt*> inserts[kTableCount];
+    SqliteBatchView batch;  // the rows cupmon_batch yields (set while a batch is inserted)
     std::string error;                   // the first failure
     std::atomic<bool>* failed = nullptr;  // the sink's: any failure stops every writer
     std::string path;                    // its temporary file
     bool nvtx = false;                   // CreateNvtxTables ran
-    bool Open(const std::string& file);  // and the pragmas and the transaction
+    bool Open(const std::string& file);  // and the pragmas, cupmon_batch and the transaction
     bool Exec(const std::string& sql);
     void Fail(const std::string& what);
-    bool PrepareInsert(int table);
+    bool PrepareInsert(int table);  // its SELECT list, and the statement of shape 0
+    sqlite3_stmt* InsertFor(int table, uint32_t shape);  // prepared on first use (shape 0: full)
     bool CreateNvtxTables();  // before the first NVTX batch
     void InsertBatch(const Batch& b);
     void Finalize();  // the statements
