@@ -123,7 +123,8 @@ void ChromeJsonSink::WriteEvents(const Row& r) {
       last_tid_ = r.tid;
     }
     ev_.SliceHead(r.name, r.kind == 4 ? "cuda_driver" : "cuda_runtime", CpuPid(r.pid), r.tid,
-                  r.wall_start, static_cast<int64_t>(r.duration));
+                  r.wall_start, static_cast<int64_t>(r.duration),
+                  plain_name_.Plain(r.name_id, r.name));
     out_ << "\"correlation\":" << r.correlation << ",\"return\":" << r.return_value << "}}";
     annotations_.Add(r);
     return;

@@ -63,7 +63,8 @@ class ChromeJsonSink {
   uint32_t rank_pid_ = 0;
   std::set<uint32_t> rank_pids_;
   uint64_t flow_id_ = 0;
-  // Builder name id -> 1 when the name needs no JSON escaping, 0 when it does, -1 not known yet.
+  // Whether each kernel's and API call's name (by builder name id) needs JSON escaping: found
+  // once per name, not per row (kernel names run to kilobytes).
   PlainJsonNames plain_name_;
   std::set<std::pair<uint32_t, uint32_t>> gpu_tracks_;
   std::pair<uint32_t, uint32_t> last_track_{0, 0};

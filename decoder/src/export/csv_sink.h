@@ -3,7 +3,9 @@
 #pragma once
 
 #include <ostream>
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "cupmon/decoder/rank_listing.h"
 #include "cupmon/decoder/trace_builder.h"
@@ -26,11 +28,17 @@ class CsvSink {
   void Close() { out_.Flush(); }
 
  private:
+  // Whether the row's name (kNameQuoteFree) and a kernel's short name (kShortQuoteFree) hold no
+  // double quote, found once per name id: kernel names run to kilobytes.
+  static constexpr uint8_t kNameQuoteFree = 1, kShortQuoteFree = 2, kUnknown = 0x80;
+  uint8_t QuoteFree(const Row& r);
+
   OutBuf out_;
   const Rank* rank_ = nullptr;
   std::string recording_;  // the recording id column
   bool header_done_ = false;
   ShortKernelNames short_names_;
+  std::vector<uint8_t> quote_free_;  // by name id; kUnknown: not seen yet
 };
 
 }  // namespace cupmon::decoder

@@ -10,66 +10,122 @@ namespace cupmon::decoder {
 void JsonlSink::Begin(const Recording& recording, const Rank* rank) {
   rank_ = rank;
   short_names_.Clear();
-  plain_names_.Clear();
+  plain_.clear();
   recording_ = RecordingIdText(recording.id);
 }
 
+namespace {
+
+// An activity row's bytes besides its text fields, at most: about 330 of keys and punctuation,
+// the recording id (18), the type (15), six 64-bit and seventeen 32-bit numbers (21 and 10
+// bytes); rounded up. Each part of WriteActivity is formatted after one Reserve of this.
+constexpr size_t kFixedRoom = 1024;
+
+}  // namespace
+
 void JsonlSink::Write(const Row& r) {
-  out_ << "{\"recording\":\"" << recording_ << '"';
-  if (rank_) out_ << ",\"rank\":" << rank_->rank;
-  out_ << ",\"type\":\"" << RowTypeName(r.type) << "\",\"kind\":" << r.kind;
+  out_.Reserve(kFixedRoom);
+  out_.Put("{\"recording\":\"");
+  out_.Put(recording_);
+  out_.Put('"');
+  if (rank_) {
+    out_.Put(",\"rank\":");
+    out_.PutUint(rank_->rank);
+  }
+  out_.Put(",\"type\":\"");
+  out_.Put(RowTypeName(r.type));
+  out_.Put("\",\"kind\":");
+  out_.PutUint(r.kind);
   if (r.type == RowType::kRange) WriteRange(r);
   else if (r.type == RowType::kMemory) WriteMemory(r);
   else WriteActivity(r);
   out_.EndRow();
 }
 
-void JsonlSink::Name(const Row& r) {
-  if (r.type != RowType::kKernel) {
-    out_.Json(r.name);
-    return;
+uint8_t JsonlSink::Plain(const Row& r) {
+  if (r.name_id >= plain_.size()) plain_.resize(r.name_id + 1, kUnknown);
+  uint8_t& known = plain_[r.name_id];
+  if (known == kUnknown) {
+    known = OutBuf::IsPlainJson(r.name) ? kNamePlain : 0;
+    if (r.type == RowType::kKernel && OutBuf::IsPlainJson(short_names_.Of(r)))
+      known |= kShortPlain;
   }
-  if (plain_names_.Plain(r.name_id, r.name)) out_ << r.name;
-  else out_.Json(r.name);
+  return known;
 }
 
+// Called from Write, in the room it reserved.
 void JsonlSink::WriteActivity(const Row& r) {
   if (r.valid_time) {
-    out_ << ",\"start_ns\":" << r.wall_start << ",\"end_ns\":" << r.wall_end
-         << ",\"duration_ns\":" << r.duration;
+    out_.Put(",\"start_ns\":");
+    out_.PutInt(r.wall_start);
+    out_.Put(",\"end_ns\":");
+    out_.PutInt(r.wall_end);
+    out_.Put(",\"duration_ns\":");
+    out_.PutUint(r.duration);
   } else {
-    out_ << ",\"start_ns\":null,\"end_ns\":null,\"duration_ns\":null";
+    out_.Put(",\"start_ns\":null,\"end_ns\":null,\"duration_ns\":null");
   }
-  out_ << ",\"correlation_id\":" << r.correlation << ",\"name\":\"";
-  Name(r);
-  out_ << '"';
+  out_.Put(",\"correlation_id\":");
+  out_.PutUint(r.correlation);
+  out_.Put(",\"name\":\"");
+  const uint8_t plain = Plain(r);
+  if (plain & kNamePlain) out_ << r.name;
+  else out_.Json(r.name);
   if (r.type == RowType::kKernel) {
-    out_ << ",\"short_name\":\"";
-    out_.Json(short_names_.Of(r)) << '"';
+    out_ << "\",\"short_name\":\"";
+    if (plain & kShortPlain) out_ << short_names_.Of(r);
+    else out_.Json(short_names_.Of(r));
   }
+  out_.Reserve(kFixedRoom);
+  out_.Put('"');
   if (r.type == RowType::kApi) {
-    out_ << ",\"pid\":" << r.pid << ",\"tid\":" << r.tid << ",\"return_value\":" << r.return_value
-         << ",\"launched\":" << r.launched;
+    out_.Put(",\"pid\":");
+    out_.PutUint(r.pid);
+    out_.Put(",\"tid\":");
+    out_.PutUint(r.tid);
+    out_.Put(",\"return_value\":");
+    out_.PutUint(r.return_value);
+    out_.Put(",\"launched\":");
+    out_.PutUint(r.launched);
   } else {
-    out_ << ",\"device\":" << r.device << ",\"context\":" << r.context << ",\"stream\":"
-         << r.stream;
-    if (r.type == RowType::kKernel)
-      out_ << ",\"grid\":[" << r.grid[0] << ',' << r.grid[1] << ',' << r.grid[2] << "],\"block\":["
-           << r.block[0] << ',' << r.block[1] << ',' << r.block[2] << "],\"registers\":"
-           << r.registers << ",\"static_shared_memory\":" << r.static_smem
-           << ",\"dynamic_shared_memory\":" << r.dynamic_smem;
-    else
-      out_ << ",\"bytes\":" << r.bytes;
-    if (r.has_api) {
-      out_ << ",\"api\":{\"name\":\"";
-      out_.Json(r.api_name) << "\",\"tid\":" << r.api_tid;
-      if (r.api_valid_time)
-        out_ << ",\"start_ns\":" << r.api_wall_start << ",\"end_ns\":" << r.api_wall_end;
-      out_ << '}';
+    out_.Put(",\"device\":");
+    out_.PutUint(r.device);
+    out_.Put(",\"context\":");
+    out_.PutUint(r.context);
+    out_.Put(",\"stream\":");
+    out_.PutUint(r.stream);
+    if (r.type == RowType::kKernel) {
+      out_.Put(",\"grid\":[");
+      out_.PutUint3(r.grid);
+      out_.Put("],\"block\":[");
+      out_.PutUint3(r.block);
+      out_.Put("],\"registers\":");
+      out_.PutUint(r.registers);
+      out_.Put(",\"static_shared_memory\":");
+      out_.PutUint(r.static_smem);
+      out_.Put(",\"dynamic_shared_memory\":");
+      out_.PutUint(r.dynamic_smem);
+    } else {
+      out_.Put(",\"bytes\":");
+      out_.PutUint(r.bytes);
     }
-    if (r.launched_before_window) out_ << ",\"launched_before_window\":true";
+    if (r.has_api) {
+      out_.Put(",\"api\":{\"name\":\"");
+      out_.Json(r.api_name);
+      out_.Reserve(kFixedRoom);
+      out_.Put("\",\"tid\":");
+      out_.PutUint(r.api_tid);
+      if (r.api_valid_time) {
+        out_.Put(",\"start_ns\":");
+        out_.PutInt(r.api_wall_start);
+        out_.Put(",\"end_ns\":");
+        out_.PutInt(r.api_wall_end);
+      }
+      out_.Put('}');
+    }
+    if (r.launched_before_window) out_.Put(",\"launched_before_window\":true");
     if (!r.range.empty()) {
-      out_ << ",\"range\":\"";
+      out_.Put(",\"range\":\"");
       out_.Json(r.range) << '"';
     }
   }

@@ -4,7 +4,9 @@
 #pragma once
 
 #include <ostream>
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "cupmon/decoder/rank_listing.h"
 #include "cupmon/decoder/trace_builder.h"
@@ -27,9 +29,10 @@ class JsonlSink {
   void Close() { out_.Flush(); }
 
  private:
-  // A row's name as a JSON string body: for a kernel, whether it needs escaping is found once
-  // per name id (kernel names run to kilobytes), not per row.
-  void Name(const Row& r);
+  // Whether the row's name (kNamePlain) and a kernel's short name (kShortPlain) are JSON string
+  // bodies as they are, found once per name id (kernel names run to kilobytes), not per row.
+  static constexpr uint8_t kNamePlain = 1, kShortPlain = 2, kUnknown = 0x80;
+  uint8_t Plain(const Row& r);
   void WriteActivity(const Row& r);  // a GPU activity or API call
   void WriteRange(const Row& r);
   void WriteMemory(const Row& r);
@@ -38,7 +41,7 @@ class JsonlSink {
   const Rank* rank_ = nullptr;
   std::string recording_;  // the "recording" field's value
   ShortKernelNames short_names_;
-  PlainJsonNames plain_names_;
+  std::vector<uint8_t> plain_;  // by name id; kUnknown: not seen yet
 };
 
 }  // namespace cupmon::decoder

@@ -137,6 +137,15 @@ class OutBuf {
   [[gnu::always_inline]] void PutUint(uint64_t v) {
     size_ = static_cast<size_t>(FormatUint(buf_.get() + size_, v) - buf_.get());
   }
+  // At most 21 bytes.
+  [[gnu::always_inline]] void PutInt(int64_t v) {
+    if (v < 0) {
+      Put('-');
+      PutUint(0 - static_cast<uint64_t>(v));
+    } else {
+      PutUint(static_cast<uint64_t>(v));
+    }
+  }
   // `ns` as microseconds with three decimals ("-0.001", "1.250"): at most 25 bytes.
   [[gnu::always_inline]] void PutMicros(int64_t ns) {
     const uint64_t a = ns < 0 ? 0 - static_cast<uint64_t>(ns) : static_cast<uint64_t>(ns);
@@ -172,6 +181,16 @@ class OutBuf {
     if (plain == s.size()) return *this << s;
     return *this << JsonEscape(s);
   }
+  // Csv(s) for an `s` known to hold no double quote (a name whose answer was kept), and `after`,
+  // one capacity check.
+  [[gnu::always_inline]] void CsvPlain(std::string_view s, char after) {
+    Reserve(s.size() + 3);
+    Put('"');
+    Put(s);
+    Put('"');
+    Put(after);
+  }
+  static bool HasQuote(std::string_view s) { return s.find('"') != std::string_view::npos; }
   // Appends `s` as a CSV field in double quotes (quotes doubled).
   OutBuf& Csv(std::string_view s) {
     // find, not memchr: an empty view's data() may be null, which memchr must not be given.

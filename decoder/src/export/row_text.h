@@ -15,7 +15,7 @@
 
 namespace cupmon::decoder {
 
-inline const char* RowTypeName(RowType t) {
+constexpr std::string_view RowTypeName(RowType t) {
   switch (t) {
     case RowType::kKernel: return "kernel";
     case RowType::kMemcpy: return "memcpy";
