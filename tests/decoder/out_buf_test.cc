@@ -10,6 +10,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace cupmon::decoder {
@@ -44,6 +45,19 @@ std::vector<uint64_t> Boundaries() {
 
 TEST(OutBufTest, FormatUintWritesWhatToCharsWritesAtEveryBoundary) {
   for (uint64_t v : Boundaries()) EXPECT_EQ(Formatted(v), ToChars(v)) << v;
+}
+
+// Every value of the two shortest branches (up to eight digits), where the digit counts are
+// decided.
+TEST(OutBufTest, FormatUintWritesWhatToCharsWritesForEveryValueBelowTenToTheEight) {
+  char got[24], want[24];
+  for (uint32_t v = 0; v < 100'000'000; ++v) {
+    const char* end = FormatUint(got, v);
+    const char* want_end = std::to_chars(want, want + sizeof want, v).ptr;
+    if (std::string_view(got, static_cast<size_t>(end - got)) !=
+        std::string_view(want, static_cast<size_t>(want_end - want)))
+      FAIL() << v << ": " << std::string_view(got, static_cast<size_t>(end - got));
+  }
 }
 
 TEST(OutBufTest, FormatUintWritesWhatToCharsWritesForValuesOfEveryLength) {
