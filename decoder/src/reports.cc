@@ -1,4 +1,5 @@
-// Report sinks (nvprof-style tables, traces, CSV/JSONL/Chrome-trace exports) and their driver.
+// Report sinks (nvprof-style tables, text traces, the exports' row limit) and their driver; the
+// export formats themselves are written in export/.
 #include "cupmon/decoder/reports.h"
 
 #include <algorithm>
@@ -20,10 +21,13 @@
 #include "cupmon/decoder/memory_usage.h"
 #include "cupmon/decoder/progress_line.h"
 #include "cupmon/decoder/rank_listing.h"
+#include "export/chrome_json_sink.h"
+#include "export/csv_sink.h"
+#include "export/jsonl_sink.h"
 #include "export/kineto_sink.h"
 #include "export/out_buf.h"
 #include "export/perfetto_sink.h"
-#include "export/trace_event_json.h"
+#include "export/row_text.h"
 #include "diff_report.h"
 #include "duration_stat.h"
 #include "html_report.h"
@@ -52,8 +56,6 @@ std::string Printf(const char* fmt, ...) {
   big.resize(static_cast<size_t>(n));
   return big;
 }
-
-std::string Hex(uint64_t v) { return Printf("0x%" PRIx64, v); }
 
 // "N records (K kernel; by kind 10=K 5=M) in C chunks not written (W write errors)".
 std::string LostBeforeDisk(const pb::Stats& s) {
@@ -112,29 +114,6 @@ std::string FormatBytes(uint64_t b) {
     ++u;
   }
   return Printf("%.4g%s", v, units[u]);
-}
-
-const char* RowTypeName(RowType t) {
-  switch (t) {
-    case RowType::kKernel: return "kernel";
-    case RowType::kMemcpy: return "memcpy";
-    case RowType::kMemset: return "memset";
-    case RowType::kApi: return "api";
-    case RowType::kSynchronization: return "synchronization";
-    case RowType::kRange: return "range";
-    case RowType::kMemory: return "memory";
-  }
-  return "?";
-}
-
-// The NVTX call a range row came from, as JSONL and the exports name it.
-const char* RangeKindName(RangeKind k) {
-  switch (k) {
-    case RangeKind::kPushPop: return "push_pop";
-    case RangeKind::kStartEnd: return "start_end";
-    case RangeKind::kMark: return "mark";
-  }
-  return "?";
 }
 
 // "5 ranges, 1 marks, 1 unended, 1 END(s) without START, 1 unresolved names" (summary, info).
@@ -221,16 +200,7 @@ class LimitedSink : public RowSink {
   std::string_view ShownName(const Row& r) { return short_names_ ? ShortName(r) : r.name; }
   // A kernel row's short name (of its demangled name also under --mangled); other rows' names as
   // they are. Each name id's is computed once per recording (ids are the builder's).
-  std::string_view ShortName(const Row& r) {
-    if (r.type != RowType::kKernel) return r.name;
-    if (r.name_id >= short_by_id_.size()) short_by_id_.resize(r.name_id + 1);
-    std::optional<std::string>& name = short_by_id_[r.name_id];
-    if (!name) {
-      const bool raw = !r.raw_name.empty() && r.name == r.raw_name;
-      name = ShortKernelName(raw ? Demangle(std::string(r.raw_name)) : r.name);
-    }
-    return *name;
-  }
+  std::string_view ShortName(const Row& r) { return short_by_id_.Of(r); }
   // The same for a name without an id (an API row's launched kernel).
   std::string_view ShownName(std::string_view kernel) {
     if (!short_names_ || kernel.empty()) return kernel;
@@ -241,19 +211,8 @@ class LimitedSink : public RowSink {
   }
   // Call from Begin: the next recording's builder numbers its names anew.
   void ForgetShortNames() {
-    short_by_id_.clear();
+    short_by_id_.Clear();
     short_by_view_.clear();
-    plain_by_id_.Clear();
-  }
-  // A row's name as a JSON string body: for a kernel, whether it needs escaping is found once
-  // per name id (kernel names run to kilobytes), not per row.
-  void JsonName(const Row& r) {
-    if (r.type != RowType::kKernel) {
-      out_.Json(r.name);
-      return;
-    }
-    if (plain_by_id_.Plain(r.name_id, r.name)) out_ << r.name;
-    else out_.Json(r.name);
   }
   virtual bool Wants(const Row& /*row*/) const { return true; }
   // "rank N (host:pid): " in merged reports, else "".
@@ -267,8 +226,7 @@ class LimitedSink : public RowSink {
 
  private:
   bool short_names_ = false;
-  std::vector<std::optional<std::string>> short_by_id_;
-  PlainJsonNames plain_by_id_;
+  ShortKernelNames short_by_id_;
   // Keys view the builder's names, which live as long as it.
   std::unordered_map<std::string_view, std::string> short_by_view_;
 };
@@ -323,7 +281,7 @@ class SummarySink : public RowSink {
              const ReadIntegrity& integrity, const std::string& prefix = {}) {
     const auto& h = rec.header;
     const auto& c = b.counts();
-    out << "==cupmon== " << prefix << "Recording " << Hex(rec.id) << ": host " << h.host()
+    out << "==cupmon== " << prefix << "Recording " << RecordingIdText(rec.id) << ": host " << h.host()
         << ", pid " << h.pid() << "\n";
     if (h.synthetic())
       out << "==cupmon== SYNTHETIC: written by the CUPTI test double, not measured on a GPU\n";
@@ -489,7 +447,7 @@ class GpuTraceSink : public LimitedSink {
   void Begin(const TraceBuilder& b, const Recording& r, size_t) override {
     builder_ = &b;
     ForgetShortNames();
-    out_ << "==cupmon== " << RankPrefix() << "Recording " << Hex(r.id) << " pid " << r.header.pid()
+    out_ << "==cupmon== " << RankPrefix() << "Recording " << RecordingIdText(r.id) << " pid " << r.header.pid()
          << (r.header.synthetic() ? " (SYNTHETIC: CUPTI test double)" : "") << "\n";
     out_ << Printf("%12s  %10s  %15s  %15s  %5s  %8s  %8s  %9s  %12s  %6s  %7s  %6s  %8s  %s\n",
                    "Start", "Duration", "Grid Size", "Block Size", "Regs", "SSMem", "DSMem", "Size",
@@ -528,7 +486,7 @@ class ApiTraceSink : public LimitedSink {
   void Begin(const TraceBuilder& b, const Recording& r, size_t) override {
     builder_ = &b;
     ForgetShortNames();
-    out_ << "==cupmon== " << RankPrefix() << "Recording " << Hex(r.id) << " pid " << r.header.pid()
+    out_ << "==cupmon== " << RankPrefix() << "Recording " << RecordingIdText(r.id) << " pid " << r.header.pid()
          << (r.header.synthetic() ? " (SYNTHETIC: CUPTI test double)" : "") << "\n";
     out_ << Printf("%12s  %10s  %8s  %8s  %8s  %-28s  %s\n", "Start", "Duration", "Thread",
                    "Return", "CorrId", "Name", "GPU activity");
@@ -562,7 +520,7 @@ class KernExecSink : public LimitedSink {
   void Begin(const TraceBuilder& b, const Recording& r, size_t) override {
     builder_ = &b;
     ForgetShortNames();
-    out_ << "==cupmon== " << RankPrefix() << "Recording " << Hex(r.id) << " pid " << r.header.pid()
+    out_ << "==cupmon== " << RankPrefix() << "Recording " << RecordingIdText(r.id) << " pid " << r.header.pid()
          << (r.header.synthetic() ? " (SYNTHETIC: CUPTI test double)" : "") << "\n";
     out_ << Printf("%12s  %10s  %10s  %12s  %10s  %10s  %8s  %-20s  %s\n", "API Start", "API Dur",
                    "Queue Dur", "Kernel Start", "Kernel Dur", "Total Dur", "CorrId", "API Name",
@@ -595,373 +553,65 @@ class KernExecSink : public LimitedSink {
 
 // ---- exports ----
 
-class CsvSink : public LimitedSink {
+// export --format csv: the row limit and the report's per-recording calls, handed to the CSV
+// writer (export/csv_sink.cc).
+class CsvExport : public LimitedSink {
  public:
-  using LimitedSink::LimitedSink;
-  void Begin(const TraceBuilder& b, const Recording& r, size_t) override {
-    builder_ = &b;
-    ForgetShortNames();
-    recording_ = Hex(r.id);
-    if (!header_done_) {
-      // launched_before_window, short_name: added last so that positional readers still work.
-      out_ << "recording,type,kind,start_ns,end_ns,duration_ns,device,context,stream,"
-              "correlation_id,name,api_name,api_start_ns,api_end_ns,pid,tid,return_value,bytes,"
-              "grid,block,registers,annotation,launched_before_window,short_name"
-           << (rank_ ? ",rank\n" : "\n");
-      header_done_ = true;
-    }
+  CsvExport(std::ostream& out, std::optional<uint64_t> limit)
+      : LimitedSink(out, limit), csv_(out) {}
+  void Begin(const TraceBuilder&, const Recording& r, size_t) override {
+    csv_.Begin(r, rank_);
   }
+  void Close() override { csv_.Close(); }
 
  protected:
-  void Write(const Row& r) override {
-    const bool api = r.type == RowType::kApi;
-    const bool kernel = r.type == RowType::kKernel;
-    const bool api_time = r.has_api && r.api_valid_time;
-    out_ << recording_ << ',' << RowTypeName(r.type) << ',' << r.kind << ',';
-    if (r.valid_time) out_ << r.wall_start << ',' << r.wall_end << ',' << r.duration;
-    else out_ << ",,";
-    out_ << ',';
-    if (!api) out_ << r.device << ',' << r.context << ',' << r.stream;
-    else out_ << ",,";
-    out_ << ',' << r.correlation << ',';
-    out_.Csv(r.name) << ',';
-    out_.Csv(r.api_name) << ',';
-    if (api_time) out_ << r.api_wall_start << ',' << r.api_wall_end;
-    else out_ << ',';
-    out_ << ',' << (api ? r.pid : r.api_pid) << ',' << (api ? r.tid : r.api_tid) << ','
-         << (api ? r.return_value : r.api_return) << ',' << r.bytes << ',';
-    if (kernel) {
-      out_ << r.grid[0] << 'x' << r.grid[1] << 'x' << r.grid[2] << ',' << r.block[0] << 'x'
-           << r.block[1] << 'x' << r.block[2] << ',' << r.registers;
-    } else {
-      out_ << ",,";
-    }
-    out_ << ',';
-    out_.Csv(r.annotation) << ',';
-    if (!api) out_ << (r.launched_before_window ? '1' : '0');
-    out_ << ',';
-    if (kernel) out_.Csv(ShortName(r));
-    if (rank_) out_ << ',' << rank_->rank;
-    out_ << '\n';
-  }
-  std::string recording_;
-  bool header_done_ = false;
-};
-
-class JsonlSink : public LimitedSink {
- public:
-  using LimitedSink::LimitedSink;
-  bool WantsRanges() const override { return true; }
-  bool WantsMemory() const override { return true; }
-  void Begin(const TraceBuilder& b, const Recording& r, size_t) override {
-    builder_ = &b;
-    ForgetShortNames();
-    recording_ = Hex(r.id);
-  }
-
- protected:
-  void Write(const Row& r) override {
-    out_ << "{\"recording\":\"" << recording_ << '"';
-    if (rank_) out_ << ",\"rank\":" << rank_->rank;
-    out_ << ",\"type\":\"" << RowTypeName(r.type) << "\",\"kind\":" << r.kind;
-    if (r.type == RowType::kRange) {
-      WriteRange(r);
-      return;
-    }
-    if (r.type == RowType::kMemory) {
-      WriteMemory(r);
-      return;
-    }
-    if (r.valid_time) {
-      out_ << ",\"start_ns\":" << r.wall_start << ",\"end_ns\":" << r.wall_end
-           << ",\"duration_ns\":" << r.duration;
-    } else {
-      out_ << ",\"start_ns\":null,\"end_ns\":null,\"duration_ns\":null";
-    }
-    out_ << ",\"correlation_id\":" << r.correlation << ",\"name\":\"";
-    JsonName(r);
-    out_ << '"';
-    if (r.type == RowType::kKernel) {
-      out_ << ",\"short_name\":\"";
-      out_.Json(ShortName(r)) << '"';
-    }
-    if (r.type == RowType::kApi) {
-      out_ << ",\"pid\":" << r.pid << ",\"tid\":" << r.tid << ",\"return_value\":" << r.return_value
-           << ",\"launched\":" << r.launched;
-    } else {
-      out_ << ",\"device\":" << r.device << ",\"context\":" << r.context << ",\"stream\":"
-           << r.stream;
-      if (r.type == RowType::kKernel)
-        out_ << ",\"grid\":[" << r.grid[0] << ',' << r.grid[1] << ',' << r.grid[2] << "],\"block\":["
-             << r.block[0] << ',' << r.block[1] << ',' << r.block[2] << "],\"registers\":"
-             << r.registers << ",\"static_shared_memory\":" << r.static_smem
-             << ",\"dynamic_shared_memory\":" << r.dynamic_smem;
-      else
-        out_ << ",\"bytes\":" << r.bytes;
-      if (r.has_api) {
-        out_ << ",\"api\":{\"name\":\"";
-        out_.Json(r.api_name) << "\",\"tid\":" << r.api_tid;
-        if (r.api_valid_time)
-          out_ << ",\"start_ns\":" << r.api_wall_start << ",\"end_ns\":" << r.api_wall_end;
-        out_ << '}';
-      }
-      if (r.launched_before_window) out_ << ",\"launched_before_window\":true";
-      if (!r.range.empty()) {
-        out_ << ",\"range\":\"";
-        out_.Json(r.range) << '"';
-      }
-    }
-    if (!r.annotation.empty()) {
-      out_ << ",\"annotation\":\"";
-      out_.Json(r.annotation) << '"';
-    }
-    out_ << "}\n";
-  }
-  // An NVTX range or mark: end_ns and duration_ns are null for a range never ended.
-  void WriteRange(const Row& r) {
-    out_ << ",\"nvtx\":\"" << RangeKindName(r.range_kind) << "\",\"name\":\"";
-    out_.Json(r.name) << "\",\"domain\":\"";
-    out_.Json(r.range_domain) << "\",\"pid\":" << r.pid << ",\"tid\":" << r.tid;
-    if (r.valid_time) out_ << ",\"start_ns\":" << r.wall_start;
-    else out_ << ",\"start_ns\":null";
-    if (r.valid_time && r.range_ended)
-      out_ << ",\"end_ns\":" << r.wall_end << ",\"duration_ns\":" << r.duration;
-    else
-      out_ << ",\"end_ns\":null,\"duration_ns\":null";
-    out_ << ",\"depth\":" << r.range_depth << "}\n";
-  }
-  // A MEMORY2 allocation or release, or a MEMORY_POOL event, as recorded (in delivery order:
-  // the summary's sums replay them in time order; bytes in use are not in the row).
-  void WriteMemory(const Row& r) {
-    const bool pool = r.kind == kKindMemoryPool;
-    static constexpr const char* kOps[] = {"invalid", "allocation", "release"};
-    static constexpr const char* kPoolOps[] = {"invalid", "created", "destroyed", "trimmed"};
-    out_ << ",\"operation\":";
-    if (!pool && r.memory_op < std::size(kOps)) out_ << '"' << kOps[r.memory_op] << '"';
-    else if (pool && r.memory_op < std::size(kPoolOps)) out_ << '"' << kPoolOps[r.memory_op] << '"';
-    else out_ << uint32_t{r.memory_op};  // not a CUPTI operation type: the number (255: >= 255)
-    if (r.valid_time) out_ << ",\"ts_ns\":" << r.wall_start;
-    else out_ << ",\"ts_ns\":null";
-    out_ << ",\"device\":" << r.device << ",\"pid\":" << r.pid << ",\"correlation_id\":"
-         << r.correlation << ",\"address\":" << r.address << ",\"bytes\":" << r.bytes
-         << ",\"pool_type\":" << uint32_t{r.pool_type};
-    if (!pool)
-      out_ << ",\"memory_kind\":\"" << MemoryKindName(r.memory_kind) << "\",\"context\":"
-           << r.context << ",\"stream\":" << r.stream << ",\"pool_address\":" << r.pool_address;
-    out_ << "}\n";
-  }
-  std::string recording_;
-};
-
-// Chrome Trace Event Format, streamed: events as rows arrive, track names and window/annotation
-// slices at the end of each recording.
-class ChromeSink : public LimitedSink {
- public:
-  ChromeSink(std::ostream& out, std::optional<uint64_t> limit) : LimitedSink(out, limit), ev_(out_) {
-    out_ << "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n";
-  }
-  bool WantsRanges() const override { return true; }
-  bool WantsMemory() const override { return true; }
-  // Merged timelines: every rank's times count from `base` (the earliest process start), so the
-  // ranks share one wall-clock axis. 0: the first rank's first record.
-  void SetCommonBase(int64_t base) {
-    common_base_ = true;
-    ev_.set_base(base);
-  }
-  void Begin(const TraceBuilder& b, const Recording& r, size_t index) override {
-    builder_ = &b;
-    plain_name_.Clear();  // name ids are the builder's, and each recording has its own builder
-    rec_ = &r;
-    index_ = index;
-    if (!common_base_) ev_.set_base(r.header.process_start_unix_ns());
-    if (rank_) {
-      // One Perfetto process per rank under its OS pid; a pid seen on another host gets a
-      // made-up one so the two ranks' tracks stay apart.
-      rank_pid_ = r.header.pid();
-      if (!rank_pids_.insert(rank_pid_).second) {
-        rank_pid_ = 900'000'000u + static_cast<uint32_t>(index);
-        rank_pids_.insert(rank_pid_);
-      }
-    }
-    gpu_tracks_.clear();
-    cpu_threads_.clear();
-    memory_ = MemoryUsage{};
-    annotations_.Clear();
-  }
-  void End(const TraceBuilder& b, const Recording& r, const ReadIntegrity&) override {
-    if (!ev_.base()) ev_.set_base(b.origin_wall());
-    const uint32_t pid = rank_ ? rank_pid_ : r.header.pid();
-    std::string cmd;
-    for (const auto& a : r.header.command_line()) cmd += (cmd.empty() ? "" : " ") + a;
-    if (rank_) {
-      ev_.Meta("process_name", pid, 0, rank_->label + (r.header.synthetic() ? " (SYNTHETIC)" : ""));
-      ev_.SortIndex(pid, 2 * index_);
-    } else {
-      ev_.Meta("process_name", pid, 0,
-               "CPU pid " + std::to_string(pid) + (cmd.empty() ? "" : " " + cmd) +
-                   (r.header.synthetic() ? " (SYNTHETIC)" : ""));
-    }
-    ev_.Meta("thread_name", pid, 0, "cupmon windows");
-    ev_.Meta("thread_name", pid, 1, "annotations");
-    for (uint32_t tid : cpu_threads_) ev_.Meta("thread_name", pid, tid, "thread " + std::to_string(tid));
-    std::set<uint32_t> devices;
-    for (const auto& [dev, stream] : gpu_tracks_) {
-      devices.insert(dev);
-      ev_.Meta("thread_name", GpuPid(dev), stream, "stream " + std::to_string(stream));
-    }
-    // Bytes in use per device: a counter track ("ph":"C") in the device's process, one event per
-    // change, replayed in time order (decoder/src/memory_usage.cc).
-    memory_.Finish();
-    for (const auto& [dev, d] : memory_.devices()) devices.insert(dev);
-    for (const MemoryStep& st : memory_.steps()) {
-      ev_.Comma();
-      out_ << "{\"name\":\"memory in use (since the recording began)\",\"ph\":\"C\",\"pid\":"
-           << GpuPid(st.device) << ",\"tid\":0,\"ts\":";
-      ev_.Us(b.clock().ToWall(st.ts));
-      out_ << ",\"args\":{\"bytes\":" << st.in_use << "}}";
-    }
-    for (uint32_t dev : devices) {
-      std::string name = "GPU " + std::to_string(dev);
-      for (const auto& d : r.header.devices())
-        if (d.id() == dev && !d.name().empty()) name += " " + d.name();
-      if (rank_) {
-        ev_.Meta("process_name", GpuPid(dev), 0, name + " (" + rank_->label + ")");
-        ev_.SortIndex(GpuPid(dev), 2 * index_ + 1);
-      } else {
-        ev_.Meta("process_name", GpuPid(dev), 0, name + " (pid " + std::to_string(pid) + ")");
-      }
-    }
-    for (const auto& [id, w] : b.windows()) {
-      if (!w.begin) continue;
-      const uint64_t end = w.end >= w.begin && w.end ? w.end : std::max(b.last_ts(), w.begin);
-      ev_.Slice("window " + std::to_string(id), "window", pid, 0, b.clock().ToWall(w.begin),
-                b.clock().ToWall(end) - b.clock().ToWall(w.begin),
-                "\"source\":\"" + JsonEscape(w.source) + "\",\"note\":\"" + JsonEscape(w.note) + "\"");
-    out_.EndRow();
-    }
-    for (const auto& [key, span] : annotations_.spans())
-      ev_.Slice(key.first, "annotation", pid, 1, span.start, span.end - span.start, "");
-  }
-  void Close() override {
-    out_ << "\n]}\n";
-    out_.Flush();
-  }
-
- protected:
-  void Write(const Row& r) override {
-    if (r.type == RowType::kMemory) {
-      memory_.Add(r);  // drawn as counters by End, in time order
-      return;
-    }
-    if (!r.valid_time) return;  // cannot be placed on a timeline; counted in the summary
-    if (!ev_.base()) ev_.set_base(builder_->origin_wall());
-    if (r.type == RowType::kRange) {
-      WriteRange(r);
-      return;
-    }
-    if (r.type == RowType::kApi) {
-      if (r.tid != last_tid_ || cpu_threads_.empty()) {
-        cpu_threads_.insert(r.tid);
-        last_tid_ = r.tid;
-      }
-      ev_.SliceHead(r.name, r.kind == 4 ? "cuda_driver" : "cuda_runtime", CpuPid(r.pid), r.tid,
-                    r.wall_start, static_cast<int64_t>(r.duration));
-      out_ << "\"correlation\":" << r.correlation << ",\"return\":" << r.return_value << "}}";
-      annotations_.Add(r);
-      return;
-    }
-    const uint32_t gpid = GpuPid(r.device);
-    if (r.device != last_track_.first || r.stream != last_track_.second || gpu_tracks_.empty()) {
-      gpu_tracks_.emplace(r.device, r.stream);
-      last_track_ = {r.device, r.stream};
-    }
-    // Whether a kernel name needs JSON escaping is found once per name, not per row (names run
-    // to kilobytes); the memcpy and memset names are ours.
-    const bool plain = r.type != RowType::kKernel || plain_name_.Plain(r.name_id, r.name);
-    ev_.SliceHead(r.name, RowTypeName(r.type), gpid, r.stream, r.wall_start,
-                  static_cast<int64_t>(r.duration), plain);
-    // At most ~200 bytes, in the room SliceHead left (TraceEventWriter::kArgsRoom).
-    out_.Put("\"correlation\":");
-    out_.PutUint(r.correlation);
-    out_.Put(",\"context\":");
-    out_.PutUint(r.context);
-    if (r.type == RowType::kKernel) {
-      out_.Put(",\"grid\":\"");
-      out_.PutUint3(r.grid);
-      out_.Put("\",\"block\":\"");
-      out_.PutUint3(r.block);
-      out_.Put("\",\"registers\":");
-      out_.PutUint(r.registers);
-    } else {
-      out_.Put(",\"bytes\":");
-      out_.PutUint(r.bytes);
-    }
-    if (!r.annotation.empty()) {
-      out_ << ",\"annotation\":\"";
-      out_.Json(r.annotation) << '"';
-    }
-    if (r.launched_before_window) out_ << ",\"launched_before_window\":true";
-    if (!r.range.empty()) {
-      out_ << ",\"nvtx_range\":\"";
-      out_.Json(r.range) << '"';
-    }
-    out_ << "}}";
-    // A flow arrow from the launch call to this activity (one per activity: graphs fan out).
-    if (r.has_api && r.api_valid_time)
-      ev_.LaunchFlow("launch", "flow", ++flow_id_, r, CpuPid(r.api_pid), gpid);
-  }
-
-  // An NVTX range: a slice of category "nvtx" on its thread (it nests with the thread's API
-  // calls); an unended one lasts to the recording's last record; a mark is an instant event.
-  void WriteRange(const Row& r) {
-    cpu_threads_.insert(r.tid);
-    last_tid_ = r.tid;
-    const uint32_t pid = CpuPid(r.pid);
-    if (r.range_kind == RangeKind::kMark) {
-      ev_.Comma();
-      out_ << "{\"name\":\"";
-      out_.Json(r.name) << "\",\"cat\":\"nvtx\",\"ph\":\"i\",\"s\":\"t\",\"pid\":" << pid
-                        << ",\"tid\":" << r.tid << ",\"ts\":";
-      ev_.Us(r.wall_start);
-      out_ << ",\"args\":{";
-    } else {
-      int64_t dur = static_cast<int64_t>(r.duration);
-      if (!r.range_ended && builder_->last_ts())
-        dur = std::max<int64_t>(0, builder_->clock().ToWall(builder_->last_ts()) - r.wall_start);
-      ev_.SliceHead(r.name, "nvtx", pid, r.tid, r.wall_start, dur);
-    }
-    out_ << "\"depth\":" << r.range_depth << ",\"nvtx\":\"" << RangeKindName(r.range_kind) << '"';
-    if (!r.range_domain.empty()) {
-      out_ << ",\"domain\":\"";
-      out_.Json(r.range_domain) << '"';
-    }
-    if (!r.range_ended) out_ << ",\"unended\":true";
-    out_ << "}}";
-  }
+  void Write(const Row& row) override { csv_.Write(row); }
 
  private:
-  // The Perfetto process of a CPU record: its own pid, or the rank's in merged timelines (the
-  // rank's process is where its windows and device names are).
-  uint32_t CpuPid(uint32_t record_pid) const { return rank_ ? rank_pid_ : record_pid; }
-  uint32_t GpuPid(uint32_t device) const {
-    return 1'000'000u + static_cast<uint32_t>(index_) * 1000u + device;
-  }
+  CsvSink csv_;
+};
 
-  TraceEventWriter ev_;
-  const Recording* rec_ = nullptr;
-  size_t index_ = 0;
-  bool common_base_ = false;
-  uint32_t rank_pid_ = 0;
-  std::set<uint32_t> rank_pids_;
-  uint64_t flow_id_ = 0;
-  // Builder name id -> 1 when the name needs no JSON escaping, 0 when it does, -1 not known yet.
-  PlainJsonNames plain_name_;
-  std::set<std::pair<uint32_t, uint32_t>> gpu_tracks_;
-  std::pair<uint32_t, uint32_t> last_track_{0, 0};
-  std::set<uint32_t> cpu_threads_;
-  uint32_t last_tid_ = 0;
-  AnnotationSpans annotations_;
-  MemoryUsage memory_;
+// export --format jsonl: likewise, handed to the JSON Lines writer (export/jsonl_sink.cc).
+class JsonlExport : public LimitedSink {
+ public:
+  JsonlExport(std::ostream& out, std::optional<uint64_t> limit)
+      : LimitedSink(out, limit), jsonl_(out) {}
+  bool WantsRanges() const override { return true; }
+  bool WantsMemory() const override { return true; }
+  void Begin(const TraceBuilder&, const Recording& r, size_t) override {
+    jsonl_.Begin(r, rank_);
+  }
+  void Close() override { jsonl_.Close(); }
+
+ protected:
+  void Write(const Row& row) override { jsonl_.Write(row); }
+
+ private:
+  JsonlSink jsonl_;
+};
+
+// export --format chrome-json: likewise, handed to the Chrome Trace Event Format writer
+// (export/chrome_json_sink.cc).
+class ChromeJsonExport : public LimitedSink {
+ public:
+  ChromeJsonExport(std::ostream& out, std::optional<uint64_t> limit)
+      : LimitedSink(out, limit), chrome_(out) {}
+  bool WantsRanges() const override { return true; }
+  bool WantsMemory() const override { return true; }
+  void SetCommonBase(int64_t base) { chrome_.SetCommonBase(base); }
+  void Begin(const TraceBuilder& b, const Recording& r, size_t index) override {
+    chrome_.Begin(b, r, index, rank_);
+  }
+  void End(const TraceBuilder& b, const Recording& r, const ReadIntegrity&) override {
+    chrome_.End(b, r);
+  }
+  void Close() override { chrome_.Close(); }
+
+ protected:
+  void Write(const Row& row) override { chrome_.Write(row); }
+
+ private:
+  ChromeJsonSink chrome_;
 };
 
 // export --format perfetto: the row limit and the report's per-recording calls, handed to the
@@ -1085,7 +735,7 @@ void PrintInfo(std::ostream& out, const TraceBuilder& b, const Recording& r,
                const ReadIntegrity& integrity) {
   const auto& h = r.header;
   const auto& c = b.counts();
-  out << "Recording " << Hex(r.id) << (h.synthetic() ? " (SYNTHETIC: CUPTI test double)" : "")
+  out << "Recording " << RecordingIdText(r.id) << (h.synthetic() ? " (SYNTHETIC: CUPTI test double)" : "")
       << "\n  host " << h.host() << ", pid " << h.pid() << ", format " << h.format_major() << "."
       << h.format_minor() << ", CUPTI API " << h.cupti_api_version() << ", driver "
       << h.cuda_driver_version() << ", runtime " << h.cuda_runtime_version() << ", cupmon "
@@ -1297,7 +947,7 @@ void PrintMergedInfo(std::ostream& out, const RankListing& listing,
   std::set<uint32_t> ids;
   for (const RankResult& r : results) {
     const auto& h = r.rank->recording.header;
-    out << "  " << r.rank->label << ": recording " << Hex(r.rank->recording.id) << ", "
+    out << "  " << r.rank->label << ": recording " << RecordingIdText(r.rank->recording.id) << ", "
         << r.rank->recording.files.size() << " file(s), " << r.records << " records, "
         << r.windows.size() << " window(s), rank "
         << (r.rank->rank_from_header ? "from the launcher" : "by (host, pid) order");
@@ -1416,7 +1066,7 @@ int RunReport(ReportKind kind, const std::vector<std::string>& paths, const Repo
   const bool short_names = !options.full_names && !options.filter.mangled;
 
   std::unique_ptr<LimitedSink> trace;
-  ChromeSink* chrome = nullptr;
+  ChromeJsonExport* chrome = nullptr;
 #if CUPMON_HAVE_SQLITE
   SqliteExport* sqlite_export = nullptr;
 #endif
@@ -1432,9 +1082,9 @@ int RunReport(ReportKind kind, const std::vector<std::string>& paths, const Repo
       break;
     case ReportKind::kExport:
       if (options.format == ExportFormat::kCsv)
-        trace = std::make_unique<CsvSink>(out, options.limit);
+        trace = std::make_unique<CsvExport>(out, options.limit);
       else if (options.format == ExportFormat::kJsonl)
-        trace = std::make_unique<JsonlSink>(out, options.limit);
+        trace = std::make_unique<JsonlExport>(out, options.limit);
       else if (options.format == ExportFormat::kPerfetto)
         trace = std::make_unique<PerfettoExport>(out, options.limit);
       else if (options.format == ExportFormat::kKineto) {
@@ -1460,8 +1110,8 @@ int RunReport(ReportKind kind, const std::vector<std::string>& paths, const Repo
       }
 #endif
       else
-        trace = std::make_unique<ChromeSink>(out, options.limit),
-        chrome = static_cast<ChromeSink*>(trace.get());
+        trace = std::make_unique<ChromeJsonExport>(out, options.limit),
+        chrome = static_cast<ChromeJsonExport*>(trace.get());
       break;
     default:
       break;

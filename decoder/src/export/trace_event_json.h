@@ -1,5 +1,5 @@
 // Events of the Trace Event Format's JSON (the format of chrome://tracing, which Kineto writes too):
-// the shapes that the chrome-json export (reports.cc) and the kineto export (kineto_sink.cc) share.
+// the shapes that the chrome-json export (chrome_json_sink.cc) and the kineto export (kineto_sink.cc) share.
 // Private to the decoder (decoder/src).
 #pragma once
 
@@ -45,11 +45,18 @@ class TraceEventWriter {
   // `cat` included), as are the callers' args (kArgsRoom).
   void SliceHead(std::string_view name, std::string_view cat, uint32_t pid, uint32_t tid,
                  int64_t wall, int64_t dur, bool name_is_plain = false) {
-    Comma();
-    out_ << "{\"name\":\"";
-    if (name_is_plain) out_ << name;
-    else out_.Json(name);
-    out_.Reserve(kSliceTail + cat.size() + kArgsRoom);
+    if (name_is_plain) {
+      // The whole event head in one capacity check.
+      out_.Reserve(2 + kNameHead + name.size() + kSliceTail + cat.size() + kArgsRoom);
+      if (events_++) out_.Put(",\n");
+      out_.Put("{\"name\":\"");
+      out_.Put(name);
+    } else {
+      Comma();
+      out_ << "{\"name\":\"";
+      out_.Json(name);
+      out_.Reserve(kSliceTail + cat.size() + kArgsRoom);
+    }
     out_.Put("\",\"cat\":\"");
     out_.Put(cat);
     out_.Put("\",\"ph\":\"X\",\"pid\":");
@@ -121,6 +128,8 @@ class TraceEventWriter {
   }
 
  private:
+  // `{"name":"`.
+  static constexpr size_t kNameHead = 9;
   // SliceHead's fixed bytes after the name (cat not included): 65 of text, two 10-digit ids and
   // two times of at most 25 bytes each.
   static constexpr size_t kSliceTail = 65 + 2 * 10 + 2 * 25 + 16;

@@ -1,0 +1,129 @@
+// The CSV export (see csv_sink.h).
+#include "export/csv_sink.h"
+
+namespace cupmon::decoder {
+namespace {
+
+// A row's bytes besides its four text fields, at most: 24 commas, the recording id (18), the
+// type (15), five 64-bit and sixteen 32-bit numbers (21 and 10 bytes), four 'x', '0'/'1', the
+// rank and the newline; rounded up. Each part of Write is formatted after one Reserve of this.
+constexpr size_t kFixedRoom = 512;
+
+}  // namespace
+
+void CsvSink::Begin(const Recording& recording, const Rank* rank) {
+  rank_ = rank;
+  short_names_.Clear();
+  quote_free_.clear();
+  recording_ = RecordingIdText(recording.id);
+  if (!header_done_) {
+    // launched_before_window, short_name: added last so that positional readers still work.
+    out_ << "recording,type,kind,start_ns,end_ns,duration_ns,device,context,stream,"
+            "correlation_id,name,api_name,api_start_ns,api_end_ns,pid,tid,return_value,bytes,"
+            "grid,block,registers,annotation,launched_before_window,short_name"
+         << (rank_ ? ",rank\n" : "\n");
+    header_done_ = true;
+  }
+}
+
+uint8_t CsvSink::QuoteFree(const Row& r) {
+  if (r.name_id >= quote_free_.size()) quote_free_.resize(r.name_id + 1, kUnknown);
+  uint8_t& known = quote_free_[r.name_id];
+  if (known == kUnknown) {
+    known = OutBuf::HasQuote(r.name) ? 0 : kNameQuoteFree;
+    if (r.type == RowType::kKernel && !OutBuf::HasQuote(short_names_.Of(r)))
+      known |= kShortQuoteFree;
+  }
+  return known;
+}
+
+void CsvSink::Write(const Row& r) {
+  const bool api = r.type == RowType::kApi;
+  const bool kernel = r.type == RowType::kKernel;
+  const bool api_time = r.has_api && r.api_valid_time;
+  // recording,type,kind,start_ns,end_ns,duration_ns,device,context,stream,correlation_id,
+  out_.Reserve(kFixedRoom);
+  out_.Put(recording_);
+  out_.Put(',');
+  out_.Put(RowTypeName(r.type));
+  out_.Put(',');
+  out_.PutUint(r.kind);
+  out_.Put(',');
+  if (r.valid_time) {
+    out_.PutInt(r.wall_start);
+    out_.Put(',');
+    out_.PutInt(r.wall_end);
+    out_.Put(',');
+    out_.PutUint(r.duration);
+  } else {
+    out_.Put(",,");
+  }
+  out_.Put(',');
+  if (!api) {
+    out_.PutUint(r.device);
+    out_.Put(',');
+    out_.PutUint(r.context);
+    out_.Put(',');
+    out_.PutUint(r.stream);
+  } else {
+    out_.Put(",,");
+  }
+  out_.Put(',');
+  out_.PutUint(r.correlation);
+  out_.Put(',');
+  // name,api_name,
+  const uint8_t quote_free = QuoteFree(r);
+  if (quote_free & kNameQuoteFree) out_.CsvPlain(r.name, ',');
+  else out_.Csv(r.name) << ',';
+  out_.Csv(r.api_name) << ',';
+  // api_start_ns,api_end_ns,pid,tid,return_value,bytes,grid,block,registers,
+  out_.Reserve(kFixedRoom);
+  if (api_time) {
+    out_.PutInt(r.api_wall_start);
+    out_.Put(',');
+    out_.PutInt(r.api_wall_end);
+  } else {
+    out_.Put(',');
+  }
+  out_.Put(',');
+  out_.PutUint(api ? r.pid : r.api_pid);
+  out_.Put(',');
+  out_.PutUint(api ? r.tid : r.api_tid);
+  out_.Put(',');
+  out_.PutUint(api ? r.return_value : r.api_return);
+  out_.Put(',');
+  out_.PutUint(r.bytes);
+  out_.Put(',');
+  if (kernel) {
+    out_.PutUint(r.grid[0]);
+    out_.Put('x');
+    out_.PutUint(r.grid[1]);
+    out_.Put('x');
+    out_.PutUint(r.grid[2]);
+    out_.Put(',');
+    out_.PutUint(r.block[0]);
+    out_.Put('x');
+    out_.PutUint(r.block[1]);
+    out_.Put('x');
+    out_.PutUint(r.block[2]);
+    out_.Put(',');
+    out_.PutUint(r.registers);
+  } else {
+    out_.Put(",,");
+  }
+  out_.Put(',');
+  // annotation,launched_before_window,short_name[,rank]
+  if (r.annotation.empty()) out_.Put("\"\",");  // Csv("") and its comma, in the room above
+  else out_.Csv(r.annotation) << ',';
+  out_.Reserve(kFixedRoom);
+  if (!api) out_.Put(r.launched_before_window ? '1' : '0');
+  out_.Put(',');
+  const char after = rank_ ? ',' : '\n';
+  if (!kernel) out_.Put(after);
+  else if (quote_free & kShortQuoteFree) out_.CsvPlain(short_names_.Of(r), after);
+  else out_.Csv(short_names_.Of(r)) << after;
+  if (rank_) out_ << rank_->rank << '\n';
+  out_.EndRow();
+}
+
+}  // namespace cupmon::decoder

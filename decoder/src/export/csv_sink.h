@@ -1,0 +1,44 @@
+// `cupmon-decode export --format csv`: one line per GPU activity and API call, with a header line.
+// Private to the decoder; the report driver (reports.cc) feeds it.
+#pragma once
+
+#include <ostream>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cupmon/decoder/rank_listing.h"
+#include "cupmon/decoder/trace_builder.h"
+#include "export/out_buf.h"
+#include "export/row_text.h"
+
+namespace cupmon::decoder {
+
+// Writes the rows of one or several recordings (ranks) as CSV, streaming: the header line once,
+// before the first recording's rows, then one line per row (its columns are in the header; a
+// merged export adds "rank"). Text fields are in double quotes; times are wall-clock ns. Use:
+// Begin (per recording, before its rows), Write (per row), Close once. Single-threaded.
+class CsvSink {
+ public:
+  explicit CsvSink(std::ostream& out) : out_(out) {}
+
+  // `rank` is null for a single recording; it must be null for every recording or for none.
+  void Begin(const Recording& recording, const Rank* rank);
+  void Write(const Row& row);
+  void Close() { out_.Flush(); }
+
+ private:
+  // Whether the row's name (kNameQuoteFree) and a kernel's short name (kShortQuoteFree) hold no
+  // double quote, found once per name id: kernel names run to kilobytes.
+  static constexpr uint8_t kNameQuoteFree = 1, kShortQuoteFree = 2, kUnknown = 0x80;
+  uint8_t QuoteFree(const Row& r);
+
+  OutBuf out_;
+  const Rank* rank_ = nullptr;
+  std::string recording_;  // the recording id column
+  bool header_done_ = false;
+  ShortKernelNames short_names_;
+  std::vector<uint8_t> quote_free_;  // by name id; kUnknown: not seen yet
+};
+
+}  // namespace cupmon::decoder

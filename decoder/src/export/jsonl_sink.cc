@@ -1,0 +1,174 @@
+// The JSON Lines export (see jsonl_sink.h).
+#include "export/jsonl_sink.h"
+
+#include <iterator>
+
+#include "cupmon/decoder/memory_usage.h"
+
+namespace cupmon::decoder {
+
+void JsonlSink::Begin(const Recording& recording, const Rank* rank) {
+  rank_ = rank;
+  short_names_.Clear();
+  plain_.clear();
+  recording_ = RecordingIdText(recording.id);
+}
+
+namespace {
+
+// An activity row's bytes besides its text fields, at most: about 330 of keys and punctuation,
+// the recording id (18), the type (15), six 64-bit and seventeen 32-bit numbers (21 and 10
+// bytes); rounded up. Each part of WriteActivity is formatted after one Reserve of this.
+constexpr size_t kFixedRoom = 1024;
+
+}  // namespace
+
+void JsonlSink::Write(const Row& r) {
+  out_.Reserve(kFixedRoom);
+  out_.Put("{\"recording\":\"");
+  out_.Put(recording_);
+  out_.Put('"');
+  if (rank_) {
+    out_.Put(",\"rank\":");
+    out_.PutUint(rank_->rank);
+  }
+  out_.Put(",\"type\":\"");
+  out_.Put(RowTypeName(r.type));
+  out_.Put("\",\"kind\":");
+  out_.PutUint(r.kind);
+  if (r.type == RowType::kRange) WriteRange(r);
+  else if (r.type == RowType::kMemory) WriteMemory(r);
+  else WriteActivity(r);
+  out_.EndRow();
+}
+
+uint8_t JsonlSink::Plain(const Row& r) {
+  if (r.name_id >= plain_.size()) plain_.resize(r.name_id + 1, kUnknown);
+  uint8_t& known = plain_[r.name_id];
+  if (known == kUnknown) {
+    known = OutBuf::IsPlainJson(r.name) ? kNamePlain : 0;
+    if (r.type == RowType::kKernel && OutBuf::IsPlainJson(short_names_.Of(r)))
+      known |= kShortPlain;
+  }
+  return known;
+}
+
+// Called from Write, in the room it reserved.
+void JsonlSink::WriteActivity(const Row& r) {
+  if (r.valid_time) {
+    out_.Put(",\"start_ns\":");
+    out_.PutInt(r.wall_start);
+    out_.Put(",\"end_ns\":");
+    out_.PutInt(r.wall_end);
+    out_.Put(",\"duration_ns\":");
+    out_.PutUint(r.duration);
+  } else {
+    out_.Put(",\"start_ns\":null,\"end_ns\":null,\"duration_ns\":null");
+  }
+  out_.Put(",\"correlation_id\":");
+  out_.PutUint(r.correlation);
+  out_.Put(",\"name\":\"");
+  const uint8_t plain = Plain(r);
+  if (plain & kNamePlain) out_ << r.name;
+  else out_.Json(r.name);
+  if (r.type == RowType::kKernel) {
+    out_ << "\",\"short_name\":\"";
+    if (plain & kShortPlain) out_ << short_names_.Of(r);
+    else out_.Json(short_names_.Of(r));
+  }
+  out_.Reserve(kFixedRoom);
+  out_.Put('"');
+  if (r.type == RowType::kApi) {
+    out_.Put(",\"pid\":");
+    out_.PutUint(r.pid);
+    out_.Put(",\"tid\":");
+    out_.PutUint(r.tid);
+    out_.Put(",\"return_value\":");
+    out_.PutUint(r.return_value);
+    out_.Put(",\"launched\":");
+    out_.PutUint(r.launched);
+  } else {
+    out_.Put(",\"device\":");
+    out_.PutUint(r.device);
+    out_.Put(",\"context\":");
+    out_.PutUint(r.context);
+    out_.Put(",\"stream\":");
+    out_.PutUint(r.stream);
+    if (r.type == RowType::kKernel) {
+      out_.Put(",\"grid\":[");
+      out_.PutUint3(r.grid);
+      out_.Put("],\"block\":[");
+      out_.PutUint3(r.block);
+      out_.Put("],\"registers\":");
+      out_.PutUint(r.registers);
+      out_.Put(",\"static_shared_memory\":");
+      out_.PutUint(r.static_smem);
+      out_.Put(",\"dynamic_shared_memory\":");
+      out_.PutUint(r.dynamic_smem);
+    } else {
+      out_.Put(",\"bytes\":");
+      out_.PutUint(r.bytes);
+    }
+    if (r.has_api) {
+      out_.Put(",\"api\":{\"name\":\"");
+      out_.Json(r.api_name);
+      out_.Reserve(kFixedRoom);
+      out_.Put("\",\"tid\":");
+      out_.PutUint(r.api_tid);
+      if (r.api_valid_time) {
+        out_.Put(",\"start_ns\":");
+        out_.PutInt(r.api_wall_start);
+        out_.Put(",\"end_ns\":");
+        out_.PutInt(r.api_wall_end);
+      }
+      out_.Put('}');
+    }
+    if (r.launched_before_window) out_.Put(",\"launched_before_window\":true");
+    if (!r.range.empty()) {
+      out_.Put(",\"range\":\"");
+      out_.Json(r.range) << '"';
+    }
+  }
+  if (!r.annotation.empty()) {
+    out_ << ",\"annotation\":\"";
+    out_.Json(r.annotation) << '"';
+  }
+  out_ << "}\n";
+}
+
+// An NVTX range or mark: end_ns and duration_ns are null for a range never ended.
+void JsonlSink::WriteRange(const Row& r) {
+  out_ << ",\"nvtx\":\"" << RangeKindName(r.range_kind) << "\",\"name\":\"";
+  out_.Json(r.name) << "\",\"domain\":\"";
+  out_.Json(r.range_domain) << "\",\"pid\":" << r.pid << ",\"tid\":" << r.tid;
+  if (r.valid_time) out_ << ",\"start_ns\":" << r.wall_start;
+  else out_ << ",\"start_ns\":null";
+  if (r.valid_time && r.range_ended)
+    out_ << ",\"end_ns\":" << r.wall_end << ",\"duration_ns\":" << r.duration;
+  else
+    out_ << ",\"end_ns\":null,\"duration_ns\":null";
+  out_ << ",\"depth\":" << r.range_depth << "}\n";
+}
+
+// A MEMORY2 allocation or release, or a MEMORY_POOL event, as recorded (in delivery order: the
+// summary's sums replay them in time order; bytes in use are not in the row).
+void JsonlSink::WriteMemory(const Row& r) {
+  const bool pool = r.kind == kKindMemoryPool;
+  static constexpr const char* kOps[] = {"invalid", "allocation", "release"};
+  static constexpr const char* kPoolOps[] = {"invalid", "created", "destroyed", "trimmed"};
+  out_ << ",\"operation\":";
+  if (!pool && r.memory_op < std::size(kOps)) out_ << '"' << kOps[r.memory_op] << '"';
+  else if (pool && r.memory_op < std::size(kPoolOps)) out_ << '"' << kPoolOps[r.memory_op] << '"';
+  else out_ << uint32_t{r.memory_op};  // not a CUPTI operation type: the number (255: >= 255)
+  if (r.valid_time) out_ << ",\"ts_ns\":" << r.wall_start;
+  else out_ << ",\"ts_ns\":null";
+  out_ << ",\"device\":" << r.device << ",\"pid\":" << r.pid << ",\"correlation_id\":"
+       << r.correlation << ",\"address\":" << r.address << ",\"bytes\":" << r.bytes
+       << ",\"pool_type\":" << uint32_t{r.pool_type};
+  if (!pool)
+    out_ << ",\"memory_kind\":\"" << MemoryKindName(r.memory_kind) << "\",\"context\":"
+         << r.context << ",\"stream\":" << r.stream << ",\"pool_address\":" << r.pool_address;
+  out_ << "}\n";
+}
+
+}  // namespace cupmon::decoder

@@ -1,0 +1,47 @@
+// `cupmon-decode export --format jsonl`: one JSON object per line for every GPU activity, API
+// call, NVTX range or mark and device memory record. Private to the decoder; the report driver
+// (reports.cc) feeds it.
+#pragma once
+
+#include <ostream>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cupmon/decoder/rank_listing.h"
+#include "cupmon/decoder/trace_builder.h"
+#include "export/out_buf.h"
+#include "export/row_text.h"
+
+namespace cupmon::decoder {
+
+// Writes the rows of one or several recordings (ranks) as JSON Lines, streaming: each object
+// names its recording (and its rank in a merged export), its "type" (RowTypeName) and kind, then
+// the fields of that type; times are wall-clock ns, null when unknown. Use: Begin (per recording,
+// before its rows), Write (per row), Close once. Single-threaded.
+class JsonlSink {
+ public:
+  explicit JsonlSink(std::ostream& out) : out_(out) {}
+
+  // `rank` is null for a single recording.
+  void Begin(const Recording& recording, const Rank* rank);
+  void Write(const Row& row);
+  void Close() { out_.Flush(); }
+
+ private:
+  // Whether the row's name (kNamePlain) and a kernel's short name (kShortPlain) are JSON string
+  // bodies as they are, found once per name id (kernel names run to kilobytes), not per row.
+  static constexpr uint8_t kNamePlain = 1, kShortPlain = 2, kUnknown = 0x80;
+  uint8_t Plain(const Row& r);
+  void WriteActivity(const Row& r);  // a GPU activity or API call
+  void WriteRange(const Row& r);
+  void WriteMemory(const Row& r);
+
+  OutBuf out_;
+  const Rank* rank_ = nullptr;
+  std::string recording_;  // the "recording" field's value
+  ShortKernelNames short_names_;
+  std::vector<uint8_t> plain_;  // by name id; kUnknown: not seen yet
+};
+
+}  // namespace cupmon::decoder
