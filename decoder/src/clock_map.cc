@@ -110,6 +110,14 @@ int64_t ClockMap::MapIn(const Segment& g, uint64_t cupti_ns) {
   const Int128 since = static_cast<Int128>(cupti_ns - a.cupti);
   const Int128 span = static_cast<Int128>(b.cupti - a.cupti);
   const Int128 drift = static_cast<Int128>(b.wall) - static_cast<Int128>(a.wall) - span;
+  // Real calibration drifts by microseconds between samples taken minutes apart, so the product
+  // fits 64 bits and the division is a 64-bit one (a 128-bit division is a library call, which
+  // was most of the decoder's time placement): same truncation toward zero, same result.
+  if (drift >= INT64_MIN && drift <= INT64_MAX && since <= INT64_MAX && span <= INT64_MAX) {
+    int64_t product = 0;
+    if (!__builtin_mul_overflow(static_cast<int64_t>(drift), static_cast<int64_t>(since), &product))
+      return Clamp(static_cast<Int128>(a.wall) + since + product / static_cast<int64_t>(span));
+  }
   // |drift * since| < 2^126 whenever |drift| < 2^62 (since < 2^64): real calibration always is;
   // beyond that (absurd samples) the product is formed in long double instead of overflowing.
   constexpr Int128 kExactDrift = Int128{1} << 62;

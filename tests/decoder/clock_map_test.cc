@@ -4,8 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include <vector>
+
 namespace cupmon::decoder {
 namespace {
+
+__extension__ typedef __int128 Int128;  // the reference interpolation, formed exactly
 
 pb::CalibrationSample S(uint64_t cupti, int64_t wall) {
   pb::CalibrationSample s;
@@ -124,6 +128,33 @@ TEST(ClockMapTest, ValidSpanRejectsZeroAndReversed) {
   EXPECT_FALSE(ValidSpan(6, 5));
 }
 
+
+// Between two samples the map takes a 64-bit product and division when drift * since fits, and
+// 128 bits when it does not: both must give the exact interpolation, truncated toward zero, on
+// either side of the point where the product stops fitting (here about 10.2 s into the span).
+TEST(ClockMapTest, InterpolationIsExactWhetherOrNotTheProductFits64Bits) {
+  for (const int64_t drift : {int64_t{900'000'000}, int64_t{-900'000'000}, int64_t{7}}) {
+    constexpr uint64_t kA = 5'000'000'000, kSpan = 100'000'000'000;  // samples 100 s apart
+    constexpr int64_t kWall = 1'796'000'000'000'000'000;
+    ClockMap m;
+    m.Add(S(kA, kWall));
+    m.Add(S(kA + kSpan, kWall + static_cast<int64_t>(kSpan) + drift));
+    ASSERT_EQ(m.domains(), 1u);
+    const uint64_t fits_until = static_cast<uint64_t>(INT64_MAX / (drift < 0 ? -drift : drift));
+    std::vector<uint64_t> sinces = {0, 1, 999'999'999, kSpan - 1, kSpan / 2};
+    for (uint64_t d : {uint64_t{0}, uint64_t{1}, uint64_t{2}})
+      if (fits_until + d < kSpan && fits_until >= d) {
+        sinces.push_back(fits_until - d);
+        sinces.push_back(fits_until + d);
+      }
+    for (const uint64_t since : sinces) {
+      const Int128 want =
+          static_cast<Int128>(kWall) + since + static_cast<Int128>(drift) * since / Int128{kSpan};
+      EXPECT_EQ(m.ToWall(kA + since), static_cast<int64_t>(want))
+          << "drift " << drift << " since " << since;
+    }
+  }
+}
 
 // Calibration read from a damaged or hostile file: extreme values must clamp, never overflow (the
 // ASan+UBSan build turns a signed overflow here into a failure).
