@@ -80,6 +80,7 @@ void ClockMap::Add(const pb::CalibrationSample& in) {
 
 const ClockMap::Segment* ClockMap::SegmentFor(uint64_t cupti_ns) const {
   if (segments_.empty()) return nullptr;
+  if (segments_.size() == 1) return &segments_.front();  // one clock domain: nearly every recording
   const Segment* best = &segments_.front();
   uint64_t best_distance = UINT64_MAX;
   for (const Segment& g : segments_) {
