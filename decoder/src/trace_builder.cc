@@ -259,6 +259,19 @@ void TraceBuilder::OnHeader(const pb::RecordingHeader& header, const ChunkOrigin
   decoder_ = std::make_unique<RecordDecoder>(sizes, header.cupti_api_version());
 }
 
+// A kernel's launch geometry, which AddRecord skips for a sink of totals (reuse_row_).
+constexpr uint64_t kKernelGeometry =
+    FieldBit(Field::kGridX) | FieldBit(Field::kGridY) | FieldBit(Field::kGridZ) |
+    FieldBit(Field::kBlockX) | FieldBit(Field::kBlockY) | FieldBit(Field::kBlockZ) |
+    FieldBit(Field::kRegisters) | FieldBit(Field::kStaticSharedMemory) |
+    FieldBit(Field::kDynamicSharedMemory);
+
+bool TraceBuilder::RecordWordsRead(ColumnSelection* keep) const {
+  if (!decoder_ || !reuse_row_) return false;
+  *keep = decoder_->WordsRead(kAllFields & ~kKernelGeometry);
+  return true;
+}
+
 void TraceBuilder::OnStrings(const pb::StringTable& table) {
   for (const auto& e : table.entries()) {
     auto it = string_by_pointer_.find(e.pointer());
@@ -502,15 +515,17 @@ void TraceBuilder::AddRecord(const RecordLayout& layout, const FieldReader& f, c
   int32_t first = 0;
   if (cls == RecordClass::kKernel) {
     p.string_index = -1;
-    p.grid[0] = f.Get32(rec, Field::kGridX);
-    p.grid[1] = f.Get32(rec, Field::kGridY);
-    p.grid[2] = f.Get32(rec, Field::kGridZ);
-    p.block[0] = f.Get32(rec, Field::kBlockX);
-    p.block[1] = f.Get32(rec, Field::kBlockY);
-    p.block[2] = f.Get32(rec, Field::kBlockZ);
-    p.registers = f.Get32(rec, Field::kRegisters);
-    p.static_smem = f.Get32(rec, Field::kStaticSharedMemory);
-    p.dynamic_smem = f.Get32(rec, Field::kDynamicSharedMemory);
+    if (!reuse_row_) {  // a sink of totals never reads them (and they may not be decoded)
+      p.grid[0] = f.Get32(rec, Field::kGridX);
+      p.grid[1] = f.Get32(rec, Field::kGridY);
+      p.grid[2] = f.Get32(rec, Field::kGridZ);
+      p.block[0] = f.Get32(rec, Field::kBlockX);
+      p.block[1] = f.Get32(rec, Field::kBlockY);
+      p.block[2] = f.Get32(rec, Field::kBlockZ);
+      p.registers = f.Get32(rec, Field::kRegisters);
+      p.static_smem = f.Get32(rec, Field::kStaticSharedMemory);
+      p.dynamic_smem = f.Get32(rec, Field::kDynamicSharedMemory);
+    }
     p.name_ptr = f.Get(rec, Field::kNamePointer);
     // Kernels reuse a few hundred names: a direct-mapped cache saves the hash lookup per record.
     NameCacheSlot& slot = name_cache_[(p.name_ptr ^ p.name_ptr >> 8 ^ p.name_ptr >> 16) & 255];

@@ -246,6 +246,9 @@ class TraceBuilder : public ChunkVisitor {
   void OnHeader(const pb::RecordingHeader& header, const ChunkOrigin& at) override;
   void OnRawBuffer(const RawBufferPrefix& prefix, std::span<const uint8_t> records,
                    const ChunkOrigin& at) override;
+  // The builder reads records only through its RecordDecoder (fixed by the first header), so the
+  // words of its layouts are all it needs; only for sinks of totals (summary, info) for now.
+  bool RecordWordsRead(ColumnSelection* keep) const override;
   void OnStrings(const pb::StringTable& table) override;
   void OnWindowMarker(const pb::WindowMarker& marker) override;
   void OnCalibration(const pb::Calibration& calibration) override;
