@@ -638,7 +638,10 @@ WindowSpan* TraceBuilder::WindowAt(uint64_t t) {
   const auto holds = [t](const WindowSpan& w) {
     return w.begin && t >= w.begin && (w.end == 0 || w.end < w.begin || t <= w.end);
   };
-  if (last_window_ && !windows_changed_ && holds(*last_window_)) return last_window_;
+  if (!windows_changed_) {
+    if (last_window_ && holds(*last_window_)) return last_window_;
+    if (t >= gap_lo_ && t <= gap_hi_) return nullptr;  // between the same two windows as before
+  }
   if (windows_changed_) {
     windows_by_begin_.clear();
     for (auto& [id, w] : windows_)
@@ -646,11 +649,20 @@ WindowSpan* TraceBuilder::WindowAt(uint64_t t) {
     std::sort(windows_by_begin_.begin(), windows_by_begin_.end(),
               [](const WindowSpan* a, const WindowSpan* b) { return a->begin < b->begin; });
     windows_changed_ = false;
+    gap_lo_ = 1;  // the gap was between the old windows
+    gap_hi_ = 0;
   }
   // The last window that begins at or before t (windows do not overlap).
   auto it = std::upper_bound(windows_by_begin_.begin(), windows_by_begin_.end(), t,
                              [](uint64_t v, const WindowSpan* w) { return v < w->begin; });
-  if (it == windows_by_begin_.begin() || !holds(**(it - 1))) return nullptr;
+  if (it == windows_by_begin_.begin() || !holds(**(it - 1))) {
+    // Every time after the window before t (which ended before t) and before the next window's
+    // begin finds the same two windows here, so the same answer: remember the gap. Most GPU rows
+    // without an API record lie outside every window.
+    gap_lo_ = it == windows_by_begin_.begin() ? 0 : (*(it - 1))->end + 1;
+    gap_hi_ = it == windows_by_begin_.end() ? UINT64_MAX : (*it)->begin - 1;
+    return nullptr;
+  }
   return last_window_ = *(it - 1);
 }
 

@@ -360,6 +360,8 @@ class TraceBuilder : public ChunkVisitor {
   std::vector<WindowSpan*> windows_by_begin_;
   bool windows_changed_ = false;
   WindowSpan* last_window_ = nullptr;  // WindowAt's last answer
+  // WindowAt answers nullptr for [gap_lo_, gap_hi_] until windows_changed_ (empty: lo > hi).
+  uint64_t gap_lo_ = 1, gap_hi_ = 0;
   std::map<uint32_t, WindowSpan> gaps_;
   uint64_t first_ts_ = 0, last_ts_ = 0, origin_ts_ = 0;
 
