@@ -336,7 +336,11 @@ Expected<void> ColumnarInverse(std::span<const uint8_t> in, bool delta, std::vec
   }
 
   // Where each record goes in the output, per group in stream order; validates the run table.
-  std::vector<uint32_t> recs(n_records);
+  // Reused across calls on this thread (every entry is written below before it is read): a fresh
+  // zero-filled vector per buffer was an allocation and a memset of 4 bytes a record.
+  thread_local std::vector<uint32_t> recs_storage;
+  if (recs_storage.size() < n_records) recs_storage.resize(n_records);
+  std::span<uint32_t> recs(recs_storage.data(), n_records);
   std::array<size_t, kMaxGroups> fill{};
   for (uint32_t g = 0; g < n_groups; ++g) fill[g] = groups[g].first;
   size_t off = 0;
