@@ -119,17 +119,21 @@ struct TraceBuilder::RangeRecord {
 // stage, which walks the stream, walks the ring in order too. CUPTI hands out correlation ids
 // from one process-wide counter, so the live ids form a mostly increasing run: an index slot
 // `id mod index size` holds the ring position of an id directly (4 bytes, no hashing). The index
-// has 8 slots per live entry, because ids of calls that were not recorded (API calls outside
-// windows) leave gaps: on tests/data/ddp-2rank a rank's 275,000 ids spread over 1..2,436,000,
+// has 7 to 14 slots per live entry (8 at the default horizon), because ids of calls that were not
+// recorded (API calls outside windows) leave gaps: on tests/data/ddp-2rank a rank's 275,000 ids spread over 1..2,436,000,
 // and with one 64-byte slot per live id 45,000 ids a rank went to the hash map below, which took
 // a tenth of an export's time. An id whose slot holds another live id still goes to that map,
 // so arbitrary ids stay correct.
 class TraceBuilder::CorrTable {
  public:
   // At most `live_bound` entries are live at once; Erase is called in creation order.
+  // The ring holds exactly `live_bound` entries (a FIFO never needs more), the index a power of
+  // two of at least 7 slots per entry: 8 for the default horizon, whose bound, 4 * 65,536 + 2, lies
+  // just above a power of two (rounding both up to one took 32 + 16 MiB instead of 16 + 8, all of
+  // it written, so zeroed by the kernel, in every long read). Sizes change only speed: an id the
+  // index cannot hold goes to `overflow_`.
   explicit CorrTable(size_t live_bound)
-      : ring_(PowerOfTwoAtLeast(live_bound)), index_(PowerOfTwoAtLeast(8 * live_bound)) {
-    ring_mask_ = ring_.size() - 1;
+      : ring_(std::max<size_t>(live_bound, 1)), index_(PowerOfTwoAtLeast(7 * live_bound)) {
     index_mask_ = index_.size() - 1;
   }
   CorrEntry* Find(uint32_t key) {
@@ -183,7 +187,8 @@ class TraceBuilder::CorrTable {
     return p;
   }
   uint32_t Create(uint32_t key) {
-    const auto pos = static_cast<uint32_t>(created_++ & ring_mask_);
+    const auto pos = static_cast<uint32_t>(next_);
+    next_ = next_ + 1 == ring_.size() ? 0 : next_ + 1;
     Stored& s = ring_[pos];
     // Holds while the caller keeps its contract (creation-order erases, live_bound).
     CUPMON_CHECK(!s.live);
@@ -194,8 +199,8 @@ class TraceBuilder::CorrTable {
   }
   ZeroedArray<Stored> ring_;
   ZeroedArray<uint32_t> index_;  // ring position + 1 of the id in this slot; 0: none
-  size_t ring_mask_ = 0, index_mask_ = 0;
-  uint64_t created_ = 0;
+  size_t index_mask_ = 0;
+  size_t next_ = 0;  // the ring position the next entry takes (creation order, wrapping)
   std::unordered_map<uint32_t, uint32_t> overflow_;  // id -> ring position
 };
 
