@@ -785,7 +785,8 @@ void TraceBuilder::EmitInto(const Pending& p, Row& row) {
       row.dynamic_smem = p.dynamic_smem;
       if (p.string_index < 0) ++counts_.unresolved_names;
       row.name_id = KernelNameId(p.string_index, p.name_ptr);
-      if (p.string_index >= 0) row.raw_name = strings_[static_cast<size_t>(p.string_index)];
+      if (p.string_index >= 0 && !reuse_row_)
+        row.raw_name = strings_[static_cast<size_t>(p.string_index)];
     } else if (row.type == RowType::kMemcpy) {
       row.bytes = p.bytes;
       row.copy_kind = p.copy_kind;
@@ -817,7 +818,7 @@ void TraceBuilder::EmitInto(const Pending& p, Row& row) {
         }
       }
       row.api_name = NameOf(ApiNameId(e->api_kind, e->cbid));
-      if (row.api_valid_time && !thread_ranges_.empty())
+      if (row.api_valid_time && !thread_ranges_.empty() && !reuse_row_)
         row.range = RangeAt(e->pid, e->tid, e->api_start);
     } else {
       ++counts_.gpu_without_api;
@@ -831,8 +832,10 @@ void TraceBuilder::EmitInto(const Pending& p, Row& row) {
       }
     }
   }
-  row.name = NameOf(row.name_id);
-  if (!Passes(row)) {
+  // A sink of totals (reuse_row_) reads none of the names and the range, and has no filter and no
+  // reorder stage: it gets the row straight (RowSink::ReadsTotalsOnly).
+  if (!reuse_row_) row.name = NameOf(row.name_id);
+  if (!reuse_row_ && !Passes(row)) {
     ++counts_.filtered_out;
     return;
   }
@@ -843,7 +846,8 @@ void TraceBuilder::EmitInto(const Pending& p, Row& row) {
   } else {
     ++counts_.gpu_rows;
   }
-  Deliver(row);
+  if (reuse_row_) sink_->OnRow(row);  // what Deliver does without a reorder stage
+  else Deliver(row);
 }
 
 namespace {
