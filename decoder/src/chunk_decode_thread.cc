@@ -13,8 +13,13 @@ namespace {
 constexpr size_t kRecordsReserve = size_t{8} << 20;
 }  // namespace
 
-ChunkDecodeThread::ChunkDecodeThread(std::span<const uint8_t> bytes, bool background)
+ChunkDecodeThread::ChunkDecodeThread(std::span<const uint8_t> bytes, bool background,
+                                     const ColumnSelection* keep)
     : scanner_(bytes), background_(background) {
+  if (keep) {
+    use_selection_ = true;
+    selection_ = *keep;
+  }
   // Inline, only slot 0 is ever used.
   for (size_t i = 0; i < (background_ ? kSlots : 1); ++i) slots_[i].records.reserve(kRecordsReserve);
   if (background_) thread_ = std::thread([this] { Run(); });
@@ -50,7 +55,8 @@ bool ChunkDecodeThread::Produce(DecodedChunk* out) {
   }
   out->prefix = DecodeRawBufferPrefix(c->payload.data());
   auto r = codec_.Decode(c->header.encoding, c->payload.subspan(kRawBufferPrefixSize),
-                         c->header.uncompressed_length, &out->records);
+                         c->header.uncompressed_length, &out->records,
+                         use_selection_ ? &selection_ : nullptr);
   if (!r) out->decode_error = r.error().message;
   return true;
 }
@@ -62,6 +68,11 @@ void ChunkDecodeThread::Run() noexcept {
         std::unique_lock lock(mu_);
         slot_free_.wait(lock, [&] { return stop_ || produced_ - released_ < kSlots; });
         if (stop_) break;
+        if (selection_changed_) {
+          selection_changed_ = false;
+          use_selection_ = true;
+          selection_ = next_selection_;
+        }
       }
       // This slot is neither held by the consumer nor visible to it until produced_ moves.
       const bool more = Produce(&slots_[produced_ % kSlots]);
@@ -80,6 +91,17 @@ void ChunkDecodeThread::Run() noexcept {
     thread_ended_ = true;
   }
   slot_ready_.notify_one();
+}
+
+void ChunkDecodeThread::SetColumnSelection(const ColumnSelection& keep) {
+  if (!background_) {
+    use_selection_ = true;
+    selection_ = keep;
+    return;
+  }
+  std::lock_guard lock(mu_);
+  selection_changed_ = true;
+  next_selection_ = keep;
 }
 
 const DecodedChunk& ChunkDecodeThread::Next() {

@@ -44,7 +44,7 @@ struct DecodedChunk {
 // Memory ordering: the ring's counters `produced_` and `released_` are guarded by `mu_`; a slot
 // below `produced_` and not yet released belongs to the consumer, every other slot to the
 // decoding thread, so the slots themselves need no lock. The thread touches `bytes` and its own
-// scanner and codec only.
+// scanner, codec and selection only; a new selection passes through `next_selection_` (mu_).
 //
 // Errors: damage and undecodable chunks are data (DecodedChunk), never exceptions. An exception
 // on the decoding thread (std::bad_alloc) ends it and is rethrown by the Next() that reaches its
@@ -54,13 +54,20 @@ class ChunkDecodeThread {
  public:
   static constexpr size_t kSlots = 3;
 
-  ChunkDecodeThread(std::span<const uint8_t> bytes, bool background);
+  // `keep`, when set, is the first column selection (SetColumnSelection).
+  ChunkDecodeThread(std::span<const uint8_t> bytes, bool background,
+                    const ColumnSelection* keep = nullptr);
   ~ChunkDecodeThread();
   ChunkDecodeThread(const ChunkDecodeThread&) = delete;
   ChunkDecodeThread& operator=(const ChunkDecodeThread&) = delete;
 
   // The next chunk (or the end, then again the end). Valid until the next call. Consumer thread.
   const DecodedChunk& Next();
+
+  // From the next chunk decoded on, raw buffers are decoded with `keep` (a partial columnar
+  // inverse: RawBufferDecoder::Decode). Chunks already decoded ahead keep what they had: the caller
+  // must read no more of any chunk than of the ones decoded with `keep`. Consumer thread.
+  void SetColumnSelection(const ColumnSelection& keep);
 
  private:
   // Fills `out` with the next chunk or the end. Returns false at the end.
@@ -70,6 +77,9 @@ class ChunkDecodeThread {
   ChunkScanner scanner_;
   RawBufferDecoder codec_;
   bool background_;
+  // The selection Produce decodes with (the decoding thread's; inline, the caller's).
+  bool use_selection_ = false;
+  ColumnSelection selection_;
   DecodedChunk slots_[kSlots];
   bool end_taken_ = false;  // the consumer holds the end (it stays there)
 
@@ -80,6 +90,8 @@ class ChunkDecodeThread {
   uint64_t released_ = 0;   // slots the consumer is done with (guarded by mu_)
   uint64_t taken_ = 0;      // slots handed to the consumer (consumer thread only)
   bool stop_ = false;       // the destructor asks the thread to end (guarded by mu_)
+  bool selection_changed_ = false;  // next_selection_ waits for the thread (guarded by mu_)
+  ColumnSelection next_selection_;  // guarded by mu_
   bool thread_ended_ = false;           // guarded by mu_
   std::exception_ptr thread_error_;     // set before thread_ended_, read after it
   std::thread thread_;

@@ -179,4 +179,23 @@ RecordDecoder::RecordDecoder(const RecordSizeTable& sizes, uint32_t cupti_api_ve
   }
 }
 
+ColumnSelection RecordDecoder::WordsRead(uint64_t fields) const {
+  ColumnSelection sel;
+  for (uint32_t kind = 0; kind < RecordSizeTable::kMaxKind; ++kind) {
+    const uint32_t size = sizes_.Size(kind);
+    if (size == 0) continue;  // Walk stops at such a record: a group of it is decoded whole
+    uint64_t words = 1;       // the kind (Walk reads it for every record, also unsupported ones)
+    const Entry& e = entries_[kind];
+    if (e.state == State::kSupported) {
+      for (const FieldOffset& f : e.layout->fields) {
+        if (!(fields & FieldBit(f.field))) continue;
+        for (uint32_t b = f.offset; b < f.offset + f.width; ++b)
+          if (b / 8 < 64) words |= uint64_t{1} << (b / 8);
+      }
+    }
+    sel.kinds[kind] = ColumnSelection::Kind{size, words};
+  }
+  return sel;
+}
+
 }  // namespace cupmon::decoder

@@ -297,7 +297,10 @@ void ReadFileBytes(std::span<const uint8_t> bytes, const RecordingFile& file, Ch
   // Scan, checksums and decompression run ahead on a second thread when there is one; everything
   // that counts, notes or calls the visitor stays here, in file order, so the messages and counts
   // are those of the single-threaded read.
-  ChunkDecodeThread chunks(bytes, DecodeThreads() >= 2);
+  // A visitor that reads only some words of each record gets a partial columnar inverse.
+  ColumnSelection keep;
+  const bool partial = visitor.RecordWordsRead(&keep);
+  ChunkDecodeThread chunks(bytes, DecodeThreads() >= 2, partial ? &keep : nullptr);
   RawBufferDecoder codec;           // the other chunk types' protobuf payloads, parsed here
   std::vector<uint8_t> scratch;
   bool footer = false;
@@ -343,8 +346,12 @@ void ReadFileBytes(std::span<const uint8_t> bytes, const RecordingFile& file, Ch
     };
     switch (static_cast<ChunkType>(c->header.type)) {
       case ChunkType::kMetadata:
-        if (ParsePayload(codec, *c, &scratch, &header, &why)) visitor.OnHeader(header, at);
-        else undecodable();
+        if (ParsePayload(codec, *c, &scratch, &header, &why)) {
+          visitor.OnHeader(header, at);
+          if (visitor.RecordWordsRead(&keep)) chunks.SetColumnSelection(keep);
+        } else {
+          undecodable();
+        }
         break;
       case ChunkType::kRawBuffer:
         if (d.short_prefix) {

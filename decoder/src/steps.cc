@@ -236,6 +236,13 @@ class StepScanner : public ChunkVisitor {
     clock_.Add(c);
     calibrations_.push_back(c);
   }
+  // Records are read only through decoder_ (fixed by the first header), and only the fields
+  // Add, AddMarker and LabelLaunch read (kFieldsRead): the inverse writes just their words.
+  bool RecordWordsRead(ColumnSelection* keep) const override {
+    if (!decoder_) return false;
+    *keep = decoder_->WordsRead(kFieldsRead);
+    return true;
+  }
   void OnRawBuffer(const RawBufferPrefix&, std::span<const uint8_t> records,
                    const ChunkOrigin&) override {
     if (!decoder_) return;
@@ -464,6 +471,15 @@ class StepScanner : public ChunkVisitor {
     return step_label_[id] >= 0;
   }
 
+  // Every field Add and the functions it calls read; a field read without being listed here
+  // would see bytes the partial columnar inverse left unset (RecordWordsRead).
+  static constexpr uint64_t kFieldsRead =
+      FieldBit(Field::kBytes) | FieldBit(Field::kCorrelationId) | FieldBit(Field::kDeviceId) |
+      FieldBit(Field::kEnd) | FieldBit(Field::kExternalId) | FieldBit(Field::kMarkerFlags) |
+      FieldBit(Field::kMarkerId) | FieldBit(Field::kNamePointer) | FieldBit(Field::kObjectId0) |
+      FieldBit(Field::kObjectId1) | FieldBit(Field::kObjectKind) | FieldBit(Field::kProcessId) |
+      FieldBit(Field::kStart) | FieldBit(Field::kStreamId) | FieldBit(Field::kThreadId) |
+      FieldBit(Field::kTimestamp);
   void Add(const RecordLayout& layout, const FieldReader& f, const uint8_t* rec) {
     const RecordClass cls = layout.record_class;
     if (cls == RecordClass::kExternalCorrelation) {

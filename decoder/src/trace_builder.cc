@@ -119,17 +119,21 @@ struct TraceBuilder::RangeRecord {
 // stage, which walks the stream, walks the ring in order too. CUPTI hands out correlation ids
 // from one process-wide counter, so the live ids form a mostly increasing run: an index slot
 // `id mod index size` holds the ring position of an id directly (4 bytes, no hashing). The index
-// has 8 slots per live entry, because ids of calls that were not recorded (API calls outside
-// windows) leave gaps: on tests/data/ddp-2rank a rank's 275,000 ids spread over 1..2,436,000,
+// has 7 to 14 slots per live entry (8 at the default horizon), because ids of calls that were not
+// recorded (API calls outside windows) leave gaps: on tests/data/ddp-2rank a rank's 275,000 ids spread over 1..2,436,000,
 // and with one 64-byte slot per live id 45,000 ids a rank went to the hash map below, which took
 // a tenth of an export's time. An id whose slot holds another live id still goes to that map,
 // so arbitrary ids stay correct.
 class TraceBuilder::CorrTable {
  public:
   // At most `live_bound` entries are live at once; Erase is called in creation order.
+  // The ring holds exactly `live_bound` entries (a FIFO never needs more), the index a power of
+  // two of at least 7 slots per entry: 8 for the default horizon, whose bound, 4 * 65,536 + 2, lies
+  // just above a power of two (rounding both up to one took 32 + 16 MiB instead of 16 + 8, all of
+  // it written, so zeroed by the kernel, in every long read). Sizes change only speed: an id the
+  // index cannot hold goes to `overflow_`.
   explicit CorrTable(size_t live_bound)
-      : ring_(PowerOfTwoAtLeast(live_bound)), index_(PowerOfTwoAtLeast(8 * live_bound)) {
-    ring_mask_ = ring_.size() - 1;
+      : ring_(std::max<size_t>(live_bound, 1)), index_(PowerOfTwoAtLeast(7 * live_bound)) {
     index_mask_ = index_.size() - 1;
   }
   CorrEntry* Find(uint32_t key) {
@@ -183,7 +187,8 @@ class TraceBuilder::CorrTable {
     return p;
   }
   uint32_t Create(uint32_t key) {
-    const auto pos = static_cast<uint32_t>(created_++ & ring_mask_);
+    const auto pos = static_cast<uint32_t>(next_);
+    next_ = next_ + 1 == ring_.size() ? 0 : next_ + 1;
     Stored& s = ring_[pos];
     // Holds while the caller keeps its contract (creation-order erases, live_bound).
     CUPMON_CHECK(!s.live);
@@ -194,8 +199,8 @@ class TraceBuilder::CorrTable {
   }
   ZeroedArray<Stored> ring_;
   ZeroedArray<uint32_t> index_;  // ring position + 1 of the id in this slot; 0: none
-  size_t ring_mask_ = 0, index_mask_ = 0;
-  uint64_t created_ = 0;
+  size_t index_mask_ = 0;
+  size_t next_ = 0;  // the ring position the next entry takes (creation order, wrapping)
   std::unordered_map<uint32_t, uint32_t> overflow_;  // id -> ring position
 };
 
@@ -257,6 +262,19 @@ void TraceBuilder::OnHeader(const pb::RecordingHeader& header, const ChunkOrigin
   RecordSizeTable sizes;
   for (const auto& rs : header.record_sizes()) sizes.Set(rs.kind(), rs.size());
   decoder_ = std::make_unique<RecordDecoder>(sizes, header.cupti_api_version());
+}
+
+// A kernel's launch geometry, which AddRecord skips for a sink of totals (reuse_row_).
+constexpr uint64_t kKernelGeometry =
+    FieldBit(Field::kGridX) | FieldBit(Field::kGridY) | FieldBit(Field::kGridZ) |
+    FieldBit(Field::kBlockX) | FieldBit(Field::kBlockY) | FieldBit(Field::kBlockZ) |
+    FieldBit(Field::kRegisters) | FieldBit(Field::kStaticSharedMemory) |
+    FieldBit(Field::kDynamicSharedMemory);
+
+bool TraceBuilder::RecordWordsRead(ColumnSelection* keep) const {
+  if (!decoder_ || !reuse_row_) return false;
+  *keep = decoder_->WordsRead(kAllFields & ~kKernelGeometry);
+  return true;
 }
 
 void TraceBuilder::OnStrings(const pb::StringTable& table) {
@@ -502,15 +520,17 @@ void TraceBuilder::AddRecord(const RecordLayout& layout, const FieldReader& f, c
   int32_t first = 0;
   if (cls == RecordClass::kKernel) {
     p.string_index = -1;
-    p.grid[0] = f.Get32(rec, Field::kGridX);
-    p.grid[1] = f.Get32(rec, Field::kGridY);
-    p.grid[2] = f.Get32(rec, Field::kGridZ);
-    p.block[0] = f.Get32(rec, Field::kBlockX);
-    p.block[1] = f.Get32(rec, Field::kBlockY);
-    p.block[2] = f.Get32(rec, Field::kBlockZ);
-    p.registers = f.Get32(rec, Field::kRegisters);
-    p.static_smem = f.Get32(rec, Field::kStaticSharedMemory);
-    p.dynamic_smem = f.Get32(rec, Field::kDynamicSharedMemory);
+    if (!reuse_row_) {  // a sink of totals never reads them (and they may not be decoded)
+      p.grid[0] = f.Get32(rec, Field::kGridX);
+      p.grid[1] = f.Get32(rec, Field::kGridY);
+      p.grid[2] = f.Get32(rec, Field::kGridZ);
+      p.block[0] = f.Get32(rec, Field::kBlockX);
+      p.block[1] = f.Get32(rec, Field::kBlockY);
+      p.block[2] = f.Get32(rec, Field::kBlockZ);
+      p.registers = f.Get32(rec, Field::kRegisters);
+      p.static_smem = f.Get32(rec, Field::kStaticSharedMemory);
+      p.dynamic_smem = f.Get32(rec, Field::kDynamicSharedMemory);
+    }
     p.name_ptr = f.Get(rec, Field::kNamePointer);
     // Kernels reuse a few hundred names: a direct-mapped cache saves the hash lookup per record.
     NameCacheSlot& slot = name_cache_[(p.name_ptr ^ p.name_ptr >> 8 ^ p.name_ptr >> 16) & 255];
@@ -623,7 +643,10 @@ WindowSpan* TraceBuilder::WindowAt(uint64_t t) {
   const auto holds = [t](const WindowSpan& w) {
     return w.begin && t >= w.begin && (w.end == 0 || w.end < w.begin || t <= w.end);
   };
-  if (last_window_ && !windows_changed_ && holds(*last_window_)) return last_window_;
+  if (!windows_changed_) {
+    if (last_window_ && holds(*last_window_)) return last_window_;
+    if (t >= gap_lo_ && t <= gap_hi_) return nullptr;  // between the same two windows as before
+  }
   if (windows_changed_) {
     windows_by_begin_.clear();
     for (auto& [id, w] : windows_)
@@ -631,11 +654,20 @@ WindowSpan* TraceBuilder::WindowAt(uint64_t t) {
     std::sort(windows_by_begin_.begin(), windows_by_begin_.end(),
               [](const WindowSpan* a, const WindowSpan* b) { return a->begin < b->begin; });
     windows_changed_ = false;
+    gap_lo_ = 1;  // the gap was between the old windows
+    gap_hi_ = 0;
   }
   // The last window that begins at or before t (windows do not overlap).
   auto it = std::upper_bound(windows_by_begin_.begin(), windows_by_begin_.end(), t,
                              [](uint64_t v, const WindowSpan* w) { return v < w->begin; });
-  if (it == windows_by_begin_.begin() || !holds(**(it - 1))) return nullptr;
+  if (it == windows_by_begin_.begin() || !holds(**(it - 1))) {
+    // Every time after the window before t (which ended before t) and before the next window's
+    // begin finds the same two windows here, so the same answer: remember the gap. Most GPU rows
+    // without an API record lie outside every window.
+    gap_lo_ = it == windows_by_begin_.begin() ? 0 : (*(it - 1))->end + 1;
+    gap_hi_ = it == windows_by_begin_.end() ? UINT64_MAX : (*it)->begin - 1;
+    return nullptr;
+  }
   return last_window_ = *(it - 1);
 }
 
@@ -753,7 +785,8 @@ void TraceBuilder::EmitInto(const Pending& p, Row& row) {
       row.dynamic_smem = p.dynamic_smem;
       if (p.string_index < 0) ++counts_.unresolved_names;
       row.name_id = KernelNameId(p.string_index, p.name_ptr);
-      if (p.string_index >= 0) row.raw_name = strings_[static_cast<size_t>(p.string_index)];
+      if (p.string_index >= 0 && !reuse_row_)
+        row.raw_name = strings_[static_cast<size_t>(p.string_index)];
     } else if (row.type == RowType::kMemcpy) {
       row.bytes = p.bytes;
       row.copy_kind = p.copy_kind;
@@ -785,7 +818,7 @@ void TraceBuilder::EmitInto(const Pending& p, Row& row) {
         }
       }
       row.api_name = NameOf(ApiNameId(e->api_kind, e->cbid));
-      if (row.api_valid_time && !thread_ranges_.empty())
+      if (row.api_valid_time && !thread_ranges_.empty() && !reuse_row_)
         row.range = RangeAt(e->pid, e->tid, e->api_start);
     } else {
       ++counts_.gpu_without_api;
@@ -799,8 +832,10 @@ void TraceBuilder::EmitInto(const Pending& p, Row& row) {
       }
     }
   }
-  row.name = NameOf(row.name_id);
-  if (!Passes(row)) {
+  // A sink of totals (reuse_row_) reads none of the names and the range, and has no filter and no
+  // reorder stage: it gets the row straight (RowSink::ReadsTotalsOnly).
+  if (!reuse_row_) row.name = NameOf(row.name_id);
+  if (!reuse_row_ && !Passes(row)) {
     ++counts_.filtered_out;
     return;
   }
@@ -811,7 +846,8 @@ void TraceBuilder::EmitInto(const Pending& p, Row& row) {
   } else {
     ++counts_.gpu_rows;
   }
-  Deliver(row);
+  if (reuse_row_) sink_->OnRow(row);  // what Deliver does without a reorder stage
+  else Deliver(row);
 }
 
 namespace {

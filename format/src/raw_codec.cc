@@ -150,29 +150,40 @@ void ScatterGroup(const uint8_t* raw, const uint32_t* recs, const Group& grp, bo
 // kTile-byte segments of the slice into a tile-major scratch (tile after tile, byte position after
 // byte position), then transpose each tile's block, which sits in L1, into its records. The
 // scratch holds one slice, so it stays in L2.
+// Only the whole words whose bit is set in `keep_words` (words from the 64th on always) and the
+// bytes after the last whole word are gathered: a word's column bytes and its delta chain depend
+// on no other word.
 constexpr size_t kSliceTiles = 16;
 
 void GatherGroup(const uint8_t* cols, const uint32_t* recs, const Group& grp, bool delta,
-                 uint8_t* out, std::vector<uint8_t>* scratch) {
+                 uint64_t keep_words, uint8_t* out, std::vector<uint8_t>* scratch) {
   const size_t n = grp.count;
   const size_t size = grp.size;
   const size_t words = size / 8;
+  std::array<uint16_t, kMaxRecordSize / 8> kept;  // the words to write, ascending
+  size_t n_kept = 0;
+  for (size_t w = 0; w < words; ++w)
+    if (w >= 64 || (keep_words >> w & 1)) kept[n_kept++] = static_cast<uint16_t>(w);
   const size_t tiles = n / kTile;
   const size_t block = size * kTile;  // one tile's bytes in the scratch
   if (scratch->size() < kSliceTiles * block) scratch->resize(kSliceTiles * block);
   uint8_t* s = scratch->data();
   const uint8_t* prev = nullptr;
+  auto copy_column = [&](size_t b, size_t k0, size_t slice) {
+    const uint8_t* col = cols + b * n + k0 * kTile;
+    uint8_t* dst = s + b * kTile;
+    for (size_t k = 0; k < slice; ++k) std::memcpy(dst + k * block, col + k * kTile, kTile);
+  };
   for (size_t k0 = 0; k0 < tiles; k0 += kSliceTiles) {
     const size_t slice = std::min(kSliceTiles, tiles - k0);
-    for (size_t b = 0; b < size; ++b) {
-      const uint8_t* col = cols + b * n + k0 * kTile;
-      uint8_t* dst = s + b * kTile;
-      for (size_t k = 0; k < slice; ++k) std::memcpy(dst + k * block, col + k * kTile, kTile);
-    }
+    for (size_t i = 0; i < n_kept; ++i)
+      for (size_t b = 8 * size_t{kept[i]}; b < 8 * size_t{kept[i]} + 8; ++b) copy_column(b, k0, slice);
+    for (size_t b = 8 * words; b < size; ++b) copy_column(b, k0, slice);
     for (size_t k = 0; k < slice; ++k) {
       const uint8_t* blk = s + k * block;
       const uint32_t* tile_recs = recs + (k0 + k) * kTile;
-      for (size_t w = 0; w < words; ++w) {
+      for (size_t i = 0; i < n_kept; ++i) {
+        const size_t w = kept[i];
         uint64_t carry = delta && prev ? LoadWord(prev + 8 * w) : 0;
         const uint8_t* col = blk + 8 * w * kTile;
         for (size_t t = 0; t < kTile; t += 8) {
@@ -184,11 +195,11 @@ void GatherGroup(const uint8_t* cols, const uint32_t* recs, const Group& grp, bo
           if (delta) {
             x[0] += carry;
             #pragma GCC unroll 8
-            for (int i = 1; i < 8; ++i) x[i] += x[i - 1];
+            for (int r = 1; r < 8; ++r) x[r] += x[r - 1];
             carry = x[7];
           }
           #pragma GCC unroll 8
-          for (int i = 0; i < 8; ++i) StoreWord(out + rec[i] + 8 * w, x[i]);
+          for (int r = 0; r < 8; ++r) StoreWord(out + rec[r] + 8 * w, x[r]);
         }
       }
       for (size_t b = 8 * words; b < size; ++b) {
@@ -199,7 +210,8 @@ void GatherGroup(const uint8_t* cols, const uint32_t* recs, const Group& grp, bo
   }
   for (size_t r = tiles * kTile; r < n; ++r) {
     uint8_t* rec = out + recs[r];
-    for (size_t w = 0; w < words; ++w) {
+    for (size_t i = 0; i < n_kept; ++i) {
+      const size_t w = kept[i];
       uint64_t v = 0;
       #pragma GCC unroll 8
       for (size_t j = 0; j < 8; ++j) v |= uint64_t{cols[(8 * w + j) * n + r]} << (8 * j);
@@ -288,7 +300,8 @@ bool ColumnarTransform(std::span<const uint8_t> raw, const RecordSizeTable& size
   return true;
 }
 
-Expected<void> ColumnarInverse(std::span<const uint8_t> in, bool delta, std::vector<uint8_t>* out) {
+Expected<void> ColumnarInverse(std::span<const uint8_t> in, bool delta, std::vector<uint8_t>* out,
+                               const ColumnSelection* keep) {
   auto bad = [](const std::string& what) { return MakeError("bad column header: " + what); };
   if (in.size() < 4) return bad("shorter than 4 bytes");
   const uint32_t n_groups = GetLe32(in.data());
@@ -323,7 +336,11 @@ Expected<void> ColumnarInverse(std::span<const uint8_t> in, bool delta, std::vec
   }
 
   // Where each record goes in the output, per group in stream order; validates the run table.
-  std::vector<uint32_t> recs(n_records);
+  // Reused across calls on this thread (every entry is written below before it is read): a fresh
+  // zero-filled vector per buffer was an allocation and a memset of 4 bytes a record.
+  thread_local std::vector<uint32_t> recs_storage;
+  if (recs_storage.size() < n_records) recs_storage.resize(n_records);
+  std::span<uint32_t> recs(recs_storage.data(), n_records);
   std::array<size_t, kMaxGroups> fill{};
   for (uint32_t g = 0; g < n_groups; ++g) fill[g] = groups[g].first;
   size_t off = 0;
@@ -338,12 +355,23 @@ Expected<void> ColumnarInverse(std::span<const uint8_t> in, bool delta, std::vec
   }
   if (off != base_total) return bad("runs cover fewer records than the group table");
 
+  // The partial inverse only when the selection covers every group with the group's size.
+  std::array<uint64_t, kMaxGroups> keep_words;
+  keep_words.fill(~uint64_t{0});
+  bool partial = keep != nullptr;
+  for (uint32_t g = 0; g < n_groups && partial; ++g) {
+    const uint32_t kind = groups[g].kind;
+    partial = kind < keep->kinds.size() && keep->kinds[kind].size == groups[g].size;
+    if (partial) keep_words[g] = keep->kinds[kind].words;
+  }
+  if (!partial) keep_words.fill(~uint64_t{0});
+
   out->resize(base_total);
   // Reused across calls on this thread: the tile-major copy is as large as the biggest group.
   thread_local std::vector<uint8_t> scratch;
   for (uint32_t g = 0; g < n_groups; ++g)
     GatherGroup(in.data() + groups[g].column_base, recs.data() + groups[g].first, groups[g], delta,
-                out->data(), &scratch);
+                keep_words[g], out->data(), &scratch);
   return {};
 }
 
@@ -401,7 +429,8 @@ RawBufferDecoder::RawBufferDecoder() : impl_(std::make_unique<Impl>()) {}
 RawBufferDecoder::~RawBufferDecoder() = default;
 
 Expected<void> RawBufferDecoder::Decode(uint8_t encoding, std::span<const uint8_t> payload,
-                                        uint32_t uncompressed_length, std::vector<uint8_t>* out) {
+                                        uint32_t uncompressed_length, std::vector<uint8_t>* out,
+                                        const ColumnSelection* keep) {
   if (!impl_->dctx) return MakeError("zstd: cannot create a decompression context");
   auto unzstd = [&](std::vector<uint8_t>* dst, size_t expected) -> Expected<void> {
     const unsigned long long content = ZSTD_getFrameContentSize(payload.data(), payload.size());
@@ -431,7 +460,7 @@ Expected<void> RawBufferDecoder::Decode(uint8_t encoding, std::span<const uint8_
       if (auto r = unzstd(&impl_->scratch, SIZE_MAX); !r) return r;
       if (auto r = ColumnarInverse(impl_->scratch,
                                    encoding == static_cast<uint8_t>(Encoding::kColumnsDeltaZstd),
-                                   out);
+                                   out, keep);
           !r)
         return r;
       if (out->size() != uncompressed_length)

@@ -275,4 +275,34 @@ TEST(RecordDecoderTest, RecordRunningPastTheEndStops) {
 }
 
 }  // namespace
+// The words a partial columnar inverse keeps: the kind word and the words holding the named
+// fields, for every kind the size table sizes (only the kind word where no layout applies).
+TEST(RecordDecoderTest, WordsReadCoverTheNamedFields) {
+  const RecordSizeTable sizes = RecordSizeTable::Cupti13();
+  RecordDecoder d(sizes, 130001);
+  auto bits = [](std::initializer_list<int> words) {
+    uint64_t m = 0;
+    for (int w : words) m |= uint64_t{1} << w;
+    return m;
+  };
+  const ColumnSelection all = d.WordsRead();
+  EXPECT_EQ(all.kinds[10].size, 216u);
+  // CUpti_ActivityKernel10: registers (6), start, end, device..block z (40-75), shared memory
+  // (76-83), correlation (92), name (104), graph id (156).
+  EXPECT_EQ(all.kinds[10].words, bits({0, 2, 3, 5, 6, 7, 8, 9, 10, 11, 13, 19}));
+  EXPECT_EQ(all.kinds[5].words, bits({0, 1, 2, 3, 4}));  // CUpti_ActivityAPI: every word
+  const ColumnSelection some = d.WordsRead(FieldBit(Field::kStart) | FieldBit(Field::kEnd) |
+                                           FieldBit(Field::kCorrelationId));
+  EXPECT_EQ(some.kinds[10].words, bits({0, 2, 3, 11}));
+  EXPECT_EQ(some.kinds[1].words, bits({0, 2, 3, 5}));  // memcpy: correlation at 44
+  EXPECT_EQ(some.kinds[51].size, sizes.Size(51));      // sized, no layout: the kind only
+  EXPECT_EQ(some.kinds[51].words, 1u);
+  EXPECT_EQ(some.kinds[3].size, 216u);
+  for (uint32_t k = 0; k < RecordSizeTable::kMaxKind; ++k)
+    if (!sizes.Size(k)) EXPECT_EQ(all.kinds[k].size, 0u) << "kind " << k;
+  // A version without layouts: Walk stops at every known kind, reading only its kind word.
+  RecordDecoder newer(sizes, 140000);
+  EXPECT_EQ(newer.WordsRead().kinds[10].words, 1u);
+}
+
 }  // namespace cupmon::decoder

@@ -102,6 +102,84 @@ TEST(RawCodecTest, ColumnarTransformInverseOnSyntheticMix) {
   }
 }
 
+// The partial inverse writes exactly the selected words (and the bytes after a record's last whole
+// word), each equal to the full inverse's, and leaves every other byte as it was.
+TEST(RawCodecTest, PartialInverseWritesOnlyTheSelectedWords) {
+  const RecordSizeTable sizes = RecordSizeTable::Cupti13();
+  for (uint32_t seed = 1; seed <= 6; ++seed) {
+    // Large enough for whole tiles and slices of every common kind, plus a remainder.
+    const std::vector<uint8_t> raw = SyntheticMixed(sizes, 500 * seed + 3, seed);
+    std::mt19937_64 rng(seed);
+    ColumnSelection keep;
+    for (uint32_t k = 0; k < RecordSizeTable::kMaxKind; ++k)
+      if (sizes.Size(k)) keep.kinds[k] = ColumnSelection::Kind{sizes.Size(k), rng() | 1};
+    for (bool delta : {false, true}) {
+      std::vector<uint8_t> cols;
+      ASSERT_TRUE(ColumnarTransform(raw, sizes, delta, &cols));
+      std::vector<uint8_t> back(raw.size(), 0xAB);
+      ASSERT_TRUE(ColumnarInverse(cols, delta, &back, &keep).has_value());
+      ASSERT_EQ(back.size(), raw.size());
+      size_t off = 0, written = 0, left = 0;
+      while (off < raw.size()) {
+        const uint32_t kind = RecordKindAt(raw.data() + off);
+        const uint32_t size = sizes.Size(kind);
+        for (uint32_t b = 0; b < size; ++b) {
+          const bool kept = b >= size / 8 * 8 || (keep.kinds[kind].words >> (b / 8) & 1);
+          if (kept) {
+            ASSERT_EQ(back[off + b], raw[off + b]) << "kind " << kind << " byte " << b;
+            ++written;
+          } else {
+            ASSERT_EQ(back[off + b], 0xAB) << "kind " << kind << " byte " << b;
+            ++left;
+          }
+        }
+        off += size;
+      }
+      EXPECT_GT(written, 0u);
+      EXPECT_GT(left, 0u);
+    }
+  }
+}
+
+// A group the selection does not list, or lists with another record size, gets the full inverse.
+TEST(RawCodecTest, PartialInverseFallsBackToTheWholeBuffer) {
+  const RecordSizeTable sizes = RecordSizeTable::Cupti13();
+  const std::vector<uint8_t> raw = SyntheticMixed(sizes, 3000, 7);
+  std::vector<uint8_t> cols;
+  ASSERT_TRUE(ColumnarTransform(raw, sizes, true, &cols));
+  ColumnSelection word0;
+  for (uint32_t k = 0; k < RecordSizeTable::kMaxKind; ++k)
+    if (sizes.Size(k)) word0.kinds[k] = ColumnSelection::Kind{sizes.Size(k), 1};
+  {
+    ColumnSelection missing = word0;
+    missing.kinds[5] = {};  // runtime API records are in the buffer
+    std::vector<uint8_t> back(raw.size(), 0xAB);
+    ASSERT_TRUE(ColumnarInverse(cols, true, &back, &missing).has_value());
+    EXPECT_EQ(back, raw);
+  }
+  {
+    ColumnSelection other_size = word0;
+    other_size.kinds[10].size += 8;  // kernels
+    std::vector<uint8_t> back(raw.size(), 0xAB);
+    ASSERT_TRUE(ColumnarInverse(cols, true, &back, &other_size).has_value());
+    EXPECT_EQ(back, raw);
+  }
+  {
+    std::vector<uint8_t> back(raw.size(), 0xAB);
+    ASSERT_TRUE(ColumnarInverse(cols, true, &back, &word0).has_value());
+    EXPECT_NE(back, raw);  // the selection applied: most bytes left as they were
+    // Through the decoder: same rule.
+    RawBufferEncoder encoder(1);
+    RawBufferDecoder decoder;
+    std::vector<uint8_t> encoded, decoded(raw.size(), 0xAB);
+    ASSERT_TRUE(encoder.Encode(raw, sizes, Encoding::kColumnsDeltaZstd, &encoded).has_value());
+    ASSERT_TRUE(decoder.Decode(static_cast<uint8_t>(Encoding::kColumnsDeltaZstd), encoded,
+                               static_cast<uint32_t>(raw.size()), &decoded, &word0)
+                    .has_value());
+    EXPECT_EQ(decoded, back);
+  }
+}
+
 // Pins the column layout: group table, run table, then one column per byte position of a group.
 TEST(RawCodecTest, ColumnLayoutIsAsDocumented) {
   RecordSizeTable sizes;

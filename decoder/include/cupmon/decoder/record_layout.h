@@ -7,6 +7,7 @@
 #include <span>
 #include <string>
 
+#include "cupmon/format/raw_codec.h"
 #include "cupmon/format/record_sizes.h"
 
 namespace cupmon::decoder {
@@ -96,6 +97,9 @@ enum class Field : uint8_t {
   kCount,
 };
 inline constexpr size_t kFieldCount = static_cast<size_t>(Field::kCount);
+// A set of fields, one bit per Field.
+inline constexpr uint64_t FieldBit(Field f) { return uint64_t{1} << static_cast<unsigned>(f); }
+inline constexpr uint64_t kAllFields = ~uint64_t{0};
 const char* FieldName(Field f);
 
 struct FieldOffset {
@@ -243,6 +247,13 @@ class RecordDecoder {
   }
 
   uint32_t api_version() const { return api_version_; }
+
+  // The words of each record that Walk and a callback reading only `fields` (FieldBit) through
+  // its FieldReader look at, for a partial columnar inverse (RawBufferDecoder::Decode's `keep`):
+  // every kind in the size table, with its size, the kind word and the words of those of the
+  // layout's fields. A buffer whose column groups disagree with the table is decoded whole, so
+  // Walk never reads a skipped word.
+  ColumnSelection WordsRead(uint64_t fields = kAllFields) const;
 
  private:
   enum class State : uint8_t { kNoLayout, kSupported, kUnsupported };

@@ -13,6 +13,7 @@
 #include "cupmon.pb.h"
 #include "cupmon/format/chunk.h"
 #include "cupmon/format/error.h"
+#include "cupmon/format/raw_codec.h"
 
 namespace cupmon::decoder {
 
@@ -97,6 +98,12 @@ class ChunkVisitor {
   virtual void OnCalibration(const pb::Calibration& /*calibration*/) {}
   virtual void OnStats(const pb::Stats& /*stats*/) {}
   virtual void OnFooter(const pb::Footer& /*footer*/) {}
+  // The words of each raw-buffer record this visitor reads (ColumnSelection, raw_codec.h), for a
+  // partial columnar inverse; false (the default) while it may read any byte. Asked on the
+  // reading thread at the start of each file and after each OnHeader. Once it has answered true,
+  // the words it named must cover everything it reads for the rest of the read: chunks decoded
+  // ahead keep the words they were decoded with.
+  virtual bool RecordWordsRead(ColumnSelection* /*keep*/) const { return false; }
 };
 
 // What went wrong while reading, counted; `messages` keeps the first kMaxMessages descriptions.

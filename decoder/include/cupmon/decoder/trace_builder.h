@@ -246,6 +246,9 @@ class TraceBuilder : public ChunkVisitor {
   void OnHeader(const pb::RecordingHeader& header, const ChunkOrigin& at) override;
   void OnRawBuffer(const RawBufferPrefix& prefix, std::span<const uint8_t> records,
                    const ChunkOrigin& at) override;
+  // The builder reads records only through its RecordDecoder (fixed by the first header), so the
+  // words of its layouts are all it needs; only for sinks of totals (summary, info) for now.
+  bool RecordWordsRead(ColumnSelection* keep) const override;
   void OnStrings(const pb::StringTable& table) override;
   void OnWindowMarker(const pb::WindowMarker& marker) override;
   void OnCalibration(const pb::Calibration& calibration) override;
@@ -357,6 +360,8 @@ class TraceBuilder : public ChunkVisitor {
   std::vector<WindowSpan*> windows_by_begin_;
   bool windows_changed_ = false;
   WindowSpan* last_window_ = nullptr;  // WindowAt's last answer
+  // WindowAt answers nullptr for [gap_lo_, gap_hi_] until windows_changed_ (empty: lo > hi).
+  uint64_t gap_lo_ = 1, gap_hi_ = 0;
   std::map<uint32_t, WindowSpan> gaps_;
   uint64_t first_ts_ = 0, last_ts_ = 0, origin_ts_ = 0;
 

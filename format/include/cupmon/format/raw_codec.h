@@ -1,6 +1,7 @@
 // Byte-exact encodings of raw CUPTI buffers (plain zstd, per-kind byte columns, word deltas).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -16,8 +17,26 @@ namespace cupmon {
 // Returns false (and leaves `out` unspecified) when `raw` cannot be walked with `sizes`.
 bool ColumnarTransform(std::span<const uint8_t> raw, const RecordSizeTable& sizes, bool delta,
                        std::vector<uint8_t>* out);
+
+// The 64-bit words of each kind's records that a reader looks at, for a partial inverse. Bit w of
+// `words` stands for bytes 8w..8w+7 of a record of `size` bytes. A kind with size 0 is not listed.
+struct ColumnSelection {
+  struct Kind {
+    uint32_t size = 0;
+    uint64_t words = 0;
+  };
+  std::array<Kind, RecordSizeTable::kMaxKind> kinds{};
+};
+
 // Inverse of ColumnarTransform. Validates every count and length in `in`.
-Expected<void> ColumnarInverse(std::span<const uint8_t> in, bool delta, std::vector<uint8_t>* out);
+// With `keep`, when every column group's kind is listed in it with the group's record size, only
+// the listed words of each record are written (the bytes after a record's last whole word, and
+// words from the 64th on, always are); the other bytes of `out` are left as they were (stale or
+// zero). Any group that is not listed, or listed with another size, gives the full inverse. The
+// columns of each word are independent (deltas run word by word), so a written word is always
+// the word the full inverse writes.
+Expected<void> ColumnarInverse(std::span<const uint8_t> in, bool delta, std::vector<uint8_t>* out,
+                               const ColumnSelection* keep = nullptr);
 
 // Compresses raw buffers. Owns a zstd context and scratch space: reuse one per writer thread.
 // Not thread-safe.
@@ -50,8 +69,11 @@ class RawBufferDecoder {
 
   // Replaces `out` with the `uncompressed_length` bytes that `payload` holds in `encoding`.
   // Any mismatch (bad frame, wrong length, bad column header) is an error, never a partial result.
+  // `keep`: for the columnar encodings, the words of each record the caller reads (see
+  // ColumnarInverse); the other bytes of `out` are then unspecified. Ignored by other encodings.
   Expected<void> Decode(uint8_t encoding, std::span<const uint8_t> payload,
-                        uint32_t uncompressed_length, std::vector<uint8_t>* out);
+                        uint32_t uncompressed_length, std::vector<uint8_t>* out,
+                        const ColumnSelection* keep = nullptr);
 
  private:
   struct Impl;
