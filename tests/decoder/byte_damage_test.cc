@@ -155,7 +155,9 @@ TEST(ByteDamageTest, EveryBitFlipInTheFirst2048BytesCostsAtMostItsChunk) {
   const bool full = std::getenv("CUPMON_BYTE_DAMAGE_FULL") != nullptr;
   DamageBench bench(kSample, full ? 0 : 8192);
   ASSERT_EQ(bench.files(), 2u);
-  if (full) ASSERT_EQ(bench.clean_kernels(), 166558u);
+  if (full) {
+    ASSERT_EQ(bench.clean_kernels(), 166558u);
+  }
   ASSERT_GT(bench.clean_kernels(), 0u);
   // The preamble must lie inside the range tried, or this test says nothing about it.
   const auto& layout = bench.layout(0);

@@ -299,7 +299,9 @@ TEST(RecordDecoderTest, WordsReadCoverTheNamedFields) {
   EXPECT_EQ(some.kinds[51].words, 1u);
   EXPECT_EQ(some.kinds[3].size, 216u);
   for (uint32_t k = 0; k < RecordSizeTable::kMaxKind; ++k)
-    if (!sizes.Size(k)) EXPECT_EQ(all.kinds[k].size, 0u) << "kind " << k;
+    if (!sizes.Size(k)) {
+      EXPECT_EQ(all.kinds[k].size, 0u) << "kind " << k;
+    }
   // A version without layouts: Walk stops at every known kind, reading only its kind word.
   RecordDecoder newer(sizes, 140000);
   EXPECT_EQ(newer.WordsRead().kinds[10].words, 1u);

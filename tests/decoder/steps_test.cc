@@ -295,8 +295,11 @@ TEST_F(StepsTest, CsvAndJsonlHaveOneRowPerStep) {
     EXPECT_EQ(rc, kExitClean);
     const auto lines = std::count(out.begin(), out.end(), '\n');
     EXPECT_EQ(lines, spec.steps + (f == StepFormat::kCsv ? 1 : 0)) << out;
-    if (f == StepFormat::kJsonl) EXPECT_EQ(out.rfind("{\"rank\":0,\"pid\":4242,\"step\":1,", 0), 0u);
-    else EXPECT_EQ(out.rfind("rank,pid,step,start_ns,", 0), 0u);
+    if (f == StepFormat::kJsonl) {
+      EXPECT_EQ(out.rfind("{\"rank\":0,\"pid\":4242,\"step\":1,", 0), 0u);
+    } else {
+      EXPECT_EQ(out.rfind("rank,pid,step,start_ns,", 0), 0u);
+    }
   }
 }
 
