@@ -63,8 +63,8 @@ void StepWatch::Add(const uint8_t* buffer, size_t valid) {
     const uint8_t* p = rec.data();
     const auto start = LoadUnaligned<uint64_t>(p + o.start);
     if (start == 0) return;
-    const uint64_t stream_key =
-        (uint64_t{LoadUnaligned<uint32_t>(p + o.device)} << 32) | LoadUnaligned<uint32_t>(p + o.stream);
+    const uint64_t stream_key = (uint64_t{LoadUnaligned<uint32_t>(p + o.device)} << 32) |
+                                LoadUnaligned<uint32_t>(p + o.stream);
     const uint64_t pointer = LoadUnaligned<uint64_t>(p + name_at);
     const uint32_t id = NameId(pointer);
     ++kernels_;

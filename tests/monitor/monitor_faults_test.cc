@@ -427,9 +427,9 @@ TermResult RunTermChild(const std::string& dir, const char* mode, bool term_flus
   unsigned long long produced = 0;
   if (std::fscanf(in, "produced %llu", &produced) == 1) r.produced = produced;
   fclose(in);
-  // To the child's main thread (in its sleep loop), not to the process: ThreadSanitizer runs a handler
-  // only when the thread that took the signal reaches one of its intercepted calls, and a
-  // process-directed SIGTERM that landed on another thread once left the child hanging in the
+  // To the child's main thread (in its sleep loop), not to the process: ThreadSanitizer runs a
+  // handler only when the thread that took the signal reaches one of its intercepted calls, and
+  // a process-directed SIGTERM that landed on another thread once left the child hanging in the
   // TSan suite. Which handler runs (the application's or cupmon's) is what these tests check.
   if (to_process)
     kill(pid, sig);
