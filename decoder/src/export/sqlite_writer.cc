@@ -1,0 +1,327 @@
+// The SQLite export's writer side (see sqlite_sink.h): one connection per writer thread, which
+// turns each batch of rows into one INSERT INTO T SELECT ... FROM cupmon_batch. The caller's side,
+// rows into batches and Close, is sqlite_sink.cc.
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "export/nsys_schema.h"
+#include "export/sqlite_sink.h"
+#include "export/sqlite_tables.h"
+
+namespace cupmon::decoder {
+namespace {
+
+// cupmon_batch: an eponymous virtual table (SQLite's public API) whose rows are the cells of the
+// batch its connection is inserting (Conn::batch), so that one INSERT INTO T SELECT ... FROM
+// cupmon_batch writes a whole batch. Against multi-row INSERTs of bound parameters (20 binds, 20
+// OP_Variable and 24 OP_SCopy per kernel row), a row here costs 20 OP_VColumn calls into
+// BatchColumn and no copies: with the SELECT list in the table's column order and no column
+// list, SQLite builds the record in the registers the SELECT fills. Nothing of it is stored in
+// the database (an eponymous table has no schema entry).
+struct BatchTable {
+  sqlite3_vtab base;
+  const SqliteBatchView* view;
+};
+struct BatchCursor {
+  sqlite3_vtab_cursor base;
+  const SqliteBatchView* view;
+  size_t row;
+};
+
+int BatchConnect(sqlite3* db, void* view, int, const char* const*, sqlite3_vtab** out, char**) {
+  std::string declare = "CREATE TABLE x(";
+  for (int c = 0; c < kMaxCells; ++c) declare += (c ? ", c" : "c") + std::to_string(c);
+  declare += ")";
+  const int rc = sqlite3_declare_vtab(db, declare.c_str());
+  if (rc != SQLITE_OK) return rc;
+  auto* t = static_cast<BatchTable*>(sqlite3_malloc(sizeof(BatchTable)));
+  if (!t) return SQLITE_NOMEM;
+  std::memset(t, 0, sizeof *t);
+  t->view = static_cast<const SqliteBatchView*>(view);
+  *out = &t->base;
+  return SQLITE_OK;
+}
+int BatchDisconnect(sqlite3_vtab* t) {
+  sqlite3_free(t);
+  return SQLITE_OK;
+}
+int BatchBestIndex(sqlite3_vtab*, sqlite3_index_info* info) {
+  info->estimatedCost = static_cast<double>(kBatchRows);
+  info->estimatedRows = static_cast<sqlite3_int64>(kBatchRows);
+  return SQLITE_OK;
+}
+int BatchOpen(sqlite3_vtab* t, sqlite3_vtab_cursor** out) {
+  auto* c = static_cast<BatchCursor*>(sqlite3_malloc(sizeof(BatchCursor)));
+  if (!c) return SQLITE_NOMEM;
+  std::memset(c, 0, sizeof *c);
+  c->view = reinterpret_cast<BatchTable*>(t)->view;
+  *out = &c->base;
+  return SQLITE_OK;
+}
+int BatchClose(sqlite3_vtab_cursor* c) {
+  sqlite3_free(c);
+  return SQLITE_OK;
+}
+int BatchFilter(sqlite3_vtab_cursor* c, int, const char*, int, sqlite3_value**) {
+  reinterpret_cast<BatchCursor*>(c)->row = 0;
+  return SQLITE_OK;
+}
+int BatchNext(sqlite3_vtab_cursor* c) {
+  ++reinterpret_cast<BatchCursor*>(c)->row;
+  return SQLITE_OK;
+}
+int BatchEof(sqlite3_vtab_cursor* c) {
+  const auto* cur = reinterpret_cast<BatchCursor*>(c);
+  return cur->row >= cur->view->rows;
+}
+int BatchColumn(sqlite3_vtab_cursor* c, sqlite3_context* ctx, int column) {
+  const auto* cur = reinterpret_cast<BatchCursor*>(c);
+  const SqliteBatchView& v = *cur->view;
+  // The INSERTs name only the columns their table has cells for.
+  if (column >= v.columns) {
+    sqlite3_result_null(ctx);
+    return SQLITE_OK;
+  }
+  const int64_t cell = v.cells[cur->row * static_cast<size_t>(v.columns) + column];
+  if (cell == kNull) sqlite3_result_null(ctx);
+  else sqlite3_result_int64(ctx, cell);
+  return SQLITE_OK;
+}
+int BatchRowid(sqlite3_vtab_cursor* c, sqlite3_int64* rowid) {
+  *rowid = static_cast<sqlite3_int64>(reinterpret_cast<BatchCursor*>(c)->row);
+  return SQLITE_OK;
+}
+// Eponymous only (no xCreate), read only; the members SQLite versions add stay null.
+const sqlite3_module kBatchModule = [] {
+  sqlite3_module m{};
+  m.xConnect = BatchConnect;
+  m.xBestIndex = BatchBestIndex;
+  m.xDisconnect = BatchDisconnect;
+  m.xOpen = BatchOpen;
+  m.xClose = BatchClose;
+  m.xFilter = BatchFilter;
+  m.xNext = BatchNext;
+  m.xEof = BatchEof;
+  m.xColumn = BatchColumn;
+  m.xRowid = BatchRowid;
+  return m;
+}();
+
+// "a, b, c" -> {"a", "b", "c"}
+std::vector<std::string> SplitList(std::string_view list) {
+  std::vector<std::string> out;
+  while (!list.empty()) {
+    const size_t comma = list.find(',');
+    std::string_view item = list.substr(0, comma);
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+    if (!item.empty()) out.emplace_back(item);
+    if (comma == std::string_view::npos) break;
+    list.remove_prefix(comma + 1);
+  }
+  return out;
+}
+}  // namespace
+
+// ---- a connection ----
+
+bool SqliteSink::Conn::Open(const std::string& file) {
+  const int rc = sqlite3_open_v2(file.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
+                                 nullptr);
+  if (rc != SQLITE_OK) {
+    error = "cannot open " + file + ": " + (db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+    failed->store(true, std::memory_order_relaxed);
+    return false;
+  }
+  // One writer and no reader until the rename: no journal, no syncs, one transaction. Large
+  // pages: fewer page splits as rows append.
+  Exec("PRAGMA page_size = 65536");
+  Exec("PRAGMA journal_mode = OFF");
+  Exec("PRAGMA synchronous = OFF");
+  Exec("PRAGMA locking_mode = EXCLUSIVE");
+  Exec(kCacheRows);
+  if (sqlite3_create_module_v2(db, "cupmon_batch", &kBatchModule, &batch, nullptr) != SQLITE_OK) {
+    Fail("registering the cupmon_batch virtual table");
+    return false;
+  }
+  return Exec("BEGIN");
+}
+
+void SqliteSink::Conn::Fail(const std::string& what) {
+  if (!error.empty()) return;
+  error = what;
+  if (db && sqlite3_errcode(db) != SQLITE_OK && sqlite3_errcode(db) != SQLITE_DONE)
+    error += std::string(": ") + sqlite3_errmsg(db);
+  failed->store(true, std::memory_order_relaxed);
+}
+
+bool SqliteSink::Conn::Exec(const std::string& sql) {
+  if (!error.empty()) return false;
+  char* msg = nullptr;
+  if (sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &msg) != SQLITE_OK) {
+    error = std::string(msg ? msg : "error") + " (in: " + sql.substr(0, 60) + ")";
+    sqlite3_free(msg);
+    failed->store(true, std::memory_order_relaxed);
+    return false;
+  }
+  return true;
+}
+
+void SqliteSink::Conn::Finalize() {
+  for (auto& shapes : inserts) {
+    for (auto& [shape, s] : shapes) sqlite3_finalize(s);
+    shapes.clear();
+  }
+}
+
+void SqliteSink::Conn::CloseDb() {
+  Finalize();
+  if (db && sqlite3_close(db) != SQLITE_OK) Fail("closing " + path);
+  db = nullptr;
+}
+
+bool SqliteSink::Conn::CreateNvtxTables() {
+  for (const nsys::Table& t : nsys::NvtxTables()) Exec(t.create);
+  for (const nsys::EnumRow& row : nsys::NvtxEnumRows()) {
+    char* sql = sqlite3_mprintf("INSERT INTO %s (id, name, label) VALUES (%d, %Q, %Q)", row.table,
+                                row.id, row.name, row.label);
+    Exec(sql);
+    sqlite3_free(sql);
+  }
+  nvtx = true;
+  return error.empty() && PrepareInsert(kNvtx);
+}
+
+bool SqliteSink::Conn::PrepareInsert(int t) {
+  const BatchedTable& bt = kBatched[t];
+  // The SELECT list in the table's column order (PRAGMA table_info), no column list: SQLite
+  // then builds each record in the registers the SELECT fills.
+  const std::vector<std::string> named = SplitList(bt.columns);
+  const std::vector<std::string> fixed = SplitList(bt.fixed);
+  if (named.size() != static_cast<size_t>(bt.count) + fixed.size() || bt.count > kMaxCells) {
+    Fail(std::string("the column list of ") + bt.table + " does not match its values");
+    return false;
+  }
+  sqlite3_stmt* info = nullptr;
+  if (sqlite3_prepare_v2(db, (std::string("PRAGMA table_info(") + bt.table + ")").c_str(), -1,
+                         &info, nullptr) != SQLITE_OK) {
+    Fail(std::string("reading the columns of ") + bt.table);
+    return false;
+  }
+  std::vector<Slot>& slots = select[t];
+  slots.clear();
+  size_t found = 0;
+  while (sqlite3_step(info) == SQLITE_ROW) {
+    const auto* text = sqlite3_column_text(info, 1);
+    const std::string column = text ? reinterpret_cast<const char*>(text) : "";
+    const auto it = std::find(named.begin(), named.end(), column);
+    if (it == named.end()) {
+      slots.push_back(Slot{-1, "NULL"});
+      continue;
+    }
+    ++found;
+    const size_t at = static_cast<size_t>(it - named.begin());
+    if (at < static_cast<size_t>(bt.count)) slots.push_back(Slot{static_cast<int>(at), {}});
+    else slots.push_back(Slot{-1, fixed[at - bt.count]});
+  }
+  sqlite3_finalize(info);
+  if (found != named.size()) {
+    Fail(std::string("columns named for ") + bt.table + " that it does not have");
+    return false;
+  }
+  return InsertFor(t, 0) != nullptr;
+}
+
+sqlite3_stmt* SqliteSink::Conn::InsertFor(int t, uint32_t shape) {
+  auto& shapes = inserts[t];
+  if (const auto it = shapes.find(shape); it != shapes.end()) return it->second;
+  if (shape != 0 && shapes.size() >= kMaxShapes) return InsertFor(t, 0);
+  std::string sql = std::string("INSERT INTO ") + kBatched[t].table + " SELECT ";
+  bool first = true;
+  for (const Slot& slot : select[t]) {
+    sql += first ? "" : ", ";
+    first = false;
+    if (slot.cell < 0) sql += slot.text;
+    else sql += (shape >> slot.cell & 1 ? "?" + std::to_string(slot.cell + 1)
+                                        : "c" + std::to_string(slot.cell));
+  }
+  sql += " FROM cupmon_batch";
+  sqlite3_stmt* s = nullptr;
+  if (sqlite3_prepare_v3(db, sql.c_str(), -1, SQLITE_PREPARE_PERSISTENT, &s, nullptr) !=
+      SQLITE_OK) {
+    Fail(std::string("preparing the INSERT into ") + kBatched[t].table);
+    return nullptr;
+  }
+  shapes.emplace(shape, s);
+  return s;
+}
+
+// ---- the writers ----
+
+void SqliteSink::Conn::InsertBatch(const Batch& b) {
+  if (!error.empty()) return;
+  if (b.table == kNvtx && select[kNvtx].empty() && !CreateNvtxTables()) return;
+  if (b.rows == 0) return;
+  const int n = kBatched[b.table].count;
+  const int64_t* first = b.cells.data();
+  // The cells every row shares (bit i: cell i).
+  uint32_t shape = 0;
+  if (b.rows >= kMinShapedRows) {
+    uint32_t differ = 0;
+    for (size_t r = 1; r < b.rows; ++r) {
+      const int64_t* row = first + r * static_cast<size_t>(n);
+      for (int i = 0; i < n; ++i) differ |= static_cast<uint32_t>(row[i] != first[i]) << i;
+    }
+    shape = ~differ & ((uint32_t{1} << n) - 1);
+  }
+  sqlite3_stmt* s = InsertFor(b.table, shape);
+  if (!s) return;
+  if (s != inserts[b.table][0]) {
+    for (int i = 0; i < n; ++i) {
+      if (!(shape >> i & 1)) continue;
+      if (first[i] == kNull) sqlite3_bind_null(s, i + 1);
+      else sqlite3_bind_int64(s, i + 1, first[i]);
+    }
+  }
+  batch = SqliteBatchView{first, b.rows, n};
+  const int rc = sqlite3_step(s);
+  sqlite3_reset(s);
+  batch = SqliteBatchView{};
+  if (rc != SQLITE_DONE) Fail(std::string("writing ") + kBatched[b.table].table);
+}
+
+void SqliteSink::WriterLoop(int conn) {
+  Conn& c = conns_[conn];
+  for (;;) {
+    std::unique_ptr<Batch> b;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return stop_ || !queue_[conn].empty(); });
+      if (queue_[conn].empty()) break;  // stop_, and everything written
+      b = std::move(queue_[conn].front());
+      queue_[conn].pop_front();
+    }
+    cv_.notify_all();  // room in the queue
+    // The connection and its error are this thread's while it runs; Close reads them after
+    // the join.
+    if (!failed()) c.InsertBatch(*b);
+    b->rows = 0;
+    std::lock_guard<std::mutex> lock(mu_);
+    free_.push_back(std::move(b));
+  }
+  // Close goes on with the connection; with two, this one's indexes first (the kernel table's
+  // take the time), while Close writes the rest into the other.
+  if (conn == kRest || !split() || failed()) return;
+  c.Exec("PRAGMA threads = 1");  // the sorter's helper thread, for the other core's idle moments
+  c.Exec(kCacheIndexes);
+  for (const char* index : nsys::Indexes()) c.Exec(index);
+  c.Exec("COMMIT");  // ATTACH cannot run inside a transaction
+}
+
+}  // namespace cupmon::decoder
