@@ -4,8 +4,10 @@
 #include "cupmon/monitor/monitor.h"
 
 #include <cupti.h>
+#include <poll.h>
 #include <pthread.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <csignal>
 #include <cstdio>
@@ -200,6 +202,27 @@ void Monitor::OnTerminationSignal(int sig) {
   dfl.sa_handler = SIG_DFL;
   sigemptyset(&dfl.sa_mask);
   ::sigaction(sig, &dfl, nullptr);
+  // Whatever hangs below (CUPTI's forced flush, the stop, a hung file system), the process ends
+  // with the default action at most CUPMON_EXIT_TIMEOUT_MS plus a second after the signal: a job
+  // without cupmon would have ended at once. First, so that a flush hung on this thread is covered.
+  const uint32_t bound_ms = facts_->config.exit_timeout_ms + kTermGraceMs;
+  // Made now: then the thread neither allocates nor takes stderr's lock (the hung thread may hold
+  // either), and it writes only when stderr takes the line at once.
+  std::string note = "cupmon: the final flush after signal " + std::to_string(sig) +
+                     " did not end within " + std::to_string(bound_ms) +
+                     " ms; ending the process without it (CUPMON_EXIT_TIMEOUT_MS). Files written "
+                     "before are intact; the last one may lack its footer\n";
+  StartOwnThread([sig, bound_ms, note = std::move(note)]() noexcept {
+    pthread_setname_np(pthread_self(), "cupmon-termdog");
+    std::this_thread::sleep_for(std::chrono::milliseconds(bound_ms));
+    pollfd out{STDERR_FILENO, POLLOUT, 0};
+    if (::poll(&out, 1, 0) == 1 && (out.revents & POLLOUT)) {
+      const ssize_t ignored = ::write(STDERR_FILENO, note.data(), note.size());
+      (void)ignored;
+    }
+    TerminationSignals::RaiseDefault(sig);
+  }).detach();  // throws when no thread can be made: the caller then raises at once
+  MaybeFault(options_.fault_injector, "term.flush");
   // A SIGKILL may follow within milliseconds: at a Slurm time limit srun answers its own SIGTERM
   // by killing its tasks ("srun: forcing job termination"). So CUPTI's buffers go to the writer
   // first, here, forced (the process is ending: a kernel still running comes back without its

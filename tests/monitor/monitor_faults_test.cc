@@ -2,6 +2,7 @@
 // system at stop, fork storms and termination signals, and every loss is counted. CUPTI is the
 // test double (monitor/testing/fake_cupti.h); nothing here touches a GPU.
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -10,6 +11,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
@@ -406,12 +408,91 @@ TEST(MonitorFaultsTest, AForkedChildKeepsNoRecordingFileOrDirectoryOpen) {
 struct TermResult {
   int status = 0;
   uint64_t produced = 0;
+  int resent = 0;      // signals sent again (ThreadSanitizer builds only; see RunTermChild)
+  bool hung = false;   // the child was still there at the end and was SIGKILLed
+  std::string what;    // when hung: where it stood
 };
+
+#if defined(__SANITIZE_THREAD__)
+constexpr bool kThreadSanitizer = true;
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+constexpr bool kThreadSanitizer = true;
+#else
+constexpr bool kThreadSanitizer = false;
+#endif
+#else
+constexpr bool kThreadSanitizer = false;
+#endif
+
+// The child's "produced N" line from `fd`, or 0 when it did not come within `ms`.
+uint64_t ReadProduced(int fd, int ms) {
+  std::string line;
+  for (int waited = 0; waited < ms && line.find('\n') == std::string::npos;) {
+    pollfd p{fd, POLLIN, 0};
+    const int n = poll(&p, 1, 100);
+    if (n < 0 && errno != EINTR) break;
+    if (n <= 0) {
+      waited += 100;
+      continue;
+    }
+    char buf[64];
+    const ssize_t got = read(fd, buf, sizeof buf);
+    if (got <= 0) break;  // the child closed it (or died) without the line
+    line.append(buf, static_cast<size_t>(got));
+  }
+  unsigned long long produced = 0;
+  return std::sscanf(line.c_str(), "produced %llu", &produced) == 1 ? produced : 0;
+}
+
+// Waits up to `ms` for `pid` to end; true with its status when it did.
+bool WaitWithin(pid_t pid, int* status, int ms) {
+  for (int waited = 0; waited <= ms; waited += 10) {
+    const pid_t r = waitpid(pid, status, WNOHANG);
+    if (r == pid) return true;
+    if (r < 0 && errno != EINTR) return false;
+    usleep(10000);
+  }
+  return false;
+}
+
+// Where the threads of `pid` stand: "[name] wchan" each, from /proc.
+std::string ThreadsOf(pid_t pid) {
+  std::string out;
+  std::error_code ec;
+  for (const auto& task : std::filesystem::directory_iterator(
+           "/proc/" + std::to_string(pid) + "/task", ec)) {
+    for (const char* f : {"comm", "wchan"}) {
+      FILE* in = std::fopen((task.path() / f).c_str(), "r");
+      char text[64] = {};
+      if (in && std::fgets(text, sizeof text, in)) {
+        std::string t(text);
+        if (!t.empty() && t.back() == '\n') t.pop_back();
+        out += f[0] == 'c' ? " [" + t + "]" : " " + t;
+      }
+      if (in) std::fclose(in);
+    }
+  }
+  return out;
+}
+
+// Ends a child that did not end by itself, and says where its threads stood.
+void KillHungChild(pid_t pid, TermResult* r, const char* stage) {
+  r->hung = true;
+  r->what = std::string("the child was still running ") + stage + "; its threads:" + ThreadsOf(pid);
+  kill(pid, SIGKILL);
+  waitpid(pid, &r->status, 0);
+}
 
 // mode: nullptr, "app-handler" or "sigwait" (term_child.cc). `sig` goes to the child's main
 // thread (tgkill) or, with to_process, to the process (kill), where the kernel picks the thread.
+// Never waits for good: a child that does not report within 60 s, or does not end within 20 s of
+// the signal, is SIGKILLed and the result says `hung`, with where its threads stood.
+// exit_timeout_ms: CUPMON_EXIT_TIMEOUT_MS for the child (nullptr: the default); resend: whether a
+// ThreadSanitizer build sends the signal again when the child has not ended (see below).
 TermResult RunTermChild(const std::string& dir, const char* mode, bool term_flush = true,
-                        int sig = SIGTERM, bool to_process = false) {
+                        int sig = SIGTERM, bool to_process = false,
+                        const char* exit_timeout_ms = nullptr, bool resend = true) {
   TermResult r;
   int pipe_fds[2];
   if (pipe2(pipe_fds, O_CLOEXEC) != 0) return r;
@@ -419,29 +500,61 @@ TermResult RunTermChild(const std::string& dir, const char* mode, bool term_flus
   if (pid == 0) {
     dup2(pipe_fds[1], 3);
     if (!term_flush) setenv("CUPMON_TERM_FLUSH", "0", 1);
+    if (exit_timeout_ms) setenv("CUPMON_EXIT_TIMEOUT_MS", exit_timeout_ms, 1);
     execl(CUPMON_TERM_CHILD, CUPMON_TERM_CHILD, dir.c_str(), "3", mode, nullptr);
     _exit(127);
   }
   close(pipe_fds[1]);
-  FILE* in = fdopen(pipe_fds[0], "r");
-  unsigned long long produced = 0;
-  if (std::fscanf(in, "produced %llu", &produced) == 1) r.produced = produced;
-  fclose(in);
+  r.produced = ReadProduced(pipe_fds[0], 60000);
+  close(pipe_fds[0]);
+  if (r.produced == 0) {
+    if (!WaitWithin(pid, &r.status, 0)) KillHungChild(pid, &r, "without reporting its records");
+    return r;
+  }
   // To the child's main thread (in its sleep loop), not to the process: ThreadSanitizer runs a
   // handler only when the thread that took the signal reaches one of its intercepted calls, and
   // a process-directed SIGTERM that landed on another thread once left the child hanging in the
   // TSan suite. Which handler runs (the application's or cupmon's) is what these tests check.
-  if (to_process)
-    kill(pid, sig);
-  else
-    syscall(SYS_tgkill, pid, pid, sig);
-  waitpid(pid, &r.status, 0);
+  const auto send = [&] {
+    if (to_process)
+      kill(pid, sig);
+    else
+      syscall(SYS_tgkill, pid, pid, sig);
+  };
+  send();
+  if (WaitWithin(pid, &r.status, 20000)) return r;
+  // Under ThreadSanitizer a signal can fail to end the child, seen in the TSan suite with both
+  // cores loaded, about once in 30 runs of a test: (1) "app-handler": the application's handler
+  // never ran; the main thread was back in its usleep() loop with nothing pending in the kernel
+  // (/proc SigPnd 0: the signal had reached TSan's handler). (2) No application handler: cupmon's
+  // handler ran, the stop finished (Stop() returned true) and the cupmon-term thread called
+  // raise(SIGTERM) with SIG_DFL restored; raise() never returned, that thread was gone, and the
+  // process ran on. A second SIGTERM to the main thread then ended it at once, so these runs
+  // pass with a note. Outside TSan (release and ASan suites, the GPU chaos runs) one signal must
+  // do, and a child still there after 20 s fails the test.
+  if (kThreadSanitizer && resend) r.what = "20 s after the signal its threads were:" + ThreadsOf(pid);
+  while (kThreadSanitizer && resend && r.resent < 10) {
+    ++r.resent;
+    send();
+    if (WaitWithin(pid, &r.status, 2000)) return r;
+  }
+  KillHungChild(pid, &r, "20 s after the signal");
   return r;
+}
+
+// Every test of the term child: it ended by itself (not SIGKILLed here), and whether a signal
+// had to be sent again (ThreadSanitizer only) is in the log.
+void ExpectEnded(const TermResult& r) {
+  EXPECT_FALSE(r.hung) << r.what;
+  if (r.resent > 0)
+    std::printf("note: the signal was sent %d more time(s) (ThreadSanitizer); %s\n", r.resent,
+                r.what.c_str());
 }
 
 TEST(MonitorFaultsTest, SigtermWithoutAnApplicationHandlerFlushesThenEndsTheProcess) {
   const std::string dir = TempDir("sigterm");
   const TermResult r = RunTermChild(dir, nullptr);
+  ExpectEnded(r);
   ASSERT_EQ(r.produced, 5000u);
   // Ended by the signal, as it would have been without cupmon...
   ASSERT_TRUE(WIFSIGNALED(r.status)) << r.status;
@@ -464,21 +577,24 @@ TEST(MonitorFaultsTest, SigtermWritesWhatCuptiHeldBeforeTheStopSoAKillRightAfter
   const pid_t pid = fork();
   if (pid == 0) {
     dup2(pipe_fds[1], 3);
+    // The bound on the stop (below) must not end the process before the SIGKILL does.
+    setenv("CUPMON_EXIT_TIMEOUT_MS", "60000", 1);
     execl(CUPMON_TERM_CHILD, CUPMON_TERM_CHILD, dir.c_str(), "3", "stop-hangs", nullptr);
     _exit(127);
   }
   close(pipe_fds[1]);
-  FILE* in = fdopen(pipe_fds[0], "r");
-  unsigned long long produced = 0;
-  const bool reported = std::fscanf(in, "produced %llu", &produced) == 1;
-  fclose(in);
-  ASSERT_TRUE(reported);
+  const uint64_t produced = ReadProduced(pipe_fds[0], 60000);
+  close(pipe_fds[0]);
+  if (produced != 5000u) kill(pid, SIGKILL);
   ASSERT_EQ(produced, 5000u);
   syscall(SYS_tgkill, pid, pid, SIGTERM);
   uint64_t on_disk = 0;
   for (int waited_ms = 0; waited_ms < 20000 && on_disk < produced; waited_ms += 20) {
     usleep(20000);
     on_disk = ReadRecording(dir).records;
+    // A signal ThreadSanitizer lost (RunTermChild): sent again every 5 s while nothing came.
+    if (kThreadSanitizer && on_disk == 0 && waited_ms % 5000 == 4980)
+      syscall(SYS_tgkill, pid, pid, SIGTERM);
   }
   kill(pid, SIGKILL);
   int status = 0;
@@ -495,15 +611,48 @@ TEST(MonitorFaultsTest, SigtermWithTheFlushTurnedOffLosesWhatCuptiHeld) {
   // The counter-check of the test above: without the flush the records in CUPTI are gone.
   const std::string dir = TempDir("sigterm-off");
   const TermResult r = RunTermChild(dir, nullptr, /*term_flush=*/false);
+  ExpectEnded(r);
   ASSERT_EQ(r.produced, 5000u);
   ASSERT_TRUE(WIFSIGNALED(r.status));
   EXPECT_EQ(WTERMSIG(r.status), SIGTERM);
   EXPECT_EQ(ReadRecording(dir).records, 0u);
 }
 
+// A hung stop or a hung CUPTI flush must not keep a job alive that SIGTERM would have ended:
+// the process ends with the default action CUPMON_EXIT_TIMEOUT_MS + Monitor::kTermGraceMs after
+// the signal. Under ThreadSanitizer the final raise can be lost (RunTermChild), so these run in
+// the release and ASan suites.
+// The term child in `mode`, with a 300 ms exit timeout: it must have ended by SIGTERM itself.
+TermResult RunHungTermChild(const std::string& dir, const char* mode) {
+  const TermResult r = RunTermChild(dir, mode, true, SIGTERM, false, "300", /*resend=*/false);
+  ExpectEnded(r);
+  EXPECT_EQ(r.produced, 5000u);
+  EXPECT_TRUE(WIFSIGNALED(r.status) && WTERMSIG(r.status) == SIGTERM)
+      << "status " << r.status << ": not ended by the default action of SIGTERM";
+  return r;
+}
+
+TEST(MonitorFaultsTest, SigtermWithAHungStopStillEndsTheProcessKeepingWhatWasFlushed) {
+  if (kThreadSanitizer) GTEST_SKIP() << "ThreadSanitizer can lose the final raise (RunTermChild)";
+  const std::string dir = TempDir("sigterm-stop-hangs");
+  RunHungTermChild(dir, "stop-hangs");
+  const auto rb = ReadRecording(dir);
+  EXPECT_EQ(rb.records, 5000u) << "the forced flush before the stop reached the file";
+  EXPECT_EQ(rb.damage, 0u);
+  EXPECT_FALSE(rb.have_footer_ended) << "the stop never ran";
+}
+
+TEST(MonitorFaultsTest, SigtermWithCuptisFlushHungStillEndsTheProcess) {
+  if (kThreadSanitizer) GTEST_SKIP() << "ThreadSanitizer can lose the final raise (RunTermChild)";
+  const std::string dir = TempDir("sigterm-flush-hangs");
+  RunHungTermChild(dir, "flush-hangs");
+  EXPECT_EQ(ReadRecording(dir).damage, 0u) << "what is there reads cleanly";
+}
+
 TEST(MonitorFaultsTest, SigtermWithAnApplicationHandlerIsLeftToTheApplication) {
   const std::string dir = TempDir("sigterm-app");
   const TermResult r = RunTermChild(dir, "app-handler");
+  ExpectEnded(r);
   ASSERT_EQ(r.produced, 5000u);
   ASSERT_TRUE(WIFEXITED(r.status)) << r.status;
   EXPECT_EQ(WEXITSTATUS(r.status), 42);  // the application's handler ran
@@ -515,6 +664,7 @@ TEST(MonitorFaultsTest, AProcessSignalTheJobTakesWithSigwaitNeverLandsOnACupmonT
   // must reach that sigwait(): were a cupmon thread to take it, SIG_DFL would end the process.
   const std::string dir = TempDir("sigwait");
   const TermResult r = RunTermChild(dir, "sigwait", true, SIGHUP, /*to_process=*/true);
+  ExpectEnded(r);
   ASSERT_EQ(r.produced, 5000u);
   ASSERT_TRUE(WIFEXITED(r.status)) << "ended by signal " << (WIFSIGNALED(r.status) ? WTERMSIG(r.status) : 0);
   EXPECT_EQ(WEXITSTATUS(r.status), 43);  // the job's sigwait() took it and shut down in order

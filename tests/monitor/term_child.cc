@@ -1,9 +1,11 @@
 // Helper for MonitorFaultsTest's SIGTERM cases: runs the monitor on the fake CUPTI (TEST DOUBLE)
 // with records left inside the fake's buffers (only a forced flush hands them over), reports the
 // record count on fd argv[2], then waits for a signal.
-//   term_child DIR FD [app-handler|sigwait|stop-hangs]
+//   term_child DIR FD [app-handler|sigwait|stop-hangs|flush-hangs]
 // With "stop-hangs" the stop that follows the signal blocks for good at the fault point
-// "term.stop" (as a hung stop would), so only what cupmon wrote before it reaches the file.
+// "term.stop" (as a hung stop would), so only what cupmon wrote before it reaches the file; with
+// "flush-hangs" the control thread blocks for good before CUPTI's forced flush ("term.flush", as
+// a flush hung in CUPTI would). Either way the process must still end (CUPMON_EXIT_TIMEOUT_MS).
 // With "app-handler" the program installs its own SIGTERM handler first (exit status 42). With
 // "sigwait" it takes SIGHUP the way some jobs take their shutdown signal: blocked in its (only)
 // thread after cupmon has started, then sigwait() (exit status 43). The fake CUPTI's worker (a
@@ -37,11 +39,13 @@ int main(int argc, char** argv) {
   cupmon::testing::FakeCupti fake;
   if (use_sigwait) pthread_sigmask(SIG_UNBLOCK, &hup, nullptr);
   cupmon::MonitorOptions o = cupmon::testing::TestDoubleOptions(&fake, argv[1]);
-  if (argc > 3 && std::string(argv[3]) == "stop-hangs")
-    o.fault_injector = [](std::string_view point) {
-      if (point == "term.stop")
+  if (argc > 3 && (std::string(argv[3]) == "stop-hangs" || std::string(argv[3]) == "flush-hangs")) {
+    const std::string hang_at = std::string(argv[3]) == "stop-hangs" ? "term.stop" : "term.flush";
+    o.fault_injector = [hang_at](std::string_view point) {
+      if (point == hang_at)
         for (;;) sleep(1);
     };
+  }
   std::vector<std::string> warnings;
   cupmon::ApplyControlEnvironment(&o.config, &warnings);  // CUPMON_TERM_FLUSH
   auto m = cupmon::Monitor::Start(std::move(o));

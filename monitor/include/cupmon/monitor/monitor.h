@@ -116,6 +116,9 @@ class Monitor final {
  public:
   // Default bound on Stop(): the final flush, the writer's last chunks and fdatasync.
   static constexpr std::chrono::milliseconds kDefaultStopTimeout{2000};
+  // After SIGTERM/SIGINT (CUPMON_TERM_FLUSH): the process ends with the default action at most
+  // exit_timeout_ms + kTermGraceMs after the signal, even when the final flush hangs.
+  static constexpr uint32_t kTermGraceMs = 1000;
 
   // Probes CUPTI, registers the callbacks, enables the kinds, then starts the writer and control
   // threads. Errors: another monitor is running, libcupti refused (another CUPTI client:
