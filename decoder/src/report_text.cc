@@ -76,16 +76,7 @@ std::string RecordBalance(const TraceCounts& c) {
 }
 
 
-std::string IsoTime(int64_t unix_ns) {
-  const time_t secs = static_cast<time_t>(unix_ns / 1'000'000'000);
-  int64_t frac = unix_ns % 1'000'000'000;
-  if (frac < 0) frac += 1'000'000'000;
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char buf[64];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
-  return Printf("%s.%09" PRId64 "Z", buf, frac);
-}
+std::string IsoTime(int64_t unix_ns) { return UtcTime(unix_ns, 9); }
 
 // Signed relative time with nvprof units.
 std::string FormatRel(int64_t ns) {

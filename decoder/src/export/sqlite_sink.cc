@@ -21,6 +21,7 @@
 #include "cupmon/decoder/record_layout.h"
 #include "export/nsys_schema.h"
 #include "export/sqlite_tables.h"
+#include "report_text.h"
 
 #ifndef CUPMON_VERSION_STRING
 #define CUPMON_VERSION_STRING "unknown"
@@ -70,18 +71,6 @@ std::string Hex(uint64_t v) {
   return buf;
 }
 
-std::string IsoUtc(int64_t unix_ns) {
-  const time_t secs = static_cast<time_t>(unix_ns / 1'000'000'000);
-  int64_t frac = unix_ns % 1'000'000'000;
-  if (frac < 0) frac += 1'000'000'000;
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char buf[64];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
-  char out[96];
-  std::snprintf(out, sizeof out, "%s.%09lldZ", buf, static_cast<long long>(frac));
-  return out;
-}
 
 
 }  // namespace
@@ -676,7 +665,7 @@ void SqliteSink::WriteDeferred(Conn& conn) {
            " AND contextId = " + std::to_string(context) + " AND deviceId = -1");
   }
   for (const DeferredRow& row : deferred_) insert(row.insert, row.values);
-  const std::string session_start = IsoUtc(base_);
+  const std::string session_start = UtcTime(base_);
   insert(kInsertSessionStart, {Value{Value::kInt, base_, {}}, Value{Value::kText, 0, session_start}});
   const std::pair<const char*, std::string> meta[] = {
       {"EXPORT_SCHEMA_VERSION", nsys::kSchemaVersion},
