@@ -15,14 +15,26 @@ std::string TimeOrDash(const Row& r, int64_t wall, int64_t origin, bool valid) {
   return valid ? FormatRel(wall - origin) : "-";
 }
 
-class GpuTraceSink : public LimitedSink {
+// The text traces' shared part: per recording, the builder to read times against and the line
+// naming the recording, before each trace's column header.
+class TextTrace : public LimitedSink {
  public:
   using LimitedSink::LimitedSink;
-  void Begin(const TraceBuilder& b, const Recording& r, size_t) override {
+
+ protected:
+  void BeginRecording(const TraceBuilder& b, const Recording& r) {
     builder_ = &b;
     ForgetShortNames();
     out_ << "==cupmon== " << RankPrefix() << "Recording " << RecordingIdText(r.id) << " pid " << r.header.pid()
          << (r.header.synthetic() ? " (SYNTHETIC: CUPTI test double)" : "") << "\n";
+  }
+};
+
+class GpuTraceSink : public TextTrace {
+ public:
+  using TextTrace::TextTrace;
+  void Begin(const TraceBuilder& b, const Recording& r, size_t) override {
+    BeginRecording(b, r);
     out_ << Printf("%12s  %10s  %15s  %15s  %5s  %8s  %8s  %9s  %12s  %6s  %7s  %6s  %8s  %s\n",
                    "Start", "Duration", "Grid Size", "Block Size", "Regs", "SSMem", "DSMem", "Size",
                    "Throughput", "Device", "Context", "Stream", "CorrId", "Name");
@@ -54,14 +66,11 @@ class GpuTraceSink : public LimitedSink {
   }
 };
 
-class ApiTraceSink : public LimitedSink {
+class ApiTraceSink : public TextTrace {
  public:
-  using LimitedSink::LimitedSink;
+  using TextTrace::TextTrace;
   void Begin(const TraceBuilder& b, const Recording& r, size_t) override {
-    builder_ = &b;
-    ForgetShortNames();
-    out_ << "==cupmon== " << RankPrefix() << "Recording " << RecordingIdText(r.id) << " pid " << r.header.pid()
-         << (r.header.synthetic() ? " (SYNTHETIC: CUPTI test double)" : "") << "\n";
+    BeginRecording(b, r);
     out_ << Printf("%12s  %10s  %8s  %8s  %8s  %-28s  %s\n", "Start", "Duration", "Thread",
                    "Return", "CorrId", "Name", "GPU activity");
   }
@@ -83,19 +92,16 @@ class ApiTraceSink : public LimitedSink {
   }
 };
 
-class KernExecSink : public LimitedSink {
+class KernExecSink : public TextTrace {
  public:
   // The API Name column: the launch call, or why there is none.
   static std::string_view ApiColumn(const Row& r) {
     if (r.has_api) return r.api_name;
     return r.launched_before_window ? "(before window)" : "-";
   }
-  using LimitedSink::LimitedSink;
+  using TextTrace::TextTrace;
   void Begin(const TraceBuilder& b, const Recording& r, size_t) override {
-    builder_ = &b;
-    ForgetShortNames();
-    out_ << "==cupmon== " << RankPrefix() << "Recording " << RecordingIdText(r.id) << " pid " << r.header.pid()
-         << (r.header.synthetic() ? " (SYNTHETIC: CUPTI test double)" : "") << "\n";
+    BeginRecording(b, r);
     out_ << Printf("%12s  %10s  %10s  %12s  %10s  %10s  %8s  %-20s  %s\n", "API Start", "API Dur",
                    "Queue Dur", "Kernel Start", "Kernel Dur", "Total Dur", "CorrId", "API Name",
                    "Kernel Name");
