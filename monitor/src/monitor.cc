@@ -9,10 +9,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <future>
+#include <memory>
 #include <thread>
 
 #include "activity_intake.h"
@@ -283,17 +285,22 @@ bool Monitor::Stop(std::chrono::milliseconds timeout) {
   const bool gap_marked = !in_time || control_->gap_open();
   const uint64_t last_active_ns = in_time ? control_->last_active_cupti_ns() : 0;
   if (in_time) control_->EndOpenGap();
-  // Disable first, so that nothing new lands in buffers after the forced flush.
-  for (uint32_t kind : enabled_kinds_) cupti_.ActivityDisable(static_cast<CUpti_ActivityKind>(kind));
-  cupti_.ActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  const bool flushed = FinalFlushWithin(deadline, timeout);
+  if (!flushed) {
+    in_time = false;
+    Warn("CUPTI's final flush did not return within " + std::to_string(timeout.count()) +
+         " ms (a hung GPU or driver?); closing the files without the records CUPTI still held "
+         "(CUPMON_EXIT_TIMEOUT_MS)");
+  }
   control_->PollDropped();
   try {
-    queue_->Push(RecordingPipeline::FinalTask([this, gap_marked,
+    queue_->Push(RecordingPipeline::FinalTask([this, gap_marked, flushed,
                                                last_active_ns](RecordingWriter& w) {
       // Every buffer CUPTI completed to cupmon is written by now (this task comes after them).
-      // Buffers an earlier, reclaimed gap left with the other client are counted already.
+      // Buffers an earlier, reclaimed gap left with the other client are counted already. After
+      // a flush that never returned, CUPTI holds the rest itself: no takeover to mark.
       const uint64_t known = counters_->stranded_buffers.load(std::memory_order_relaxed);
-      if (!gap_marked && pool_->in_use() > known)
+      if (!gap_marked && flushed && pool_->in_use() > known)
         MarkBuffersNotReturned(w, pool_->in_use() - known, last_active_ns);
       FillStats(&w.stats());
       pb::Calibration cal;
@@ -328,6 +335,38 @@ bool Monitor::Stop(std::chrono::milliseconds timeout) {
   // (the monitor, never freed in the library, keeps it).
   intake_->Unpublish();
   return in_time;
+}
+
+bool Monitor::FinalFlushWithin(std::chrono::steady_clock::time_point deadline,
+                               std::chrono::milliseconds timeout) {
+  // CUPTI's calls are the one part of a stop that cupmon cannot bound itself, and a flush hung in
+  // CUPTI (a hung GPU or driver) would hang the job's exit with it. So they run on a thread of
+  // their own, waited for until a quarter of the stop's timeout before its deadline (that quarter
+  // is the writer's, for the footer), and for at least a tenth of it (so that a slow control stop
+  // does not cut a normal flush short). Disable first, so that nothing new lands in buffers after
+  // the forced flush.
+  auto done = std::make_shared<std::promise<void>>();
+  std::future<void> flushed = done->get_future();
+  auto flush = [this, done]() noexcept {
+    try {
+      MaybeFault(options_.fault_injector, "stop.flush");
+    } catch (...) {
+    }
+    for (uint32_t kind : enabled_kinds_) cupti_.ActivityDisable(static_cast<CUpti_ActivityKind>(kind));
+    cupti_.ActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    done->set_value();
+  };
+  try {
+    StartOwnThread([flush]() noexcept {
+      pthread_setname_np(pthread_self(), "cupmon-flush");
+      flush();
+    }).detach();
+  } catch (...) {
+    flush();  // no thread can be made: here, unbounded, as before
+  }
+  const auto at_least = std::chrono::steady_clock::now() + timeout / 10;
+  return flushed.wait_until(std::max(deadline - timeout / 4, at_least)) ==
+         std::future_status::ready;
 }
 
 void Monitor::MarkBuffersNotReturned(RecordingWriter& w, uint64_t held, uint64_t last_active_ns) {

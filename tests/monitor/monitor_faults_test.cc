@@ -241,6 +241,32 @@ class HungFileSystem final : public FileSystem {
   std::atomic<bool> blocked_{false};
 };
 
+// 100 kernels through the monitor and written, then `more` left inside the fake CUPTI.
+bool HundredWrittenThenMoreInCupti(FakeCupti& fake, Monitor& m, int more) {
+  FakeCupti::Producer* p = fake.NewProducer();
+  const uint32_t k = fake.AddKernelName("k");
+  for (int i = 0; i < 100; ++i)
+    if (!p->Kernel(k, 1 + i, 2 + i)) return false;
+  m.FlushAndWait();
+  for (int i = 0; i < more; ++i)
+    if (!p->Kernel(k, 1 + i, 2 + i)) return false;
+  return true;
+}
+
+// The names of this process's threads that start with `prefix`.
+std::vector<std::string> ThreadNamesStartingWith(const std::string& prefix) {
+  std::vector<std::string> names;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    FILE* comm = std::fopen((task.path() / "comm").c_str(), "r");
+    if (!comm) continue;
+    char name[64] = {};
+    if (std::fgets(name, sizeof name, comm) && std::string(name).rfind(prefix, 0) == 0)
+      names.emplace_back(name);
+    std::fclose(comm);
+  }
+  return names;
+}
+
 TEST(MonitorFaultsTest, StopWithAHungFileSystemGivesUpAfterItsTimeout) {
   FakeCupti fake;
   HungFileSystem fs;
@@ -249,12 +275,8 @@ TEST(MonitorFaultsTest, StopWithAHungFileSystemGivesUpAfterItsTimeout) {
   o.fs = &fs;
   auto m = Monitor::Start(std::move(o));
   ASSERT_TRUE(m) << m.error().message;
-  FakeCupti::Producer* p = fake.NewProducer();
-  const uint32_t k = fake.AddKernelName("k");
-  for (int i = 0; i < 100; ++i) ASSERT_TRUE(p->Kernel(k, 1 + i, 2 + i));
-  (*m)->FlushAndWait();
+  ASSERT_TRUE(HundredWrittenThenMoreInCupti(fake, **m, 100));
   fs.Hang();
-  for (int i = 0; i < 100; ++i) ASSERT_TRUE(p->Kernel(k, 1 + i, 2 + i));
   // Without the bound this never returns while the file system hangs.
   EXPECT_FALSE((*m)->Stop(std::chrono::milliseconds(300)));
   EXPECT_TRUE(fs.blocked());
@@ -264,6 +286,41 @@ TEST(MonitorFaultsTest, StopWithAHungFileSystemGivesUpAfterItsTimeout) {
   const auto rb = ReadRecording(dir);
   EXPECT_EQ(rb.damage, 0u);
   EXPECT_GE(rb.records, 100u);  // what was written before the hang is intact
+}
+
+TEST(MonitorFaultsTest, StopWithCuptisFlushHungGivesUpAfterItsTimeoutAndClosesTheFile) {
+  // A flush hung in CUPTI (a hung GPU or driver) must not hang the job's exit: the stop gives up
+  // on it at its deadline and still writes the footer after what was written before.
+  FakeCupti fake;
+  std::atomic<bool> reached{false}, release{false};
+  const std::string dir = TempDir("hung-flush");
+  MonitorOptions o = testing::TestDoubleOptions(&fake, dir);
+  o.fault_injector = [&](std::string_view point) {
+    if (point != "stop.flush") return;
+    reached = true;
+    while (!release) usleep(1000);
+  };
+  auto m = Monitor::Start(std::move(o));
+  ASSERT_TRUE(m) << m.error().message;
+  ASSERT_TRUE(HundredWrittenThenMoreInCupti(fake, **m, 50));
+  const uint64_t forced_before = fake.forced_flushes();
+  // Without the bound this never returns while the flush hangs.
+  EXPECT_FALSE((*m)->Stop(std::chrono::milliseconds(300)));
+  EXPECT_TRUE(reached);
+  EXPECT_TRUE((*m)->GetStats().stop_timed_out);
+  // The flush comes back later: its buffers return to the pool, not to the closed files. Its
+  // thread is gone before the monitor is.
+  release = true;
+  for (int waited_ms = 0; waited_ms < 10000 && !ThreadNamesStartingWith("cupmon-flush").empty();
+       ++waited_ms)
+    usleep(1000);
+  EXPECT_TRUE(ThreadNamesStartingWith("cupmon-flush").empty());
+  EXPECT_GT(fake.forced_flushes(), forced_before);
+  m->reset();  // joins the writer if the footer was still on its way
+  const auto rb = ReadRecording(dir);
+  EXPECT_EQ(rb.damage, 0u);
+  EXPECT_EQ(rb.records, 100u) << "what was written before the hang; the 50 in CUPTI are lost";
+  EXPECT_TRUE(rb.have_footer_ended) << "the files are closed without the hung flush";
 }
 
 // True when this process has an AF_UNIX socket open whose bound name ends in `path`'s file name

@@ -179,6 +179,10 @@ class Monitor final {
   // Stop, writer thread: `held` buffers that never came back from CUPTI's forced flush, with no
   // takeover seen, are a lost interval: a GAP_BEGIN/GAP_END pair, counted as a gap and as stranded.
   void MarkBuffersNotReturned(RecordingWriter& w, uint64_t held, uint64_t last_active_ns);
+  // Stop: CUPTI's disable and forced flush, on a thread of their own; false when they had not
+  // returned by the deadline (they may still, later: their buffers then go back to the pool).
+  bool FinalFlushWithin(std::chrono::steady_clock::time_point deadline,
+                        std::chrono::milliseconds timeout);
 
   MonitorOptions options_;
   CuptiApi& cupti_;
