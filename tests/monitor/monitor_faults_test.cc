@@ -253,17 +253,32 @@ bool HundredWrittenThenMoreInCupti(FakeCupti& fake, Monitor& m, int more) {
   return true;
 }
 
+// One line of /proc/PID/task/TID/FILE without its newline, or "" when it cannot be read.
+std::string TaskFile(const std::filesystem::path& task, const char* file) {
+  FILE* in = std::fopen((task / file).c_str(), "r");
+  if (!in) return {};
+  char text[256] = {};
+  const bool read = std::fgets(text, sizeof text, in) != nullptr;
+  std::fclose(in);
+  std::string t = read ? text : "";
+  if (!t.empty() && t.back() == '\n') t.pop_back();
+  return t;
+}
+
+// The task directories of `pid`'s threads ("self": this process).
+std::vector<std::filesystem::path> TasksOf(const std::string& pid) {
+  std::vector<std::filesystem::path> tasks;
+  std::error_code ec;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/" + pid + "/task", ec))
+    tasks.push_back(task.path());
+  return tasks;
+}
+
 // The names of this process's threads that start with `prefix`.
 std::vector<std::string> ThreadNamesStartingWith(const std::string& prefix) {
   std::vector<std::string> names;
-  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
-    FILE* comm = std::fopen((task.path() / "comm").c_str(), "r");
-    if (!comm) continue;
-    char name[64] = {};
-    if (std::fgets(name, sizeof name, comm) && std::string(name).rfind(prefix, 0) == 0)
-      names.emplace_back(name);
-    std::fclose(comm);
-  }
+  for (const auto& task : TasksOf("self"))
+    if (std::string name = TaskFile(task, "comm"); name.rfind(prefix, 0) == 0) names.push_back(name);
   return names;
 }
 
@@ -516,20 +531,8 @@ bool WaitWithin(pid_t pid, int* status, int ms) {
 // Where the threads of `pid` stand: "[name] wchan" each, from /proc.
 std::string ThreadsOf(pid_t pid) {
   std::string out;
-  std::error_code ec;
-  for (const auto& task : std::filesystem::directory_iterator(
-           "/proc/" + std::to_string(pid) + "/task", ec)) {
-    for (const char* f : {"comm", "wchan"}) {
-      FILE* in = std::fopen((task.path() / f).c_str(), "r");
-      char text[64] = {};
-      if (in && std::fgets(text, sizeof text, in)) {
-        std::string t(text);
-        if (!t.empty() && t.back() == '\n') t.pop_back();
-        out += f[0] == 'c' ? " [" + t + "]" : " " + t;
-      }
-      if (in) std::fclose(in);
-    }
-  }
+  for (const auto& task : TasksOf(std::to_string(pid)))
+    out += " [" + TaskFile(task, "comm") + "] " + TaskFile(task, "wchan");
   return out;
 }
 
@@ -733,14 +736,9 @@ TEST(MonitorFaultsTest, AProcessSignalTheJobTakesWithSigwaitNeverLandsOnACupmonT
 // The SigBlk mask of each of this process's threads whose name starts with `prefix`.
 std::vector<uint64_t> BlockedMasksOfThreads(const std::string& prefix) {
   std::vector<uint64_t> masks;
-  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
-    FILE* comm = std::fopen((task.path() / "comm").c_str(), "r");
-    if (!comm) continue;
-    char name[64] = {};
-    const bool named = std::fgets(name, sizeof name, comm) != nullptr;
-    std::fclose(comm);
-    if (!named || std::string(name).rfind(prefix, 0) != 0) continue;
-    FILE* status = std::fopen((task.path() / "status").c_str(), "r");
+  for (const auto& task : TasksOf("self")) {
+    if (TaskFile(task, "comm").rfind(prefix, 0) != 0) continue;
+    FILE* status = std::fopen((task / "status").c_str(), "r");
     if (!status) continue;
     char line[256];
     while (std::fgets(line, sizeof line, status))
