@@ -1,13 +1,14 @@
-// StartOwnThread: how cupmon starts each of its threads (writer, control, the final flush). A new
-// thread inherits its creator's signal mask; cupmon's threads are started with every asynchronous
-// signal blocked, so a process-directed signal (SIGTERM, SIGINT, SIGHUP, SIGUSR1/2, SIGCHLD, ...)
-// is always delivered to one of the application's threads, as it would be without cupmon. Without
-// this, a job that blocks a signal in its own threads to take it with sigwait() (or that handles it
-// in a thread of its choosing) could have it land on a cupmon thread instead: with SIG_DFL that
-// ends the process, bypassing the job's orderly shutdown. cupmon's own handlers (the window
-// signal, TerminationSignals) only write to a pipe, so they run on whichever thread takes them.
-// Synchronous signals (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS) stay unblocked: blocking
-// them is undefined when they are raised by a fault. SIGABRT too (abort() unblocks it anyway).
+// StartOwnThread: how cupmon starts each of its threads (writer, control; at SIGTERM or stop the
+// final flush, its bound and CUPTI's flush). A new thread inherits its creator's signal mask;
+// cupmon's threads are started with every asynchronous signal blocked, so a process-directed signal
+// (SIGTERM, SIGINT, SIGHUP, SIGUSR1/2, SIGCHLD, ...) is always delivered to one of the
+// application's threads, as it would be without cupmon. Without this, a job that blocks a signal in
+// its own threads to take it with sigwait() (or that handles it in a thread of its choosing) could
+// have it land on a cupmon thread instead: with SIG_DFL that ends the process, bypassing the job's
+// orderly shutdown. cupmon's own handlers (the window signal, TerminationSignals) only write to a
+// pipe, so they run on whichever thread takes them. Synchronous signals (SIGSEGV, SIGBUS, SIGFPE,
+// SIGILL, SIGTRAP, SIGSYS) stay unblocked: blocking them is undefined when they are raised by a
+// fault. SIGABRT too (abort() unblocks it anyway).
 #pragma once
 
 #include <pthread.h>
