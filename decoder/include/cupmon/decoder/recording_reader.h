@@ -170,7 +170,7 @@ class SequenceTracker {
 };
 
 // Threads a read uses: 1, everything on the caller's thread; 2, the chunk scan, checksums, zstd
-// and the columnar inverse on a second thread, at most two chunks ahead of the visitor (which
+// and the columnar inverse on a second thread, at most seven chunks ahead of the visitor (which
 // still sees every chunk, count and message in file order, on the caller's thread). The default
 // comes from CUPMON_DECODE_THREADS (1 or 2; anything else is ignored here, and cupmon-decode
 // refuses it) or, unset, 2 when the machine has two or more CPUs.
