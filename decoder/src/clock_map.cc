@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 
 namespace cupmon::decoder {
@@ -94,10 +95,29 @@ const ClockMap::Segment* ClockMap::SegmentFor(uint64_t cupti_ns) const {
   return best;
 }
 
+namespace {
+// True when samples[i] <= t < samples[i + 1]: the pair std::upper_bound would find for t.
+template <class Samples>
+bool HoldsBetween(const Samples& samples, size_t i, uint64_t t) {
+  return i + 1 < samples.size() && samples[i].cupti <= t && t < samples[i + 1].cupti;
+}
+}  // namespace
+
 int64_t ClockMap::MapIn(const Segment& g, uint64_t cupti_ns) {
   const std::vector<Sample>& samples = g.samples;
-  auto it = std::upper_bound(samples.begin(), samples.end(), cupti_ns,
-                             [](uint64_t t, const Sample& s) { return t < s.cupti; });
+  // Samples of a segment strictly increase in CUPTI time (Add drops the others), so the pair
+  // holding cupti_ns is unique: the remembered pair or the next one is the search's answer.
+  std::vector<Sample>::const_iterator it;
+  if (HoldsBetween(samples, g.hint, cupti_ns)) {
+    it = samples.begin() + static_cast<std::ptrdiff_t>(g.hint + 1);
+  } else if (HoldsBetween(samples, g.hint + 1, cupti_ns)) {
+    it = samples.begin() + static_cast<std::ptrdiff_t>(++g.hint + 1);
+  } else {
+    it = std::upper_bound(samples.begin(), samples.end(), cupti_ns,
+                          [](uint64_t t, const Sample& s) { return t < s.cupti; });
+    if (it != samples.begin() && it != samples.end())
+      g.hint = static_cast<size_t>(it - samples.begin()) - 1;
+  }
   if (it == samples.begin() || it == samples.end()) {
     const Sample& s = it == samples.begin() ? samples.front() : samples.back();
     const Int128 units = static_cast<Int128>(cupti_ns) - static_cast<Int128>(s.cupti);

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <random>
 #include <vector>
 
 namespace cupmon::decoder {
@@ -154,6 +156,54 @@ TEST(ClockMapTest, InterpolationIsExactWhetherOrNotTheProductFits64Bits) {
           << "drift " << drift << " since " << since;
     }
   }
+}
+
+// MapIn remembers the pair of samples the last timestamp fell between: timestamps in order, in
+// reverse, at random and on the samples themselves must all map with the pair that holds them.
+// Each pair has its own drift, so a timestamp mapped with a neighbouring pair comes out different.
+TEST(ClockMapTest, EveryTimestampIsMappedWithThePairThatHoldsItInAnyOrder) {
+  struct Ref {
+    uint64_t cupti;
+    int64_t wall;
+  };
+  std::vector<Ref> refs;
+  ClockMap m;
+  uint64_t cupti = 1'000'000'000;
+  int64_t wall = 1'796'000'000'000'000'000;
+  for (int i = 0; i < 40; ++i) {
+    refs.push_back({cupti, wall});
+    m.Add(S(cupti, wall));
+    const uint64_t span = 50'000'000 + 1'000'003 * static_cast<uint64_t>(i);
+    cupti += span;
+    wall += static_cast<int64_t>(span) + (i % 2 ? 1 : -1) * (2'000 + 97 * i);  // drift per pair
+  }
+  ASSERT_EQ(m.domains(), 1u);
+  ASSERT_EQ(m.samples(), refs.size());
+  const auto want = [&](uint64_t t) -> int64_t {
+    if (t <= refs.front().cupti) return refs.front().wall - static_cast<int64_t>(refs.front().cupti - t);
+    if (t >= refs.back().cupti) return refs.back().wall + static_cast<int64_t>(t - refs.back().cupti);
+    size_t i = 0;
+    while (refs[i + 1].cupti <= t) ++i;
+    const Int128 since = t - refs[i].cupti, span = refs[i + 1].cupti - refs[i].cupti;
+    const Int128 drift = static_cast<Int128>(refs[i + 1].wall) - refs[i].wall - span;
+    return static_cast<int64_t>(refs[i].wall + since + drift * since / span);
+  };
+  std::vector<uint64_t> ts;
+  for (size_t i = 0; i < refs.size(); ++i) {
+    for (const int64_t d : {int64_t{-1}, int64_t{0}, int64_t{1}, int64_t{20'000'000}})
+      ts.push_back(static_cast<uint64_t>(static_cast<int64_t>(refs[i].cupti) + d));
+  }
+  ts.push_back(5);                        // before every sample
+  ts.push_back(refs.back().cupti * 2);    // after every sample
+  const auto check = [&](const char* order) {
+    for (const uint64_t t : ts) ASSERT_EQ(m.ToWall(t), want(t)) << order << ", t " << t;
+  };
+  check("in order");
+  std::reverse(ts.begin(), ts.end());
+  check("reversed");
+  std::mt19937_64 rng(7);
+  std::shuffle(ts.begin(), ts.end(), rng);
+  check("shuffled");
 }
 
 // Calibration read from a damaged or hostile file: extreme values must clamp, never overflow (the

@@ -60,6 +60,10 @@ class ClockMap {
     double rate = 1.0;
     bool rate_known = false;
     bool ns_clock = true;  // rate within 1% of 1: mapped exactly as a single-domain recording
+    // The pair (samples[hint], samples[hint + 1]) that held the last timestamp mapped between two
+    // samples: records come nearly in time order, so the next one mostly falls in the same pair
+    // or the next, and the binary search is skipped (MapIn; the same pair the search finds).
+    mutable size_t hint = 0;
   };
   bool Continues(const Segment& g, const Sample& s) const;
   const Segment* SegmentFor(uint64_t cupti_ns) const;
