@@ -180,8 +180,9 @@ TEST(ClockMapTest, EveryTimestampIsMappedWithThePairThatHoldsItInAnyOrder) {
   ASSERT_EQ(m.domains(), 1u);
   ASSERT_EQ(m.samples(), refs.size());
   const auto want = [&](uint64_t t) -> int64_t {
-    if (t <= refs.front().cupti) return refs.front().wall - static_cast<int64_t>(refs.front().cupti - t);
-    if (t >= refs.back().cupti) return refs.back().wall + static_cast<int64_t>(t - refs.back().cupti);
+    const Ref &first = refs.front(), &last = refs.back();
+    if (t <= first.cupti) return first.wall - static_cast<int64_t>(first.cupti - t);
+    if (t >= last.cupti) return last.wall + static_cast<int64_t>(t - last.cupti);
     size_t i = 0;
     while (refs[i + 1].cupti <= t) ++i;
     const Int128 since = t - refs[i].cupti, span = refs[i + 1].cupti - refs[i].cupti;
@@ -193,8 +194,8 @@ TEST(ClockMapTest, EveryTimestampIsMappedWithThePairThatHoldsItInAnyOrder) {
     for (const int64_t d : {int64_t{-1}, int64_t{0}, int64_t{1}, int64_t{20'000'000}})
       ts.push_back(static_cast<uint64_t>(static_cast<int64_t>(refs[i].cupti) + d));
   }
-  ts.push_back(5);                        // before every sample
-  ts.push_back(refs.back().cupti * 2);    // after every sample
+  ts.push_back(5);                      // before every sample
+  ts.push_back(refs.back().cupti * 2);  // after every sample
   const auto check = [&](const char* order) {
     for (const uint64_t t : ts) ASSERT_EQ(m.ToWall(t), want(t)) << order << ", t " << t;
   };
