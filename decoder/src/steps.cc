@@ -206,9 +206,7 @@ std::optional<uint64_t> StepNumberOf(const std::string& label) {
 
 class StepScanner : public ChunkVisitor {
  public:
-  explicit StepScanner(const StepOptions& options) : options_(options), detector_(options.detector) {
-    ext_.fill(ExtSlot{});
-  }
+  explicit StepScanner(const StepOptions& options) : options_(options), detector_(options.detector) {}
 
   void OnHeader(const pb::RecordingHeader& header, const ChunkOrigin&) override {
     if (decoder_) return;
@@ -615,7 +613,9 @@ class StepScanner : public ChunkVisitor {
   std::vector<int64_t> step_label_;  // per name id: -2 not parsed yet, -1 not a step label
   std::unordered_map<uint64_t, uint32_t> by_pointer_;
   std::array<CacheSlot, 256> cache_{};
-  std::array<ExtSlot, 1 << 18> ext_;
+  // On the heap: 6 MiB as a member put FindSteps' scanner on the stack past a 4 MiB limit
+  // (`ulimit -s 4096`: a segmentation fault of `cupmon-decode steps`).
+  std::vector<ExtSlot> ext_ = std::vector<ExtSlot>(size_t{1} << 18);
   bool have_step_labels_ = false;
   // NVTX step ranges by thread (pid << 32 | tid), open ones by marker id, and the labels they
   // give launch calls by correlation id (direct-mapped like ext_; allocated at the first one).
