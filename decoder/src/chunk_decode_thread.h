@@ -30,7 +30,7 @@ struct DecodedChunk {
   // kRawBuffer chunks only.
   bool short_prefix = false;  // payload shorter than the raw-buffer prefix: nothing decoded
   RawBufferPrefix prefix{};
-  std::vector<uint8_t> records;
+  ByteBuffer records;  // bytes of words no selected field reads are indeterminate
   std::string decode_error;  // empty when `records` holds the decoded buffer
 };
 

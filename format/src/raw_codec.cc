@@ -300,8 +300,11 @@ bool ColumnarTransform(std::span<const uint8_t> raw, const RecordSizeTable& size
   return true;
 }
 
-Expected<void> ColumnarInverse(std::span<const uint8_t> in, bool delta, std::vector<uint8_t>* out,
-                               const ColumnSelection* keep) {
+namespace {
+
+template <class Buffer>
+Expected<void> InverseInto(std::span<const uint8_t> in, bool delta, Buffer* out,
+                           const ColumnSelection* keep) {
   auto bad = [](const std::string& what) { return MakeError("bad column header: " + what); };
   if (in.size() < 4) return bad("shorter than 4 bytes");
   const uint32_t n_groups = GetLe32(in.data());
@@ -375,6 +378,17 @@ Expected<void> ColumnarInverse(std::span<const uint8_t> in, bool delta, std::vec
   return {};
 }
 
+}  // namespace
+
+Expected<void> ColumnarInverse(std::span<const uint8_t> in, bool delta, std::vector<uint8_t>* out,
+                               const ColumnSelection* keep) {
+  return InverseInto(in, delta, out, keep);
+}
+Expected<void> ColumnarInverse(std::span<const uint8_t> in, bool delta, ByteBuffer* out,
+                               const ColumnSelection* keep) {
+  return InverseInto(in, delta, out, keep);
+}
+
 struct RawBufferEncoder::Impl {
   ZSTD_CCtx* cctx = ZSTD_createCCtx();
   int level;
@@ -421,7 +435,7 @@ Expected<Encoding> RawBufferEncoder::Encode(std::span<const uint8_t> raw,
 
 struct RawBufferDecoder::Impl {
   ZSTD_DCtx* dctx = ZSTD_createDCtx();
-  std::vector<uint8_t> scratch;
+  ByteBuffer scratch;  // the columns, all written by zstd before the inverse reads them
   ~Impl() { ZSTD_freeDCtx(dctx); }
 };
 
@@ -431,8 +445,20 @@ RawBufferDecoder::~RawBufferDecoder() = default;
 Expected<void> RawBufferDecoder::Decode(uint8_t encoding, std::span<const uint8_t> payload,
                                         uint32_t uncompressed_length, std::vector<uint8_t>* out,
                                         const ColumnSelection* keep) {
+  return DecodeInto(encoding, payload, uncompressed_length, out, keep);
+}
+Expected<void> RawBufferDecoder::Decode(uint8_t encoding, std::span<const uint8_t> payload,
+                                        uint32_t uncompressed_length, ByteBuffer* out,
+                                        const ColumnSelection* keep) {
+  return DecodeInto(encoding, payload, uncompressed_length, out, keep);
+}
+
+template <class Buffer>
+Expected<void> RawBufferDecoder::DecodeInto(uint8_t encoding, std::span<const uint8_t> payload,
+                                            uint32_t uncompressed_length, Buffer* out,
+                                            const ColumnSelection* keep) {
   if (!impl_->dctx) return MakeError("zstd: cannot create a decompression context");
-  auto unzstd = [&](std::vector<uint8_t>* dst, size_t expected) -> Expected<void> {
+  auto unzstd = [&](auto* dst, size_t expected) -> Expected<void> {
     const unsigned long long content = ZSTD_getFrameContentSize(payload.data(), payload.size());
     if (content == ZSTD_CONTENTSIZE_ERROR) return MakeError("not a zstd frame");
     if (content != ZSTD_CONTENTSIZE_UNKNOWN && expected != SIZE_MAX && content != expected)

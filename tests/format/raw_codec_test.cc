@@ -180,6 +180,67 @@ TEST(RawCodecTest, PartialInverseFallsBackToTheWholeBuffer) {
   }
 }
 
+// A ByteBuffer grows without zeroing: its new bytes keep what the memory held (here, what the
+// buffer held before it shrank), which is the point of decoding into one.
+TEST(RawCodecTest, ByteBufferGrowsWithoutZeroing) {
+  ByteBuffer b(4096, 0xAB);
+  b.resize(16);
+  b.resize(4096);
+  const std::vector<uint8_t> stale(4096, 0xAB);
+  EXPECT_EQ(std::memcmp(b.data(), stale.data(), stale.size()), 0);
+  std::vector<uint8_t> v(4096, 0xAB);
+  v.resize(16);
+  v.resize(4096);
+  EXPECT_EQ(v[100], 0);  // the standard allocator's resize zeroes
+}
+
+// Decoding into a reused ByteBuffer (stale bytes, buffers of different sizes one after the other)
+// gives the bytes CUPTI wrote in every encoding, and with a selection the selected words of the
+// std::vector overload's result.
+TEST(RawCodecTest, DecodingIntoAReusedByteBufferGivesTheSameBytes) {
+  const std::vector<uint8_t> all = testing::LoadRealRecords(testing::kAlwaysOnFile);
+  ASSERT_FALSE(all.empty());
+  const RecordSizeTable sizes = RecordSizeTable::Cupti13();
+  auto buffers = testing::SplitIntoBuffers(all, sizes);
+  const std::vector<uint8_t> mixed = SyntheticMixed(sizes, 4000, 3);
+  buffers.insert(buffers.begin() + 1, std::span<const uint8_t>(mixed));  // a smaller one between
+  ColumnSelection keep;
+  for (uint32_t k = 0; k < RecordSizeTable::kMaxKind; ++k)
+    if (sizes.Size(k)) keep.kinds[k] = ColumnSelection::Kind{sizes.Size(k), 0x5};  // words 0, 2
+  RawBufferEncoder encoder(1);
+  RawBufferDecoder decoder;
+  ByteBuffer reused(size_t{1} << 20, 0xCD);
+  size_t compared = 0;
+  for (Encoding e : kAllEncodings) {
+    for (auto raw : buffers) {
+      std::vector<uint8_t> encoded;
+      auto used = encoder.Encode(raw, sizes, e, &encoded);
+      ASSERT_TRUE(used.has_value());
+      const auto id = static_cast<uint8_t>(*used);
+      const auto n = static_cast<uint32_t>(raw.size());
+      ASSERT_TRUE(decoder.Decode(id, encoded, n, &reused).has_value()) << EncodingName(id);
+      ASSERT_EQ(reused.size(), raw.size());
+      ASSERT_EQ(std::memcmp(reused.data(), raw.data(), raw.size()), 0) << EncodingName(id);
+      std::vector<uint8_t> partial_vec;
+      ASSERT_TRUE(decoder.Decode(id, encoded, n, &partial_vec, &keep).has_value());
+      reused.resize(reused.size() / 3);  // stale bytes again for the partial decode
+      ASSERT_TRUE(decoder.Decode(id, encoded, n, &reused, &keep).has_value()) << EncodingName(id);
+      ASSERT_EQ(reused.size(), raw.size());
+      for (size_t off = 0; off < raw.size();) {
+        const uint32_t size = sizes.Size(RecordKindAt(raw.data() + off));
+        for (size_t w : {size_t{0}, size_t{2}}) {
+          if (8 * w + 8 > size) continue;
+          ASSERT_EQ(std::memcmp(reused.data() + off + 8 * w, raw.data() + off + 8 * w, 8), 0);
+          ASSERT_EQ(std::memcmp(partial_vec.data() + off + 8 * w, raw.data() + off + 8 * w, 8), 0);
+          ++compared;
+        }
+        off += size;
+      }
+    }
+  }
+  EXPECT_GT(compared, 1000u);
+}
+
 // Pins the column layout: group table, run table, then one column per byte position of a group.
 TEST(RawCodecTest, ColumnLayoutIsAsDocumented) {
   RecordSizeTable sizes;
