@@ -56,8 +56,9 @@ bool ChunkDecodeThread::Produce(DecodedChunk* out) {
   out->prefix = DecodeRawBufferPrefix(c->payload.data());
   auto r = codec_.Decode(c->header.encoding, c->payload.subspan(kRawBufferPrefixSize),
                          c->header.uncompressed_length, &out->records,
-                         use_selection_ ? &selection_ : nullptr);
+                         use_selection_ ? &selection_ : nullptr, &out->packed);
   if (!r) out->decode_error = r.error().message;
+  if (out->packed) out->packed_with = selection_;
   return true;
 }
 

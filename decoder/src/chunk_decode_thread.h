@@ -31,6 +31,10 @@ struct DecodedChunk {
   bool short_prefix = false;  // payload shorter than the raw-buffer prefix: nothing decoded
   RawBufferPrefix prefix{};
   ByteBuffer records;  // bytes of words no selected field reads are indeterminate
+  // The records are packed (ColumnSelection::pack) with `packed_with`, the selection they were
+  // decoded with.
+  bool packed = false;
+  ColumnSelection packed_with;
   std::string decode_error;  // empty when `records` holds the decoded buffer
 };
 

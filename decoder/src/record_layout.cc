@@ -151,7 +151,37 @@ void DecodeRecordFields(const RecordLayout& layout, const uint8_t* record, Decod
 
 FieldReader::FieldReader(const RecordLayout& layout) {
   for (const FieldOffset& f : layout.fields)
-    slots_[static_cast<size_t>(f.field)] = Slot{f.offset, f.width};
+    slots_[static_cast<size_t>(f.field)] = Slot{f.offset, f.width, true};
+}
+
+FieldReader FieldReader::Packed(uint32_t size, uint64_t words) const {
+  FieldReader out = *this;
+  for (Slot& s : out.slots_) {
+    if (s.width == 0) continue;
+    bool selected = true;  // every byte of the field is written when packed
+    for (uint32_t b = s.offset; b < uint32_t{s.offset} + s.width; ++b)
+      selected &= b >= size / 8 * 8 || WordSelected(words, b / 8);
+    if (selected) {
+      s.offset = static_cast<uint16_t>(PackedOffset(s.offset, size, words));
+    } else {
+      s.offset = 0;
+      s.width = 0;
+    }
+  }
+  return out;
+}
+
+RecordDecoder RecordDecoder::Packed(const ColumnSelection& packed) const {
+  RecordDecoder out = *this;
+  for (uint32_t kind = 0; kind < RecordSizeTable::kMaxKind; ++kind) {
+    const uint32_t size = sizes_.Size(kind);
+    const ColumnSelection::Kind& k = packed.kinds[kind];
+    if (size == 0 || k.size != size) continue;  // a buffer with this kind is not packed
+    out.sizes_.Set(kind, PackedSize(size, k.words));
+    if (entries_[kind].state == State::kSupported)
+      out.entries_[kind].reader = entries_[kind].reader.Packed(size, k.words);
+  }
+  return out;
 }
 
 RecordDecoder::RecordDecoder(const RecordSizeTable& sizes, uint32_t cupti_api_version)
@@ -179,13 +209,15 @@ RecordDecoder::RecordDecoder(const RecordSizeTable& sizes, uint32_t cupti_api_ve
   }
 }
 
-ColumnSelection RecordDecoder::WordsRead(uint64_t fields) const {
+ColumnSelection RecordDecoder::WordsRead(uint64_t fields, bool pack) const {
   ColumnSelection sel;
+  sel.pack = pack;
   for (uint32_t kind = 0; kind < RecordSizeTable::kMaxKind; ++kind) {
     const uint32_t size = sizes_.Size(kind);
     if (size == 0) continue;  // Walk stops at such a record: a group of it is decoded whole
     uint64_t words = 1;       // the kind (Walk reads it for every record, also unsupported ones)
     const Entry& e = entries_[kind];
+    if (pack && e.state == State::kUnsupported) continue;  // its stop's offset stays unpacked
     if (e.state == State::kSupported) {
       for (const FieldOffset& f : e.layout->fields) {
         if (!(fields & FieldBit(f.field))) continue;

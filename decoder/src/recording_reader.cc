@@ -361,7 +361,8 @@ void ReadFileBytes(std::span<const uint8_t> bytes, const RecordingFile& file, Ch
           why = d.decode_error;
           undecodable();
         } else {
-          visitor.OnRawBuffer(d.prefix, d.records, at);
+          if (d.packed) visitor.OnPackedRawBuffer(d.prefix, d.records, d.packed_with, at);
+          else visitor.OnRawBuffer(d.prefix, d.records, at);
         }
         break;
       case ChunkType::kStringTable:

@@ -236,16 +236,27 @@ class StepScanner : public ChunkVisitor {
   }
   // Records are read only through decoder_ (fixed by the first header), and only the fields
   // Add, AddMarker and LabelLaunch read (kFieldsRead): the inverse writes just their words.
+  // Packed records (ColumnSelection::pack), walked by a packed copy of decoder_.
   bool RecordWordsRead(ColumnSelection* keep) const override {
     if (!decoder_) return false;
-    *keep = decoder_->WordsRead(kFieldsRead);
+    *keep = decoder_->WordsRead(kFieldsRead, /*pack=*/true);
     return true;
   }
   void OnRawBuffer(const RawBufferPrefix&, std::span<const uint8_t> records,
                    const ChunkOrigin&) override {
-    if (!decoder_) return;
-    decoder_->Walk(records, [this](const RecordLayout& layout, const FieldReader& f,
-                                   const uint8_t* rec) { Add(layout, f, rec); });
+    if (decoder_) WalkBuffer(*decoder_, records);
+  }
+  void OnPackedRawBuffer(const RawBufferPrefix&, std::span<const uint8_t> records,
+                         const ColumnSelection& packed_with, const ChunkOrigin&) override {
+    if (!packed_decoder_ || !(packed_with_ == packed_with)) {
+      packed_decoder_ = std::make_unique<RecordDecoder>(decoder_->Packed(packed_with));
+      packed_with_ = packed_with;
+    }
+    WalkBuffer(*packed_decoder_, records);
+  }
+  void WalkBuffer(const RecordDecoder& decoder, std::span<const uint8_t> records) {
+    decoder.Walk(records, [this](const RecordLayout& layout, const FieldReader& f,
+                                 const uint8_t* rec) { Add(layout, f, rec); });
     buffer_ends_.push_back({joined_, calibrations_.size()});
   }
 
@@ -596,6 +607,8 @@ class StepScanner : public ChunkVisitor {
   const StepOptions& options_;
   StepDetector detector_;
   std::unique_ptr<RecordDecoder> decoder_;
+  std::unique_ptr<RecordDecoder> packed_decoder_;  // decoder_->Packed(packed_with_)
+  ColumnSelection packed_with_;
   std::vector<StepWindow> windows_;
   ClockMap clock_;
   std::vector<pb::Calibration> calibrations_;

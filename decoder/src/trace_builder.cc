@@ -285,7 +285,7 @@ constexpr uint64_t kKernelGeometry =
 
 bool TraceBuilder::RecordWordsRead(ColumnSelection* keep) const {
   if (!decoder_ || !reuse_row_) return false;
-  *keep = decoder_->WordsRead(kAllFields & ~kKernelGeometry);
+  *keep = decoder_->WordsRead(kAllFields & ~kKernelGeometry, /*pack=*/true);
   return true;
 }
 
@@ -376,17 +376,34 @@ void TraceBuilder::OnFooter(const pb::Footer& footer) {
   counts_.stats_final = footer.has_stats() && footer.recording_ended();
 }
 
-void TraceBuilder::OnRawBuffer(const RawBufferPrefix& /*prefix*/, std::span<const uint8_t> records,
+void TraceBuilder::OnPackedRawBuffer(const RawBufferPrefix& prefix,
+                                     std::span<const uint8_t> records,
+                                     const ColumnSelection& packed_with, const ChunkOrigin& at) {
+  // Packed buffers come only after RecordWordsRead, so after the header that made decoder_.
+  if (!packed_decoder_ || !(packed_with_ == packed_with)) {
+    packed_decoder_ = std::make_unique<RecordDecoder>(decoder_->Packed(packed_with));
+    packed_with_ = packed_with;
+  }
+  WalkBuffer(*packed_decoder_, prefix, records, at);
+}
+
+void TraceBuilder::OnRawBuffer(const RawBufferPrefix& prefix, std::span<const uint8_t> records,
                                const ChunkOrigin& at) {
-  ++counts_.raw_buffers;
   if (!decoder_) {
+    ++counts_.raw_buffers;
     ++counts_.buffers_stopped;
     counts_.Note(*at.path + " at offset " + std::to_string(at.offset) +
                  ": raw buffer before any recording header; not decoded");
     return;
   }
-  const auto r = decoder_->Walk(records, [this](const RecordLayout& layout, const FieldReader& f,
-                                                const uint8_t* rec) { AddRecord(layout, f, rec); });
+  WalkBuffer(*decoder_, prefix, records, at);
+}
+
+void TraceBuilder::WalkBuffer(const RecordDecoder& decoder, const RawBufferPrefix& /*prefix*/,
+                              std::span<const uint8_t> records, const ChunkOrigin& at) {
+  ++counts_.raw_buffers;
+  const auto r = decoder.Walk(records, [this](const RecordLayout& layout, const FieldReader& f,
+                                              const uint8_t* rec) { AddRecord(layout, f, rec); });
   counts_.records_not_decoded += r.skipped;
   if (!r.complete) {
     ++counts_.buffers_stopped;

@@ -152,18 +152,24 @@ void ScatterGroup(const uint8_t* raw, const uint32_t* recs, const Group& grp, bo
 // scratch holds one slice, so it stays in L2.
 // Only the whole words whose bit is set in `keep_words` (words from the 64th on always) and the
 // bytes after the last whole word are gathered: a word's column bytes and its delta chain depend
-// on no other word.
+// on no other word. With `pack`, a record's gathered words go to its first bytes in ascending
+// order, then its tail (ColumnSelection::pack); `recs` then holds the packed records' offsets.
 constexpr size_t kSliceTiles = 16;
 
 void GatherGroup(const uint8_t* cols, const uint32_t* recs, const Group& grp, bool delta,
-                 uint64_t keep_words, uint8_t* out, std::vector<uint8_t>* scratch) {
+                 uint64_t keep_words, bool pack, uint8_t* out, std::vector<uint8_t>* scratch) {
   const size_t n = grp.count;
   const size_t size = grp.size;
   const size_t words = size / 8;
   std::array<uint16_t, kMaxRecordSize / 8> kept;  // the words to write, ascending
+  std::array<uint16_t, kMaxRecordSize / 8> dst;   // where each goes in its record
   size_t n_kept = 0;
-  for (size_t w = 0; w < words; ++w)
-    if (w >= 64 || (keep_words >> w & 1)) kept[n_kept++] = static_cast<uint16_t>(w);
+  for (size_t w = 0; w < words; ++w) {
+    if (!WordSelected(keep_words, static_cast<uint32_t>(w))) continue;
+    dst[n_kept] = static_cast<uint16_t>(8 * (pack ? n_kept : w));
+    kept[n_kept++] = static_cast<uint16_t>(w);
+  }
+  const size_t tail = pack ? 8 * n_kept : 8 * words;  // where the bytes after the last word go
   const size_t tiles = n / kTile;
   const size_t block = size * kTile;  // one tile's bytes in the scratch
   if (scratch->size() < kSliceTiles * block) scratch->resize(kSliceTiles * block);
@@ -183,8 +189,8 @@ void GatherGroup(const uint8_t* cols, const uint32_t* recs, const Group& grp, bo
       const uint8_t* blk = s + k * block;
       const uint32_t* tile_recs = recs + (k0 + k) * kTile;
       for (size_t i = 0; i < n_kept; ++i) {
-        const size_t w = kept[i];
-        uint64_t carry = delta && prev ? LoadWord(prev + 8 * w) : 0;
+        const size_t w = kept[i], d = dst[i];
+        uint64_t carry = delta && prev ? LoadWord(prev + d) : 0;
         const uint8_t* col = blk + 8 * w * kTile;
         for (size_t t = 0; t < kTile; t += 8) {
           const uint32_t* rec = tile_recs + t;
@@ -199,11 +205,11 @@ void GatherGroup(const uint8_t* cols, const uint32_t* recs, const Group& grp, bo
             carry = x[7];
           }
           #pragma GCC unroll 8
-          for (int r = 0; r < 8; ++r) StoreWord(out + rec[r] + 8 * w, x[r]);
+          for (int r = 0; r < 8; ++r) StoreWord(out + rec[r] + d, x[r]);
         }
       }
       for (size_t b = 8 * words; b < size; ++b) {
-        for (size_t t = 0; t < kTile; ++t) out[tile_recs[t] + b] = blk[b * kTile + t];
+        for (size_t t = 0; t < kTile; ++t) out[tile_recs[t] + tail + b - 8 * words] = blk[b * kTile + t];
       }
       prev = out + tile_recs[kTile - 1];
     }
@@ -211,14 +217,14 @@ void GatherGroup(const uint8_t* cols, const uint32_t* recs, const Group& grp, bo
   for (size_t r = tiles * kTile; r < n; ++r) {
     uint8_t* rec = out + recs[r];
     for (size_t i = 0; i < n_kept; ++i) {
-      const size_t w = kept[i];
+      const size_t w = kept[i], d = dst[i];
       uint64_t v = 0;
       #pragma GCC unroll 8
       for (size_t j = 0; j < 8; ++j) v |= uint64_t{cols[(8 * w + j) * n + r]} << (8 * j);
-      if (delta && prev) v += LoadWord(prev + 8 * w);
-      StoreWord(rec + 8 * w, v);
+      if (delta && prev) v += LoadWord(prev + d);
+      StoreWord(rec + d, v);
     }
-    for (size_t b = 8 * words; b < size; ++b) rec[b] = cols[b * n + r];
+    for (size_t b = 8 * words; b < size; ++b) rec[tail + b - 8 * words] = cols[b * n + r];
     prev = rec;
   }
 }
@@ -304,7 +310,8 @@ namespace {
 
 template <class Buffer>
 Expected<void> InverseInto(std::span<const uint8_t> in, bool delta, Buffer* out,
-                           const ColumnSelection* keep) {
+                           const ColumnSelection* keep, bool* packed_out, size_t* full_size) {
+  if (packed_out) *packed_out = false;
   auto bad = [](const std::string& what) { return MakeError("bad column header: " + what); };
   if (in.size() < 4) return bad("shorter than 4 bytes");
   const uint32_t n_groups = GetLe32(in.data());
@@ -337,6 +344,26 @@ Expected<void> InverseInto(std::span<const uint8_t> in, bool delta, Buffer* out,
     groups[g].column_base = base;
     base += size_t{groups[g].size} * groups[g].count;
   }
+  if (full_size) *full_size = base_total;
+
+  // The partial inverse only when the selection covers every group with the group's size.
+  std::array<uint64_t, kMaxGroups> keep_words;
+  keep_words.fill(~uint64_t{0});
+  bool partial = keep != nullptr;
+  for (uint32_t g = 0; g < n_groups && partial; ++g) {
+    const uint32_t kind = groups[g].kind;
+    partial = kind < keep->kinds.size() && keep->kinds[kind].size == groups[g].size;
+    if (partial) keep_words[g] = keep->kinds[kind].words;
+  }
+  if (!partial) keep_words.fill(~uint64_t{0});
+  const bool pack = partial && keep->pack;
+  // Each record's size in the output.
+  std::array<uint32_t, kMaxGroups> out_size;
+  size_t out_total = 0;
+  for (uint32_t g = 0; g < n_groups; ++g) {
+    out_size[g] = pack ? PackedSize(groups[g].size, keep_words[g]) : groups[g].size;
+    out_total += size_t{out_size[g]} * groups[g].count;
+  }
 
   // Where each record goes in the output, per group in stream order; validates the run table.
   // Reused across calls on this thread (every entry is written below before it is read): a fresh
@@ -354,39 +381,42 @@ Expected<void> InverseInto(std::span<const uint8_t> in, bool delta, Buffer* out,
     if (g >= n_groups) return bad("run names group " + std::to_string(g));
     const Group& grp = groups[g];
     if (len > grp.first + grp.count - fill[g]) return bad("runs exceed the group's record count");
-    for (uint32_t k = 0; k < len; ++k, off += grp.size) recs[fill[g]++] = static_cast<uint32_t>(off);
+    const uint32_t step = out_size[g];
+    for (uint32_t k = 0; k < len; ++k, off += step) recs[fill[g]++] = static_cast<uint32_t>(off);
   }
-  if (off != base_total) return bad("runs cover fewer records than the group table");
+  if (off != out_total) return bad("runs cover fewer records than the group table");
 
-  // The partial inverse only when the selection covers every group with the group's size.
-  std::array<uint64_t, kMaxGroups> keep_words;
-  keep_words.fill(~uint64_t{0});
-  bool partial = keep != nullptr;
-  for (uint32_t g = 0; g < n_groups && partial; ++g) {
-    const uint32_t kind = groups[g].kind;
-    partial = kind < keep->kinds.size() && keep->kinds[kind].size == groups[g].size;
-    if (partial) keep_words[g] = keep->kinds[kind].words;
-  }
-  if (!partial) keep_words.fill(~uint64_t{0});
-
-  out->resize(base_total);
+  out->resize(out_total);
+  if (packed_out) *packed_out = pack;
   // Reused across calls on this thread: the tile-major copy is as large as the biggest group.
   thread_local std::vector<uint8_t> scratch;
   for (uint32_t g = 0; g < n_groups; ++g)
     GatherGroup(in.data() + groups[g].column_base, recs.data() + groups[g].first, groups[g], delta,
-                keep_words[g], out->data(), &scratch);
+                keep_words[g], pack, out->data(), &scratch);
   return {};
 }
 
 }  // namespace
 
+uint32_t PackedSize(uint32_t size, uint64_t words) {
+  uint32_t n = size % 8;
+  for (uint32_t w = 0; w < size / 8; ++w) n += WordSelected(words, w) ? 8 : 0;
+  return n;
+}
+
+uint32_t PackedOffset(uint32_t offset, uint32_t size, uint64_t words) {
+  uint32_t before = 0;  // selected whole words before the one holding `offset`
+  for (uint32_t w = 0; w < offset / 8 && w < size / 8; ++w) before += WordSelected(words, w);
+  return offset >= size / 8 * 8 ? 8 * before + offset - size / 8 * 8 : 8 * before + offset % 8;
+}
+
 Expected<void> ColumnarInverse(std::span<const uint8_t> in, bool delta, std::vector<uint8_t>* out,
-                               const ColumnSelection* keep) {
-  return InverseInto(in, delta, out, keep);
+                               const ColumnSelection* keep, bool* packed) {
+  return InverseInto(in, delta, out, keep, packed, nullptr);
 }
 Expected<void> ColumnarInverse(std::span<const uint8_t> in, bool delta, ByteBuffer* out,
-                               const ColumnSelection* keep) {
-  return InverseInto(in, delta, out, keep);
+                               const ColumnSelection* keep, bool* packed) {
+  return InverseInto(in, delta, out, keep, packed, nullptr);
 }
 
 struct RawBufferEncoder::Impl {
@@ -445,18 +475,19 @@ RawBufferDecoder::~RawBufferDecoder() = default;
 Expected<void> RawBufferDecoder::Decode(uint8_t encoding, std::span<const uint8_t> payload,
                                         uint32_t uncompressed_length, std::vector<uint8_t>* out,
                                         const ColumnSelection* keep) {
-  return DecodeInto(encoding, payload, uncompressed_length, out, keep);
+  return DecodeInto(encoding, payload, uncompressed_length, out, keep, nullptr);
 }
 Expected<void> RawBufferDecoder::Decode(uint8_t encoding, std::span<const uint8_t> payload,
                                         uint32_t uncompressed_length, ByteBuffer* out,
-                                        const ColumnSelection* keep) {
-  return DecodeInto(encoding, payload, uncompressed_length, out, keep);
+                                        const ColumnSelection* keep, bool* packed) {
+  return DecodeInto(encoding, payload, uncompressed_length, out, keep, packed);
 }
 
 template <class Buffer>
 Expected<void> RawBufferDecoder::DecodeInto(uint8_t encoding, std::span<const uint8_t> payload,
                                             uint32_t uncompressed_length, Buffer* out,
-                                            const ColumnSelection* keep) {
+                                            const ColumnSelection* keep, bool* packed) {
+  if (packed) *packed = false;
   if (!impl_->dctx) return MakeError("zstd: cannot create a decompression context");
   auto unzstd = [&](auto* dst, size_t expected) -> Expected<void> {
     const unsigned long long content = ZSTD_getFrameContentSize(payload.data(), payload.size());
@@ -484,14 +515,17 @@ Expected<void> RawBufferDecoder::DecodeInto(uint8_t encoding, std::span<const ui
     case Encoding::kColumnsZstd:
     case Encoding::kColumnsDeltaZstd: {
       if (auto r = unzstd(&impl_->scratch, SIZE_MAX); !r) return r;
-      if (auto r = ColumnarInverse(impl_->scratch,
-                                   encoding == static_cast<uint8_t>(Encoding::kColumnsDeltaZstd),
-                                   out, keep);
+      size_t full_size = 0;
+      bool was_packed = false;
+      if (auto r = InverseInto(std::span<const uint8_t>(impl_->scratch),
+                               encoding == static_cast<uint8_t>(Encoding::kColumnsDeltaZstd), out,
+                               keep, &was_packed, &full_size);
           !r)
         return r;
-      if (out->size() != uncompressed_length)
-        return MakeError("columns decode to " + std::to_string(out->size()) +
+      if (full_size != uncompressed_length)
+        return MakeError("columns decode to " + std::to_string(full_size) +
                          " bytes, header says " + std::to_string(uncompressed_length));
+      if (packed) *packed = was_packed;
       return {};
     }
   }

@@ -128,9 +128,11 @@ TEST(ChunkDecodeThreadTest, DamagedRecordingReadsTheSameOnTheDecodingThread) {
 
 // Records every value of `fields` of every record it can decode; with `partial`, it asks for the
 // partial columnar inverse of just those fields (ChunkVisitor::RecordWordsRead).
+// With `pack` too, packed records (ColumnSelection::pack), walked with RecordDecoder::Packed.
 class FieldRecorder : public ChunkVisitor {
  public:
-  FieldRecorder(uint64_t fields, bool partial) : fields_(fields), partial_(partial) {}
+  FieldRecorder(uint64_t fields, bool partial, bool pack = false)
+      : fields_(fields), partial_(partial), pack_(pack) {}
   void OnHeader(const pb::RecordingHeader& header, const ChunkOrigin&) override {
     if (decoder_) return;
     RecordSizeTable sizes;
@@ -139,12 +141,27 @@ class FieldRecorder : public ChunkVisitor {
   }
   bool RecordWordsRead(ColumnSelection* keep) const override {
     if (!partial_ || !decoder_) return false;
-    *keep = decoder_->WordsRead(fields_);
+    *keep = decoder_->WordsRead(fields_, pack_);
     return true;
+  }
+  void OnPackedRawBuffer(const RawBufferPrefix&, std::span<const uint8_t> records,
+                         const ColumnSelection& packed_with, const ChunkOrigin&) override {
+    ASSERT_TRUE(pack_) << "packed records for a visitor that did not ask for them";
+    ++packed_buffers;
+    packed_bytes += records.size();
+    const RecordDecoder packed = decoder_->Packed(packed_with);
+    auto r = packed.Walk(records, [&](const RecordLayout& layout, const FieldReader& f,
+                                      const uint8_t* rec) {
+      values.push_back(layout.kind);
+      for (size_t i = 0; i < kFieldCount; ++i)
+        if (fields_ & FieldBit(static_cast<Field>(i))) values.push_back(f.Get(rec, static_cast<Field>(i)));
+    });
+    stops.push_back(r.complete ? 0 : r.stop.offset + 1);
   }
   void OnRawBuffer(const RawBufferPrefix&, std::span<const uint8_t> records,
                    const ChunkOrigin&) override {
     if (!decoder_) return;
+    whole_bytes += records.size();
     auto r = decoder_->Walk(records, [&](const RecordLayout& layout, const FieldReader& f,
                                          const uint8_t* rec) {
       values.push_back(layout.kind);
@@ -155,18 +172,20 @@ class FieldRecorder : public ChunkVisitor {
     stops.push_back(r.complete ? 0 : r.stop.offset + 1);
   }
   std::vector<uint64_t> values, stops;
-  std::vector<std::vector<uint8_t>> bytes;  // each record as the visitor saw it
+  std::vector<std::vector<uint8_t>> bytes;  // each record as the visitor saw it (not packed ones)
+  size_t packed_buffers = 0, packed_bytes = 0, whole_bytes = 0;
 
  private:
   uint64_t fields_;
-  bool partial_;
+  bool partial_, pack_;
   std::unique_ptr<RecordDecoder> decoder_;
 };
 
 // The partial inverse is exact for what a visitor reads: on the damaged sample, with one and two
 // threads, the fields it names read the same as from whole records, and the other bytes were in
-// fact left out.
-TEST(ChunkDecodeThreadTest, PartialInverseReadsTheSameFields) {
+// fact left out. Packed records likewise (every value, every buffer's stop, the integrity
+// counts), and most buffers came packed, in a third of the bytes or less.
+TEST(ChunkDecodeThreadTest, PartialAndPackedInverseReadTheSameFields) {
   DecodeThreadsGuard guard;
   TempDir dir;
   WriteDamagedSample(dir.path());
@@ -190,6 +209,15 @@ TEST(ChunkDecodeThreadTest, PartialInverseReadsTheSameFields) {
     size_t differ = 0;
     for (size_t i = 0; i < whole.bytes.size(); ++i) differ += whole.bytes[i] != partial.bytes[i];
     EXPECT_GT(differ, whole.bytes.size() / 2) << threads << " threads: the selection was not applied";
+    FieldRecorder packed(fields, true, true);
+    ReadIntegrity c;
+    ReadRecording(listing->recordings[0], packed, &c);
+    ExpectSameIntegrity(a, c);
+    EXPECT_EQ(whole.values, packed.values) << threads << " threads";
+    EXPECT_EQ(whole.stops, packed.stops) << threads << " threads";
+    EXPECT_GT(packed.packed_buffers, whole.stops.size() / 2) << threads << " threads";
+    EXPECT_LT(packed.packed_bytes + packed.whole_bytes, whole.whole_bytes / 3)
+        << threads << " threads";
   }
 }
 

@@ -305,6 +305,68 @@ TEST(RecordDecoderTest, WordsReadCoverTheNamedFields) {
   // A version without layouts: Walk stops at every known kind, reading only its kind word.
   RecordDecoder newer(sizes, 140000);
   EXPECT_EQ(newer.WordsRead().kinds[10].words, 1u);
+  // Packed, such kinds are left out (a buffer with one is decoded whole and stops as before).
+  EXPECT_TRUE(newer.WordsRead(kAllFields, /*pack=*/true).pack);
+  EXPECT_EQ(newer.WordsRead(kAllFields, true).kinds[10].size, 0u);
+  EXPECT_EQ(newer.WordsRead(kAllFields, true).kinds[51].size, sizes.Size(51));
+  EXPECT_EQ(d.WordsRead(kAllFields, true).kinds[10].words, all.kinds[10].words);
+}
+
+// A packed decoder reads from packed records what the whole decoder reads from whole ones; fields
+// outside the selection read 0 and keep Has().
+TEST(RecordDecoderTest, PackedDecoderReadsTheSelectedFieldsOfPackedRecords) {
+  const RecordSizeTable sizes = RecordSizeTable::Cupti13();
+  RecordDecoder d(sizes, 130001);
+  const uint64_t fields = FieldBit(Field::kStart) | FieldBit(Field::kEnd) |
+                          FieldBit(Field::kCorrelationId) | FieldBit(Field::kStreamId);
+  const ColumnSelection sel = d.WordsRead(fields, /*pack=*/true);
+  EXPECT_EQ(PackedSize(216, sel.kinds[10].words), 8u * 5);  // kind, start, end, stream, correlation
+  const RecordDecoder packed = d.Packed(sel);
+  // Records of several kinds, each packed by hand: its selected words in order.
+  BufferBuilder b;
+  b.Add(10, {{Field::kStart, 1000}, {Field::kEnd, 2000}, {Field::kCorrelationId, 11},
+             {Field::kStreamId, 7}, {Field::kNamePointer, 0xABC}});
+  b.Memcpy(1500, 1600, 12, 1, 4096, 7);
+  b.Kernel(3000, 4000, 13, 0xDEF, 8);
+  std::vector<uint8_t> whole(b.bytes().begin(), b.bytes().end()), pack;
+  for (size_t off = 0; off < whole.size();) {
+    const uint32_t kind = RecordKindAt(whole.data() + off), size = sizes.Size(kind);
+    for (uint32_t w = 0; w < size / 8; ++w)
+      if (WordSelected(sel.kinds[kind].words, w))
+        pack.insert(pack.end(), whole.begin() + off + 8 * w, whole.begin() + off + 8 * w + 8);
+    pack.insert(pack.end(), whole.begin() + off + size / 8 * 8, whole.begin() + off + size);
+    off += size;
+  }
+  std::vector<std::vector<uint64_t>> a, p;
+  auto collect = [](std::vector<std::vector<uint64_t>>* out) {
+    return [out](const RecordLayout& layout, const FieldReader& f, const uint8_t* rec) {
+      std::vector<uint64_t> v{layout.kind};
+      for (Field x : {Field::kStart, Field::kEnd, Field::kCorrelationId, Field::kStreamId,
+                      Field::kNamePointer, Field::kBytes}) {
+        v.push_back(f.Has(x));
+        v.push_back(f.Get(rec, x));
+      }
+      out->push_back(v);
+    };
+  };
+  const auto ra = d.Walk(whole, collect(&a));
+  const auto rp = packed.Walk(pack, collect(&p));
+  EXPECT_TRUE(ra.complete);
+  EXPECT_TRUE(rp.complete) << rp.stop.why;
+  ASSERT_EQ(a.size(), 3u);
+  ASSERT_EQ(p.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    for (size_t j = 0; j < 9; ++j) EXPECT_EQ(a[i][j], p[i][j]) << "record " << i << " value " << j;
+    EXPECT_EQ(a[i][9], p[i][9]);  // Has(kNamePointer): unchanged
+    EXPECT_EQ(p[i][10], 0u);      // its word (13 of a kernel) is not selected: reads 0
+  }
+  EXPECT_EQ(a[0][2], 1000u);
+  EXPECT_EQ(a[0][8], 7u);
+  EXPECT_EQ(a[2][8], 8u);
+  EXPECT_EQ(a[0][10], 0xABCu);  // the name, whole
+  EXPECT_EQ(a[2][10], 0xDEFu);
+  EXPECT_EQ(a[1][12], 4096u);  // memcpy bytes, whole
+  EXPECT_EQ(p[1][12], 0u);     // not selected
 }
 
 }  // namespace cupmon::decoder

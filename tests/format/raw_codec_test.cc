@@ -141,6 +141,76 @@ TEST(RawCodecTest, PartialInverseWritesOnlyTheSelectedWords) {
   }
 }
 
+// Packed, each record is its selected words in ascending order, then its bytes after the last
+// whole word, records back to back in stream order; a group the selection does not cover gives
+// the whole buffer and says so.
+TEST(RawCodecTest, PackedInverseWritesTheSelectedWordsBackToBack) {
+  const RecordSizeTable sizes = RecordSizeTable::Cupti13();
+  for (uint32_t seed = 1; seed <= 6; ++seed) {
+    const std::vector<uint8_t> raw = SyntheticMixed(sizes, 500 * seed + 3, seed);
+    std::mt19937_64 rng(seed);
+    ColumnSelection keep;
+    keep.pack = true;
+    for (uint32_t k = 0; k < RecordSizeTable::kMaxKind; ++k)
+      if (sizes.Size(k)) keep.kinds[k] = ColumnSelection::Kind{sizes.Size(k), rng() | 1};
+    std::vector<uint8_t> expected;  // packed by hand
+    for (size_t off = 0; off < raw.size();) {
+      const uint32_t kind = RecordKindAt(raw.data() + off), size = sizes.Size(kind);
+      ASSERT_GT(size, 0u);
+      const size_t at = expected.size();
+      for (uint32_t w = 0; w < size / 8; ++w)
+        if (WordSelected(keep.kinds[kind].words, w))
+          expected.insert(expected.end(), raw.begin() + off + 8 * w, raw.begin() + off + 8 * w + 8);
+      expected.insert(expected.end(), raw.begin() + off + size / 8 * 8, raw.begin() + off + size);
+      ASSERT_EQ(expected.size() - at, PackedSize(size, keep.kinds[kind].words));
+      off += size;
+    }
+    for (bool delta : {false, true}) {
+      std::vector<uint8_t> cols;
+      ASSERT_TRUE(ColumnarTransform(raw, sizes, delta, &cols));
+      ByteBuffer back(raw.size(), 0xAB);
+      bool packed = false;
+      ASSERT_TRUE(ColumnarInverse(cols, delta, &back, &keep, &packed).has_value());
+      EXPECT_TRUE(packed);
+      ASSERT_EQ(back.size(), expected.size()) << "seed " << seed;
+      EXPECT_EQ(std::memcmp(back.data(), expected.data(), expected.size()), 0) << "seed " << seed;
+      EXPECT_LT(back.size(), raw.size());
+      // Through the decoder, which checks the unpacked length against the header's.
+      RawBufferEncoder encoder(1);
+      RawBufferDecoder decoder;
+      std::vector<uint8_t> encoded;
+      const Encoding e = delta ? Encoding::kColumnsDeltaZstd : Encoding::kColumnsZstd;
+      ASSERT_TRUE(encoder.Encode(raw, sizes, e, &encoded).has_value());
+      ByteBuffer decoded;
+      packed = false;
+      ASSERT_TRUE(decoder.Decode(static_cast<uint8_t>(e), encoded, static_cast<uint32_t>(raw.size()),
+                                 &decoded, &keep, &packed).has_value());
+      EXPECT_TRUE(packed);
+      ASSERT_EQ(decoded.size(), expected.size());
+      EXPECT_EQ(std::memcmp(decoded.data(), expected.data(), expected.size()), 0);
+      EXPECT_FALSE(decoder.Decode(static_cast<uint8_t>(e), encoded,
+                                  static_cast<uint32_t>(raw.size() - 8), &decoded, &keep, &packed)
+                       .has_value());
+      // A kind missing from the selection: the whole buffer, not packed.
+      ColumnSelection missing = keep;
+      missing.kinds[5] = {};
+      ASSERT_TRUE(ColumnarInverse(cols, delta, &back, &missing, &packed).has_value());
+      EXPECT_FALSE(packed);
+      ASSERT_EQ(back.size(), raw.size());
+      EXPECT_EQ(std::memcmp(back.data(), raw.data(), raw.size()), 0);
+    }
+  }
+  // Sizes and offsets within packed records, tail bytes included.
+  EXPECT_EQ(PackedSize(20, 0b101), 12u);  // a 20-byte record has words 0 and 1 only
+  EXPECT_EQ(PackedSize(20, 0b011), 20u);
+  EXPECT_EQ(PackedSize(20, 0b001), 12u);
+  EXPECT_EQ(PackedOffset(3, 20, 0b001), 3u);
+  EXPECT_EQ(PackedOffset(17, 20, 0b001), 9u);   // tail byte 1
+  EXPECT_EQ(PackedOffset(17, 20, 0b011), 17u);
+  EXPECT_EQ(PackedSize(216, 0), 0u);
+  EXPECT_EQ(PackedOffset(8 * 70 + 3, 8 * 72, 1), 8 * (1 + 6) + 3u);  // words 64-71 always kept
+}
+
 // A group the selection does not list, or lists with another record size, gets the full inverse.
 TEST(RawCodecTest, PartialInverseFallsBackToTheWholeBuffer) {
   const RecordSizeTable sizes = RecordSizeTable::Cupti13();

@@ -162,7 +162,10 @@ class FieldReader {
   [[gnu::always_inline]] uint32_t Get32(const uint8_t* record, Field f) const {
     return static_cast<uint32_t>(Get(record, f));
   }
-  bool Has(Field f) const { return slots_[static_cast<size_t>(f)].width != 0; }
+  bool Has(Field f) const { return slots_[static_cast<size_t>(f)].present; }
+  // This reader for records of `size` bytes packed with `words` (ColumnSelection::pack): a field
+  // in selected words is read from where packing put it; any other reads as 0 (Has() unchanged).
+  FieldReader Packed(uint32_t size, uint64_t words) const;
 
  private:
   static uint32_t GetLe32Bytes(const uint8_t* p) {
@@ -171,7 +174,8 @@ class FieldReader {
   }
   struct Slot {
     uint16_t offset = 0;
-    uint8_t width = 0;
+    uint8_t width = 0;     // 0: reads as 0
+    bool present = false;  // the layout has the field
   };
   std::array<Slot, kFieldCount> slots_{};
 };
@@ -253,7 +257,12 @@ class RecordDecoder {
   // every kind in the size table, with its size, the kind word and the words of those of the
   // layout's fields. A buffer whose column groups disagree with the table is decoded whole, so
   // Walk never reads a skipped word.
-  ColumnSelection WordsRead(uint64_t fields = kAllFields) const;
+  // With `pack`, the selection asks for packed records (ColumnSelection::pack) and leaves out the
+  // kinds Walk stops at, so that a buffer holding one is decoded whole and stops where it did.
+  ColumnSelection WordsRead(uint64_t fields = kAllFields, bool pack = false) const;
+  // A decoder of the buffers decoded with `packed` (a selection with pack set): the same kinds and
+  // layouts, each selected kind's size and field offsets those of its packed records.
+  RecordDecoder Packed(const ColumnSelection& packed) const;
 
  private:
   enum class State : uint8_t { kNoLayout, kSupported, kUnsupported };

@@ -104,6 +104,12 @@ class ChunkVisitor {
   // the words it named must cover everything it reads for the rest of the read: chunks decoded
   // ahead keep the words they were decoded with.
   virtual bool RecordWordsRead(ColumnSelection* /*keep*/) const { return false; }
+  // A raw buffer decoded as packed records (a selection from RecordWordsRead with `pack` set,
+  // ColumnSelection::pack), with that selection; walk it with RecordDecoder::Packed(packed_with).
+  // Only a visitor that asks for packing gets this call; a buffer the selection did not apply to
+  // (another kind, another size) still comes whole, through OnRawBuffer.
+  virtual void OnPackedRawBuffer(const RawBufferPrefix& /*prefix*/, std::span<const uint8_t> /*records*/,
+                                 const ColumnSelection& /*packed_with*/, const ChunkOrigin& /*at*/) {}
 };
 
 // What went wrong while reading, counted; `messages` keeps the first kMaxMessages descriptions.

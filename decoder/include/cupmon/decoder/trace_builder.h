@@ -247,8 +247,11 @@ class TraceBuilder : public ChunkVisitor {
   void OnRawBuffer(const RawBufferPrefix& prefix, std::span<const uint8_t> records,
                    const ChunkOrigin& at) override;
   // The builder reads records only through its RecordDecoder (fixed by the first header), so the
-  // words of its layouts are all it needs; only for sinks of totals (summary, info) for now.
+  // words of its layouts are all it needs; only for sinks of totals (summary, info) for now. It
+  // asks for packed records, walked by a packed copy of that decoder.
   bool RecordWordsRead(ColumnSelection* keep) const override;
+  void OnPackedRawBuffer(const RawBufferPrefix& prefix, std::span<const uint8_t> records,
+                         const ColumnSelection& packed_with, const ChunkOrigin& at) override;
   void OnStrings(const pb::StringTable& table) override;
   void OnWindowMarker(const pb::WindowMarker& marker) override;
   void OnCalibration(const pb::Calibration& calibration) override;
@@ -306,6 +309,9 @@ class TraceBuilder : public ChunkVisitor {
     T* data_ = nullptr;
     size_t size_ = 0, bytes_ = 0;
   };
+  // One raw buffer's records, whole (decoder_) or packed (packed_decoder_).
+  void WalkBuffer(const RecordDecoder& decoder, const RawBufferPrefix& prefix,
+                  std::span<const uint8_t> records, const ChunkOrigin& at);
   void AddRecord(const RecordLayout& layout, const FieldReader& f, const uint8_t* rec);
   void Emit(const Pending& p);
   void EmitInto(const Pending& p, Row& row);  // fills the fields `p` has into `row`, delivers it
@@ -352,6 +358,9 @@ class TraceBuilder : public ChunkVisitor {
   pb::RecordingHeader header_;
   bool have_header_ = false;
   std::unique_ptr<RecordDecoder> decoder_;
+  // decoder_->Packed(packed_with_), for the packed buffers decoded with that selection.
+  std::unique_ptr<RecordDecoder> packed_decoder_;
+  ColumnSelection packed_with_;
   ClockMap clock_;
   TraceCounts counts_;
   std::array<uint64_t, RecordSizeTable::kMaxKind> by_kind_{};
