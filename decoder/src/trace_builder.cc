@@ -284,8 +284,9 @@ constexpr uint64_t kKernelGeometry =
     FieldBit(Field::kDynamicSharedMemory);
 
 bool TraceBuilder::RecordWordsRead(ColumnSelection* keep) const {
-  if (!decoder_ || !reuse_row_) return false;
-  *keep = decoder_->WordsRead(kAllFields & ~kKernelGeometry, /*pack=*/true);
+  if (!decoder_) return false;
+  *keep = decoder_->WordsRead(reuse_row_ ? kAllFields & ~kKernelGeometry : kAllFields,
+                              /*pack=*/true);
   return true;
 }
 

@@ -247,8 +247,8 @@ class TraceBuilder : public ChunkVisitor {
   void OnRawBuffer(const RawBufferPrefix& prefix, std::span<const uint8_t> records,
                    const ChunkOrigin& at) override;
   // The builder reads records only through its RecordDecoder (fixed by the first header), so the
-  // words of its layouts are all it needs; only for sinks of totals (summary, info) for now. It
-  // asks for packed records, walked by a packed copy of that decoder.
+  // words of its layouts are all it needs (for sinks of totals, summary and info, not the launch
+  // geometry either). It asks for packed records, walked by a packed copy of that decoder.
   bool RecordWordsRead(ColumnSelection* keep) const override;
   void OnPackedRawBuffer(const RawBufferPrefix& prefix, std::span<const uint8_t> records,
                          const ColumnSelection& packed_with, const ChunkOrigin& at) override;
