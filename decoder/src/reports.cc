@@ -61,6 +61,23 @@ class BothVisitors : public ChunkVisitor {
     a_.OnRawBuffer(prefix, records, at);
     b_->OnRawBuffer(prefix, records, at);
   }
+  // The words either reads, for a kind both list with one size; packed only when both ask for it
+  // (a visitor that asked for packed records walks in-place ones as well).
+  bool RecordWordsRead(ColumnSelection* keep) const override {
+    ColumnSelection b;
+    if (!a_.RecordWordsRead(keep) || !b_->RecordWordsRead(&b)) return false;
+    keep->pack = keep->pack && b.pack;
+    for (size_t k = 0; k < keep->kinds.size(); ++k) {
+      if (keep->kinds[k].size == b.kinds[k].size) keep->kinds[k].words |= b.kinds[k].words;
+      else keep->kinds[k] = {};  // a buffer with this kind is decoded whole
+    }
+    return true;
+  }
+  void OnPackedRawBuffer(const RawBufferPrefix& prefix, std::span<const uint8_t> records,
+                         const ColumnSelection& packed_with, const ChunkOrigin& at) override {
+    a_.OnPackedRawBuffer(prefix, records, packed_with, at);
+    b_->OnPackedRawBuffer(prefix, records, packed_with, at);
+  }
   void OnStrings(const pb::StringTable& t) override {
     a_.OnStrings(t);
     b_->OnStrings(t);
