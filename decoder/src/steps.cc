@@ -248,6 +248,7 @@ class StepScanner : public ChunkVisitor {
   }
   void OnPackedRawBuffer(const RawBufferPrefix&, std::span<const uint8_t> records,
                          const ColumnSelection& packed_with, const ChunkOrigin&) override {
+    if (!decoder_) return;
     if (!packed_decoder_ || !(packed_with_ == packed_with)) {
       packed_decoder_ = std::make_unique<RecordDecoder>(decoder_->Packed(packed_with));
       packed_with_ = packed_with;

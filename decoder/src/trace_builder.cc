@@ -381,6 +381,7 @@ void TraceBuilder::OnPackedRawBuffer(const RawBufferPrefix& prefix,
                                      std::span<const uint8_t> records,
                                      const ColumnSelection& packed_with, const ChunkOrigin& at) {
   // Packed buffers come only after RecordWordsRead, so after the header that made decoder_.
+  if (!decoder_) return OnRawBuffer(prefix, records, at);  // counted and noted there
   if (!packed_decoder_ || !(packed_with_ == packed_with)) {
     packed_decoder_ = std::make_unique<RecordDecoder>(decoder_->Packed(packed_with));
     packed_with_ = packed_with;

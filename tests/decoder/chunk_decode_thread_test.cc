@@ -152,6 +152,8 @@ class FieldRecorder : public ChunkVisitor {
     const RecordDecoder packed = decoder_->Packed(packed_with);
     auto r = packed.Walk(records, [&](const RecordLayout& layout, const FieldReader& f,
                                       const uint8_t* rec) {
+      packed_record_bytes += PackedSize(layout.size, packed_with.kinds[layout.kind].words);
+      unpacked_record_bytes += layout.size;
       values.push_back(layout.kind);
       for (size_t i = 0; i < kFieldCount; ++i)
         if (fields_ & FieldBit(static_cast<Field>(i))) values.push_back(f.Get(rec, static_cast<Field>(i)));
@@ -174,6 +176,7 @@ class FieldRecorder : public ChunkVisitor {
   std::vector<uint64_t> values, stops;
   std::vector<std::vector<uint8_t>> bytes;  // each record as the visitor saw it (not packed ones)
   size_t packed_buffers = 0, packed_bytes = 0, whole_bytes = 0;
+  size_t packed_record_bytes = 0, unpacked_record_bytes = 0;  // of the records walked packed
 
  private:
   uint64_t fields_;
@@ -184,7 +187,8 @@ class FieldRecorder : public ChunkVisitor {
 // The partial inverse is exact for what a visitor reads: on the damaged sample, with one and two
 // threads, the fields it names read the same as from whole records, and the other bytes were in
 // fact left out. Packed records likewise (every value, every buffer's stop, the integrity
-// counts), and most buffers came packed, in a third of the bytes or less.
+// counts), and buffers came packed, their records in a third of the bytes or less. (How many come
+// whole with two threads depends on timing: those decoded ahead before the header's selection.)
 TEST(ChunkDecodeThreadTest, PartialAndPackedInverseReadTheSameFields) {
   DecodeThreadsGuard guard;
   TempDir dir;
@@ -215,8 +219,10 @@ TEST(ChunkDecodeThreadTest, PartialAndPackedInverseReadTheSameFields) {
     ExpectSameIntegrity(a, c);
     EXPECT_EQ(whole.values, packed.values) << threads << " threads";
     EXPECT_EQ(whole.stops, packed.stops) << threads << " threads";
-    EXPECT_GT(packed.packed_buffers, whole.stops.size() / 2) << threads << " threads";
-    EXPECT_LT(packed.packed_bytes + packed.whole_bytes, whole.whole_bytes / 3)
+    EXPECT_GT(packed.packed_buffers, 0u) << threads << " threads";
+    EXPECT_GT(packed.packed_bytes, 0u);
+    EXPECT_LT(packed.packed_bytes + packed.whole_bytes, whole.whole_bytes);
+    EXPECT_LT(packed.packed_record_bytes, packed.unpacked_record_bytes / 3)
         << threads << " threads";
   }
 }
