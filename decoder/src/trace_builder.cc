@@ -256,9 +256,8 @@ TraceBuilder::TraceBuilder(TraceFilter filter, RowSink* sink, size_t horizon,
   if (reorder_.rows) {
     // The stage holds at most rows + 1 rows: taking the storage at once saves growing (copying
     // and faulting in) the vector of 288-byte rows several times over.
-    const size_t slots = std::min<size_t>(reorder_.rows + 1, size_t{1} << 20);
-    slots_.reserve(slots);
-    AdviseHugePages(slots_.data(), slots * sizeof(Row));
+    // The mapping is virtual until used (a short recording touches a few of its pages).
+    slots_ = ZeroedArray<Row>(std::min<size_t>(reorder_.rows + 1, size_t{1} << 20));
   }
   range_rows_ = sink_ && sink_->WantsRanges();
   memory_rows_ = sink_ && sink_->WantsMemory();
@@ -909,8 +908,13 @@ void TraceBuilder::Deliver(const Row& row) {
     free_slots_.pop_back();
     slots_[slot] = row;
   } else {
-    slot = static_cast<uint32_t>(slots_.size());
-    slots_.push_back(row);
+    if (slots_used_ == slots_.size()) {  // only past 2^20 rows (--reorder-rows above that)
+      ZeroedArray<Row> grown(std::max<size_t>(2 * slots_.size(), 1024));
+      for (size_t i = 0; i < slots_used_; ++i) grown[i] = slots_[i];
+      slots_ = std::move(grown);
+    }
+    slot = static_cast<uint32_t>(slots_used_++);
+    slots_[slot] = row;
   }
   const HeapKey key{row.start, seq_++, slot};
   // Rows that extend a sorted run go to that run's FIFO (O(1)); only rows that fit no run pay for
@@ -937,7 +941,7 @@ void TraceBuilder::Deliver(const Row& row) {
   if (fit) {
     KeyRun& q = *fit;
     if (q.size == q.keys.size()) {
-      std::vector<HeapKey> grown(q.keys.empty() ? 1024 : 2 * q.keys.size());
+      ZeroedArray<HeapKey> grown(q.keys.size() ? 2 * q.keys.size() : 1024);
       for (size_t i = 0; i < q.size; ++i) grown[i] = q.keys[(q.head + i) & (q.keys.size() - 1)];
       q.keys = std::move(grown);
       q.head = 0;
