@@ -3,15 +3,45 @@
 // stores each byte position as a column. Timestamps, ids and pointers then compress far better.
 #include "cupmon/format/raw_codec.h"
 
+#include <sys/mman.h>
 #include <zstd.h>
 
 #include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstring>
+#include <new>
 #include <string>
 
 namespace cupmon {
+namespace {
+constexpr uintptr_t kHugePage = uintptr_t{2} << 20;
+size_t WholeHugePages(size_t bytes) { return (bytes + kHugePage - 1) & ~(kHugePage - 1); }
+}  // namespace
+
+void* MapHugeBytes(size_t bytes) {
+  // Map one huge page more than needed, then unmap the part before the first 2 MiB boundary and
+  // what is left after the whole pages.
+  const size_t length = WholeHugePages(bytes);
+  if (length < bytes || length + kHugePage < length) throw std::bad_alloc();
+  void* p = ::mmap(nullptr, length + kHugePage, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) throw std::bad_alloc();
+  const uintptr_t raw = reinterpret_cast<uintptr_t>(p);
+  const uintptr_t aligned = (raw + kHugePage - 1) & ~(kHugePage - 1);
+  if (aligned > raw) ::munmap(p, aligned - raw);
+  const uintptr_t tail = aligned + length, mapped_end = raw + length + kHugePage;
+  if (mapped_end > tail) ::munmap(reinterpret_cast<void*>(tail), mapped_end - tail);
+#ifdef MADV_HUGEPAGE
+  ::madvise(reinterpret_cast<void*>(aligned), length, MADV_HUGEPAGE);
+#endif
+  return reinterpret_cast<void*>(aligned);
+}
+
+void UnmapHugeBytes(void* p, size_t bytes) noexcept {
+  if (p) ::munmap(p, WholeHugePages(bytes));
+}
+
 namespace {
 
 constexpr uint32_t kMaxGroups = 64;

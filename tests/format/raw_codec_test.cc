@@ -3,7 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstring>
+#include <string>
 #include <random>
 #include <vector>
 
@@ -262,6 +264,54 @@ TEST(RawCodecTest, ByteBufferGrowsWithoutZeroing) {
   v.resize(16);
   v.resize(4096);
   EXPECT_EQ(v[100], 0);  // the standard allocator's resize zeroes
+}
+
+// The mapping of /proc/self/smaps that holds `p`: its "VmFlags:" line ("" when not found).
+std::string VmFlagsOf(const void* p) {
+  FILE* f = std::fopen("/proc/self/smaps", "r");
+  if (!f) return "";
+  const auto at = reinterpret_cast<uintptr_t>(p);
+  bool inside = false;
+  std::string flags;
+  char line[512];
+  while (std::fgets(line, sizeof line, f)) {
+    unsigned long begin = 0, end = 0;
+    if (std::sscanf(line, "%lx-%lx ", &begin, &end) == 2) {  // a mapping's first line
+      inside = at >= begin && at < end;
+    } else if (inside && std::strncmp(line, "VmFlags:", 8) == 0) {
+      flags = line;
+      break;
+    }
+  }
+  std::fclose(f);
+  return flags;
+}
+
+// A ByteBuffer of 2 MiB or more lives in a mapping of whole huge pages (MapHugeBytes): it starts
+// on a 2 MiB boundary, the kernel has the huge-page advice ("hg" in smaps' VmFlags), and growing,
+// shrinking and freeing it through the vector keep the bytes, as with any allocator.
+TEST(RawCodecTest, LargeByteBuffersAreHugePageMappings) {
+  if (!CUPMON_HUGE_MAPPINGS) GTEST_SKIP() << "built with AddressSanitizer: buffers stay on its heap";
+  ByteBuffer small(size_t{64} << 10);
+  ByteBuffer b(size_t{3} << 20);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(b.data()) % (size_t{2} << 20), 0u);
+  if (FILE* thp = std::fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r")) {
+    std::fclose(thp);  // a kernel with THP: the advice shows in the mapping's flags
+    EXPECT_NE(VmFlagsOf(b.data()).find(" hg"), std::string::npos) << VmFlagsOf(b.data());
+    EXPECT_EQ(VmFlagsOf(small.data()).find(" hg"), std::string::npos) << VmFlagsOf(small.data());
+  }
+  for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<uint8_t>(i * 7);
+  b.resize(size_t{9} << 20);  // reallocates into a larger mapping
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(b.data()) % (size_t{2} << 20), 0u);
+  size_t wrong = 0;
+  for (size_t i = 0; i < (size_t{3} << 20); ++i) wrong += b[i] != static_cast<uint8_t>(i * 7);
+  EXPECT_EQ(wrong, 0u);
+  b.back() = 1;  // the last byte of the mapping's whole pages is writable
+  b.resize(1000);
+  b.shrink_to_fit();  // back to the standard allocator
+  for (size_t i = 0; i < b.size(); ++i) wrong += b[i] != static_cast<uint8_t>(i * 7);
+  EXPECT_EQ(wrong, 0u);
+  EXPECT_THROW(MapHugeBytes(SIZE_MAX - 4096), std::bad_alloc);
 }
 
 // Decoding into a reused ByteBuffer (stale bytes, buffers of different sizes one after the other)

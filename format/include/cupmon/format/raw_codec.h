@@ -16,9 +16,32 @@
 
 namespace cupmon {
 
+// Storage of at least kHugeMappingMin bytes for the decoder's large buffers: an anonymous mapping
+// that starts on a 2 MiB boundary and spans whole 2 MiB pages, with transparent huge pages asked
+// for (a hint: without THP it is ordinary memory). A malloc'd block of that size starts and ends on
+// 4 KiB pages, each faulted in on its own: the decoded chunks and zstd scratch of an export of
+// tests/data/ddp-2rank took half its page faults that way. Throws std::bad_alloc when the mapping
+// fails. Release with UnmapHugeBytes(p, bytes), the same `bytes`.
+// Under AddressSanitizer every allocation stays on its heap, where reads past a buffer's end are
+// caught; it does not watch mappings.
+#if defined(__SANITIZE_ADDRESS__)
+#define CUPMON_HUGE_MAPPINGS 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define CUPMON_HUGE_MAPPINGS 0
+#endif
+#endif
+#ifndef CUPMON_HUGE_MAPPINGS
+#define CUPMON_HUGE_MAPPINGS 1
+#endif
+inline constexpr size_t kHugeMappingMin = CUPMON_HUGE_MAPPINGS ? size_t{2} << 20 : SIZE_MAX;
+void* MapHugeBytes(size_t bytes);
+void UnmapHugeBytes(void* p, size_t bytes) noexcept;
+
 // An allocator whose resize leaves new elements default-initialized: for bytes, not written at all.
 // std::vector<uint8_t>::resize zeroes what it adds, a memset of each decoded buffer's growth that
-// the decoder then overwrites (6% of `cupmon-decode summary`'s instructions).
+// the decoder then overwrites (6% of `cupmon-decode summary`'s instructions). Allocations of
+// kHugeMappingMin bytes or more are huge-page mappings (MapHugeBytes).
 template <class T>
 struct DefaultInitAllocator : std::allocator<T> {
   template <class U>
@@ -28,6 +51,15 @@ struct DefaultInitAllocator : std::allocator<T> {
   DefaultInitAllocator() = default;
   template <class U>
   DefaultInitAllocator(const DefaultInitAllocator<U>&) noexcept {}
+  T* allocate(size_t n) {
+    if (n > SIZE_MAX / sizeof(T)) throw std::bad_array_new_length();
+    if (n * sizeof(T) >= kHugeMappingMin) return static_cast<T*>(MapHugeBytes(n * sizeof(T)));
+    return std::allocator<T>::allocate(n);
+  }
+  void deallocate(T* p, size_t n) noexcept {
+    if (n * sizeof(T) >= kHugeMappingMin) return UnmapHugeBytes(p, n * sizeof(T));
+    std::allocator<T>::deallocate(p, n);
+  }
   template <class U>
   void construct(U* p) noexcept(std::is_nothrow_default_constructible_v<U>) {
     ::new (static_cast<void*>(p)) U;
