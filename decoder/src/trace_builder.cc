@@ -917,6 +917,13 @@ void TraceBuilder::Deliver(const Row& row) {
     slots_[slot] = row;
   }
   const HeapKey key{row.start, seq_++, slot};
+  if (front_valid_) {
+    // A key that comes before the released-next one is at the head of its run or the heap's top
+    // once placed: found again by the next Front().
+    size_t run;
+    const HeapKey& front = Front(&run);
+    if (Later(front.start, front.seq, key.start, key.seq)) front_valid_ = false;
+  }
   // Rows that extend a sorted run go to that run's FIFO (O(1)); only rows that fit no run pay for
   // the heap. CUPTI delivers each buffer's records mostly in start order, but buffers of kernels
   // and of API calls interleave, so with one run half of tests/data/ddp-2rank's rows went to the
@@ -965,6 +972,10 @@ void TraceBuilder::Deliver(const Row& row) {
 // The held key released next: the smallest of the runs' heads and the heap's top; `*run` is its
 // run, or kRuns for the heap. Only while keys are held.
 const TraceBuilder::HeapKey& TraceBuilder::Front(size_t* run) const {
+  if (front_valid_) {
+    *run = front_run_;
+    return front_run_ < kRuns ? runs_[front_run_].keys[runs_[front_run_].head] : heap_.front();
+  }
   const HeapKey* best = heap_.empty() ? nullptr : &heap_.front();
   *run = kRuns;
   for (size_t r = 0; r < kRuns; ++r) {
@@ -976,6 +987,8 @@ const TraceBuilder::HeapKey& TraceBuilder::Front(size_t* run) const {
       *run = r;
     }
   }
+  front_valid_ = true;
+  front_run_ = *run;
   return *best;
 }
 
@@ -993,6 +1006,7 @@ void TraceBuilder::ReleaseOne() {
     heap_.pop_back();
   }
   --held_;
+  front_valid_ = false;
   released_any_ = true;
   last_released_ = k.start;
   free_slots_.push_back(k.slot);

@@ -444,6 +444,11 @@ class TraceBuilder : public ChunkVisitor {
   std::vector<HeapKey> heap_;
   std::array<KeyRun, kRuns> runs_;
   size_t held_ = 0;  // keys in heap_ and runs_
+  // Where Front() found the held key released next (a run, or kRuns for the heap), while
+  // front_valid_: kept across the calls of one release and the arrivals that do not come before
+  // it (most rows), so that the eight runs are scanned once a release instead of three times.
+  mutable bool front_valid_ = false;
+  mutable size_t front_run_ = 0;
   uint64_t seq_ = 0, max_start_ = 0, last_released_ = 0;
   bool released_any_ = false;
 };
