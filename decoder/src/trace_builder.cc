@@ -254,9 +254,9 @@ TraceBuilder::TraceBuilder(TraceFilter filter, RowSink* sink, size_t horizon,
   reuse_row_ = sink_ && sink_->ReadsTotalsOnly() && !timed_filter_ && !filter_.device &&
                !filter_.stream && !filter_.kernel && reorder_.rows == 0;
   if (reorder_.rows) {
-    // The stage holds at most rows + 1 rows: taking the storage at once saves growing (copying
-    // and faulting in) the vector of 288-byte rows several times over.
-    // The mapping is virtual until used (a short recording touches a few of its pages).
+    // The stage holds at most rows + 1 rows: mapping the storage at once saves growing (copying
+    // and faulting in) the 288-byte rows several times over. The mapping is virtual until used
+    // (a short recording touches a few of its pages).
     slots_ = ZeroedArray<Row>(std::min<size_t>(reorder_.rows + 1, size_t{1} << 20));
   }
   range_rows_ = sink_ && sink_->WantsRanges();
