@@ -293,6 +293,38 @@ TEST(TraceBuilderTest, CorrelationIdsSharingAnIndexSlotJoinTheirOwnCalls) {
   ExpectEachKernelJoinsItsOwnCall(*Build(dir2.path()), kFar);
 }
 
+// A builder that finishes leaves its emptied correlation table to the next one of the same horizon
+// (the next rank of an export). The next recording reuses the same ids, some of them through the
+// overflow map, and has no calls: none of its kernels may join a call of the first.
+TEST(TraceBuilderTest, AReusedCorrelationTableHoldsNothingOfTheLastRecording) {
+  constexpr size_t kPairs = 40;
+  const auto corr = [](uint32_t j) { return 5 + j / 4 + 1024 * (j % 4); };  // 4 ids a slot
+  TempDir first, second;
+  std::vector<std::vector<uint8_t>> buffers;
+  for (uint32_t i = 0; i < kPairs; i += 2) {
+    BufferBuilder mixed;
+    for (uint32_t j = i; j < i + 2; ++j) {
+      const uint64_t t = kT0 + 100 * uint64_t{j};
+      mixed.Runtime(t, t + 10, corr(j), 211).Kernel(t + 50, t + 60, corr(j), 0x10);
+    }
+    buffers.push_back(mixed.bytes());
+  }
+  WriteRecording(first.path(), buffers, {{0x10, "_Z1kv"}});
+  BufferBuilder gpu;
+  for (uint32_t j = 0; j < kPairs; ++j)
+    gpu.Kernel(kT0 + 100 * uint64_t{j} + 50, kT0 + 100 * uint64_t{j} + 60, corr(j), 0x10);
+  WriteRecording(second.path(), {gpu.bytes()}, {{0x10, "_Z1kv"}});
+
+  // Horizon 16: up to 66 live entries, all 40 ids live when the first builder finishes.
+  ExpectEachKernelJoinsItsOwnCall(*Build(first.path(), 16), kPairs);
+  const auto b = Build(second.path(), 16);
+  EXPECT_EQ(b->counts.gpu_without_api, kPairs);
+  ASSERT_EQ(b->sink.Count(RowType::kKernel), kPairs);
+  for (const auto& r : b->sink.rows) EXPECT_FALSE(r.row.has_api) << r.row.correlation;
+  // And the first recording again, through the table the second left.
+  ExpectEachKernelJoinsItsOwnCall(*Build(first.path(), 16), kPairs);
+}
+
 // CUPTI delivers buffers per stream as they fill, so a later buffer can hold earlier work.
 void WriteDisordered(const std::string& dir) {
   BufferBuilder late, early, api;

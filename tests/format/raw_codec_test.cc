@@ -314,6 +314,48 @@ TEST(RawCodecTest, LargeByteBuffersAreHugePageMappings) {
   EXPECT_THROW(MapHugeBytes(SIZE_MAX - 4096), std::bad_alloc);
 }
 
+// Whether some mapping of this process covers `p`.
+bool Mapped(const void* p) {
+  FILE* f = std::fopen("/proc/self/maps", "r");
+  if (!f) return false;
+  const auto at = reinterpret_cast<uintptr_t>(p);
+  bool found = false;
+  char line[512];
+  while (!found && std::fgets(line, sizeof line, f)) {
+    unsigned long begin = 0, end = 0;
+    if (std::sscanf(line, "%lx-%lx ", &begin, &end) == 2) found = at >= begin && at < end;
+  }
+  std::fclose(f);
+  return found;
+}
+
+// A released huge mapping is kept for the next one asked for (its pages stay faulted in): the
+// smallest kept mapping that fits, trimmed to the whole pages asked for. One larger than what the
+// cache may hold is unmapped at once.
+TEST(RawCodecTest, ReleasedHugeMappingsAreReusedTrimmedAndBounded) {
+  constexpr size_t kMiB = size_t{1} << 20;
+  // Lengths that no other test maps, so that the mappings this test releases are the ones that fit.
+  void* a = MapHugeBytes(46 * kMiB);
+  static_cast<uint8_t*>(a)[46 * kMiB - 1] = 7;
+  UnmapHugeBytes(a, 46 * kMiB);
+  EXPECT_TRUE(Mapped(a));
+  void* b = MapHugeBytes(46 * kMiB - 4096);  // the same whole huge pages
+  EXPECT_EQ(b, a);
+  EXPECT_EQ(static_cast<uint8_t*>(b)[46 * kMiB - 1], 7);  // the same page, not a fresh one
+  UnmapHugeBytes(b, 46 * kMiB - 4096);
+  void* c = MapHugeBytes(40 * kMiB + 1);  // 42 MiB of whole pages, from the kept 46
+  EXPECT_EQ(c, a);
+  EXPECT_TRUE(Mapped(static_cast<uint8_t*>(c) + 42 * kMiB - 1));
+  EXPECT_FALSE(Mapped(static_cast<uint8_t*>(c) + 42 * kMiB));  // the excess is unmapped
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(c) % (2 * kMiB), 0u);
+  UnmapHugeBytes(c, 40 * kMiB + 1);
+  void* d = MapHugeBytes(600 * kMiB);  // above the cache's bound of 512 MiB
+  EXPECT_NE(d, a);
+  UnmapHugeBytes(d, 600 * kMiB);
+  EXPECT_FALSE(Mapped(d));
+  EXPECT_TRUE(Mapped(a));  // still kept
+}
+
 // Decoding into a reused ByteBuffer (stale bytes, buffers of different sizes one after the other)
 // gives the bytes CUPTI wrote in every encoding, and with a selection the selected words of the
 // std::vector overload's result.

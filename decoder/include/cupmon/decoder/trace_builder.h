@@ -285,30 +285,39 @@ class TraceBuilder : public ChunkVisitor {
     uint32_t slot;
   };
   static constexpr size_t kRuns = 8;
-  // Zero-filled storage for the builder's large arrays of trivially copyable T (join ring,
-  // correlation table): an anonymous mapping, so pages are faulted in only once used, with
-  // transparent huge pages asked for (trace_builder.cc says why). Elements are never destroyed.
-  template <class T>
-  class ZeroedArray {
+  // Storage for the builder's large arrays of trivially copyable T: an anonymous mapping, so pages
+  // are faulted in only once used, with transparent huge pages asked for (trace_builder.cc says
+  // why). With kZeroed (the correlation table) the elements start zero-filled, a fresh mapping.
+  // Without (the join ring, the reorder stage's rows and keys) they are indeterminate until
+  // written, and from 2 MiB on the memory comes from MapHugeBytes (format/raw_codec.h), which hands
+  // out again what an earlier builder released: the next rank's builder finds its pages faulted
+  // in. Elements are never destroyed.
+  template <class T, bool kZeroed>
+  class MappedArray {
    public:
-    ZeroedArray() = default;
-    explicit ZeroedArray(size_t n);
-    ~ZeroedArray();
-    ZeroedArray(ZeroedArray&& o) noexcept { *this = std::move(o); }
-    ZeroedArray& operator=(ZeroedArray&& o) noexcept;
+    MappedArray() = default;
+    explicit MappedArray(size_t n);
+    ~MappedArray();
+    MappedArray(MappedArray&& o) noexcept { *this = std::move(o); }
+    MappedArray& operator=(MappedArray&& o) noexcept;
     T& operator[](size_t i) { return data_[i]; }
     const T& operator[](size_t i) const { return data_[i]; }
     size_t size() const { return size_; }
 
    private:
+    bool Kept() const;  // the memory is MapHugeBytes'
     T* data_ = nullptr;
     size_t size_ = 0, bytes_ = 0;
   };
+  template <class T>
+  using ZeroedArray = MappedArray<T, true>;
+  template <class T>
+  using UninitArray = MappedArray<T, false>;
   // A run of held keys in (start, arrival) order: a FIFO ring with a power-of-two capacity. Its
-  // storage is a ZeroedArray: growing it copies the held keys into fresh pages without clearing
+  // storage is an UninitArray: growing it copies the held keys into new pages without clearing
   // them first (a vector's growth zero-filled every new capacity, 18% of an export's page faults).
   struct KeyRun {
-    ZeroedArray<HeapKey> keys;
+    UninitArray<HeapKey> keys;
     size_t head = 0, size = 0;
   };
   // One raw buffer's records, whole (decoder_) or packed (packed_decoder_).
@@ -391,12 +400,17 @@ class TraceBuilder : public ChunkVisitor {
   std::unordered_map<uint64_t, std::string> annotations_;  // external id -> label
 
   // Join stage: records in arrival order (a ring), and join state by correlation id.
-  ZeroedArray<Pending> pending_;
+  UninitArray<Pending> pending_;
   size_t pending_head_ = 0, pending_size_ = 0;
   std::unique_ptr<CorrTable> corr_;
+  // A correlation table for a new builder: the one the last finished builder emptied when its bound
+  // is `live_bound`, else a new one. Thread-safe (trace_builder.cc says why).
+  static std::unique_ptr<CorrTable> TakeCorrTable(size_t live_bound);
+  static void KeepCorrTable(std::unique_ptr<CorrTable> table);
+  static std::unique_ptr<CorrTable>& SpareCorrTable();
   // Ring (power-of-two capacity) of correlation ids in arrival order, for eviction; it holds at
   // most corr_limit_ ids.
-  std::vector<uint32_t> corr_order_;
+  UninitArray<uint32_t> corr_order_;
   size_t corr_head_ = 0, corr_size_ = 0, corr_limit_ = 0;
   bool wall_times_ = true;  // rows get wall_* fields (the sink or a time filter reads them)
   bool sync_rows_ = false;  // synchronization records become rows (the sink asks for them)
@@ -438,7 +452,7 @@ class TraceBuilder : public ChunkVisitor {
   // FIFO ring, keys of the others in a min-heap.
   // Rows held, in slots [0, slots_used_) of a mapping of whole huge pages (a vector's malloc'd
   // block began and ended on 4 KiB pages: up to 1,000 page faults a rank); doubled when full.
-  ZeroedArray<Row> slots_;
+  UninitArray<Row> slots_;
   size_t slots_used_ = 0;
   std::vector<uint32_t> free_slots_;
   std::vector<HeapKey> heap_;

@@ -21,7 +21,10 @@ namespace cupmon {
 // for (a hint: without THP it is ordinary memory). A malloc'd block of that size starts and ends on
 // 4 KiB pages, each faulted in on its own: the decoded chunks and zstd scratch of an export of
 // tests/data/ddp-2rank took half its page faults that way. Throws std::bad_alloc when the mapping
-// fails. Release with UnmapHugeBytes(p, bytes), the same `bytes`.
+// fails. Release with UnmapHugeBytes(p, bytes), the same `bytes`: it keeps released mappings
+// (at most 32, 512 MiB of address space) and MapHugeBytes hands out the smallest that fits, its
+// excess unmapped, so memory a decoder frees between ranks is not cleared by the kernel again. The
+// bytes of such a mapping are what was last written there. Thread-safe.
 // Under AddressSanitizer every allocation stays on its heap, where reads past a buffer's end are
 // caught; it does not watch mappings.
 #if defined(__SANITIZE_ADDRESS__)
