@@ -43,34 +43,36 @@ void CsvSink::Write(const Row& r) {
   const bool api_time = r.has_api && r.api_valid_time;
   // recording,type,kind,start_ns,end_ns,duration_ns,device,context,stream,correlation_id,
   out_.Reserve(kFixedRoom);
-  out_.Put(recording_);
-  out_.Put(',');
-  out_.Put(RowTypeName(r.type));
-  out_.Put(',');
-  out_.PutUint(r.kind);
-  out_.Put(',');
+  char* p = out_.Cursor();
+  p = PutAt(p, recording_);
+  *p++ = ',';
+  p = PutAt(p, RowTypeName(r.type));
+  *p++ = ',';
+  p = FormatUint(p, r.kind);
+  *p++ = ',';
   if (r.valid_time) {
-    out_.PutInt(r.wall_start);
-    out_.Put(',');
-    out_.PutInt(r.wall_end);
-    out_.Put(',');
-    out_.PutUint(r.duration);
+    p = PutIntAt(p, r.wall_start);
+    *p++ = ',';
+    p = PutIntAt(p, r.wall_end);
+    *p++ = ',';
+    p = FormatUint(p, r.duration);
   } else {
-    out_.Put(",,");
+    p = PutAt(p, ",,");
   }
-  out_.Put(',');
+  *p++ = ',';
   if (!api) {
-    out_.PutUint(r.device);
-    out_.Put(',');
-    out_.PutUint(r.context);
-    out_.Put(',');
-    out_.PutUint(r.stream);
+    p = FormatUint(p, r.device);
+    *p++ = ',';
+    p = FormatUint(p, r.context);
+    *p++ = ',';
+    p = FormatUint(p, r.stream);
   } else {
-    out_.Put(",,");
+    p = PutAt(p, ",,");
   }
-  out_.Put(',');
-  out_.PutUint(r.correlation);
-  out_.Put(',');
+  *p++ = ',';
+  p = FormatUint(p, r.correlation);
+  *p++ = ',';
+  out_.Commit(p);
   // name,api_name,
   const uint8_t quote_free = QuoteFree(r);
   if (quote_free & kNameQuoteFree) out_.CsvPlain(r.name, ',');
@@ -78,50 +80,56 @@ void CsvSink::Write(const Row& r) {
   out_.Csv(r.api_name) << ',';
   // api_start_ns,api_end_ns,pid,tid,return_value,bytes,grid,block,registers,
   out_.Reserve(kFixedRoom);
+  p = out_.Cursor();
   if (api_time) {
-    out_.PutInt(r.api_wall_start);
-    out_.Put(',');
-    out_.PutInt(r.api_wall_end);
+    p = PutIntAt(p, r.api_wall_start);
+    *p++ = ',';
+    p = PutIntAt(p, r.api_wall_end);
   } else {
-    out_.Put(',');
+    *p++ = ',';
   }
-  out_.Put(',');
-  out_.PutUint(api ? r.pid : r.api_pid);
-  out_.Put(',');
-  out_.PutUint(api ? r.tid : r.api_tid);
-  out_.Put(',');
-  out_.PutUint(api ? r.return_value : r.api_return);
-  out_.Put(',');
-  out_.PutUint(r.bytes);
-  out_.Put(',');
+  *p++ = ',';
+  p = FormatUint(p, api ? r.pid : r.api_pid);
+  *p++ = ',';
+  p = FormatUint(p, api ? r.tid : r.api_tid);
+  *p++ = ',';
+  p = FormatUint(p, api ? r.return_value : r.api_return);
+  *p++ = ',';
+  p = FormatUint(p, r.bytes);
+  *p++ = ',';
   if (kernel) {
-    out_.PutUint(r.grid[0]);
-    out_.Put('x');
-    out_.PutUint(r.grid[1]);
-    out_.Put('x');
-    out_.PutUint(r.grid[2]);
-    out_.Put(',');
-    out_.PutUint(r.block[0]);
-    out_.Put('x');
-    out_.PutUint(r.block[1]);
-    out_.Put('x');
-    out_.PutUint(r.block[2]);
-    out_.Put(',');
-    out_.PutUint(r.registers);
+    for (int i = 0; i < 3; ++i) {
+      p = FormatUint(p, r.grid[i]);
+      *p++ = i < 2 ? 'x' : ',';
+    }
+    for (int i = 0; i < 3; ++i) {
+      p = FormatUint(p, r.block[i]);
+      *p++ = i < 2 ? 'x' : ',';
+    }
+    p = FormatUint(p, r.registers);
   } else {
-    out_.Put(",,");
+    p = PutAt(p, ",,");
   }
-  out_.Put(',');
+  *p++ = ',';
   // annotation,launched_before_window,short_name[,rank]
-  if (r.annotation.empty()) out_.Put("\"\",");  // Csv("") and its comma, in the room above
-  else out_.Csv(r.annotation) << ',';
+  if (r.annotation.empty()) {
+    p = PutAt(p, "\"\",");  // Csv("") and its comma, in the room above
+    out_.Commit(p);
+  } else {
+    out_.Commit(p);
+    out_.Csv(r.annotation) << ',';
+  }
   out_.Reserve(kFixedRoom);
-  if (!api) out_.Put(r.launched_before_window ? '1' : '0');
-  out_.Put(',');
+  p = out_.Cursor();
+  if (!api) *p++ = r.launched_before_window ? '1' : '0';
+  *p++ = ',';
   const char after = rank_ ? ',' : '\n';
-  if (!kernel) out_.Put(after);
-  else if (quote_free & kShortQuoteFree) out_.CsvPlain(short_names_.Of(r), after);
-  else out_.Csv(short_names_.Of(r)) << after;
+  if (!kernel) *p++ = after;
+  out_.Commit(p);
+  if (kernel) {
+    if (quote_free & kShortQuoteFree) out_.CsvPlain(short_names_.Of(r), after);
+    else out_.Csv(short_names_.Of(r)) << after;
+  }
   if (rank_) out_ << rank_->rank << '\n';
   out_.EndRow();
 }

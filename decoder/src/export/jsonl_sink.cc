@@ -25,17 +25,17 @@ constexpr size_t kFixedRoom = 1024;
 
 void JsonlSink::Write(const Row& r) {
   out_.Reserve(kFixedRoom);
-  out_.Put("{\"recording\":\"");
-  out_.Put(recording_);
-  out_.Put('"');
+  char* p = out_.Cursor();
+  p = PutAt(p, "{\"recording\":\"");
+  p = PutAt(p, recording_);
+  *p++ = '"';
   if (rank_) {
-    out_.Put(",\"rank\":");
-    out_.PutUint(rank_->rank);
+    p = PutKeyUint(p, ",\"rank\":", rank_->rank);
   }
-  out_.Put(",\"type\":\"");
-  out_.Put(RowTypeName(r.type));
-  out_.Put("\",\"kind\":");
-  out_.PutUint(r.kind);
+  p = PutAt(p, ",\"type\":\"");
+  p = PutAt(p, RowTypeName(r.type));
+  p = PutKeyUint(p, "\",\"kind\":", r.kind);
+  out_.Commit(p);
   if (r.type == RowType::kRange) WriteRange(r);
   else if (r.type == RowType::kMemory) WriteMemory(r);
   else WriteActivity(r);
@@ -55,19 +55,19 @@ uint8_t JsonlSink::Plain(const Row& r) {
 
 // Called from Write, in the room it reserved.
 void JsonlSink::WriteActivity(const Row& r) {
+  char* p = out_.Cursor();
   if (r.valid_time) {
-    out_.Put(",\"start_ns\":");
-    out_.PutInt(r.wall_start);
-    out_.Put(",\"end_ns\":");
-    out_.PutInt(r.wall_end);
-    out_.Put(",\"duration_ns\":");
-    out_.PutUint(r.duration);
+    p = PutAt(p, ",\"start_ns\":");
+    p = PutIntAt(p, r.wall_start);
+    p = PutAt(p, ",\"end_ns\":");
+    p = PutIntAt(p, r.wall_end);
+    p = PutKeyUint(p, ",\"duration_ns\":", r.duration);
   } else {
-    out_.Put(",\"start_ns\":null,\"end_ns\":null,\"duration_ns\":null");
+    p = PutAt(p, ",\"start_ns\":null,\"end_ns\":null,\"duration_ns\":null");
   }
-  out_.Put(",\"correlation_id\":");
-  out_.PutUint(r.correlation);
-  out_.Put(",\"name\":\"");
+  p = PutKeyUint(p, ",\"correlation_id\":", r.correlation);
+  p = PutAt(p, ",\"name\":\"");
+  out_.Commit(p);
   const uint8_t plain = Plain(r);
   if (plain & kNamePlain) out_ << r.name;
   else out_.Json(r.name);
@@ -77,55 +77,48 @@ void JsonlSink::WriteActivity(const Row& r) {
     else out_.Json(short_names_.Of(r));
   }
   out_.Reserve(kFixedRoom);
-  out_.Put('"');
+  p = out_.Cursor();
+  *p++ = '"';
   if (r.type == RowType::kApi) {
-    out_.Put(",\"pid\":");
-    out_.PutUint(r.pid);
-    out_.Put(",\"tid\":");
-    out_.PutUint(r.tid);
-    out_.Put(",\"return_value\":");
-    out_.PutUint(r.return_value);
-    out_.Put(",\"launched\":");
-    out_.PutUint(r.launched);
+    p = PutKeyUint(p, ",\"pid\":", r.pid);
+    p = PutKeyUint(p, ",\"tid\":", r.tid);
+    p = PutKeyUint(p, ",\"return_value\":", r.return_value);
+    p = PutKeyUint(p, ",\"launched\":", r.launched);
+    out_.Commit(p);
   } else {
-    out_.Put(",\"device\":");
-    out_.PutUint(r.device);
-    out_.Put(",\"context\":");
-    out_.PutUint(r.context);
-    out_.Put(",\"stream\":");
-    out_.PutUint(r.stream);
+    p = PutKeyUint(p, ",\"device\":", r.device);
+    p = PutKeyUint(p, ",\"context\":", r.context);
+    p = PutKeyUint(p, ",\"stream\":", r.stream);
     if (r.type == RowType::kKernel) {
-      out_.Put(",\"grid\":[");
-      out_.PutUint3(r.grid);
-      out_.Put("],\"block\":[");
-      out_.PutUint3(r.block);
-      out_.Put("],\"registers\":");
-      out_.PutUint(r.registers);
-      out_.Put(",\"static_shared_memory\":");
-      out_.PutUint(r.static_smem);
-      out_.Put(",\"dynamic_shared_memory\":");
-      out_.PutUint(r.dynamic_smem);
+      p = PutAt(p, ",\"grid\":[");
+      p = PutUint3At(p, r.grid);
+      p = PutAt(p, "],\"block\":[");
+      p = PutUint3At(p, r.block);
+      p = PutKeyUint(p, "],\"registers\":", r.registers);
+      p = PutKeyUint(p, ",\"static_shared_memory\":", r.static_smem);
+      p = PutKeyUint(p, ",\"dynamic_shared_memory\":", r.dynamic_smem);
     } else {
-      out_.Put(",\"bytes\":");
-      out_.PutUint(r.bytes);
+      p = PutKeyUint(p, ",\"bytes\":", r.bytes);
     }
     if (r.has_api) {
-      out_.Put(",\"api\":{\"name\":\"");
+      p = PutAt(p, ",\"api\":{\"name\":\"");
+      out_.Commit(p);
       out_.Json(r.api_name);
       out_.Reserve(kFixedRoom);
-      out_.Put("\",\"tid\":");
-      out_.PutUint(r.api_tid);
+      p = out_.Cursor();
+      p = PutKeyUint(p, "\",\"tid\":", r.api_tid);
       if (r.api_valid_time) {
-        out_.Put(",\"start_ns\":");
-        out_.PutInt(r.api_wall_start);
-        out_.Put(",\"end_ns\":");
-        out_.PutInt(r.api_wall_end);
+        p = PutAt(p, ",\"start_ns\":");
+        p = PutIntAt(p, r.api_wall_start);
+        p = PutAt(p, ",\"end_ns\":");
+        p = PutIntAt(p, r.api_wall_end);
       }
-      out_.Put('}');
+      *p++ = '}';
     }
-    if (r.launched_before_window) out_.Put(",\"launched_before_window\":true");
+    if (r.launched_before_window) p = PutAt(p, ",\"launched_before_window\":true");
+    out_.Commit(p);
     if (!r.range.empty()) {
-      out_.Put(",\"range\":\"");
+      out_ << ",\"range\":\"";
       out_.Json(r.range) << '"';
     }
   }

@@ -57,17 +57,17 @@ class TraceEventWriter {
       out_.Json(name);
       out_.Reserve(kSliceTail + cat.size() + kArgsRoom);
     }
-    out_.Put("\",\"cat\":\"");
-    out_.Put(cat);
-    out_.Put("\",\"ph\":\"X\",\"pid\":");
-    out_.PutUint(pid);
-    out_.Put(",\"tid\":");
-    out_.PutUint(tid);
-    out_.Put(",\"ts\":");
-    out_.PutMicros(wall - base_);
-    out_.Put(",\"dur\":");
-    out_.PutMicros(dur);
-    out_.Put(",\"args\":{");
+    char* p = out_.Cursor();
+    p = PutAt(p, "\",\"cat\":\"");
+    p = PutAt(p, cat);
+    p = PutKeyUint(p, "\",\"ph\":\"X\",\"pid\":", pid);
+    p = PutKeyUint(p, ",\"tid\":", tid);
+    p = PutAt(p, ",\"ts\":");
+    p = PutMicrosAt(p, wall - base_);
+    p = PutAt(p, ",\"dur\":");
+    p = PutMicrosAt(p, dur);
+    p = PutAt(p, ",\"args\":{");
+    out_.Commit(p);
   }
   // Room SliceHead leaves after `"args":{` for unchecked Put* calls of the caller.
   static constexpr size_t kArgsRoom = 512;
@@ -98,36 +98,32 @@ class TraceEventWriter {
   void LaunchFlow(std::string_view name, std::string_view cat, uint64_t id, const Row& r,
                   uint32_t api_pid, uint32_t gpu_pid) {
     out_.Reserve(2 * (kFlowRoom + name.size() + cat.size()));
-    if (events_++) out_.Put(",\n");
-    out_.Put("{\"name\":\"");
-    out_.Put(name);
-    out_.Put("\",\"cat\":\"");
-    out_.Put(cat);
-    out_.Put("\",\"ph\":\"s\",\"id\":");
-    out_.PutUint(id);
-    out_.Put(",\"pid\":");
-    out_.PutUint(api_pid);
-    out_.Put(",\"tid\":");
-    out_.PutUint(r.api_tid);
-    out_.Put(",\"ts\":");
-    out_.PutMicros(r.api_wall_start - base_);
-    out_.Put("},\n{\"name\":\"");
-    ++events_;
-    out_.Put(name);
-    out_.Put("\",\"cat\":\"");
-    out_.Put(cat);
-    out_.Put("\",\"ph\":\"f\",\"bp\":\"e\",\"id\":");
-    out_.PutUint(id);
-    out_.Put(",\"pid\":");
-    out_.PutUint(gpu_pid);
-    out_.Put(",\"tid\":");
-    out_.PutUint(r.stream);
-    out_.Put(",\"ts\":");
-    out_.PutMicros(r.wall_start - base_);
-    out_.Put('}');
+    char* p = out_.Cursor();
+    p = FlowEnd(p, name, cat, "\",\"ph\":\"s\",\"id\":", id, api_pid, r.api_tid,
+                r.api_wall_start);
+    p = FlowEnd(p, name, cat, "\",\"ph\":\"f\",\"bp\":\"e\",\"id\":", id, gpu_pid, r.stream,
+                r.wall_start);
+    out_.Commit(p);
   }
 
  private:
+  // One end of a launch flow at `p`, with the comma before it: `phase` is the text from the cat's
+  // closing quote to the id's colon. At most kFlowRoom + name and cat.
+  char* FlowEnd(char* p, std::string_view name, std::string_view cat, std::string_view phase,
+                uint64_t id, uint32_t pid, uint32_t tid, int64_t wall) {
+    if (events_++) p = PutAt(p, ",\n");
+    p = PutAt(p, "{\"name\":\"");
+    p = PutAt(p, name);
+    p = PutAt(p, "\",\"cat\":\"");
+    p = PutAt(p, cat);
+    p = PutKeyUint(p, phase, id);
+    p = PutKeyUint(p, ",\"pid\":", pid);
+    p = PutKeyUint(p, ",\"tid\":", tid);
+    p = PutAt(p, ",\"ts\":");
+    p = PutMicrosAt(p, wall - base_);
+    *p++ = '}';
+    return p;
+  }
   // `{"name":"`.
   static constexpr size_t kNameHead = 9;
   // SliceHead's fixed bytes after the name (cat not included): 65 of text, two 10-digit ids and
