@@ -199,11 +199,13 @@ void KinetoTraceWriter::Write(const Row& r) {
       cpu_threads_.emplace(r.pid, r.tid);
       last_cpu_ = {r.pid, r.tid};
     }
+    // An API call's name is a cbid's, plain JSON; the answer is kept per name id all the same.
     ev_.SliceHead(r.name, r.kind == kDriverKind ? kCatDriver : kCatRuntime, r.pid, r.tid,
-                  r.wall_start, static_cast<int64_t>(r.duration));
-    out_.Put("\"correlation\":");  // in the room SliceHead left
-    out_.PutUint(r.correlation);
-    out_.Put("}}");
+                  r.wall_start, static_cast<int64_t>(r.duration),
+                  plain_name_.Plain(r.name_id, r.name));
+    char* p = out_.Cursor();  // in the room SliceHead left
+    p = PutKeyUint(p, "\"correlation\":", r.correlation);
+    out_.Commit(PutAt(p, "}}"));
     if (!r.annotation.empty()) {
       // A label repeated in every step ("forward") gets one slice per step, not one spanning
       // them all: its instance is the step seen last.
@@ -232,37 +234,29 @@ void KinetoTraceWriter::Write(const Row& r) {
   const bool plain = r.type != RowType::kKernel || plain_name_.Plain(r.name_id, r.name);
   ev_.SliceHead(name, cat, gpid, r.stream, r.wall_start, static_cast<int64_t>(r.duration), plain);
   // The args, at most 400 bytes: in the room SliceHead left (TraceEventWriter::kArgsRoom).
-  out_.Put("\"device\":");
-  out_.PutUint(r.device);
-  out_.Put(",\"context\":");
-  out_.PutUint(r.context);
-  out_.Put(",\"stream\":");
-  out_.PutUint(r.stream);
-  out_.Put(",\"correlation\":");
-  out_.PutUint(r.correlation);
+  char* p = out_.Cursor();
+  p = PutKeyUint(p, "\"device\":", r.device);
+  p = PutKeyUint(p, ",\"context\":", r.context);
+  p = PutKeyUint(p, ",\"stream\":", r.stream);
+  p = PutKeyUint(p, ",\"correlation\":", r.correlation);
   if (r.type == RowType::kKernel) {
-    out_.Put(",\"registers per thread\":");
-    out_.PutUint(r.registers);
-    out_.Put(",\"shared memory\":");
-    out_.PutUint(r.static_smem + r.dynamic_smem);
-    out_.Put(",\"grid\":[");
-    out_.PutUint3(r.grid);
-    out_.Put("],\"block\":[");
-    out_.PutUint3(r.block);
-    out_.Put(']');
+    p = PutKeyUint(p, ",\"registers per thread\":", r.registers);
+    p = PutKeyUint(p, ",\"shared memory\":", r.static_smem + r.dynamic_smem);  // as 32 bits
+    p = PutAt(p, ",\"grid\":[");
+    p = PutUint3At(p, r.grid);
+    p = PutAt(p, "],\"block\":[");
+    p = PutUint3At(p, r.block);
+    *p++ = ']';
   } else {
     // GB/s = bytes per ns, as Kineto computes it; 0 for a zero duration (Kineto: "N/A").
-    char bw[32];
     const double gbps = r.duration ? static_cast<double>(r.bytes) / static_cast<double>(r.duration)
                                    : 0.0;
-    const auto res = std::to_chars(bw, bw + sizeof bw, gbps);
-    out_.Put(",\"bytes\":");
-    out_.PutUint(r.bytes);
-    out_.Put(",\"memory bandwidth (GB/s)\":");
-    out_.Put(std::string_view(bw, static_cast<size_t>(res.ptr - bw)));
+    p = PutKeyUint(p, ",\"bytes\":", r.bytes);
+    p = PutAt(p, ",\"memory bandwidth (GB/s)\":");
+    p = std::to_chars(p, p + 32, gbps).ptr;  // shortest form: at most 24 bytes
   }
-  if (r.launched_before_window) out_.Put(",\"launched_before_window\":true");
-  out_.Put("}}");
+  if (r.launched_before_window) p = PutAt(p, ",\"launched_before_window\":true");
+  out_.Commit(PutAt(p, "}}"));
   if (r.has_api && r.api_valid_time) ev_.LaunchFlow(kFlow, kFlow, ++flow_id_, r, r.api_pid, gpid);
   if (options_.synthetic_launches && !r.has_api && r.correlation) {
     // No launch record (always-on recordings keep few): HTA gives a GPU event the iteration of
