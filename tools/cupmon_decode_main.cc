@@ -57,7 +57,8 @@ void AddCommon(CLI::App* app, CommonArgs* a) {
   app->add_option("--pid", a->pid, "Only the recording of this process id");
   app->add_option("--limit", a->limit, "At most N rows (traces and exports)");
   app->add_option("-o,--output", a->output,
-                  "Write to FILE instead of standard output (export --format kineto: a DIR)");
+                  "Write to FILE instead of standard output ('-': standard output; a file "
+                  "named - is ./-; export --format kineto: a DIR)");
   CLI::Option* mangled =
       app->add_flag("--mangled", a->mangled, "Show kernel names as recorded, not demangled");
   app->add_flag("--full-names", a->full_names,
@@ -392,6 +393,8 @@ int main(int argc, char** argv) {
                  "without SQLite (install libsqlite3-dev, or run tools/install-deps, and rebuild)\n";
     return cupmon::decoder::kExitUnusable;
   }
+  // "-o -" is standard output, as elsewhere on the command line; "./-" still names a file.
+  if (args.output == "-") args.output.clear();
   if (sqlite && args.output.empty()) {
     std::cerr << "cupmon-decode: --format sqlite writes an SQLite database file and cannot write "
                  "to standard output: give -o FILE.sqlite\n";

@@ -55,6 +55,27 @@ class DecodeCliTest(unittest.TestCase):
                 self.assertIn(f"--to {to} is not after --from {frm}: the range is empty", r.stderr)
                 self.assertEqual(r.stdout, "")
 
+    def test_output_dash_is_standard_output(self):
+        with tempfile.TemporaryDirectory() as d:
+            r = subprocess.run([DECODE, "export", SAMPLE, "--format", "csv", "-o", "-"], cwd=d,
+                               capture_output=True, text=True, timeout=120)
+            self.assertIn(r.returncode, (0, 1), r.stderr)
+            self.assertTrue(r.stdout.startswith("recording,type,kind,"), r.stdout[:200])
+            self.assertEqual(os.listdir(d), [])  # no file named "-"
+            # Formats that cannot stream say what to give instead.
+            for fmt, want in (("sqlite", "give -o FILE.sqlite"), ("kineto", "give -o DIR")):
+                with self.subTest(fmt=fmt):
+                    r = subprocess.run([DECODE, "export", SAMPLE, "--format", fmt, "-o", "-"],
+                                       cwd=d, capture_output=True, text=True, timeout=120)
+                    self.assertEqual(r.returncode, 2, r.stderr)
+                    if "built without SQLite" not in r.stderr:  # a build without it says so
+                        self.assertIn(want, r.stderr)
+            self.assertEqual(os.listdir(d), [])
+            r = subprocess.run([DECODE, "export", SAMPLE, "--format", "csv", "-o", "./-"], cwd=d,
+                               capture_output=True, text=True, timeout=120)
+            self.assertIn(r.returncode, (0, 1), r.stderr)
+            self.assertEqual(os.listdir(d), ["-"])
+
     def test_a_forward_range_still_reports(self):
         r = decode("summary", SAMPLE, "--from", "1s", "--to", "2s")
         self.assertIn(r.returncode, (0, 1), r.stderr)
