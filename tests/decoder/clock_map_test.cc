@@ -158,6 +158,41 @@ TEST(ClockMapTest, InterpolationIsExactWhetherOrNotTheProductFits64Bits) {
   }
 }
 
+// MapIn divides by a pair's span through the span's reciprocal: random spans (from 1 ns to a
+// day), drifts of either sign and timestamps anywhere in the pair must give the exact truncated
+// quotient, as do the quotients next to a multiple of the span, where a reciprocal falls short.
+TEST(ClockMapTest, InterpolationByReciprocalIsExactForAnySpan) {
+  std::mt19937_64 rng(16);
+  constexpr int64_t kWall = 1'796'000'000'000'000'000;
+  size_t checked = 0;
+  for (int pair = 0; pair < 400; ++pair) {
+    const uint64_t span = pair < 8 ? uint64_t(pair + 1) : 1 + rng() % (uint64_t{1} << (8 + pair % 39));
+    const int64_t drift = static_cast<int64_t>(rng() % 2'000'001) - 1'000'000;
+    constexpr uint64_t kA = 7'000'000'000;
+    ClockMap m;
+    m.Add(S(kA, kWall));
+    m.Add(S(kA + span, kWall + static_cast<int64_t>(span) + drift));
+    ASSERT_EQ(m.domains(), 1u);
+    std::vector<uint64_t> sinces = {0, span - 1, span / 2};
+    for (int i = 0; i < 20; ++i) sinces.push_back(rng() % span);
+    if (drift != 0) {
+      // since = k * span / |drift| and its neighbours: the quotient crosses an integer there.
+      const uint64_t step = span / static_cast<uint64_t>(drift < 0 ? -drift : drift);
+      for (uint64_t k = 1; k < 4 && step; ++k)
+        for (const uint64_t d : {uint64_t{0}, uint64_t{1}})
+          if (k * step + d < span && k * step >= d) sinces.push_back(k * step - d);
+    }
+    for (const uint64_t since : sinces) {
+      const Int128 want =
+          static_cast<Int128>(kWall) + since + static_cast<Int128>(drift) * since / Int128{span};
+      ASSERT_EQ(m.ToWall(kA + since), static_cast<int64_t>(want))
+          << "span " << span << " drift " << drift << " since " << since;
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 9000u);
+}
+
 // MapIn remembers the pair of samples the last timestamp fell between: timestamps in order, in
 // reverse, at random and on the samples themselves must all map with the pair that holds them.
 // Each pair has its own drift, so a timestamp mapped with a neighbouring pair comes out different.
