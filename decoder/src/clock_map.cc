@@ -103,26 +103,6 @@ bool HoldsBetween(const Samples& samples, size_t i, uint64_t t) {
 }
 }  // namespace
 
-// product / span, truncated toward zero as C++'s `/` does, for span >= 1 (samples of a segment
-// strictly increase). No drift (samples taken by the current monitor agree to the nanosecond)
-// needs no division; otherwise the quotient of |product| comes from its product with the span's
-// reciprocal, m = floor((2^64 - 1) / span) >= (2^64 - span) / span, kept per span: n * m / 2^64
-// falls short of n / span by less than n / 2^64 < 1, so its floor is the quotient or one less.
-int64_t ClockMap::DivideBySpan(const Segment& g, int64_t product, uint64_t span) {
-  if (product == 0) return 0;
-  if (span != g.divisor) {
-    g.divisor = span;
-    g.reciprocal = UINT64_MAX / span;
-  }
-  const uint64_t n =
-      product < 0 ? 0 - static_cast<uint64_t>(product) : static_cast<uint64_t>(product);
-  __extension__ typedef unsigned __int128 Uint128;
-  uint64_t q = static_cast<uint64_t>((static_cast<Uint128>(n) * g.reciprocal) >> 64);
-  if (n - q * span >= span) ++q;
-  // |product| <= 2^63, so the negated quotient is an int64 (INT64_MIN / 1 included).
-  return static_cast<int64_t>(product < 0 ? 0 - q : q);
-}
-
 int64_t ClockMap::MapIn(const Segment& g, uint64_t cupti_ns) {
   const std::vector<Sample>& samples = g.samples;
   // Samples of a segment strictly increase in CUPTI time (Add drops the others), so the pair
@@ -157,8 +137,7 @@ int64_t ClockMap::MapIn(const Segment& g, uint64_t cupti_ns) {
   if (drift >= INT64_MIN && drift <= INT64_MAX && since <= INT64_MAX && span <= INT64_MAX) {
     int64_t product = 0;
     if (!__builtin_mul_overflow(static_cast<int64_t>(drift), static_cast<int64_t>(since), &product))
-      return Clamp(static_cast<Int128>(a.wall) + since +
-                   DivideBySpan(g, product, static_cast<uint64_t>(span)));
+      return Clamp(static_cast<Int128>(a.wall) + since + product / static_cast<int64_t>(span));
   }
   // |drift * since| < 2^126 whenever |drift| < 2^62 (since < 2^64): real calibration always is;
   // beyond that (absurd samples) the product is formed in long double instead of overflowing.

@@ -64,14 +64,10 @@ class ClockMap {
     // samples: records come nearly in time order, so the next one mostly falls in the same pair
     // or the next, and the binary search is skipped (MapIn; the same pair the search finds).
     mutable size_t hint = 0;
-    // The span of the pair mapped last and floor((2^64 - 1) / span): MapIn divides by the span
-    // through a multiplication, where a 64-bit division a timestamp waited 10-40 cycles.
-    mutable uint64_t divisor = 0, reciprocal = 0;
   };
   bool Continues(const Segment& g, const Sample& s) const;
   const Segment* SegmentFor(uint64_t cupti_ns) const;
   static int64_t MapIn(const Segment& g, uint64_t cupti_ns);
-  static int64_t DivideBySpan(const Segment& g, int64_t product, uint64_t span);
 
   static constexpr size_t kMaxSamples = 1 << 16;  // bounded: at one a minute, weeks of samples
   std::vector<Segment> segments_;
