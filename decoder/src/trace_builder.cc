@@ -2,17 +2,14 @@
 #include "cupmon/decoder/trace_builder.h"
 
 #include <cxxabi.h>
-#include <sys/mman.h>
 
 #include <algorithm>
 #include <cstdlib>
-#include <mutex>
-#include <new>
-#include <type_traits>
 
+#include "correlation_table.h"
 #include "cupmon/decoder/api_names.h"
-#include "cupmon/format/check.h"
-#include "cupmon/format/raw_codec.h"
+#include "mapped_array.h"
+#include "reorder_stage.h"
 
 namespace cupmon::decoder {
 namespace {
@@ -28,22 +25,6 @@ std::string Hex(uint64_t v) {
 namespace {
 constexpr uint32_t kMaxDenseCbid = 4096;  // API name ids for smaller cbids sit in a vector
 
-// Asks for transparent huge pages on the 2 MiB-aligned part of [p, p + bytes): the builder's
-// large arrays (join ring, correlation table, reorder slots) then take one page fault per 2 MiB
-// instead of one per 4 KiB. Page faults, most of them in these arrays, were a third of an
-// export's CPU time on tests/data/ddp-2rank. A hint only: without THP nothing changes.
-void AdviseHugePages(const void* p, size_t bytes) {
-#ifdef MADV_HUGEPAGE
-  constexpr uintptr_t kHuge = uintptr_t{2} << 20;
-  const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + kHuge - 1) & ~(kHuge - 1);
-  const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + bytes) & ~(kHuge - 1);
-  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
-#else
-  (void)p;
-  (void)bytes;
-#endif
-}
-
 // A span the rows can place in time: ValidSpan (no zero, not reversed), and no time at or past
 // 2^62 ns. CUPTI counts nanoseconds since the epoch, so such a time (after the year 2116) is
 // damage; and the wall-clock mapping and the filters work in int64, where times near 2^63 wrapped
@@ -53,58 +34,6 @@ void AdviseHugePages(const void* p, size_t bytes) {
 constexpr uint64_t kTimeLimit = uint64_t{1} << 62;
 bool TimedSpan(uint64_t start, uint64_t end) { return ValidSpan(start, end) && end < kTimeLimit; }
 }  // namespace
-
-// The length mapped for `bytes`: from 2 MiB on, a multiple of 2 MiB. Linux places an anonymous
-// mapping on a 2 MiB boundary only when its length is such a multiple; otherwise the huge-page
-// hint covers only its aligned middle. When the correlation table's ring lost its power-of-two
-// size, a csv export of tests/data/ddp-2rank went from 11,600 to 17,200 page faults and from
-// about 157 to 188 ms of CPU. The pages past `bytes` are never touched.
-size_t MappedBytes(size_t bytes) {
-  constexpr size_t kHuge = size_t{2} << 20;
-  return bytes < kHuge ? bytes : (bytes + kHuge - 1) & ~(kHuge - 1);
-}
-
-// From this size on an UninitArray lives in whole huge pages from MapHugeBytes: the reorder
-// stage's key rings double from 1,024 keys (24 KiB) up to 65,536 (1.5 MiB), and in fresh mappings
-// of their own size they took 4,000 of the 7,100 page faults of a csv export of ddp-2rank; in
-// kept 2 MiB mappings, each ring that grows reuses the one another ring or rank released.
-constexpr size_t kKeptArrayMin = size_t{64} << 10;
-
-template <class T, bool kZeroed>
-bool TraceBuilder::MappedArray<T, kZeroed>::Kept() const {
-  return !kZeroed && bytes_ >= kKeptArrayMin;
-}
-
-template <class T, bool kZeroed>
-TraceBuilder::MappedArray<T, kZeroed>::MappedArray(size_t n)
-    : size_(n), bytes_(MappedBytes(n * sizeof(T))) {
-  static_assert(std::is_trivially_copyable_v<T> && std::is_trivially_destructible_v<T>);
-  if (!n) return;
-  if (Kept()) {
-    data_ = static_cast<T*>(MapHugeBytes(bytes_));  // whole huge pages, advised
-    return;
-  }
-  void* p = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) throw std::bad_alloc();
-  AdviseHugePages(p, bytes_);
-  data_ = static_cast<T*>(p);
-}
-
-template <class T, bool kZeroed>
-TraceBuilder::MappedArray<T, kZeroed>::~MappedArray() {
-  if (!data_) return;
-  if (Kept()) UnmapHugeBytes(data_, bytes_);
-  else ::munmap(data_, bytes_);
-}
-
-template <class T, bool kZeroed>
-TraceBuilder::MappedArray<T, kZeroed>& TraceBuilder::MappedArray<T, kZeroed>::operator=(
-    MappedArray&& o) noexcept {
-  std::swap(data_, o.data_);
-  std::swap(size_, o.size_);
-  std::swap(bytes_, o.bytes_);
-  return *this;
-}
 
 // One GPU or API record, decoded straight from the raw bytes with only the fields rows use
 // (about 120 bytes, against 336 for a DecodedRecord): it waits in the join ring.
@@ -126,15 +55,16 @@ struct TraceBuilder::Pending {
   uint64_t event_sync_id = 0;
 };
 
-// Everything joined on one correlation id.
-struct TraceBuilder::CorrEntry {
-  bool has_api = false, has_external = false;
-  uint8_t api_kind = 0;  // kKindRuntime or kKindDriver
-  uint32_t cbid = 0, pid = 0, tid = 0, ret = 0;
-  uint64_t api_start = 0, api_end = 0;
-  uint32_t gpu_count = 0;
-  int32_t gpu_first = 0;  // first activity's name: a string index, -2 memset, -10-copyKind memcpy
-  uint64_t external_id = 0;
+// The join stage: records in arrival order, each waiting `horizon_` later records for its
+// partners. A ring with a power-of-two capacity, doubled when one buffer brings more.
+struct TraceBuilder::JoinRing {
+  UninitArray<Pending> slots;
+  size_t head = 0, size = 0;
+  Pending& Front() { return slots[head]; }
+  void PopFront() {
+    head = (head + 1) & (slots.size() - 1);
+    --size;
+  }
 };
 
 // One NVTX range or mark on its way to becoming a row (see "NVTX ranges" below).
@@ -144,136 +74,6 @@ struct TraceBuilder::RangeRecord {
   RangeKind kind = RangeKind::kPushPop;
   bool ended = true;
 };
-
-// Map from correlation id to CorrEntry. Entries are created and erased in the same order (the
-// builder evicts the oldest id first), so they live in a FIFO ring in creation order: the join
-// stage, which walks the stream, walks the ring in order too. CUPTI hands out correlation ids
-// from one process-wide counter, so the live ids form a mostly increasing run: an index slot
-// `id mod index size` holds the ring position of an id directly (4 bytes, no hashing). The index
-// has 8 to 16 slots per live entry (16 at the default horizon), because ids of calls that were not
-// recorded (API calls outside windows) leave gaps: on tests/data/ddp-2rank a rank's 275,000 ids
-// spread over 1..2,436,000, and with one 64-byte slot per live id 45,000 ids a rank went to the
-// hash map below, which took a tenth of an export's time. An id whose slot holds another live id
-// still goes to that map, so arbitrary ids stay correct.
-class TraceBuilder::CorrTable {
- public:
-  // At most `live_bound` entries are live at once; Erase is called in creation order.
-  // The ring holds exactly `live_bound` entries (a FIFO never needs more; the default bound,
-  // 4 * 65,536 + 2, lies just above a power of two, so rounding it up doubled the ring), the index
-  // a power of two of at least 8 slots per entry. Sizes change only speed: an id the index cannot
-  // hold goes to `overflow_`. An index of 8 instead of 16 slots an entry at the default horizon
-  // (8 instead of 16 MiB) sent so many more ids to `overflow_` that a csv export of ddp-2rank
-  // took 3,100 more page faults.
-  explicit CorrTable(size_t live_bound)
-      : ring_(std::max<size_t>(live_bound, 1)), index_(PowerOfTwoAtLeast(8 * live_bound)) {
-    index_mask_ = index_.size() - 1;
-  }
-  CorrEntry* Find(uint32_t key) {
-    const uint32_t at = index_[key & index_mask_];
-    if (at && ring_[at - 1].key == key) return &ring_[at - 1].entry;
-    if (overflow_.empty()) return nullptr;
-    auto it = overflow_.find(key);
-    return it == overflow_.end() ? nullptr : &ring_[it->second].entry;
-  }
-  // Returns the entry for `key` and whether it was created now.
-  std::pair<CorrEntry*, bool> Insert(uint32_t key) {
-    uint32_t& at = index_[key & index_mask_];
-    if (at) {
-      if (ring_[at - 1].key == key) return {&ring_[at - 1].entry, false};
-      auto it = overflow_.find(key);
-      if (it != overflow_.end()) return {&ring_[it->second].entry, false};
-      const uint32_t pos = Create(key);
-      overflow_.emplace(key, pos);
-      return {&ring_[pos].entry, true};
-    }
-    if (!overflow_.empty()) {
-      auto it = overflow_.find(key);
-      if (it != overflow_.end()) return {&ring_[it->second].entry, false};
-    }
-    const uint32_t pos = Create(key);
-    at = pos + 1;
-    return {&ring_[pos].entry, true};
-  }
-  void Erase(uint32_t key) {
-    uint32_t& at = index_[key & index_mask_];
-    if (at && ring_[at - 1].key == key) {
-      ring_[at - 1].live = false;
-      at = 0;
-      --live_;
-      return;
-    }
-    auto it = overflow_.find(key);
-    if (it == overflow_.end()) return;
-    ring_[it->second].live = false;
-    overflow_.erase(it);
-    --live_;
-  }
-  size_t live_bound() const { return ring_.size(); }
-  // With no entry live the index is all zero (an erase clears the slot it used) and the table is
-  // as a new one of its bound, whatever its ring and index held before.
-  bool Empty() const { return live_ == 0 && overflow_.empty(); }
-
- private:
-  struct Stored {
-    uint32_t key;
-    bool live;
-    CorrEntry entry;
-  };
-  static size_t PowerOfTwoAtLeast(size_t n) {
-    size_t p = 1024;
-    while (p < n) p *= 2;
-    return p;
-  }
-  uint32_t Create(uint32_t key) {
-    const auto pos = static_cast<uint32_t>(next_);
-    next_ = next_ + 1 == ring_.size() ? 0 : next_ + 1;
-    Stored& s = ring_[pos];
-    // Holds while the caller keeps its contract (creation-order erases, live_bound).
-    CUPMON_CHECK(!s.live);
-    s.key = key;
-    s.live = true;
-    s.entry = CorrEntry{};
-    ++live_;
-    return pos;
-  }
-  ZeroedArray<Stored> ring_;
-  ZeroedArray<uint32_t> index_;  // ring position + 1 of the id in this slot; 0: none
-  size_t index_mask_ = 0;
-  size_t next_ = 0;  // the ring position the next entry takes (creation order, wrapping)
-  size_t live_ = 0;
-  std::unordered_map<uint32_t, uint32_t> overflow_;  // id -> ring position
-};
-
-// The correlation table of the builder that finished last, emptied, for the next one of the same
-// bound: its ring and index (32 MiB at the default horizon, most of it written on a recording of
-// 300,000 records) would otherwise be cleared again by the kernel, page by page, for each rank of
-// an export. At most one is kept; the lock is taken once per builder.
-namespace {
-std::mutex& SpareCorrTableMutex() {
-  static std::mutex m;
-  return m;
-}
-}  // namespace
-
-std::unique_ptr<TraceBuilder::CorrTable>& TraceBuilder::SpareCorrTable() {
-  static auto* spare = new std::unique_ptr<CorrTable>;  // never destroyed: builders may outlive statics
-  return *spare;
-}
-
-std::unique_ptr<TraceBuilder::CorrTable> TraceBuilder::TakeCorrTable(size_t live_bound) {
-  {
-    std::lock_guard<std::mutex> lock(SpareCorrTableMutex());
-    auto& spare = SpareCorrTable();
-    if (spare && spare->live_bound() == live_bound) return std::move(spare);
-  }
-  return std::make_unique<CorrTable>(live_bound);
-}
-
-void TraceBuilder::KeepCorrTable(std::unique_ptr<CorrTable> table) {
-  if (!table || !table->Empty()) return;  // one left with live entries is freed, not reused
-  std::lock_guard<std::mutex> lock(SpareCorrTableMutex());
-  SpareCorrTable() = std::move(table);
-}
 
 const char* MemcpyKindName(uint32_t copy_kind) {
   static constexpr const char* kNames[] = {
@@ -299,38 +99,24 @@ TraceBuilder::TraceBuilder(TraceFilter filter, RowSink* sink, size_t horizon,
       sink_(sink),
       horizon_(horizon ? horizon : 1),
       reorder_(reorder),
-      corr_(TakeCorrTable(4 * horizon_ + 2)) {  // Track: corr_limit_ + 1 live
+      pending_(std::make_unique<JoinRing>()),
+      // Correlation entries live for a few horizons after they arrive, so memory stays bounded.
+      corr_(CorrelationTable::Make(4 * horizon_ + 1)) {
   timed_filter_ = filter_.window || filter_.from_wall || filter_.to_wall || filter_.from_rel ||
                   filter_.to_rel;
   memcpy_name_ids_.fill(-1);
   for (auto& v : api_name_ids_) v.assign(kMaxDenseCbid, -1);
-  corr_limit_ = 4 * horizon_ + 1;
-  size_t ring = 1;
-  while (ring < corr_limit_) ring *= 2;
-  corr_order_ = UninitArray<uint32_t>(ring);  // written before read, as a ring
   wall_times_ = timed_filter_ || !sink_ || sink_->NeedsWallTimes();
   sync_rows_ = sink_ && sink_->WantsSynchronization();
   reuse_row_ = sink_ && sink_->ReadsTotalsOnly() && !timed_filter_ && !filter_.device &&
                !filter_.stream && !filter_.kernel && reorder_.rows == 0;
-  if (reorder_.rows) {
-    // The stage holds at most rows + 1 rows: mapping the storage at once saves growing (copying
-    // and faulting in) the 288-byte rows several times over. The mapping is virtual until used
-    // (a short recording touches a few of its pages).
-    slots_ = UninitArray<Row>(std::min<size_t>(reorder_.rows + 1, size_t{1} << 20));
-  }
+  if (reorder_.rows)
+    reorder_stage_ = std::make_unique<ReorderStage>(reorder_, sink_, &counts_);
   range_rows_ = sink_ && sink_->WantsRanges();
   memory_rows_ = sink_ && sink_->WantsMemory();
 }
 
-TraceBuilder::~TraceBuilder() {
-  // Erasing the live ids in creation order (the table's contract) empties the table for reuse.
-  if (!corr_) return;
-  for (; corr_size_; --corr_size_) {
-    corr_->Erase(corr_order_[corr_head_]);
-    corr_head_ = (corr_head_ + 1) & (corr_order_.size() - 1);
-  }
-  KeepCorrTable(std::move(corr_));
-}
+TraceBuilder::~TraceBuilder() { CorrelationTable::Recycle(std::move(corr_)); }
 
 void TraceBuilder::OnHeader(const pb::RecordingHeader& header, const ChunkOrigin& /*at*/) {
   // Every file restates the header; the first one read defines the layouts.
@@ -488,12 +274,9 @@ void TraceBuilder::WalkBuffer(const RecordDecoder& decoder, const RawBufferPrefi
       by_kind_[k] = 0;
     }
   }
-  while (pending_size_ > horizon_) {
-    Emit(pending_[pending_head_]);
-    pending_head_ = (pending_head_ + 1) & (pending_.size() - 1);
-    --pending_size_;
-  }
-  Retire();
+  JoinRing& ring = *pending_;
+  for (; ring.size > horizon_; ring.PopFront()) Emit(ring.Front());
+  corr_->Retire(4 * horizon_);
 }
 
 void TraceBuilder::AddRecord(const RecordLayout& layout, const FieldReader& f, const uint8_t* rec) {
@@ -502,7 +285,7 @@ void TraceBuilder::AddRecord(const RecordLayout& layout, const FieldReader& f, c
   const RecordClass cls = layout.record_class;
   if (cls == RecordClass::kExternalCorrelation) {
     ++counts_.external_correlations;
-    CorrEntry* e = Track(f.Get32(rec, Field::kCorrelationId));
+    CorrelationEntry* e = corr_->Track(f.Get32(rec, Field::kCorrelationId));
     if (!e->has_external) {
       e->has_external = true;
       e->external_id = f.Get(rec, Field::kExternalId);
@@ -548,19 +331,20 @@ void TraceBuilder::AddRecord(const RecordLayout& layout, const FieldReader& f, c
       cls != RecordClass::kApi)
     return;  // synchronization (unless the sink wants it), CUDA events, names: counted only
 
-  // Append to the join ring (power-of-two capacity, doubled when full).
-  if (pending_size_ == pending_.size()) {
+  // Append to the join ring.
+  JoinRing& ring = *pending_;
+  if (ring.size == ring.slots.size()) {
     // The ring holds `horizon_` records and the buffer being read: start at twice the horizon
     // (untouched pages cost nothing) and double when a buffer brings more.
     size_t capacity = 1024;
-    while (capacity < std::max(2 * pending_.size(), 2 * horizon_)) capacity *= 2;
+    while (capacity < std::max(2 * ring.slots.size(), 2 * horizon_)) capacity *= 2;
     UninitArray<Pending> grown(capacity);
-    for (size_t i = 0; i < pending_size_; ++i)
-      grown[i] = pending_[(pending_head_ + i) & (pending_.size() - 1)];
-    pending_ = std::move(grown);
-    pending_head_ = 0;
+    for (size_t i = 0; i < ring.size; ++i)
+      grown[i] = ring.slots[(ring.head + i) & (ring.slots.size() - 1)];
+    ring.slots = std::move(grown);
+    ring.head = 0;
   }
-  Pending& p = pending_[(pending_head_ + pending_size_++) & (pending_.size() - 1)];
+  Pending& p = ring.slots[(ring.head + ring.size++) & (ring.slots.size() - 1)];
   // Every field Emit reads for this record class is set below, so the slot is not cleared first
   // (clearing ~130 bytes per record was a tenth of the summary's decoder time). Fields of other
   // classes keep a previous record's values and are never read.
@@ -581,7 +365,7 @@ void TraceBuilder::AddRecord(const RecordLayout& layout, const FieldReader& f, c
   } else {
     ++counts_.unknown_timestamps;
   }
-  CorrEntry* e = Track(p.corr);
+  CorrelationEntry* e = corr_->Track(p.corr);
   if (cls == RecordClass::kApi) {
     p.cbid = f.Get32(rec, Field::kCbid);
     p.pid = f.Get32(rec, Field::kProcessId);
@@ -655,29 +439,6 @@ void TraceBuilder::AddRecord(const RecordLayout& layout, const FieldReader& f, c
     first = -2;
   }
   if (e->gpu_count++ == 0) e->gpu_first = first;
-}
-
-TraceBuilder::CorrEntry* TraceBuilder::Track(uint32_t corr) {
-  auto [e, created] = corr_->Insert(corr);
-  if (!created) return e;
-  const size_t mask = corr_order_.size() - 1;
-  if (corr_size_ == corr_limit_) {
-    // One buffer brought more new ids than the eviction ring holds: forget the oldest now.
-    corr_->Erase(corr_order_[corr_head_]);
-    corr_head_ = (corr_head_ + 1) & mask;
-    --corr_size_;  // `e` stays valid: entries do not move
-  }
-  corr_order_[(corr_head_ + corr_size_++) & mask] = corr;
-  return e;
-}
-
-void TraceBuilder::Retire() {
-  // Correlation entries live for a few horizons after they arrive, so memory stays bounded.
-  while (corr_size_ > 4 * horizon_) {
-    corr_->Erase(corr_order_[corr_head_]);
-    corr_head_ = (corr_head_ + 1) & (corr_order_.size() - 1);
-    --corr_size_;
-  }
 }
 
 uint32_t TraceBuilder::InternName(std::string name) {
@@ -827,7 +588,7 @@ void TraceBuilder::EmitInto(const Pending& p, Row& row) {
   row.kind = p.kind;
   PlaceInTime(row, p.start, p.end);
   row.correlation = p.corr;
-  const CorrEntry* e = corr_->Find(p.corr);
+  const CorrelationEntry* e = corr_->Find(p.corr);
   if (e && e->has_external) {
     row.external_id = e->external_id;
     row.annotation = Annotation(e->external_id);
@@ -947,143 +708,14 @@ void TraceBuilder::EmitInto(const Pending& p, Row& row) {
   else Deliver(row);
 }
 
-namespace {
-bool Later(uint64_t a_start, uint64_t a_seq, uint64_t b_start, uint64_t b_seq) {
-  return a_start != b_start ? a_start > b_start : a_seq > b_seq;
-}
-}  // namespace
-
 void TraceBuilder::Deliver(const Row& row) {
   // Synchronization rows skip the reorder stage: held there, they would release the other rows
   // earlier, before calibration samples that the other exports map them with.
-  if (reorder_.rows == 0 || !row.valid_time || row.type == RowType::kSynchronization) {
+  if (!reorder_stage_ || !row.valid_time || row.type == RowType::kSynchronization) {
     sink_->OnRow(row);
     return;
   }
-  if (released_any_ && row.start < last_released_) {
-    // Later than the reorder bound allows: emitted anyway, out of place, and counted.
-    if (counts_.out_of_order++ == 0)
-      counts_.Note("a row starting at CUPTI time " + std::to_string(row.start) +
-                   " arrived after rows starting later were written; such rows are emitted out "
-                   "of order (raise --reorder-rows)");
-    sink_->OnRow(row);
-    return;
-  }
-  uint32_t slot;
-  if (!free_slots_.empty()) {
-    slot = free_slots_.back();
-    free_slots_.pop_back();
-    slots_[slot] = row;
-  } else {
-    if (slots_used_ == slots_.size()) {  // only past 2^20 rows (--reorder-rows above that)
-      UninitArray<Row> grown(std::max<size_t>(2 * slots_.size(), 1024));
-      for (size_t i = 0; i < slots_used_; ++i) grown[i] = slots_[i];
-      slots_ = std::move(grown);
-    }
-    slot = static_cast<uint32_t>(slots_used_++);
-    slots_[slot] = row;
-  }
-  const HeapKey key{row.start, seq_++, slot};
-  if (front_valid_) {
-    // A key that comes before the released-next one is at the head of its run or the heap's top
-    // once placed: found again by the next Front().
-    size_t run;
-    const HeapKey& front = Front(&run);
-    if (Later(front.start, front.seq, key.start, key.seq)) front_valid_ = false;
-  }
-  // Rows that extend a sorted run go to that run's FIFO (O(1)); only rows that fit no run pay for
-  // the heap. CUPTI delivers each buffer's records mostly in start order, but buffers of kernels
-  // and of API calls interleave, so with one run half of tests/data/ddp-2rank's rows went to the
-  // heap and popping it was the largest cost of the export after page faults. A row joins the
-  // run whose last start is the latest at or before its own (an empty run when none fits), so
-  // each interleaved stream keeps its own run. Release takes the smallest head of runs and heap.
-  KeyRun* fit = nullptr;
-  KeyRun* empty = nullptr;
-  uint64_t fit_start = 0;
-  for (KeyRun& q : runs_) {
-    if (!q.size) {
-      if (!empty) empty = &q;
-      continue;
-    }
-    const uint64_t tail = q.keys[(q.head + q.size - 1) & (q.keys.size() - 1)].start;
-    if (tail <= row.start && (!fit || tail > fit_start)) {
-      fit = &q;
-      fit_start = tail;
-    }
-  }
-  if (!fit) fit = empty;
-  if (fit) {
-    KeyRun& q = *fit;
-    if (q.size == q.keys.size()) {
-      UninitArray<HeapKey> grown(q.keys.size() ? 2 * q.keys.size() : 1024);
-      for (size_t i = 0; i < q.size; ++i) grown[i] = q.keys[(q.head + i) & (q.keys.size() - 1)];
-      q.keys = std::move(grown);
-      q.head = 0;
-    }
-    q.keys[(q.head + q.size++) & (q.keys.size() - 1)] = key;
-  } else {
-    heap_.push_back(key);
-    std::push_heap(heap_.begin(), heap_.end(), [](const HeapKey& a, const HeapKey& b) {
-      return Later(a.start, a.seq, b.start, b.seq);
-    });
-  }
-  ++held_;
-  if (row.start > max_start_) max_start_ = row.start;
-  while (held_ > reorder_.rows) ReleaseOne();
-  if (reorder_.ns) {
-    size_t run;
-    while (held_ && max_start_ - Front(&run).start > reorder_.ns) ReleaseOne();
-  }
-}
-
-// The held key released next: the smallest of the runs' heads and the heap's top; `*run` is its
-// run, or kRuns for the heap. Only while keys are held.
-const TraceBuilder::HeapKey& TraceBuilder::Front(size_t* run) const {
-  if (front_valid_) {
-    *run = front_run_;
-    return front_run_ < kRuns ? runs_[front_run_].keys[runs_[front_run_].head] : heap_.front();
-  }
-  const HeapKey* best = heap_.empty() ? nullptr : &heap_.front();
-  *run = kRuns;
-  for (size_t r = 0; r < kRuns; ++r) {
-    const KeyRun& q = runs_[r];
-    if (!q.size) continue;
-    const HeapKey& k = q.keys[q.head];
-    if (!best || Later(best->start, best->seq, k.start, k.seq)) {
-      best = &k;
-      *run = r;
-    }
-  }
-  front_valid_ = true;
-  front_run_ = *run;
-  return *best;
-}
-
-void TraceBuilder::ReleaseOne() {
-  size_t run;
-  const HeapKey k = Front(&run);
-  if (run < kRuns) {
-    KeyRun& q = runs_[run];
-    q.head = (q.head + 1) & (q.keys.size() - 1);
-    --q.size;
-  } else {
-    std::pop_heap(heap_.begin(), heap_.end(), [](const HeapKey& a, const HeapKey& b) {
-      return Later(a.start, a.seq, b.start, b.seq);
-    });
-    heap_.pop_back();
-  }
-  --held_;
-  front_valid_ = false;
-  released_any_ = true;
-  last_released_ = k.start;
-  free_slots_.push_back(k.slot);
-  // The row released next was stored up to `reorder_.rows` rows ago and has left the cache:
-  // fetch it while the sink formats this one (it was a fifth of chrome-json's time in misses).
-  if (held_) {
-    const char* row = reinterpret_cast<const char*>(&slots_[Front(&run).slot]);
-    for (size_t at = 0; at < sizeof(Row); at += 64) __builtin_prefetch(row + at);
-  }
-  sink_->OnRow(slots_[k.slot]);
+  reorder_stage_->Add(row);
 }
 
 void TraceBuilder::ReleaseHeldSync() {
@@ -1107,11 +739,8 @@ void TraceBuilder::Finish() {
                             " NVTX range(s) started but never ended by the recording's end; "
                             "shown as unended");
   open_ranges_.clear();
-  for (; pending_size_; --pending_size_) {
-    Emit(pending_[pending_head_]);
-    pending_head_ = (pending_head_ + 1) & (pending_.size() - 1);
-  }
-  while (held_) ReleaseOne();
+  for (JoinRing& ring = *pending_; ring.size; ring.PopFront()) Emit(ring.Front());
+  if (reorder_stage_) reorder_stage_->Flush();
 }
 
 // ---- NVTX ranges ----

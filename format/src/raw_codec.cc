@@ -71,12 +71,9 @@ HugeMappingCache& KeptMappings() {
   static auto* cache = new HugeMappingCache;
   return *cache;
 }
-}  // namespace
 
-void* MapHugeBytes(size_t bytes) {
-  const size_t length = WholeHugePages(bytes);
-  if (length < bytes || length + kHugePage < length) throw std::bad_alloc();
-  if (void* kept = KeptMappings().Take(length)) return kept;
+// A fresh anonymous mapping of `length` bytes (whole huge pages) on a 2 MiB boundary, advised.
+void* MapFreshHugePages(size_t length) {
   // Map one huge page more than needed, then unmap the part before the first 2 MiB boundary and
   // what is left after the whole pages.
   void* p = ::mmap(nullptr, length + kHugePage, PROT_READ | PROT_WRITE,
@@ -92,6 +89,21 @@ void* MapHugeBytes(size_t bytes) {
 #endif
   return reinterpret_cast<void*>(aligned);
 }
+
+size_t HugeLength(size_t bytes) {
+  const size_t length = WholeHugePages(bytes);
+  if (length < bytes || length + kHugePage < length) throw std::bad_alloc();
+  return length;
+}
+}  // namespace
+
+void* MapHugeBytes(size_t bytes) {
+  const size_t length = HugeLength(bytes);
+  if (void* kept = KeptMappings().Take(length)) return kept;
+  return MapFreshHugePages(length);
+}
+
+void* MapZeroedHugeBytes(size_t bytes) { return MapFreshHugePages(HugeLength(bytes)); }
 
 void UnmapHugeBytes(void* p, size_t bytes) noexcept {
   if (!p) return;

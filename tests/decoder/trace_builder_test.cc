@@ -242,7 +242,7 @@ TEST(TraceBuilderTest, SmallHorizonBoundsTheJoinWindow) {
   EXPECT_EQ(Build(dir.path(), 64)->counts.gpu_without_api, 10u);
 }
 
-// The correlation table indexes ids by their low bits (trace_builder.cc: 8 index slots per live
+// The correlation table indexes ids by their low bits (correlation_table.h: 8 index slots per live
 // id, at least 1024): ids that differ by a multiple of the index size share a slot, and all but
 // one of them live in the table's overflow map. Each kernel must still join its own call.
 void ExpectEachKernelJoinsItsOwnCall(const Built& b, size_t pairs) {

@@ -356,6 +356,31 @@ TEST(RawCodecTest, ReleasedHugeMappingsAreReusedTrimmedAndBounded) {
   EXPECT_TRUE(Mapped(a));  // still kept
 }
 
+// A zero-filled mapping is never a kept one, even when one of its size was just released with
+// bytes written in it; once released it is kept like any other.
+TEST(RawCodecTest, AZeroedHugeMappingIsFreshAndIsKeptOnceReleased) {
+  constexpr size_t kMiB = size_t{1} << 20;
+  // A length that no other test maps.
+  void* a = MapHugeBytes(38 * kMiB);
+  std::memset(a, 0xAB, 38 * kMiB);
+  UnmapHugeBytes(a, 38 * kMiB);
+  ASSERT_TRUE(Mapped(a));  // kept, its bytes 0xAB
+  auto* z = static_cast<uint8_t*>(MapZeroedHugeBytes(38 * kMiB));
+  EXPECT_NE(static_cast<void*>(z), a);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(z) % (2 * kMiB), 0u);
+  size_t nonzero = 0;
+  for (size_t i = 0; i < 38 * kMiB; i += 4096) nonzero += z[i] != 0 || z[i + 4095] != 0;
+  EXPECT_EQ(nonzero, 0u);
+  z[0] = 5;
+  UnmapHugeBytes(z, 38 * kMiB);
+  EXPECT_TRUE(Mapped(z));  // kept too
+  void* b = MapHugeBytes(38 * kMiB);
+  void* c = MapHugeBytes(38 * kMiB);
+  EXPECT_TRUE((b == a && c == z) || (b == z && c == a));  // both kept mappings are handed out
+  UnmapHugeBytes(b, 38 * kMiB);
+  UnmapHugeBytes(c, 38 * kMiB);
+}
+
 // Decoding into a reused ByteBuffer (stale bytes, buffers of different sizes one after the other)
 // gives the bytes CUPTI wrote in every encoding, and with a selection the selected words of the
 // std::vector overload's result.

@@ -229,6 +229,10 @@ struct ReorderOptions {
   uint64_t ns = 0;
 };
 
+// Parts of the builder, private to decoder/src.
+class CorrelationTable;
+class ReorderStage;
+
 // Consumes one recording (as a ChunkVisitor) and emits rows, in start-time order when `reorder`
 // asks for it, else in stream order. Joins are bounded: a row waits at most `horizon` later
 // records for its partner, so memory does not grow with the recording. Exactly one row is emitted
@@ -277,49 +281,7 @@ class TraceBuilder : public ChunkVisitor {
 
  private:
   struct Pending;
-  struct CorrEntry;
-  class CorrTable;
-  struct HeapKey {
-    uint64_t start;
-    uint64_t seq;
-    uint32_t slot;
-  };
-  static constexpr size_t kRuns = 8;
-  // Storage for the builder's large arrays of trivially copyable T: an anonymous mapping, so pages
-  // are faulted in only once used, with transparent huge pages asked for (trace_builder.cc says
-  // why). With kZeroed (the correlation table) the elements start zero-filled, a fresh mapping.
-  // Without (the join ring, the reorder stage's rows and keys) they are indeterminate until
-  // written, and from 2 MiB on the memory comes from MapHugeBytes (format/raw_codec.h), which hands
-  // out again what an earlier builder released: the next rank's builder finds its pages faulted
-  // in. Elements are never destroyed.
-  template <class T, bool kZeroed>
-  class MappedArray {
-   public:
-    MappedArray() = default;
-    explicit MappedArray(size_t n);
-    ~MappedArray();
-    MappedArray(MappedArray&& o) noexcept { *this = std::move(o); }
-    MappedArray& operator=(MappedArray&& o) noexcept;
-    T& operator[](size_t i) { return data_[i]; }
-    const T& operator[](size_t i) const { return data_[i]; }
-    size_t size() const { return size_; }
-
-   private:
-    bool Kept() const;  // the memory is MapHugeBytes'
-    T* data_ = nullptr;
-    size_t size_ = 0, bytes_ = 0;
-  };
-  template <class T>
-  using ZeroedArray = MappedArray<T, true>;
-  template <class T>
-  using UninitArray = MappedArray<T, false>;
-  // A run of held keys in (start, arrival) order: a FIFO ring with a power-of-two capacity. Its
-  // storage is an UninitArray: growing it copies the held keys into new pages without clearing
-  // them first (a vector's growth zero-filled every new capacity, 18% of an export's page faults).
-  struct KeyRun {
-    UninitArray<HeapKey> keys;
-    size_t head = 0, size = 0;
-  };
+  struct JoinRing;
   // One raw buffer's records, whole (decoder_) or packed (packed_decoder_).
   void WalkBuffer(const RecordDecoder& decoder, const RawBufferPrefix& prefix,
                   std::span<const uint8_t> records, const ChunkOrigin& at);
@@ -330,8 +292,6 @@ class TraceBuilder : public ChunkVisitor {
   // untimed span leaves start, end and duration 0.
   void PlaceInTime(Row& row, uint64_t start, uint64_t end) const;
   void Deliver(const Row& row);
-  void ReleaseOne();
-  const HeapKey& Front(size_t* run) const;
   bool Passes(const Row& row) const;
   WindowSpan* WindowAt(uint64_t cupti_ns);  // the window whose span holds the time, or null
   uint32_t InternName(std::string name);
@@ -339,9 +299,7 @@ class TraceBuilder : public ChunkVisitor {
   uint32_t ApiNameId(uint32_t kind, uint32_t cbid);
   uint32_t MemcpyNameId(uint32_t copy_kind);
   std::string_view Annotation(uint64_t external_id);
-  CorrEntry* Track(uint32_t corr);  // the entry for `corr`, created and queued for eviction
   void ReleaseHeldSync();
-  void Retire();
   // NVTX ranges (decoder/src/trace_builder.cc, "NVTX ranges").
   struct RangeRecord;
   void AddMarker(const FieldReader& f, const uint8_t* rec);
@@ -399,19 +357,10 @@ class TraceBuilder : public ChunkVisitor {
   int32_t memset_name_id_ = -1;
   std::unordered_map<uint64_t, std::string> annotations_;  // external id -> label
 
-  // Join stage: records in arrival order (a ring), and join state by correlation id.
-  UninitArray<Pending> pending_;
-  size_t pending_head_ = 0, pending_size_ = 0;
-  std::unique_ptr<CorrTable> corr_;
-  // A correlation table for a new builder: the one the last finished builder emptied when its bound
-  // is `live_bound`, else a new one. Thread-safe (trace_builder.cc says why).
-  static std::unique_ptr<CorrTable> TakeCorrTable(size_t live_bound);
-  static void KeepCorrTable(std::unique_ptr<CorrTable> table);
-  static std::unique_ptr<CorrTable>& SpareCorrTable();
-  // Ring (power-of-two capacity) of correlation ids in arrival order, for eviction; it holds at
-  // most corr_limit_ ids.
-  UninitArray<uint32_t> corr_order_;
-  size_t corr_head_ = 0, corr_size_ = 0, corr_limit_ = 0;
+  // Join stage: records in arrival order, and join state by correlation id (the ids of the last
+  // 4 horizons of records; decoder/src/correlation_table.h).
+  std::unique_ptr<JoinRing> pending_;
+  std::unique_ptr<CorrelationTable> corr_;
   bool wall_times_ = true;  // rows get wall_* fields (the sink or a time filter reads them)
   bool sync_rows_ = false;  // synchronization records become rows (the sink asks for them)
   bool reuse_row_ = false;  // Emit fills reused_row_ (RowSink::ReadsTotalsOnly, no filter)
@@ -448,23 +397,8 @@ class TraceBuilder : public ChunkVisitor {
   };
   std::array<NameCacheSlot, 256> name_cache_{};
 
-  // Reorder stage: rows in slots; keys of rows that extend one of the sorted runs in that run's
-  // FIFO ring, keys of the others in a min-heap.
-  // Rows held, in slots [0, slots_used_) of a mapping of whole huge pages (a vector's malloc'd
-  // block began and ended on 4 KiB pages: up to 1,000 page faults a rank); doubled when full.
-  UninitArray<Row> slots_;
-  size_t slots_used_ = 0;
-  std::vector<uint32_t> free_slots_;
-  std::vector<HeapKey> heap_;
-  std::array<KeyRun, kRuns> runs_;
-  size_t held_ = 0;  // keys in heap_ and runs_
-  // Where Front() found the held key released next (a run, or kRuns for the heap), while
-  // front_valid_: kept across the calls of one release and the arrivals that do not come before
-  // it (most rows), so that the eight runs are scanned once a release instead of three times.
-  mutable bool front_valid_ = false;
-  mutable size_t front_run_ = 0;
-  uint64_t seq_ = 0, max_start_ = 0, last_released_ = 0;
-  bool released_any_ = false;
+  // Null without reordering (ReorderOptions::rows 0); decoder/src/reorder_stage.h.
+  std::unique_ptr<ReorderStage> reorder_stage_;
 };
 
 // Display names for memcpy kinds as nvprof prints them ("[CUDA memcpy HtoD]").

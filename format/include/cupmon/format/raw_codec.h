@@ -39,6 +39,10 @@ namespace cupmon {
 #endif
 inline constexpr size_t kHugeMappingMin = CUPMON_HUGE_MAPPINGS ? size_t{2} << 20 : SIZE_MAX;
 void* MapHugeBytes(size_t bytes);
+// The same, for storage that must start zero-filled (the decoder's correlation table): always a
+// fresh mapping, never a kept one, so the kernel clears each page as it is first touched and pages
+// never touched cost nothing. Released with UnmapHugeBytes, and then kept like any other.
+void* MapZeroedHugeBytes(size_t bytes);
 void UnmapHugeBytes(void* p, size_t bytes) noexcept;
 
 // An allocator whose resize leaves new elements default-initialized: for bytes, not written at all.

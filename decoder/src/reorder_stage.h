@@ -1,0 +1,75 @@
+// ReorderStage: puts the trace builder's rows in start-time order before they reach the sink, on
+// the builder's (reading) thread.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "cupmon/decoder/trace_builder.h"
+#include "mapped_array.h"
+
+namespace cupmon::decoder {
+
+// Holds rows keyed by (start, arrival) and releases them to the sink in that order, as
+// ReorderOptions says (trace_builder.h): once more than `rows` are held, or once the latest start
+// seen is more than `ns` past the earliest held start (ns > 0). A row that arrives after a row
+// starting later than it was released goes to the sink at once, counted in
+// TraceCounts::out_of_order. Single-threaded.
+class ReorderStage {
+ public:
+  // Rows go to `sink`; `counts` (the builder's) gets out_of_order and its note. Both outlive the
+  // stage. options.rows > 0.
+  ReorderStage(ReorderOptions options, RowSink* sink, TraceCounts* counts);
+  ReorderStage(const ReorderStage&) = delete;
+  ReorderStage& operator=(const ReorderStage&) = delete;
+
+  // Takes a row with a valid time (Row::valid_time), and hands the sink those now due.
+  void Add(const Row& row);
+  // Hands the sink every row held, in order.
+  void Flush();
+
+ private:
+  struct Key {
+    uint64_t start;
+    uint64_t seq;
+    uint32_t slot;
+  };
+  // A run of held keys in (start, arrival) order: a FIFO ring with a power-of-two capacity. Its
+  // storage is an UninitArray: growing it copies the held keys into new pages without clearing
+  // them first (a vector's growth zero-filled every new capacity, 18% of an export's page faults).
+  struct KeyRun {
+    UninitArray<Key> keys;
+    size_t head = 0, size = 0;
+  };
+  static constexpr size_t kRuns = 8;
+
+  void ReleaseOne();
+  // The held key released next: the smallest of the runs' heads and the heap's top; `*run` is its
+  // run, or kRuns for the heap. Only while keys are held.
+  const Key& Front(size_t* run) const;
+
+  ReorderOptions options_;
+  RowSink* sink_;
+  TraceCounts* counts_;
+  // Rows held, in slots [0, slots_used_) of a mapping of whole huge pages (a vector's malloc'd
+  // block began and ended on 4 KiB pages: up to 1,000 page faults a rank); doubled when full.
+  UninitArray<Row> slots_;
+  size_t slots_used_ = 0;
+  std::vector<uint32_t> free_slots_;
+  // Keys of rows that extend one of the sorted runs sit in that run's FIFO ring, keys of the others
+  // in a min-heap.
+  std::vector<Key> heap_;
+  std::array<KeyRun, kRuns> runs_;
+  size_t held_ = 0;  // keys in heap_ and runs_
+  // Where Front() found the held key released next (a run, or kRuns for the heap), while
+  // front_valid_: kept across the calls of one release and the arrivals that do not come before
+  // it (most rows), so that the eight runs are scanned once a release instead of three times.
+  mutable bool front_valid_ = false;
+  mutable size_t front_run_ = 0;
+  uint64_t seq_ = 0, max_start_ = 0, last_released_ = 0;
+  bool released_any_ = false;
+};
+
+}  // namespace cupmon::decoder
