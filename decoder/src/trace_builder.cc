@@ -9,6 +9,7 @@
 #include "correlation_table.h"
 #include "cupmon/decoder/api_names.h"
 #include "mapped_array.h"
+#include "nvtx_ranges.h"
 #include "reorder_stage.h"
 
 namespace cupmon::decoder {
@@ -67,14 +68,6 @@ struct TraceBuilder::JoinRing {
   }
 };
 
-// One NVTX range or mark on its way to becoming a row (see "NVTX ranges" below).
-struct TraceBuilder::RangeRecord {
-  uint64_t start = 0, end = 0;
-  uint32_t id = 0, name_id = 0, domain_id = 0, pid = 0, tid = 0, depth = 0;
-  RangeKind kind = RangeKind::kPushPop;
-  bool ended = true;
-};
-
 const char* MemcpyKindName(uint32_t copy_kind) {
   static constexpr const char* kNames[] = {
       "[CUDA memcpy Unknown]", "[CUDA memcpy HtoD]", "[CUDA memcpy DtoH]", "[CUDA memcpy HtoA]",
@@ -101,7 +94,10 @@ TraceBuilder::TraceBuilder(TraceFilter filter, RowSink* sink, size_t horizon,
       reorder_(reorder),
       pending_(std::make_unique<JoinRing>()),
       // Correlation entries live for a few horizons after they arrive, so memory stays bounded.
-      corr_(CorrelationTable::Make(4 * horizon_ + 1)) {
+      corr_(CorrelationTable::Make(4 * horizon_ + 1)),
+      // Ranges that ended long before any row still waiting in the join stage was launched are
+      // forgotten.
+      ranges_(std::make_unique<NvtxRanges>(8 * static_cast<uint64_t>(horizon_))) {
   timed_filter_ = filter_.window || filter_.from_wall || filter_.to_wall || filter_.from_rel ||
                   filter_.to_rel;
   memcpy_name_ids_.fill(-1);
@@ -676,8 +672,10 @@ void TraceBuilder::EmitInto(const Pending& p, Row& row) {
         }
       }
       row.api_name = NameOf(ApiNameId(e->api_kind, e->cbid));
-      if (row.api_valid_time && !thread_ranges_.empty() && !reuse_row_)
-        row.range = RangeAt(e->pid, e->tid, e->api_start);
+      if (row.api_valid_time && ranges_->labels_any() && !reuse_row_) {
+        if (auto label = ranges_->Innermost(e->pid, e->tid, e->api_start))
+          row.range = NameOf(*label);
+      }
     } else {
       ++counts_.gpu_without_api;
       if (row.valid_time && !windows_.empty()) {
@@ -729,33 +727,27 @@ void TraceBuilder::Finish() {
   ReleaseHeldRanges();
   ReleaseHeldMemory();
   // Ranges never ended: emitted with no end (Row::range_ended false), oldest id first.
-  for (const auto& [id, o] : open_ranges_) {
+  const std::vector<NvtxRange> unended = ranges_->TakeUnended();
+  for (const NvtxRange& r : unended) {
     ++counts_.unended_ranges;
-    EmitRange(RangeRecord{o.start, 0, id, o.name_id, o.domain_id, o.pid, o.tid, o.depth,
-                          RangeKind::kPushPop, false});
+    EmitRange(r);
   }
-  if (!open_ranges_.empty())
-    counts_.notes.push_back(std::to_string(open_ranges_.size()) +
+  if (!unended.empty())
+    counts_.notes.push_back(std::to_string(unended.size()) +
                             " NVTX range(s) started but never ended by the recording's end; "
                             "shown as unended");
-  open_ranges_.clear();
   for (JoinRing& ring = *pending_; ring.size; ring.PopFront()) Emit(ring.Front());
   if (reorder_stage_) reorder_stage_->Flush();
 }
 
 // ---- NVTX ranges ----
 //
-// CUPTI writes one MARKER record per NVTX event: a mark (INSTANTANEOUS), or the START and the END
-// of a range, paired by the marker id (the END has no name). A range becomes a row when its END
-// is read; GPU rows are labelled from the STARTs read so far, so a kernel emitted while its
-// range is still open gets its label all the same.
+// A range becomes a row when its END is read, a mark at once; the pairing and the labels of GPU
+// rows are NvtxRanges' (decoder/src/nvtx_ranges.h).
 
 namespace {
 constexpr uint32_t kMarkerInstantaneous = 1, kMarkerStart = 2, kMarkerEnd = 4;
 constexpr uint32_t kObjectProcess = 1, kObjectThread = 2;  // CUpti_ActivityObjectKind
-constexpr size_t kMaxOpenRanges = 1 << 16;
-constexpr size_t kMaxThreadRanges = 4096;
-uint64_t ThreadKey(uint32_t pid, uint32_t tid) { return uint64_t{pid} << 32 | tid; }
 }  // namespace
 
 uint32_t TraceBuilder::MarkerStringId(uint64_t pointer, bool domain) {
@@ -777,24 +769,6 @@ uint32_t TraceBuilder::MarkerStringId(uint64_t pointer, bool domain) {
   return id;
 }
 
-uint32_t TraceBuilder::OpenDepth(uint64_t thread, uint64_t t) const {
-  auto it = thread_ranges_.find(thread);
-  if (it == thread_ranges_.end()) return 0;
-  uint32_t depth = 0;
-  for (const ThreadRange& r : it->second) depth += r.start <= t && (r.end == 0 || r.end > t);
-  return depth;
-}
-
-std::string_view TraceBuilder::RangeAt(uint32_t pid, uint32_t tid, uint64_t t) const {
-  auto it = thread_ranges_.find(ThreadKey(pid, tid));
-  if (it == thread_ranges_.end()) return {};
-  // The innermost range holding t is the one holding it that started last.
-  const ThreadRange* best = nullptr;
-  for (const ThreadRange& r : it->second)
-    if (r.start <= t && (r.end == 0 || r.end >= t) && (!best || r.start >= best->start)) best = &r;
-  return best ? NameOf(best->name_id) : std::string_view();
-}
-
 void TraceBuilder::AddMarker(const FieldReader& f, const uint8_t* rec) {
   const uint32_t flags = f.Get32(rec, Field::kMarkerFlags);
   const uint64_t ts = f.Get(rec, Field::kTimestamp);
@@ -804,30 +778,17 @@ void TraceBuilder::AddMarker(const FieldReader& f, const uint8_t* rec) {
   const bool on_thread = object_kind == kObjectThread || object_kind == kObjectProcess;
   const uint32_t pid = on_thread ? f.Get32(rec, Field::kObjectId0) : 0;
   const uint32_t tid = object_kind == kObjectThread ? f.Get32(rec, Field::kObjectId1) : 0;
-  const uint64_t thread = ThreadKey(pid, tid);
   if (flags & kMarkerEnd) {
-    auto it = open_ranges_.find(id);
-    if (it == open_ranges_.end()) {
+    const std::optional<NvtxRange> ended = ranges_->End(id, ts, pid, tid, counts_.records);
+    if (!ended) {
       // Usually a range pushed before the trace window opened (its START was not recorded).
       if (counts_.range_ends_without_start++ == 0)
         counts_.notes.push_back("NVTX range END(s) with no START read (e.g. ranges begun before "
                                 "a window opened) are left out; see info");
       return;
     }
-    const OpenRange o = it->second;
-    open_ranges_.erase(it);
-    if (auto t = thread_ranges_.find(ThreadKey(o.pid, o.tid)); t != thread_ranges_.end()) {
-      for (auto r = t->second.rbegin(); r != t->second.rend(); ++r) {
-        if (r->id != id || r->end != 0) continue;
-        r->end = ts ? ts : r->start;  // an END with no time closes the range at its start
-        r->ended_at = counts_.records;
-        break;
-      }
-    }
     ++counts_.ranges;
-    const bool other_thread = o.pid != pid || o.tid != tid;
-    EmitRange(RangeRecord{o.start, ts, id, o.name_id, o.domain_id, o.pid, o.tid, o.depth,
-                          other_thread ? RangeKind::kStartEnd : RangeKind::kPushPop, true});
+    EmitRange(*ended);
     return;
   }
   if (!(flags & (kMarkerStart | kMarkerInstantaneous))) return;  // sync markers: not NVTX ranges
@@ -837,46 +798,28 @@ void TraceBuilder::AddMarker(const FieldReader& f, const uint8_t* rec) {
       counts_.Note("NVTX range name pointer " + Hex(name_ptr) +
                    " has no string entry; shown as <unresolved range name>");
   }
-  const uint32_t name_id = MarkerStringId(name_ptr, false);
-  const uint32_t domain_id = MarkerStringId(f.Get(rec, Field::kDomainPointer), true);
-  const uint32_t depth = OpenDepth(thread, ts);
+  NvtxRange r;
+  r.start = r.end = ts;
+  r.id = id;
+  r.name_id = MarkerStringId(name_ptr, false);
+  r.domain_id = MarkerStringId(f.Get(rec, Field::kDomainPointer), true);
+  r.pid = pid;
+  r.tid = tid;
+  r.depth = ranges_->Depth(pid, tid, ts);
   if (flags & kMarkerInstantaneous) {
     ++counts_.marks;
-    EmitRange(RangeRecord{ts, ts, id, name_id, domain_id, pid, tid, depth, RangeKind::kMark, true});
+    r.kind = RangeKind::kMark;
+    EmitRange(r);
     return;
   }
-  if (open_ranges_.size() >= kMaxOpenRanges) {
-    // Bounded memory: the oldest open range is given up as unended.
-    auto oldest = open_ranges_.begin();
-    const OpenRange& o = oldest->second;
+  const bool placed = ts && ts < kTimeLimit;  // else it labels nothing
+  if (std::optional<NvtxRange> given_up = ranges_->Start(r, counts_.records, placed)) {
     ++counts_.unended_ranges;
-    EmitRange(RangeRecord{o.start, 0, oldest->first, o.name_id, o.domain_id, o.pid, o.tid,
-                          o.depth, RangeKind::kPushPop, false});
-    if (auto t = thread_ranges_.find(ThreadKey(o.pid, o.tid)); t != thread_ranges_.end())
-      for (ThreadRange& r : t->second)
-        if (r.id == oldest->first && r.end == 0) r.end = r.start, r.ended_at = counts_.records;
-    open_ranges_.erase(oldest);
+    EmitRange(*given_up);
   }
-  auto [slot, fresh] = open_ranges_.try_emplace(id);
-  if (!fresh) return;  // a second START with a held id: damage; the first one stands
-  slot->second = OpenRange{ts, name_id, domain_id, pid, tid, depth};
-  if (!ts || ts >= kTimeLimit) return;  // cannot be placed in time: labels nothing
-  std::deque<ThreadRange>& list = thread_ranges_[thread];
-  // Forget ranges that ended long before any row still waiting in the join stage was launched.
-  const uint64_t forget = 8 * static_cast<uint64_t>(horizon_);
-  while (!list.empty() && list.front().end != 0 &&
-         (counts_.records - list.front().ended_at > forget || list.size() >= kMaxThreadRanges))
-    list.pop_front();
-  if (list.size() >= kMaxThreadRanges) {
-    // Only open ranges at the front: drop the oldest ended one anywhere.
-    auto ended = std::find_if(list.begin(), list.end(), [](const ThreadRange& r) { return r.end; });
-    if (ended != list.end()) list.erase(ended);
-    else list.pop_front();
-  }
-  list.push_back(ThreadRange{ts, 0, 0, id, name_id});
 }
 
-void TraceBuilder::EmitRange(const RangeRecord& r) {
+void TraceBuilder::EmitRange(const NvtxRange& r) {
   if (!range_rows_) return;
   if (!origin_ts_ && !finishing_ && held_ranges_.size() < horizon_) {
     held_ranges_.push_back(r);  // relative time filters need the origin
@@ -904,9 +847,9 @@ void TraceBuilder::EmitRange(const RangeRecord& r) {
 }
 
 void TraceBuilder::ReleaseHeldRanges() {
-  std::vector<RangeRecord> held;
+  std::vector<NvtxRange> held;
   held.swap(held_ranges_);
-  for (const RangeRecord& r : held) EmitRange(r);
+  for (const NvtxRange& r : held) EmitRange(r);
 }
 
 // ---- Device memory ----

@@ -231,6 +231,8 @@ struct ReorderOptions {
 
 // Parts of the builder, private to decoder/src.
 class CorrelationTable;
+class NvtxRanges;
+struct NvtxRange;
 class ReorderStage;
 
 // Consumes one recording (as a ChunkVisitor) and emits rows, in start-time order when `reorder`
@@ -301,13 +303,10 @@ class TraceBuilder : public ChunkVisitor {
   std::string_view Annotation(uint64_t external_id);
   void ReleaseHeldSync();
   // NVTX ranges (decoder/src/trace_builder.cc, "NVTX ranges").
-  struct RangeRecord;
   void AddMarker(const FieldReader& f, const uint8_t* rec);
-  void EmitRange(const RangeRecord& r);
+  void EmitRange(const NvtxRange& r);
   void ReleaseHeldRanges();
   uint32_t MarkerStringId(uint64_t pointer, bool domain);
-  uint32_t OpenDepth(uint64_t thread, uint64_t t) const;
-  std::string_view RangeAt(uint32_t pid, uint32_t tid, uint64_t t) const;
   // Device memory (decoder/src/trace_builder.cc, "Device memory").
   void AddMemory(const RecordLayout& layout, const FieldReader& f, const uint8_t* rec);
   void EmitMemory(Row row);
@@ -367,25 +366,11 @@ class TraceBuilder : public ChunkVisitor {
   Row reused_row_;
   int32_t sync_name_id_ = -1;
   std::vector<Pending> held_sync_;  // synchronization records before the origin is known
-  // NVTX ranges. open_ranges_: STARTs waiting for their END, by marker id (at most
-  // kMaxOpenRanges; the oldest id is emitted as unended beyond that). thread_ranges_: per thread
-  // (pid << 32 | tid), the ranges whose START was read, in arrival order, for GPU rows' labels
-  // and depths; an ended one is forgotten 8 join horizons of records after its END, and each
-  // thread keeps at most kMaxThreadRanges.
-  struct OpenRange {
-    uint64_t start = 0;
-    uint32_t name_id = 0, domain_id = 0, pid = 0, tid = 0, depth = 0;
-  };
-  struct ThreadRange {
-    uint64_t start = 0, end = 0;  // end 0: still open
-    uint64_t ended_at = 0;        // counts_.records when its END was read
-    uint32_t id = 0, name_id = 0;
-  };
+  // NVTX ranges: pairing and labels in ranges_ (decoder/src/nvtx_ranges.h).
+  std::unique_ptr<NvtxRanges> ranges_;
   bool range_rows_ = false;  // ranges become rows (the sink asks for them)
   bool finishing_ = false;   // Finish has begun: held ranges go out even with no origin
-  std::map<uint32_t, OpenRange> open_ranges_;
-  std::unordered_map<uint64_t, std::deque<ThreadRange>> thread_ranges_;
-  std::vector<RangeRecord> held_ranges_;  // ranges read before the origin is known
+  std::vector<NvtxRange> held_ranges_;  // ranges read before the origin is known
   bool memory_rows_ = false;            // memory records become rows (the sink asks for them)
   std::vector<Row> held_memory_;        // memory rows read before the origin is known
   std::unordered_map<uint64_t, uint32_t> marker_string_ids_;  // pointer -> name id (names, domains)
