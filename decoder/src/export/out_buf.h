@@ -150,14 +150,8 @@ class OutBuf {
   [[gnu::always_inline]] OutBuf& operator<<(T v) {
     if (cap_ - size_ < 24) [[unlikely]]
       MakeRoom(24);
-    if constexpr (std::is_signed_v<T>) {
-      if (v < 0) {
-        buf_[size_++] = '-';
-        PutUint(0 - static_cast<uint64_t>(static_cast<int64_t>(v)));
-        return *this;
-      }
-    }
-    PutUint(static_cast<uint64_t>(v));
+    if constexpr (std::is_signed_v<T>) PutInt(static_cast<int64_t>(v));
+    else PutUint(static_cast<uint64_t>(v));
     return *this;
   }
   // Unchecked appends, for a row's fixed-size parts: Reserve(n) first, then at most n bytes of
@@ -183,14 +177,7 @@ class OutBuf {
     size_ = static_cast<size_t>(FormatUint(buf_.get() + size_, v) - buf_.get());
   }
   // At most 21 bytes.
-  [[gnu::always_inline]] void PutInt(int64_t v) {
-    if (v < 0) {
-      Put('-');
-      PutUint(0 - static_cast<uint64_t>(v));
-    } else {
-      PutUint(static_cast<uint64_t>(v));
-    }
-  }
+  [[gnu::always_inline]] void PutInt(int64_t v) { Commit(PutIntAt(Cursor(), v)); }
   // `ns` as microseconds with three decimals ("-0.001", "1.250"): at most 25 bytes.
   [[gnu::always_inline]] void PutMicros(int64_t ns) { Commit(PutMicrosAt(Cursor(), ns)); }
   // "a,b,c": three counts (a grid or block size) at most 62 bytes.
