@@ -32,20 +32,12 @@ void ReorderStage::Add(const Row& row) {
     sink_->OnRow(row);
     return;
   }
-  uint32_t slot;
-  if (!free_slots_.empty()) {
-    slot = free_slots_.back();
-    free_slots_.pop_back();
-    slots_[slot] = row;
-  } else {
-    if (slots_used_ == slots_.size()) {  // only past 2^20 rows (--reorder-rows above that)
-      UninitArray<Row> grown(std::max<size_t>(2 * slots_.size(), 1024));
-      for (size_t i = 0; i < slots_used_; ++i) grown[i] = slots_[i];
-      slots_ = std::move(grown);
-    }
-    slot = static_cast<uint32_t>(slots_used_++);
-    slots_[slot] = row;
-  }
+  // A claimed row has its slot, which growing would move: Claim has grown the slots already.
+  if (free_slots_.empty() && slots_used_ == slots_.size()) Grow();
+  const uint32_t slot = NextSlot();
+  if (free_slots_.empty()) ++slots_used_;
+  else free_slots_.pop_back();
+  if (&slots_[slot] != &row) slots_[slot] = row;
   const Key key{row.start, seq_++, slot};
   if (front_valid_) {
     // A key that comes before the released-next one is at the head of its run or the heap's top
@@ -97,6 +89,17 @@ void ReorderStage::Add(const Row& row) {
     size_t run;
     while (held_ && max_start_ - Front(&run).start > options_.ns) ReleaseOne();
   }
+}
+
+Row& ReorderStage::Claim() {
+  if (free_slots_.empty() && slots_used_ == slots_.size()) Grow();
+  return slots_[NextSlot()];
+}
+
+void ReorderStage::Grow() {
+  UninitArray<Row> grown(std::max<size_t>(2 * slots_.size(), 1024));
+  for (size_t i = 0; i < slots_used_; ++i) grown[i] = slots_[i];
+  slots_ = std::move(grown);
 }
 
 void ReorderStage::Flush() {

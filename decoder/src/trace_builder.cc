@@ -557,6 +557,13 @@ void TraceBuilder::Emit(const Pending& p) {
     EmitInto(p, reused_row_);
     return;
   }
+  if (reorder_stage_) {
+    // Built where the reorder stage keeps it (ReorderStage::Claim).
+    Row& row = reorder_stage_->Claim();
+    row = Row{};
+    EmitInto(p, row);
+    return;
+  }
   Row row;
   EmitInto(p, row);
 }
