@@ -52,23 +52,23 @@ void ReorderStage::Add(const Row& row) {
   // heap and popping it was the largest cost of the export after page faults. A row joins the
   // run whose last start is the latest at or before its own (an empty run when none fits), so
   // each interleaved stream keeps its own run. Release takes the smallest head of runs and heap.
-  KeyRun* fit = nullptr;
-  KeyRun* empty = nullptr;
+  size_t fit = kRuns, empty = kRuns;
   uint64_t fit_start = 0;
-  for (KeyRun& q : runs_) {
-    if (!q.size) {
-      if (!empty) empty = &q;
+  for (size_t r = 0; r < kRuns; ++r) {
+    if (!runs_[r].size) {
+      if (empty == kRuns) empty = r;
       continue;
     }
-    const uint64_t tail = q.keys[(q.head + q.size - 1) & (q.keys.size() - 1)].start;
-    if (tail <= row.start && (!fit || tail > fit_start)) {
-      fit = &q;
+    const uint64_t tail = tails_[r];
+    if (tail <= row.start && (fit == kRuns || tail > fit_start)) {
+      fit = r;
       fit_start = tail;
     }
   }
-  if (!fit) fit = empty;
-  if (fit) {
-    KeyRun& q = *fit;
+  if (fit == kRuns) fit = empty;
+  if (fit < kRuns) {
+    KeyRun& q = runs_[fit];
+    tails_[fit] = key.start;
     if (q.size == q.keys.size()) {
       UninitArray<Key> grown(q.keys.size() ? 2 * q.keys.size() : 1024);
       for (size_t i = 0; i < q.size; ++i) grown[i] = q.keys[(q.head + i) & (q.keys.size() - 1)];

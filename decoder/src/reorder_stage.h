@@ -73,6 +73,9 @@ class ReorderStage {
   // in a min-heap.
   std::vector<Key> heap_;
   std::array<KeyRun, kRuns> runs_;
+  // The start of each run's last key, while it has keys: Add compares every run's tail for each
+  // row, from one array instead of through each run's ring.
+  std::array<uint64_t, kRuns> tails_{};
   size_t held_ = 0;  // keys in heap_ and runs_
   // Where Front() found the held key released next (a run, or kRuns for the heap), while
   // front_valid_: kept across the calls of one release and the arrivals that do not come before

@@ -442,6 +442,7 @@ uint32_t TraceBuilder::InternName(std::string name) {
   if (it != name_ids_.end()) return it->second;
   names_.push_back(std::move(name));
   const auto id = static_cast<uint32_t>(names_.size() - 1);
+  name_views_.push_back(names_.back());
   name_ids_.emplace(names_.back(), id);
   return id;
 }

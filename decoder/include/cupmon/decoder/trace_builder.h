@@ -314,8 +314,8 @@ class TraceBuilder : public ChunkVisitor {
 
  public:
   // The display name with id `id` (ids come from Row::name_id; valid for the builder's life).
-  std::string_view NameOf(uint32_t id) const { return names_[id]; }
-  size_t name_count() const { return names_.size(); }
+  std::string_view NameOf(uint32_t id) const { return name_views_[id]; }
+  size_t name_count() const { return name_views_.size(); }
 
  private:
   TraceFilter filter_;
@@ -347,6 +347,8 @@ class TraceBuilder : public ChunkVisitor {
   std::unordered_map<uint64_t, uint32_t> string_by_pointer_;
   // Display names, interned once: rows carry an id and a view (deque: views stay valid).
   std::deque<std::string> names_;
+  // Views of names_, by id: NameOf, several times a row, indexes a vector instead of a deque.
+  std::vector<std::string_view> name_views_;
   std::unordered_map<std::string_view, uint32_t> name_ids_;
   std::vector<int32_t> kernel_name_ids_;                  // string index -> name id (-1: not yet)
   std::unordered_map<uint64_t, uint32_t> unresolved_ids_;  // pointer -> placeholder name id
