@@ -10,7 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "cupmon/decoder/trace_builder.h"
+#include "cupmon/decoder/row.h"
 
 namespace cupmon::decoder {
 

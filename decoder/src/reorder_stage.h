@@ -7,7 +7,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "cupmon/decoder/trace_builder.h"
+#include "cupmon/decoder/row.h"
+#include "cupmon/decoder/trace_counts.h"
 #include "mapped_array.h"
 
 namespace cupmon::decoder {

@@ -17,93 +17,12 @@
 #include "cupmon/decoder/clock_map.h"
 #include "cupmon/decoder/record_layout.h"
 #include "cupmon/decoder/recording_reader.h"
+#include "cupmon/decoder/row.h"
+#include "cupmon/decoder/trace_counts.h"
 
 namespace cupmon::decoder {
 
-// kSynchronization rows reach only sinks that ask for them (RowSink::WantsSynchronization), and
-// kRange rows (NVTX ranges and marks, from CUPTI MARKER records) only those that ask for them
-// (RowSink::WantsRanges).
-// kMemory rows (CUPTI MEMORY2 and MEMORY_POOL records) only those that ask (RowSink::WantsMemory).
-enum class RowType : uint8_t { kKernel, kMemcpy, kMemset, kApi, kSynchronization, kRange, kMemory };
-
-// What a kRange row is. CUPTI's MARKER records do not say whether a range came from
-// nvtxRangePush/Pop or nvtxRangeStart/End: a range whose END was recorded on another thread than
-// its START can only be a start/end range; every other range is taken as push/pop.
-enum class RangeKind : uint8_t { kPushPop, kStartEnd, kMark };
-
-// One output row. Views point into the builder's caches and stay valid until the builder dies.
-struct Row {
-  RowType type = RowType::kKernel;
-  uint32_t kind = 0;
-  bool valid_time = false;  // false: zero or reversed timestamps; times below are then 0
-  uint64_t start = 0, end = 0;  // CUPTI ns
-  int64_t wall_start = 0, wall_end = 0;
-  uint64_t duration = 0;
-  uint32_t device = 0, context = 0, stream = 0, correlation = 0;
-  uint32_t grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};
-  uint32_t registers = 0, static_smem = 0, dynamic_smem = 0, graph_id = 0;
-  uint64_t bytes = 0;
-  uint32_t copy_kind = 0, src_device = 0, dst_device = 0;
-  uint8_t src_kind = 0, dst_kind = 0;  // memcpy: CUPTI memory kinds (CUpti_ActivityMemoryKind)
-  uint32_t memset_value = 0;           // memset: the value set
-  std::string_view name;  // kernel (demangled unless --mangled), "[CUDA memcpy HtoD]", API name
-  uint32_t name_id = 0;   // the builder's id for `name`: equal names, equal ids (see NameOf)
-  std::string_view raw_name;  // kernel: the name as recorded (mangled), "" when unresolved
-  // GPU rows: the API call that launched it, when one was found.
-  bool has_api = false;
-  // GPU rows inside a trace window without their launch record, launched before the window
-  // opened: their correlation id is below that of the window's first API record (see
-  // WindowSpan::first_api_correlation). Their launch was never recorded; every other GPU row
-  // of a window has its launch unless a record was lost.
-  bool launched_before_window = false;
-  bool api_valid_time = false;
-  uint32_t api_kind = 0, api_cbid = 0, api_pid = 0, api_tid = 0, api_return = 0;
-  uint64_t api_start = 0, api_end = 0;
-  int64_t api_wall_start = 0, api_wall_end = 0;
-  std::string_view api_name;
-  // API rows: pid/tid/return value, and the GPU activities joined to it so far.
-  uint32_t pid = 0, tid = 0, return_value = 0, launched = 0;
-  std::string_view launched_name;
-  uint32_t cbid = 0;  // the CUPTI callback id
-  // Calls a kernel-launch join by correlation id must not find (still API rows): `nested`, a
-  // driver call whose correlation id a runtime call also holds (the runtime made it);
-  // `duplicate`, a later record of one kind with a correlation id already held (counted in
-  // TraceCounts::duplicate_api_correlation, never joined).
-  bool nested = false, duplicate = false;
-  // Synchronization rows: CUPTI's synchronization type, event id and event sync id, with context,
-  // stream and correlation above (CUPTI_SYNCHRONIZATION_INVALID_VALUE where not applicable).
-  uint32_t sync_type = 0, event_id = 0;
-  uint64_t event_sync_id = 0;
-  // User annotation from external correlation ("" when none).
-  std::string_view annotation;
-  uint64_t external_id = 0;
-  // GPU rows: the innermost NVTX range open on the launching thread (api_pid, api_tid) when the
-  // launch call began (api_start); "" when none, or when the launch record is unknown.
-  std::string_view range;
-  // Range rows (RowType::kRange): `name` is the range's message, pid/tid the thread that started
-  // it, start/end its START and END times (end == start for a mark). A range whose END was never
-  // read (range_ended false) has end = start and duration 0; the exports say "unended".
-  std::string_view range_domain;  // the NVTX domain's name, "" for the default domain
-  RangeKind range_kind = RangeKind::kPushPop;
-  bool range_ended = true;
-  uint32_t range_depth = 0;  // ranges open on its thread when it started (0: outermost)
-  uint32_t range_id = 0;     // CUPTI's marker id
-  // Memory rows (RowType::kMemory): kind kKindMemory2 (an allocation or release) or
-  // kKindMemoryPool (a pool created, destroyed or trimmed); start == end == the record's
-  // timestamp, device, context, stream, correlation and pid above, `bytes` the allocation's size
-  // (a pool's size for pool rows).
-  // CUPTI's enums are small: one byte each keeps Row's size (they fill the padding after
-  // range_id); a recorded value of 255 or more reads as 255 (kMemoryValueTooLarge).
-  uint8_t memory_op = 0;    // MEMORY2: 1 allocation, 2 release; POOL: 1 created, 2 destroyed,
-                            // 3 trimmed (CUPTI's operation types)
-  uint8_t memory_kind = 0;  // CUpti_ActivityMemoryKind (MEMORY2 only)
-  uint8_t pool_type = 0;    // CUpti_ActivityMemoryPoolType (0: not from a pool)
-  uint64_t address = 0;        // the allocation's (pool rows: the pool's) address
-  uint64_t pool_address = 0;   // MEMORY2: the pool it came from (0: none)
-};
-
-inline constexpr uint8_t kMemoryValueTooLarge = 255;
-
+// A trace window (or a gap in CUPTI's callbacks) as the recording's markers place it.
 struct WindowSpan {
   uint32_t id = 0;
   uint64_t begin = 0, end = 0;  // CUPTI ns; end 0 while open or when the END marker is missing
@@ -123,62 +42,7 @@ struct WindowSpan {
 // (threshold 1.5x)"); empty for other windows.
 std::string AutoTriggerText(const WindowSpan& w);
 
-// Counters for the reports' headers and the exit code.
-struct TraceCounts {
-  uint64_t raw_buffers = 0;
-  uint64_t records = 0;
-  std::map<uint32_t, uint64_t> records_by_kind;
-  uint64_t gpu_rows = 0, api_rows = 0;  // emitted (after filters)
-  uint64_t sync_rows = 0;               // emitted to a sink that wants synchronization rows
-  uint64_t filtered_out = 0;
-  uint64_t unknown_timestamps = 0;      // GPU/API records with zero, reversed or >= 2^62 times
-  uint64_t unresolved_names = 0;        // kernel name pointers with no string entry
-  uint64_t gpu_without_api = 0;         // no API record with its correlation id
-  // Of those, inside a trace window and launched before it opened (Row::launched_before_window).
-  uint64_t launched_before_window = 0;
-  uint64_t api_without_gpu = 0;         // launch-like... every API row with no GPU activity
-  uint64_t duplicate_api_correlation = 0;  // a second API record with a correlation id already held
-  uint64_t out_of_order = 0;            // rows that arrived after later-starting rows were emitted
-  uint64_t buffers_stopped = 0;         // buffers cut short (unknown kind/layout)
-  uint64_t records_not_decoded = 0;     // sized, but kinds the decoder has no layout for
-  std::map<uint32_t, uint64_t> stopped_by_kind;
-  uint64_t overhead_ns = 0;
-  uint64_t overhead_records = 0;
-  uint64_t external_correlations = 0;
-  // NVTX (CUPTI MARKER records): ranges paired START to END, marks, and the ones that did not pair.
-  uint64_t ranges = 0, marks = 0;
-  uint64_t range_rows = 0;  // ranges and marks emitted to a sink that wants them
-  uint64_t range_ends_without_start = 0;  // END with an id no START had (or one long forgotten)
-  uint64_t unended_ranges = 0;  // START with no END by the recording's end (or evicted, see below)
-  uint64_t unresolved_range_names = 0;  // START or mark whose name pointer has no string entry
-  uint64_t memory_records = 0, memory_pool_records = 0;  // MEMORY2 and MEMORY_POOL records read
-  uint64_t memory_rows = 0;  // emitted to a sink that wants them
-  uint64_t calibration_non_monotonic = 0;
-  uint64_t calibration_samples = 0;
-  // realtime - CUPTI ns over the calibration samples read (their spread shows a sample taken
-  // badly: later samples of one clock agree within a microsecond).
-  int64_t calibration_offset_first = 0, calibration_offset_min = 0, calibration_offset_max = 0;
-  uint64_t calibration_domain_changes = 0;  // CUPTI's clock switched domain; not a warning
-  bool have_stats = false;
-  pb::Stats stats;  // latest Stats (or Footer stats) chunk
-  // The latest stats came from the footer of a recording that ended (stop): nothing was written
-  // after them, so records in = decoded + lost before disk + deleted by retention must hold.
-  bool stats_final = false;
-  std::vector<std::string> messages;    // first few descriptions of the above
-  // Facts worth one line that are not problems (CUPTI's clock changed domain): "note:", exit 0.
-  std::vector<std::string> notes;
-  void Note(std::string m) {
-    if (messages.size() < 50) messages.push_back(std::move(m));
-  }
-  // Problems that make the exit code 1.
-  bool HasWarnings() const {
-    return unknown_timestamps || unresolved_names || unresolved_range_names || buffers_stopped ||
-           duplicate_api_correlation ||
-           calibration_non_monotonic || stats.dropped_records() || stats.pool_exhausted() ||
-           stats.chunks_lost() || stats.lost_records();
-  }
-};
-
+// Which rows reach the sink (all unset: every row).
 struct TraceFilter {
   std::optional<uint32_t> window;
   std::optional<int64_t> from_wall, to_wall;   // absolute wall-clock ns
@@ -188,45 +52,6 @@ struct TraceFilter {
   // text reports show (ShortKernelName), so patterns with template arguments keep working.
   std::optional<std::regex> kernel;
   bool mangled = false;
-};
-
-class RowSink {
- public:
-  virtual ~RowSink() = default;
-  virtual void OnRow(const Row& row) = 0;
-  // False when the sink never reads Row's wall_* fields: the builder then leaves them 0 (unless a
-  // time filter needs them) and skips the clock mapping per row. Asked once, at construction.
-  virtual bool NeedsWallTimes() const { return true; }
-  // True when the sink also takes synchronization records as rows (RowType::kSynchronization:
-  // never joined, not filtered by device, stream or kernel, delivered as they come (not
-  // reordered), and left out of first_ts/last_ts and the unknown-timestamp count, so that every
-  // other row and count stays as without them). Asked once.
-  virtual bool WantsSynchronization() const { return false; }
-  // True when the sink also takes NVTX ranges and marks as rows (RowType::kRange: emitted when
-  // the END is read, a mark at once, unended ones by Finish; delivered as they come (not
-  // reordered), filtered by time on their start but never by device, stream or kernel, and kept
-  // out of first_ts/last_ts). GPU rows get Row::range whatever this answers. Asked once.
-  virtual bool WantsRanges() const { return false; }
-  // True when the sink also takes device memory records as rows (RowType::kMemory: allocations,
-  // releases and pool events, emitted as read (not reordered), filtered by time and device but
-  // never by stream or kernel, kept out of first_ts/last_ts). Asked once.
-  virtual bool WantsMemory() const { return false; }
-  // True when the sink reads only type, kind, name_id, valid_time, start, end and duration of
-  // GPU, API and synchronization rows (summary, info). When no filter is set and rows are not
-  // reordered, the builder then hands it one reused Row whose other fields may still hold an
-  // earlier row's values, instead of a fresh 400-byte row per record (clearing it was a third of
-  // Emit's time). Range and memory rows are always whole. Asked once, at construction.
-  virtual bool ReadsTotalsOnly() const { return false; }
-};
-
-// How rows are put in start-time order before they reach the sink. A row is held in a min-heap
-// keyed by (start, arrival) and released once more than `rows` rows are held, or once the latest
-// start seen is more than `ns` past its start (when ns > 0). A row that arrives after a row
-// starting later than it was released is emitted at once and counted in TraceCounts::out_of_order.
-// Rows with unknown times pass straight through. rows == 0: no reordering (delivery order).
-struct ReorderOptions {
-  size_t rows = 0;
-  uint64_t ns = 0;
 };
 
 // Parts of the builder, private to decoder/src.
