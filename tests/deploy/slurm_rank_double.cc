@@ -91,13 +91,17 @@ int main(int argc, char** argv) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
   uint32_t correlation = 0;
   uint64_t produced = 0;
+  uint64_t last_end = 0;  // of the newest record produced (a launch the fake refused is not one)
   while (seconds == 0 || std::chrono::steady_clock::now() < deadline) {
     const uint64_t start = RealtimeNs();
     const uint64_t end = start + 50'000;  // a 50 us "kernel"
-    if (producer->Launch(name, ++correlation, start, end)) ++produced;
+    if (producer->Launch(name, ++correlation, start, end)) {
+      ++produced;
+      last_end = end;
+    }
     if (correlation % 10 == 0) {
       std::printf("produced %llu last_end_ns %llu\n", static_cast<unsigned long long>(produced),
-                  static_cast<unsigned long long>(end));
+                  static_cast<unsigned long long>(last_end));
       std::fflush(stdout);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(step_ms));
