@@ -5,6 +5,17 @@
 #include <algorithm>
 
 namespace cupmon::decoder {
+namespace {
+
+// An open range handed out without an end: it is reported as an unended push/pop range.
+NvtxRange Unended(NvtxRange r) {
+  r.end = 0;
+  r.kind = RangeKind::kPushPop;
+  r.ended = false;
+  return r;
+}
+
+}  // namespace
 
 std::optional<NvtxRange> NvtxRanges::Start(const NvtxRange& range, uint64_t records_read,
                                            bool placed) {
@@ -12,10 +23,7 @@ std::optional<NvtxRange> NvtxRanges::Start(const NvtxRange& range, uint64_t reco
   if (open_.size() >= kMaxOpen) {
     // Bounded memory: the oldest open range is given up as unended.
     auto oldest = open_.begin();
-    given_up = oldest->second;
-    given_up->end = 0;
-    given_up->kind = RangeKind::kPushPop;
-    given_up->ended = false;
+    given_up = Unended(oldest->second);
     if (auto t = by_thread_.find(ThreadKey(given_up->pid, given_up->tid)); t != by_thread_.end())
       for (ThreadRange& r : t->second)
         if (r.id == oldest->first && r.end == 0) r.end = r.start, r.ended_at = records_read;
@@ -80,12 +88,7 @@ std::optional<uint32_t> NvtxRanges::Innermost(uint32_t pid, uint32_t tid, uint64
 std::vector<NvtxRange> NvtxRanges::TakeUnended() {
   std::vector<NvtxRange> unended;
   unended.reserve(open_.size());
-  for (auto& [id, r] : open_) {
-    r.end = 0;
-    r.kind = RangeKind::kPushPop;
-    r.ended = false;
-    unended.push_back(r);
-  }
+  for (const auto& [id, r] : open_) unended.push_back(Unended(r));
   open_.clear();
   return unended;
 }
