@@ -32,9 +32,8 @@ void ReorderStage::Add(const Row& row) {
     sink_->OnRow(row);
     return;
   }
-  // A claimed row has its slot, which growing would move: Claim has grown the slots already.
-  if (free_slots_.empty() && slots_used_ == slots_.size()) Grow();
-  const uint32_t slot = NextSlot();
+  // A claimed row sits in this slot already: Claim reserved it (and grew the slots if need be).
+  const uint32_t slot = ReserveSlot();
   if (free_slots_.empty()) ++slots_used_;
   else free_slots_.pop_back();
   if (&slots_[slot] != &row) slots_[slot] = row;
@@ -91,10 +90,7 @@ void ReorderStage::Add(const Row& row) {
   }
 }
 
-Row& ReorderStage::Claim() {
-  if (free_slots_.empty() && slots_used_ == slots_.size()) Grow();
-  return slots_[NextSlot()];
-}
+Row& ReorderStage::Claim() { return slots_[ReserveSlot()]; }
 
 void ReorderStage::Grow() {
   UninitArray<Row> grown(std::max<size_t>(2 * slots_.size(), 1024));

@@ -53,8 +53,12 @@ class ReorderStage {
   static constexpr size_t kRuns = 8;
 
   // The slot the next row takes: the one freed last (still in the cache), else a new one.
-  uint32_t NextSlot() const {
-    return free_slots_.empty() ? static_cast<uint32_t>(slots_used_) : free_slots_.back();
+  // The slot the next row goes to, the slots grown first when all are in use. Claim and Add
+  // agree on it, so a claimed row is added where it was built.
+  uint32_t ReserveSlot() {
+    if (!free_slots_.empty()) return free_slots_.back();
+    if (slots_used_ == slots_.size()) Grow();
+    return static_cast<uint32_t>(slots_used_);
   }
   void Grow();  // doubles the slots; only past 2^20 rows (--reorder-rows above that)
   void ReleaseOne();
