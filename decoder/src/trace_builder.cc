@@ -66,6 +66,22 @@ struct TraceBuilder::JoinRing {
     head = (head + 1) & (slots.size() - 1);
     --size;
   }
+  // A new slot at the back, its fields as a previous record left them. The ring holds `horizon`
+  // records and the buffer being read.
+  Pending& Push(size_t horizon) {
+    if (size == slots.size()) Grow(horizon);
+    return slots[(head + size++) & (slots.size() - 1)];
+  }
+  // Starts at twice the horizon (untouched pages cost nothing) and doubles when a buffer brings
+  // more.
+  [[gnu::noinline]] void Grow(size_t horizon) {
+    size_t capacity = 1024;
+    while (capacity < std::max(2 * slots.size(), 2 * horizon)) capacity *= 2;
+    UninitArray<Pending> grown(capacity);
+    for (size_t i = 0; i < size; ++i) grown[i] = slots[(head + i) & (slots.size() - 1)];
+    slots = std::move(grown);
+    head = 0;
+  }
 };
 
 const char* MemcpyKindName(uint32_t copy_kind) {
@@ -327,20 +343,7 @@ void TraceBuilder::AddRecord(const RecordLayout& layout, const FieldReader& f, c
       cls != RecordClass::kApi)
     return;  // synchronization (unless the sink wants it), CUDA events, names: counted only
 
-  // Append to the join ring.
-  JoinRing& ring = *pending_;
-  if (ring.size == ring.slots.size()) {
-    // The ring holds `horizon_` records and the buffer being read: start at twice the horizon
-    // (untouched pages cost nothing) and double when a buffer brings more.
-    size_t capacity = 1024;
-    while (capacity < std::max(2 * ring.slots.size(), 2 * horizon_)) capacity *= 2;
-    UninitArray<Pending> grown(capacity);
-    for (size_t i = 0; i < ring.size; ++i)
-      grown[i] = ring.slots[(ring.head + i) & (ring.slots.size() - 1)];
-    ring.slots = std::move(grown);
-    ring.head = 0;
-  }
-  Pending& p = ring.slots[(ring.head + ring.size++) & (ring.slots.size() - 1)];
+  Pending& p = pending_->Push(horizon_);
   // Every field Emit reads for this record class is set below, so the slot is not cleared first
   // (clearing ~130 bytes per record was a tenth of the summary's decoder time). Fields of other
   // classes keep a previous record's values and are never read.
