@@ -1,8 +1,13 @@
-// ShortKernelName: a demangled kernel name cut to its qualified function name, in one forward
-// pass that gives the name back whole whenever it does not parse as a signature.
+// Demangle, MemcpyKindName, and ShortKernelName: a demangled kernel name cut to its qualified
+// function name, in one forward pass that gives the name back whole whenever it does not parse as
+// a signature.
 #include "cupmon/decoder/kernel_names.h"
 
+#include <cxxabi.h>
+
+#include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <vector>
 
 namespace cupmon::decoder {
@@ -186,6 +191,24 @@ std::string ShortKernelName(std::string_view s) {
   // words that are no signature ("void foo").
   if (dropped_prefix || odd || !Usable(out)) return std::string(s);
   return out;
+}
+
+std::string Demangle(const std::string& name) {
+  if (name.size() < 2 || name[0] != '_' || name[1] != 'Z') return name;
+  int status = 0;
+  char* out = abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status);
+  if (status != 0 || !out) return name;
+  std::string result(out);
+  std::free(out);
+  return result;
+}
+
+const char* MemcpyKindName(uint32_t copy_kind) {
+  static constexpr const char* kNames[] = {
+      "[CUDA memcpy Unknown]", "[CUDA memcpy HtoD]", "[CUDA memcpy DtoH]", "[CUDA memcpy HtoA]",
+      "[CUDA memcpy AtoH]",    "[CUDA memcpy AtoA]", "[CUDA memcpy AtoD]", "[CUDA memcpy DtoA]",
+      "[CUDA memcpy DtoD]",    "[CUDA memcpy HtoH]", "[CUDA memcpy PtoP]"};
+  return copy_kind < std::size(kNames) ? kNames[copy_kind] : kNames[0];
 }
 
 }  // namespace cupmon::decoder

@@ -7,14 +7,10 @@
 #include <set>
 #include <tuple>
 
+#include "hex_text.h"
+
 namespace cupmon::decoder {
 namespace {
-
-std::string Hex(uint64_t v) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-  return buf;
-}
 
 std::string CommandOf(const pb::RecordingHeader& h) {
   std::string cmd;

@@ -20,15 +20,10 @@
 #include "cupmon/decoder/torch_monitor_dump.h"
 #include "cupmon/format/chunk_scanner.h"
 #include "cupmon/format/raw_codec.h"
+#include "hex_text.h"
 
 namespace cupmon::decoder {
 namespace {
-
-std::string Hex(uint64_t v) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-  return buf;
-}
 
 // Decompresses a message chunk's payload into `scratch` and parses it into `msg`.
 bool ParsePayload(RawBufferDecoder& codec, const ScannedChunk& c, std::vector<uint8_t>* scratch,

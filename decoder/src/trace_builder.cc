@@ -1,30 +1,20 @@
-// TraceBuilder: decoding, name resolution, correlation joins and filtering for one recording.
+// TraceBuilder: decoding, correlation joins, counts and filters for one recording; names, windows,
+// NVTX ranges, the join state and the reorder stage are its parts (name_table.h, window_index.h,
+// nvtx_ranges.h, correlation_table.h, reorder_stage.h).
 #include "cupmon/decoder/trace_builder.h"
 
-#include <cxxabi.h>
-
 #include <algorithm>
-#include <cstdlib>
 
 #include "correlation_table.h"
-#include "cupmon/decoder/api_names.h"
+#include "hex_text.h"
 #include "mapped_array.h"
+#include "name_table.h"
 #include "nvtx_ranges.h"
 #include "reorder_stage.h"
+#include "window_index.h"
 
 namespace cupmon::decoder {
 namespace {
-
-std::string Hex(uint64_t v) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-  return buf;
-}
-
-}  // namespace
-
-namespace {
-constexpr uint32_t kMaxDenseCbid = 4096;  // API name ids for smaller cbids sit in a vector
 
 // A span the rows can place in time: ValidSpan (no zero, not reversed), and no time at or past
 // 2^62 ns. CUPTI counts nanoseconds since the epoch, so such a time (after the year 2116) is
@@ -84,30 +74,14 @@ struct TraceBuilder::JoinRing {
   }
 };
 
-const char* MemcpyKindName(uint32_t copy_kind) {
-  static constexpr const char* kNames[] = {
-      "[CUDA memcpy Unknown]", "[CUDA memcpy HtoD]", "[CUDA memcpy DtoH]", "[CUDA memcpy HtoA]",
-      "[CUDA memcpy AtoH]",    "[CUDA memcpy AtoA]", "[CUDA memcpy AtoD]", "[CUDA memcpy DtoA]",
-      "[CUDA memcpy DtoD]",    "[CUDA memcpy HtoH]", "[CUDA memcpy PtoP]"};
-  return copy_kind < std::size(kNames) ? kNames[copy_kind] : kNames[0];
-}
-
-std::string Demangle(const std::string& name) {
-  if (name.size() < 2 || name[0] != '_' || name[1] != 'Z') return name;
-  int status = 0;
-  char* out = abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status);
-  if (status != 0 || !out) return name;
-  std::string result(out);
-  std::free(out);
-  return result;
-}
-
 TraceBuilder::TraceBuilder(TraceFilter filter, RowSink* sink, size_t horizon,
                            ReorderOptions reorder)
     : filter_(std::move(filter)),
       sink_(sink),
       horizon_(horizon ? horizon : 1),
       reorder_(reorder),
+      windows_(std::make_unique<WindowIndex>()),
+      names_(std::make_unique<NameTable>(filter_.mangled)),
       pending_(std::make_unique<JoinRing>()),
       // Correlation entries live for a few horizons after they arrive, so memory stays bounded.
       corr_(CorrelationTable::Make(4 * horizon_ + 1)),
@@ -116,8 +90,6 @@ TraceBuilder::TraceBuilder(TraceFilter filter, RowSink* sink, size_t horizon,
       ranges_(std::make_unique<NvtxRanges>(8 * static_cast<uint64_t>(horizon_))) {
   timed_filter_ = filter_.window || filter_.from_wall || filter_.to_wall || filter_.from_rel ||
                   filter_.to_rel;
-  memcpy_name_ids_.fill(-1);
-  for (auto& v : api_name_ids_) v.assign(kMaxDenseCbid, -1);
   wall_times_ = timed_filter_ || !sink_ || sink_->NeedsWallTimes();
   sync_rows_ = sink_ && sink_->WantsSynchronization();
   reuse_row_ = sink_ && sink_->ReadsTotalsOnly() && !timed_filter_ && !filter_.device &&
@@ -129,6 +101,11 @@ TraceBuilder::TraceBuilder(TraceFilter filter, RowSink* sink, size_t horizon,
 }
 
 TraceBuilder::~TraceBuilder() { CorrelationTable::Recycle(std::move(corr_)); }
+
+const std::map<uint32_t, WindowSpan>& TraceBuilder::windows() const { return windows_->windows(); }
+const std::map<uint32_t, WindowSpan>& TraceBuilder::gaps() const { return windows_->gaps(); }
+std::string_view TraceBuilder::NameOf(uint32_t id) const { return names_->NameOf(id); }
+size_t TraceBuilder::name_count() const { return names_->size(); }
 
 void TraceBuilder::OnHeader(const pb::RecordingHeader& header, const ChunkOrigin& /*at*/) {
   // Every file restates the header; the first one read defines the layouts.
@@ -154,47 +131,9 @@ bool TraceBuilder::RecordWordsRead(ColumnSelection* keep) const {
   return true;
 }
 
-void TraceBuilder::OnStrings(const pb::StringTable& table) {
-  for (const auto& e : table.entries()) {
-    auto it = string_by_pointer_.find(e.pointer());
-    // Files restate every earlier string; an identical restatement needs no new entry.
-    if (it != string_by_pointer_.end() && strings_[it->second] == e.text()) continue;
-    strings_.push_back(e.text());
-    string_by_pointer_[e.pointer()] = static_cast<uint32_t>(strings_.size() - 1);
-    name_cache_.fill(NameCacheSlot{});  // the pointer may now name a newer entry
-    marker_string_ids_.clear();
-  }
-}
+void TraceBuilder::OnStrings(const pb::StringTable& table) { names_->OnStrings(table); }
 
-void TraceBuilder::OnWindowMarker(const pb::WindowMarker& m) {
-  if (m.edge() == pb::WindowMarker::GAP_BEGIN || m.edge() == pb::WindowMarker::GAP_END) {
-    WindowSpan& g = gaps_[m.window_id()];
-    g.id = m.window_id();
-    if (m.edge() == pb::WindowMarker::GAP_BEGIN) {
-      g.begin = m.cupti_ns();
-      g.note = m.note() + (g.note.empty() ? "" : " / " + g.note);
-    } else {
-      g.end = m.cupti_ns();
-      g.note += (g.note.empty() ? "" : " / ") + m.note();
-    }
-    return;
-  }
-  WindowSpan& w = windows_[m.window_id()];
-  w.id = m.window_id();
-  windows_changed_ = true;
-  if (m.edge() == pb::WindowMarker::BEGIN) {
-    w.begin = m.cupti_ns();
-    w.source = pb::TriggerSource_Name(m.source());
-    w.begin_note = m.note();
-    w.trigger_step = m.trigger_step();
-    w.trigger_step_ns = m.trigger_step_ns();
-    w.trigger_median_ns = m.trigger_median_ns();
-    w.trigger_factor = m.trigger_factor();
-  } else if (m.edge() == pb::WindowMarker::END) {
-    w.end = m.cupti_ns();
-    w.note = m.note();
-  }
-}
+void TraceBuilder::OnWindowMarker(const pb::WindowMarker& m) { windows_->OnMarker(m); }
 
 void TraceBuilder::OnCalibration(const pb::Calibration& c) {
   for (const pb::CalibrationSample& s : c.samples()) {
@@ -370,8 +309,8 @@ void TraceBuilder::AddRecord(const RecordLayout& layout, const FieldReader& f, c
     p.pid = f.Get32(rec, Field::kProcessId);
     p.tid = f.Get32(rec, Field::kThreadId);
     p.ret = f.Get32(rec, Field::kReturnValue);
-    if (TimedSpan(p.start, p.end) && !windows_.empty()) {
-      if (WindowSpan* w = WindowAt(p.start))
+    if (TimedSpan(p.start, p.end) && !windows_->empty()) {
+      if (WindowSpan* w = windows_->At(p.start))
         if (w->first_api_correlation == 0 || p.corr < w->first_api_correlation)
           w->first_api_correlation = p.corr;
     }
@@ -399,7 +338,6 @@ void TraceBuilder::AddRecord(const RecordLayout& layout, const FieldReader& f, c
   p.graph_id = f.Get32(rec, Field::kGraphId);
   int32_t first = 0;
   if (cls == RecordClass::kKernel) {
-    p.string_index = -1;
     if (!reuse_row_) {  // a sink of totals never reads them (and they may not be decoded)
       p.grid[0] = f.Get32(rec, Field::kGridX);
       p.grid[1] = f.Get32(rec, Field::kGridY);
@@ -412,17 +350,7 @@ void TraceBuilder::AddRecord(const RecordLayout& layout, const FieldReader& f, c
       p.dynamic_smem = f.Get32(rec, Field::kDynamicSharedMemory);
     }
     p.name_ptr = f.Get(rec, Field::kNamePointer);
-    // Kernels reuse a few hundred names: a direct-mapped cache saves the hash lookup per record.
-    NameCacheSlot& slot = name_cache_[(p.name_ptr ^ p.name_ptr >> 8 ^ p.name_ptr >> 16) & 255];
-    if (slot.index_plus_1 && slot.pointer == p.name_ptr) {
-      p.string_index = static_cast<int32_t>(slot.index_plus_1 - 1);
-    } else {
-      auto it = string_by_pointer_.find(p.name_ptr);
-      if (it != string_by_pointer_.end()) {
-        p.string_index = static_cast<int32_t>(it->second);
-        slot = NameCacheSlot{p.name_ptr, it->second + 1};
-      }
-    }
+    p.string_index = names_->KernelStringIndex(p.name_ptr);
     first = p.string_index;
   } else if (cls == RecordClass::kMemcpy) {
     p.bytes = f.Get(rec, Field::kBytes);
@@ -440,95 +368,6 @@ void TraceBuilder::AddRecord(const RecordLayout& layout, const FieldReader& f, c
   if (e->gpu_count++ == 0) e->gpu_first = first;
 }
 
-uint32_t TraceBuilder::InternName(std::string name) {
-  auto it = name_ids_.find(name);
-  if (it != name_ids_.end()) return it->second;
-  names_.push_back(std::move(name));
-  const auto id = static_cast<uint32_t>(names_.size() - 1);
-  name_views_.push_back(names_.back());
-  name_ids_.emplace(names_.back(), id);
-  return id;
-}
-
-uint32_t TraceBuilder::KernelNameId(int64_t index, uint64_t pointer) {
-  if (index < 0) {
-    auto it = unresolved_ids_.find(pointer);
-    if (it != unresolved_ids_.end()) return it->second;
-    const uint32_t id = InternName("<unresolved kernel name " + Hex(pointer) + ">");
-    unresolved_ids_.emplace(pointer, id);
-    return id;
-  }
-  const auto i = static_cast<size_t>(index);
-  if (i >= kernel_name_ids_.size()) kernel_name_ids_.resize(strings_.size(), -1);
-  if (kernel_name_ids_[i] < 0) {
-    const std::string& raw = strings_[i];
-    kernel_name_ids_[i] = static_cast<int32_t>(InternName(filter_.mangled ? raw : Demangle(raw)));
-  }
-  return static_cast<uint32_t>(kernel_name_ids_[i]);
-}
-
-uint32_t TraceBuilder::ApiNameId(uint32_t kind, uint32_t cbid) {
-  const bool driver = kind == kKindDriver;
-  if (cbid < kMaxDenseCbid) {
-    int32_t& id = api_name_ids_[driver][cbid];
-    if (id < 0) id = static_cast<int32_t>(InternName(ApiDisplayName(driver, cbid)));
-    return static_cast<uint32_t>(id);
-  }
-  auto [it, inserted] = api_name_ids_far_.try_emplace((driver ? 1u << 31 : 0u) | cbid, 0);
-  if (inserted) it->second = InternName(ApiDisplayName(driver, cbid));
-  return it->second;
-}
-
-uint32_t TraceBuilder::MemcpyNameId(uint32_t copy_kind) {
-  int32_t& id = memcpy_name_ids_[copy_kind < memcpy_name_ids_.size() ? copy_kind : 0];
-  if (id < 0) id = static_cast<int32_t>(InternName(MemcpyKindName(copy_kind)));
-  return static_cast<uint32_t>(id);
-}
-
-std::string_view TraceBuilder::Annotation(uint64_t external_id) {
-  auto [a, inserted] = annotations_.try_emplace(external_id);
-  if (inserted) {
-    // Labels are string entries whose `pointer` is the external id (written by the monitor's
-    // annotation API); without one the id itself is the label.
-    auto s = string_by_pointer_.find(external_id);
-    a->second = s != string_by_pointer_.end() ? strings_[s->second]
-                                              : "external#" + std::to_string(external_id);
-  }
-  return a->second;
-}
-
-WindowSpan* TraceBuilder::WindowAt(uint64_t t) {
-  const auto holds = [t](const WindowSpan& w) {
-    return w.begin && t >= w.begin && (w.end == 0 || w.end < w.begin || t <= w.end);
-  };
-  if (!windows_changed_) {
-    if (last_window_ && holds(*last_window_)) return last_window_;
-    if (t >= gap_lo_ && t <= gap_hi_) return nullptr;  // between the same two windows as before
-  }
-  if (windows_changed_) {
-    windows_by_begin_.clear();
-    for (auto& [id, w] : windows_)
-      if (w.begin) windows_by_begin_.push_back(&w);
-    std::sort(windows_by_begin_.begin(), windows_by_begin_.end(),
-              [](const WindowSpan* a, const WindowSpan* b) { return a->begin < b->begin; });
-    windows_changed_ = false;
-    gap_lo_ = 1;  // the gap was between the old windows
-    gap_hi_ = 0;
-  }
-  // The last window that begins at or before t (windows do not overlap).
-  auto it = std::upper_bound(windows_by_begin_.begin(), windows_by_begin_.end(), t,
-                             [](uint64_t v, const WindowSpan* w) { return v < w->begin; });
-  if (it == windows_by_begin_.begin() || !holds(**(it - 1))) {
-    // Every time after the window before t (which ended before t) and before the next window's
-    // begin finds the same two windows here, so the same answer: remember the gap. Most GPU rows
-    // without an API record lie outside every window.
-    gap_lo_ = it == windows_by_begin_.begin() ? 0 : (*(it - 1))->end + 1;
-    gap_hi_ = it == windows_by_begin_.end() ? UINT64_MAX : (*it)->begin - 1;
-    return nullptr;
-  }
-  return last_window_ = *(it - 1);
-}
-
 bool TraceBuilder::Passes(const Row& row) const {
   const bool gpu = row.type != RowType::kApi && row.type != RowType::kSynchronization &&
                    row.type != RowType::kRange && row.type != RowType::kMemory;
@@ -543,8 +382,8 @@ bool TraceBuilder::Passes(const Row& row) const {
   if (!timed_filter_) return true;
   if (!row.valid_time) return false;  // unknown time cannot be placed inside a range
   if (filter_.window) {
-    auto w = windows_.find(*filter_.window);
-    if (w == windows_.end() || row.start < w->second.begin) return false;
+    auto w = windows_->windows().find(*filter_.window);
+    if (w == windows_->windows().end() || row.start < w->second.begin) return false;
     if (w->second.end && row.start > w->second.end) return false;
   }
   if (filter_.from_wall && row.wall_start < *filter_.from_wall) return false;
@@ -598,7 +437,7 @@ void TraceBuilder::EmitInto(const Pending& p, Row& row) {
   const CorrelationEntry* e = corr_->Find(p.corr);
   if (e && e->has_external) {
     row.external_id = e->external_id;
-    row.annotation = Annotation(e->external_id);
+    row.annotation = names_->Annotation(e->external_id);
   }
   if (p.record_class == RecordClass::kSynchronization) {
     row.type = RowType::kSynchronization;
@@ -608,11 +447,10 @@ void TraceBuilder::EmitInto(const Pending& p, Row& row) {
     row.event_id = p.event_id;
     row.event_sync_id = p.event_sync_id;
     row.return_value = p.ret;
-    if (sync_name_id_ < 0) sync_name_id_ = static_cast<int32_t>(InternName("[CUDA synchronization]"));
-    row.name_id = static_cast<uint32_t>(sync_name_id_);
+    row.name_id = names_->SyncNameId();
   } else if (p.record_class == RecordClass::kApi) {
     row.type = RowType::kApi;
-    row.name_id = ApiNameId(p.kind, p.cbid);
+    row.name_id = names_->ApiNameId(p.kind, p.cbid);
     row.pid = p.pid;
     row.tid = p.tid;
     row.cbid = p.cbid;
@@ -626,7 +464,7 @@ void TraceBuilder::EmitInto(const Pending& p, Row& row) {
     if (e && e->gpu_count && owner) {
       row.launched = e->gpu_count;
       const int64_t first = e->gpu_first;
-      if (first >= 0) row.launched_name = NameOf(KernelNameId(first, 0));
+      if (first >= 0) row.launched_name = names_->NameOf(names_->KernelNameId(first, 0));
       else if (first == -2) row.launched_name = "[CUDA memset]";
       else if (first <= -10) row.launched_name = MemcpyKindName(static_cast<uint32_t>(-10 - first));
     } else {
@@ -649,9 +487,9 @@ void TraceBuilder::EmitInto(const Pending& p, Row& row) {
       row.static_smem = p.static_smem;
       row.dynamic_smem = p.dynamic_smem;
       if (p.string_index < 0) ++counts_.unresolved_names;
-      row.name_id = KernelNameId(p.string_index, p.name_ptr);
+      row.name_id = names_->KernelNameId(p.string_index, p.name_ptr);
       if (p.string_index >= 0 && !reuse_row_)
-        row.raw_name = strings_[static_cast<size_t>(p.string_index)];
+        row.raw_name = names_->String(static_cast<size_t>(p.string_index));
     } else if (row.type == RowType::kMemcpy) {
       row.bytes = p.bytes;
       row.copy_kind = p.copy_kind;
@@ -659,12 +497,11 @@ void TraceBuilder::EmitInto(const Pending& p, Row& row) {
       row.dst_kind = p.dst_kind;
       row.src_device = p.src_device;
       row.dst_device = p.dst_device;
-      row.name_id = MemcpyNameId(row.copy_kind);
+      row.name_id = names_->MemcpyNameId(row.copy_kind);
     } else {
       row.bytes = p.bytes;
       row.memset_value = p.memset_value;
-      if (memset_name_id_ < 0) memset_name_id_ = static_cast<int32_t>(InternName("[CUDA memset]"));
-      row.name_id = static_cast<uint32_t>(memset_name_id_);
+      row.name_id = names_->MemsetNameId();
     }
     if (e && e->has_api) {
       row.has_api = true;
@@ -682,15 +519,15 @@ void TraceBuilder::EmitInto(const Pending& p, Row& row) {
           row.api_wall_end = clock_.ToWall(e->api_end);
         }
       }
-      row.api_name = NameOf(ApiNameId(e->api_kind, e->cbid));
+      row.api_name = names_->NameOf(names_->ApiNameId(e->api_kind, e->cbid));
       if (row.api_valid_time && ranges_->labels_any() && !reuse_row_) {
         if (auto label = ranges_->Innermost(e->pid, e->tid, e->api_start))
-          row.range = NameOf(*label);
+          row.range = names_->NameOf(*label);
       }
     } else {
       ++counts_.gpu_without_api;
-      if (row.valid_time && !windows_.empty()) {
-        WindowSpan* w = WindowAt(row.start);
+      if (row.valid_time && !windows_->empty()) {
+        WindowSpan* w = windows_->At(row.start);
         if (w && w->first_api_correlation && row.correlation < w->first_api_correlation) {
           row.launched_before_window = true;
           ++w->launched_before;
@@ -701,7 +538,7 @@ void TraceBuilder::EmitInto(const Pending& p, Row& row) {
   }
   // A sink of totals (reuse_row_) reads none of the names and the range, and has no filter and no
   // reorder stage: it gets the row straight (RowSink::ReadsTotalsOnly).
-  if (!reuse_row_) row.name = NameOf(row.name_id);
+  if (!reuse_row_) row.name = names_->NameOf(row.name_id);
   if (!reuse_row_ && !Passes(row)) {
     ++counts_.filtered_out;
     return;
@@ -761,25 +598,6 @@ constexpr uint32_t kMarkerInstantaneous = 1, kMarkerStart = 2, kMarkerEnd = 4;
 constexpr uint32_t kObjectProcess = 1, kObjectThread = 2;  // CUpti_ActivityObjectKind
 }  // namespace
 
-uint32_t TraceBuilder::MarkerStringId(uint64_t pointer, bool domain) {
-  const uint64_t key = pointer ^ (domain ? uint64_t{1} << 63 : 0);
-  auto it = marker_string_ids_.find(key);
-  if (it != marker_string_ids_.end()) return it->second;
-  std::string text;
-  if (pointer == 0) {
-    text = domain ? "" : "(unnamed)";  // the default domain; a range pushed with no message
-  } else if (auto s = string_by_pointer_.find(pointer); s != string_by_pointer_.end()) {
-    text = strings_[s->second];
-  } else {
-    // Counted per record by the caller; the placeholder names the pointer, as for kernels.
-    text = std::string(domain ? "<unresolved domain " : "<unresolved range name ") + Hex(pointer) +
-           ">";
-  }
-  const uint32_t id = InternName(std::move(text));
-  marker_string_ids_.emplace(key, id);
-  return id;
-}
-
 void TraceBuilder::AddMarker(const FieldReader& f, const uint8_t* rec) {
   const uint32_t flags = f.Get32(rec, Field::kMarkerFlags);
   const uint64_t ts = f.Get(rec, Field::kTimestamp);
@@ -804,7 +622,7 @@ void TraceBuilder::AddMarker(const FieldReader& f, const uint8_t* rec) {
   }
   if (!(flags & (kMarkerStart | kMarkerInstantaneous))) return;  // sync markers: not NVTX ranges
   const uint64_t name_ptr = f.Get(rec, Field::kNamePointer);
-  if (name_ptr && !string_by_pointer_.contains(name_ptr)) {
+  if (name_ptr && !names_->HasString(name_ptr)) {
     if (counts_.unresolved_range_names++ == 0)
       counts_.Note("NVTX range name pointer " + Hex(name_ptr) +
                    " has no string entry; shown as <unresolved range name>");
@@ -812,8 +630,8 @@ void TraceBuilder::AddMarker(const FieldReader& f, const uint8_t* rec) {
   NvtxRange r;
   r.start = r.end = ts;
   r.id = id;
-  r.name_id = MarkerStringId(name_ptr, false);
-  r.domain_id = MarkerStringId(f.Get(rec, Field::kDomainPointer), true);
+  r.name_id = names_->MarkerStringId(name_ptr, false);
+  r.domain_id = names_->MarkerStringId(f.Get(rec, Field::kDomainPointer), true);
   r.pid = pid;
   r.tid = tid;
   r.depth = ranges_->Depth(pid, tid, ts);
@@ -841,8 +659,8 @@ void TraceBuilder::EmitRange(const NvtxRange& r) {
   row.kind = kKindMarker;
   PlaceInTime(row, r.start, r.ended ? r.end : r.start);
   row.name_id = r.name_id;
-  row.name = NameOf(r.name_id);
-  row.range_domain = NameOf(r.domain_id);
+  row.name = names_->NameOf(r.name_id);
+  row.range_domain = names_->NameOf(r.domain_id);
   row.pid = r.pid;
   row.tid = r.tid;
   row.range_kind = r.kind;

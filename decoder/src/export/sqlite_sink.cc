@@ -21,6 +21,7 @@
 #include "cupmon/decoder/record_layout.h"
 #include "export/nsys_schema.h"
 #include "export/sqlite_tables.h"
+#include "hex_text.h"
 #include "report_text.h"
 
 #ifndef CUPMON_VERSION_STRING
@@ -64,14 +65,6 @@ constexpr const char* kInsertMeta = "INSERT INTO META_DATA_EXPORT (name, value) 
 constexpr const char* kInsertNvtxDomain =
     "INSERT INTO NVTX_EVENTS (start, eventType, text, globalTid, domainId) VALUES "
     "(?1, ?2, ?3, ?4, ?5)";
-
-std::string Hex(uint64_t v) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-  return buf;
-}
-
-
 
 }  // namespace
 

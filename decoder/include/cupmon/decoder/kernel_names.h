@@ -1,11 +1,20 @@
-// Kernel names a person can read: the short form the text reports show by default (the function's
-// qualified name without return type, template arguments and parameter list).
+// Names a person can read: demangled kernel names, the short form the text reports show by default
+// (the function's qualified name without return type, template arguments and parameter list), and
+// memcpy kinds as nvprof prints them.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
 namespace cupmon::decoder {
+
+// Demangles an Itanium C++ name; returns `name` unchanged when it is not a mangled name.
+std::string Demangle(const std::string& name);
+
+// Display names for memcpy kinds as nvprof prints them ("[CUDA memcpy HtoD]"); "[CUDA memcpy
+// Unknown]" past the table.
+const char* MemcpyKindName(uint32_t copy_kind);
 
 // The qualified name of the function a demangled kernel name denotes, without its return type,
 // template argument lists and parameter list:

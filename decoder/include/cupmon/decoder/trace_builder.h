@@ -3,7 +3,6 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <array>
 #include <map>
 #include <memory>
@@ -11,36 +10,17 @@
 #include <regex>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "cupmon/decoder/clock_map.h"
+#include "cupmon/decoder/kernel_names.h"
 #include "cupmon/decoder/record_layout.h"
 #include "cupmon/decoder/recording_reader.h"
 #include "cupmon/decoder/row.h"
 #include "cupmon/decoder/trace_counts.h"
+#include "cupmon/decoder/window_span.h"
 
 namespace cupmon::decoder {
-
-// A trace window (or a gap in CUPTI's callbacks) as the recording's markers place it.
-struct WindowSpan {
-  uint32_t id = 0;
-  uint64_t begin = 0, end = 0;  // CUPTI ns; end 0 while open or when the END marker is missing
-  std::string source, note;  // note: the END marker's ("duration", "closed", "stop")
-  std::string begin_note;     // the BEGIN marker's (the monitor's request-to-enabled latency probe)
-  // The smallest correlation id among the API records that start inside the window, 0 while
-  // none has been read. CUPTI hands out correlation ids in call order, so a GPU record inside the
-  // window with a smaller id was launched before the window opened.
-  uint32_t first_api_correlation = 0;
-  uint64_t launched_before = 0;  // GPU rows marked Row::launched_before_window in it
-  // TRIGGER_AUTO (CUPMON_AUTO_WINDOW): the slow step that opened it, from the BEGIN marker.
-  uint64_t trigger_step = 0, trigger_step_ns = 0, trigger_median_ns = 0;
-  double trigger_factor = 0;
-};
-
-// Why an automatic window opened ("step 2000 took 3.0000ms, 3.00x the median 1.0000ms
-// (threshold 1.5x)"); empty for other windows.
-std::string AutoTriggerText(const WindowSpan& w);
 
 // Which rows reach the sink (all unset: every row).
 struct TraceFilter {
@@ -56,9 +36,11 @@ struct TraceFilter {
 
 // Parts of the builder, private to decoder/src.
 class CorrelationTable;
+class NameTable;
 class NvtxRanges;
 struct NvtxRange;
 class ReorderStage;
+class WindowIndex;
 
 // Consumes one recording (as a ChunkVisitor) and emits rows, in start-time order when `reorder`
 // asks for it, else in stream order. Joins are bounded: a row waits at most `horizon` later
@@ -93,10 +75,10 @@ class TraceBuilder : public ChunkVisitor {
   void Finish();
 
   const TraceCounts& counts() const { return counts_; }
-  const std::map<uint32_t, WindowSpan>& windows() const { return windows_; }
+  const std::map<uint32_t, WindowSpan>& windows() const;
   // Intervals in which another CUPTI client held CUPTI's callbacks (GAP_BEGIN/GAP_END markers),
   // by gap number; `note` is the begin note, then " / " and the end note.
-  const std::map<uint32_t, WindowSpan>& gaps() const { return gaps_; }
+  const std::map<uint32_t, WindowSpan>& gaps() const;
   const pb::RecordingHeader& header() const { return header_; }
   const ClockMap& clock() const { return clock_; }
   // Earliest start and latest end of valid GPU/API records (CUPTI ns; 0 when none).
@@ -120,18 +102,11 @@ class TraceBuilder : public ChunkVisitor {
   void PlaceInTime(Row& row, uint64_t start, uint64_t end) const;
   void Deliver(const Row& row);
   bool Passes(const Row& row) const;
-  WindowSpan* WindowAt(uint64_t cupti_ns);  // the window whose span holds the time, or null
-  uint32_t InternName(std::string name);
-  uint32_t KernelNameId(int64_t string_index, uint64_t pointer);
-  uint32_t ApiNameId(uint32_t kind, uint32_t cbid);
-  uint32_t MemcpyNameId(uint32_t copy_kind);
-  std::string_view Annotation(uint64_t external_id);
   void ReleaseHeldSync();
   // NVTX ranges (decoder/src/trace_builder.cc, "NVTX ranges").
   void AddMarker(const FieldReader& f, const uint8_t* rec);
   void EmitRange(const NvtxRange& r);
   void ReleaseHeldRanges();
-  uint32_t MarkerStringId(uint64_t pointer, bool domain);
   // Device memory (decoder/src/trace_builder.cc, "Device memory").
   void AddMemory(const RecordLayout& layout, const FieldReader& f, const uint8_t* rec);
   void EmitMemory(Row row);
@@ -139,8 +114,8 @@ class TraceBuilder : public ChunkVisitor {
 
  public:
   // The display name with id `id` (ids come from Row::name_id; valid for the builder's life).
-  std::string_view NameOf(uint32_t id) const { return name_views_[id]; }
-  size_t name_count() const { return name_views_.size(); }
+  std::string_view NameOf(uint32_t id) const;
+  size_t name_count() const;
 
  private:
   TraceFilter filter_;
@@ -157,31 +132,12 @@ class TraceBuilder : public ChunkVisitor {
   ClockMap clock_;
   TraceCounts counts_;
   std::array<uint64_t, RecordSizeTable::kMaxKind> by_kind_{};
-  std::map<uint32_t, WindowSpan> windows_;
-  // WindowAt's index: windows by begin (map nodes never move), rebuilt after a marker.
-  std::vector<WindowSpan*> windows_by_begin_;
-  bool windows_changed_ = false;
-  WindowSpan* last_window_ = nullptr;  // WindowAt's last answer
-  // WindowAt answers nullptr for [gap_lo_, gap_hi_] until windows_changed_ (empty: lo > hi).
-  uint64_t gap_lo_ = 1, gap_hi_ = 0;
-  std::map<uint32_t, WindowSpan> gaps_;
+  // Windows and gaps from the markers (decoder/src/window_index.h).
+  std::unique_ptr<WindowIndex> windows_;
   uint64_t first_ts_ = 0, last_ts_ = 0, origin_ts_ = 0;
 
-  // Strings: every entry kept (records name them by index); latest entry per pointer wins.
-  std::deque<std::string> strings_;
-  std::unordered_map<uint64_t, uint32_t> string_by_pointer_;
-  // Display names, interned once: rows carry an id and a view (deque: views stay valid).
-  std::deque<std::string> names_;
-  // Views of names_, by id: NameOf, several times a row, indexes a vector instead of a deque.
-  std::vector<std::string_view> name_views_;
-  std::unordered_map<std::string_view, uint32_t> name_ids_;
-  std::vector<int32_t> kernel_name_ids_;                  // string index -> name id (-1: not yet)
-  std::unordered_map<uint64_t, uint32_t> unresolved_ids_;  // pointer -> placeholder name id
-  std::vector<int32_t> api_name_ids_[2];                  // [driver][cbid] -> name id (-1: not yet)
-  std::unordered_map<uint32_t, uint32_t> api_name_ids_far_;  // cbids past kMaxDenseCbid
-  std::array<int32_t, 11> memcpy_name_ids_;
-  int32_t memset_name_id_ = -1;
-  std::unordered_map<uint64_t, std::string> annotations_;  // external id -> label
+  // String entries and display names (decoder/src/name_table.h).
+  std::unique_ptr<NameTable> names_;
 
   // Join stage: records in arrival order, and join state by correlation id (the ids of the last
   // 4 horizons of records; decoder/src/correlation_table.h).
@@ -191,7 +147,6 @@ class TraceBuilder : public ChunkVisitor {
   bool sync_rows_ = false;  // synchronization records become rows (the sink asks for them)
   bool reuse_row_ = false;  // Emit fills reused_row_ (RowSink::ReadsTotalsOnly, no filter)
   Row reused_row_;
-  int32_t sync_name_id_ = -1;
   std::vector<Pending> held_sync_;  // synchronization records before the origin is known
   // NVTX ranges: pairing and labels in ranges_ (decoder/src/nvtx_ranges.h).
   std::unique_ptr<NvtxRanges> ranges_;
@@ -200,22 +155,9 @@ class TraceBuilder : public ChunkVisitor {
   std::vector<NvtxRange> held_ranges_;  // ranges read before the origin is known
   bool memory_rows_ = false;            // memory records become rows (the sink asks for them)
   std::vector<Row> held_memory_;        // memory rows read before the origin is known
-  std::unordered_map<uint64_t, uint32_t> marker_string_ids_;  // pointer -> name id (names, domains)
-  // Kernel name pointer -> string index + 1 (0: empty slot), direct-mapped in front of
-  // string_by_pointer_; cleared whenever the string table changes.
-  struct NameCacheSlot {
-    uint64_t pointer = 0;
-    uint32_t index_plus_1 = 0;
-  };
-  std::array<NameCacheSlot, 256> name_cache_{};
 
   // Null without reordering (ReorderOptions::rows 0); decoder/src/reorder_stage.h.
   std::unique_ptr<ReorderStage> reorder_stage_;
 };
-
-// Display names for memcpy kinds as nvprof prints them ("[CUDA memcpy HtoD]").
-const char* MemcpyKindName(uint32_t copy_kind);
-// Demangles an Itanium C++ name; returns `name` unchanged when it is not a mangled name.
-std::string Demangle(const std::string& name);
 
 }  // namespace cupmon::decoder
