@@ -276,8 +276,8 @@ void GatherGroup(const uint8_t* cols, const uint32_t* recs, const Group& grp, bo
   const uint8_t* prev = nullptr;
   auto copy_column = [&](size_t b, size_t k0, size_t slice) {
     const uint8_t* col = cols + b * n + k0 * kTile;
-    uint8_t* dst = s + b * kTile;
-    for (size_t k = 0; k < slice; ++k) std::memcpy(dst + k * block, col + k * kTile, kTile);
+    uint8_t* to = s + b * kTile;
+    for (size_t k = 0; k < slice; ++k) std::memcpy(to + k * block, col + k * kTile, kTile);
   };
   for (size_t k0 = 0; k0 < tiles; k0 += kSliceTiles) {
     const size_t slice = std::min(kSliceTiles, tiles - k0);
