@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <mutex>
 
+
 namespace cupmon::decoder {
 namespace {
 
@@ -43,21 +44,12 @@ std::unique_ptr<CorrelationTable> CorrelationTable::Make(size_t max_live) {
   return std::make_unique<CorrelationTable>(max_live);
 }
 
-void CorrelationTable::Clear() {
-  if (++generation_ == uint64_t{1} << 32) {
-    // After 2^32 - 1 generations a key could come back: start again from a zeroed table (never
-    // reached in practice: one generation per builder).
-    for (size_t i = 0; i < ring_.size(); ++i) ring_[i].key = 0;
-    for (size_t i = 0; i < index_.size(); ++i) index_[i] = 0;
-    generation_ = 1;
-  }
-  oldest_ = next_ = live_ = 0;
-  overflow_.clear();
-}
-
 void CorrelationTable::Recycle(std::unique_ptr<CorrelationTable> table) {
   if (!table) return;
-  table->Clear();
+  // Forgetting every entry in creation order clears each index slot used: the index is all zero
+  // again and the table is as a new one, whatever its ring held.
+  table->Retire(0);
+  CUPMON_CHECK(table->overflow_.empty());
   SpareTable& spare = Spare();
   std::lock_guard<std::mutex> lock(spare.mutex);
   spare.table = std::move(table);

@@ -36,11 +36,6 @@ struct CorrelationEntry {
 // live id 45,000 ids a rank went to a hash map, which took a tenth of an export's time. An id
 // whose slot holds another live id still goes to that map (`overflow_`), so arbitrary ids stay
 // correct. Single-threaded: one builder's reading thread; Make and Recycle are thread-safe.
-//
-// Emptying the table for the next builder is O(1): each entry is stamped with the table's
-// generation, and a new generation makes every entry dead at once. An index slot then may still
-// point at a ring position from an earlier generation; it counts only while that position holds a
-// live entry whose id belongs to the slot, so a stale slot is a free one.
 class CorrelationTable {
  public:
   // The ring holds exactly max_live + 1 entries (Track holds one more for a moment; the default
@@ -55,14 +50,14 @@ class CorrelationTable {
   // written on a recording of 300,000 records) would otherwise be cleared again by the kernel,
   // page by page, for each rank of an export. Thread-safe (builders run on several threads).
   static std::unique_ptr<CorrelationTable> Make(size_t max_live);
-  // Empties the table (Clear) and keeps it for the next Make: at most one table is kept.
-  // Thread-safe.
+  // Forgets every entry, oldest first, and keeps the emptied table for the next Make: at most one
+  // table is kept. Thread-safe.
   static void Recycle(std::unique_ptr<CorrelationTable> table);
 
   // The entry for `id`, or null when it is not tracked.
   CorrelationEntry* Find(uint32_t id) {
     const uint32_t at = index_[id & index_mask_];
-    if (at && ring_[at - 1].key == Key(id)) return &ring_[at - 1].entry;
+    if (at && ring_[at - 1].id == id) return &ring_[at - 1].entry;
     if (overflow_.empty()) return nullptr;
     auto it = overflow_.find(id);
     return it == overflow_.end() ? nullptr : &ring_[it->second].entry;
@@ -83,21 +78,12 @@ class CorrelationTable {
 
  private:
   struct Stored {
-    // The generation in the high 32 bits (the entry is live when it is the table's; 0 never is),
-    // the correlation id in the low 32: a live entry for `id` has key Key(id).
-    uint64_t key;
+    uint32_t id;
+    bool live;
     CorrelationEntry entry;
-    uint32_t id() const { return static_cast<uint32_t>(key); }
   };
-  uint64_t Key(uint32_t id) const { return generation_ << 32 | id; }
-  bool Live(const Stored& s) const { return s.key >> 32 == generation_; }
-  // Whether index slot `slot`, holding ring position + 1 `at`, names a live entry: else it is free.
-  bool SlotTaken(uint32_t at, size_t slot) const {
-    return at && Live(ring_[at - 1]) && (ring_[at - 1].id() & index_mask_) == slot;
-  }
   std::pair<CorrelationEntry*, bool> Insert(uint32_t id);
   void ForgetOldest();
-  void Clear();  // forgets every entry at once: a new generation (Recycle)
   uint32_t Create(uint32_t id);
 
   size_t max_live_;
@@ -107,15 +93,13 @@ class CorrelationTable {
   // The live entries are the `live_` ring positions from oldest_ on, wrapping; next_ follows them.
   size_t oldest_ = 0, next_ = 0, live_ = 0;
   std::unordered_map<uint32_t, uint32_t> overflow_;  // id -> ring position
-  uint64_t generation_ = 1;  // below 2^32
 };
 
 // Inline: one call per record on the join's path.
 inline std::pair<CorrelationEntry*, bool> CorrelationTable::Insert(uint32_t id) {
-  const size_t slot = id & index_mask_;
-  uint32_t& at = index_[slot];
-  if (at && ring_[at - 1].key == Key(id)) return {&ring_[at - 1].entry, false};
-  if (SlotTaken(at, slot)) {
+  uint32_t& at = index_[id & index_mask_];
+  if (at) {
+    if (ring_[at - 1].id == id) return {&ring_[at - 1].entry, false};
     auto it = overflow_.find(id);
     if (it != overflow_.end()) return {&ring_[it->second].entry, false};
     const uint32_t pos = Create(id);
@@ -135,15 +119,14 @@ inline void CorrelationTable::ForgetOldest() {
   const size_t pos = oldest_;
   oldest_ = oldest_ + 1 == ring_.size() ? 0 : oldest_ + 1;
   Stored& s = ring_[pos];
-  const uint32_t id = s.id();
-  s.key = id;  // generation 0: dead
+  s.live = false;
   --live_;
-  uint32_t& at = index_[id & index_mask_];
+  uint32_t& at = index_[s.id & index_mask_];
   if (at == pos + 1) {
     at = 0;
     return;
   }
-  overflow_.erase(id);
+  overflow_.erase(s.id);
 }
 
 inline uint32_t CorrelationTable::Create(uint32_t id) {
@@ -151,8 +134,9 @@ inline uint32_t CorrelationTable::Create(uint32_t id) {
   next_ = next_ + 1 == ring_.size() ? 0 : next_ + 1;
   Stored& s = ring_[pos];
   // Holds while at most max_live_ + 1 entries are live (Track forgets the oldest beyond that).
-  CUPMON_CHECK(!Live(s));
-  s.key = Key(id);
+  CUPMON_CHECK(!s.live);
+  s.id = id;
+  s.live = true;
   s.entry = CorrelationEntry{};
   ++live_;
   return pos;
