@@ -5,44 +5,70 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace cupmon::decoder {
 namespace {
 
+// Tracks 1,000 ids `stride` apart from `first` in a table of kLive entries, and checks that it
+// remembers exactly the last kLive of them, with what was stored in each.
+constexpr size_t kLive = 100;
+void ExpectHoldsExactlyTheLastIdsTracked(CorrelationTable& table, uint32_t first, uint32_t stride) {
+  ASSERT_EQ(table.live(), 0u);
+  std::vector<uint32_t> ids;
+  for (uint32_t i = 0; i < 1000; ++i) {
+    const uint32_t id = first + i * stride;
+    ids.push_back(id);
+    CorrelationEntry* e = table.Track(id);
+    ASSERT_NE(e, nullptr);
+    EXPECT_EQ(e->gpu_count, 0u) << "a new entry starts empty";
+    e->gpu_count = i + 1;
+    EXPECT_EQ(table.Track(id), e) << "tracking a live id again finds its entry";
+    ASSERT_LE(table.live(), kLive);
+  }
+  EXPECT_EQ(table.live(), kLive);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const CorrelationEntry* e = table.Find(ids[i]);
+    if (i < ids.size() - kLive) {
+      EXPECT_EQ(e, nullptr) << "stride " << stride << ": id " << ids[i] << " was forgotten";
+    } else {
+      ASSERT_NE(e, nullptr) << "stride " << stride << ": id " << ids[i] << " is live";
+      EXPECT_EQ(e->gpu_count, i + 1);
+    }
+  }
+  table.Retire(10);
+  EXPECT_EQ(table.live(), 10u);
+  EXPECT_EQ(table.Find(ids[ids.size() - 11]), nullptr);
+  ASSERT_NE(table.Find(ids.back()), nullptr);
+  EXPECT_EQ(table.Find(ids.back())->gpu_count, ids.size());
+}
+
 // The table remembers exactly the last max_live ids tracked, whatever their spacing: ids one
 // index apart (the common case), ids that all share one index slot (the overflow map), and a mix.
 TEST(CorrelationTableTest, HoldsExactlyTheLastIdsTrackedAndForgetsTheOldest) {
-  constexpr size_t kLive = 100;
   // The index has 1,024 slots for 101 entries: ids 1,024 apart share a slot.
   for (uint32_t stride : {1u, 1024u, 1023u, 513u, 3u << 20}) {
     CorrelationTable table(kLive);
-    std::vector<uint32_t> ids;
-    for (uint32_t i = 0; i < 1000; ++i) {
-      const uint32_t id = 7 + i * stride;
-      ids.push_back(id);
-      CorrelationEntry* e = table.Track(id);
-      ASSERT_NE(e, nullptr);
-      EXPECT_EQ(e->gpu_count, 0u) << "a new entry starts empty";
-      e->gpu_count = i + 1;
-      EXPECT_EQ(table.Track(id), e) << "tracking a live id again finds its entry";
-      ASSERT_LE(table.live(), kLive);
-    }
-    EXPECT_EQ(table.live(), kLive);
-    for (size_t i = 0; i < ids.size(); ++i) {
-      const CorrelationEntry* e = table.Find(ids[i]);
-      if (i < ids.size() - kLive) {
-        EXPECT_EQ(e, nullptr) << "stride " << stride << ": id " << ids[i] << " was forgotten";
-      } else {
-        ASSERT_NE(e, nullptr) << "stride " << stride << ": id " << ids[i] << " is live";
-        EXPECT_EQ(e->gpu_count, i + 1);
-      }
-    }
-    table.Retire(10);
-    EXPECT_EQ(table.live(), 10u);
-    EXPECT_EQ(table.Find(ids[ids.size() - 11]), nullptr);
-    ASSERT_NE(table.Find(ids.back()), nullptr);
-    EXPECT_EQ(table.Find(ids.back())->gpu_count, ids.size());
+    ExpectHoldsExactlyTheLastIdsTracked(table, 7, stride);
+  }
+}
+
+// A recycled table, emptied entry by entry, holds exactly the same ids as a new one would through
+// several hand-overs: the next builder's ids are the same ids, ids sharing their index slots (some
+// through the overflow map), and ids at other positions of the ring.
+TEST(CorrelationTableTest, ARecycledTableHoldsExactlyWhatANewOneWould) {
+  auto table = CorrelationTable::Make(kLive);
+  CorrelationTable* first = table.get();
+  uint32_t start = 7;
+  for (uint32_t stride : {1u, 1u, 1024u, 3u, 1023u, 1u, 3u << 20, 513u, 1u}) {
+    SCOPED_TRACE("stride " + std::to_string(stride) + " from " + std::to_string(start));
+    ExpectHoldsExactlyTheLastIdsTracked(*table, start, stride);
+    CorrelationTable::Recycle(std::move(table));
+    table = CorrelationTable::Make(kLive);
+    ASSERT_EQ(table.get(), first);
+    EXPECT_EQ(table->live(), 0u);
+    start = start % 5 == 0 ? 7 : start + 1;  // the same ids again, or ids one slot along
   }
 }
 
