@@ -42,20 +42,20 @@ uint32_t NameTable::NewKernelNameId(int64_t index, uint64_t pointer) {
     unresolved_ids_.emplace(pointer, id);
     return id;
   }
+  // KernelNameId found no id for this entry: the first row naming it.
   const auto i = static_cast<size_t>(index);
   if (i >= kernel_name_ids_.size()) kernel_name_ids_.resize(strings_.size(), -1);
-  if (kernel_name_ids_[i] < 0) {
-    const std::string& raw = strings_[i];
-    kernel_name_ids_[i] = static_cast<int32_t>(Intern(mangled_ ? raw : Demangle(raw)));
-  }
-  return static_cast<uint32_t>(kernel_name_ids_[i]);
+  const std::string& raw = strings_[i];
+  const uint32_t id = Intern(mangled_ ? raw : Demangle(raw));
+  kernel_name_ids_[i] = static_cast<int32_t>(id);
+  return id;
 }
 
 uint32_t NameTable::NewApiNameId(bool driver, uint32_t cbid) {
-  if (cbid < kMaxDenseCbid) {
-    int32_t& id = api_name_ids_[driver][cbid];
-    if (id < 0) id = static_cast<int32_t>(Intern(ApiDisplayName(driver, cbid)));
-    return static_cast<uint32_t>(id);
+  if (cbid < kMaxDenseCbid) {  // ApiNameId found no id for it: the first row naming it
+    const uint32_t id = Intern(ApiDisplayName(driver, cbid));
+    api_name_ids_[driver][cbid] = static_cast<int32_t>(id);
+    return id;
   }
   auto [it, inserted] = api_name_ids_far_.try_emplace((driver ? 1u << 31 : 0u) | cbid, 0);
   if (inserted) it->second = Intern(ApiDisplayName(driver, cbid));

@@ -80,6 +80,7 @@ class NameTable {
   static constexpr uint32_t kMaxDenseCbid = 4096;  // API name ids for smaller cbids: a vector
 
   uint32_t Intern(std::string name);
+  // The miss paths of KernelNameId and ApiNameId: an id not looked up yet.
   uint32_t NewKernelNameId(int64_t index, uint64_t pointer);
   uint32_t NewApiNameId(bool driver, uint32_t cbid);
 
