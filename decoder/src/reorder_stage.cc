@@ -3,12 +3,32 @@
 
 #include <algorithm>
 #include <string>
+#include <type_traits>
+#include <utility>
 
 namespace cupmon::decoder {
 namespace {
 
 bool Later(uint64_t a_start, uint64_t a_seq, uint64_t b_start, uint64_t b_seq) {
   return a_start != b_start ? a_start > b_start : a_seq > b_seq;
+}
+
+// `row = Row{}` in 16-byte blocks copied from an empty row. g++ 12 compiles the assignment to
+// `rep stosq`, whose start-up cost made it 93% of the builder's Emit samples, 4.8% of a csv
+// export's (perf annotate, the EPYC guest); g++ folds these blocks into 25 stores. They are
+// written one statement each: a loop would be turned back into the same string instruction.
+using RowBlock = uint64_t __attribute__((vector_size(16), may_alias, aligned(alignof(Row))));
+static_assert(std::is_trivially_copyable_v<Row> && sizeof(Row) % sizeof(RowBlock) == 0);
+const Row kEmptyRow{};
+
+template <size_t... I>
+void CopyRowBlocks(RowBlock* to, const RowBlock* from, std::index_sequence<I...>) {
+  ((to[I] = from[I]), ...);
+}
+
+void ResetRow(Row& row) {
+  CopyRowBlocks(reinterpret_cast<RowBlock*>(&row), reinterpret_cast<const RowBlock*>(&kEmptyRow),
+                std::make_index_sequence<sizeof(Row) / sizeof(RowBlock)>());
 }
 
 }  // namespace
@@ -90,7 +110,11 @@ void ReorderStage::Add(const Row& row) {
   }
 }
 
-Row& ReorderStage::Claim() { return slots_[ReserveSlot()]; }
+Row& ReorderStage::Claim() {
+  Row& row = slots_[ReserveSlot()];
+  ResetRow(row);  // the slot holds a released (or unused) row
+  return row;
+}
 
 void ReorderStage::Grow() {
   UninitArray<Row> grown(std::max<size_t>(2 * slots_.size(), 1024));

@@ -26,10 +26,10 @@ class ReorderStage {
   ReorderStage(const ReorderStage&) = delete;
   ReorderStage& operator=(const ReorderStage&) = delete;
 
-  // Storage for the next row to Add, to be filled in place: the caller builds its row there, and
-  // Add then takes it without copying its 400 bytes (a copy in and out was a third of Add's
-  // time). Valid until the next call of Add, Flush or Claim; a claimed row that is never added
-  // (filtered out, or handed to the sink straight) costs nothing.
+  // An empty row (as Row{}) in the storage for the next row to Add, to be filled in place: the
+  // caller builds its row there, and Add then takes it without copying its 400 bytes (a copy in
+  // and out was a third of Add's time). Valid until the next call of Add, Flush or Claim; a
+  // claimed row that is never added (filtered out, or handed to the sink straight) costs nothing.
   Row& Claim();
   // Takes a row with a valid time (Row::valid_time), and hands the sink those now due. `row` may
   // be the one Claim returned.
@@ -52,9 +52,9 @@ class ReorderStage {
   };
   static constexpr size_t kRuns = 8;
 
-  // The slot the next row takes: the one freed last (still in the cache), else a new one.
-  // The slot the next row goes to, the slots grown first when all are in use. Claim and Add
-  // agree on it, so a claimed row is added where it was built.
+  // The slot the next row takes: the one freed last (still in the cache), else a new one, the
+  // slots grown first when all are in use. Claim and Add agree on it, so a claimed row is added
+  // where it was built.
   uint32_t ReserveSlot() {
     if (!free_slots_.empty()) return free_slots_.back();
     if (slots_used_ == slots_.size()) Grow();

@@ -4,8 +4,6 @@
 #include "cupmon/decoder/trace_builder.h"
 
 #include <algorithm>
-#include <type_traits>
-#include <utility>
 
 #include "correlation_table.h"
 #include "hex_text.h"
@@ -26,25 +24,6 @@ namespace {
 // reversed ones.
 constexpr uint64_t kTimeLimit = uint64_t{1} << 62;
 bool TimedSpan(uint64_t start, uint64_t end) { return ValidSpan(start, end) && end < kTimeLimit; }
-
-// `row = Row{}` in 16-byte blocks copied from an empty row. g++ 12 compiles the assignment to
-// `rep stosq`, whose start-up cost made it 93% of Emit's samples, 4.8% of a csv export's (perf
-// annotate, the EPYC guest). The blocks are written one statement each: a loop would be turned
-// back into the same string instruction.
-using RowBlock = uint64_t __attribute__((vector_size(16), may_alias, aligned(alignof(Row))));
-constexpr size_t kRowBlocks = sizeof(Row) / sizeof(RowBlock);
-static_assert(std::is_trivially_copyable_v<Row> && sizeof(Row) % sizeof(RowBlock) == 0);
-const Row kEmptyRow{};
-
-template <size_t... I>
-void CopyRowBlocks(RowBlock* to, const RowBlock* from, std::index_sequence<I...>) {
-  ((to[I] = from[I]), ...);
-}
-
-void ResetRow(Row& row) {
-  CopyRowBlocks(reinterpret_cast<RowBlock*>(&row), reinterpret_cast<const RowBlock*>(&kEmptyRow),
-                std::make_index_sequence<kRowBlocks>());
-}
 }  // namespace
 
 // One GPU or API record, decoded straight from the raw bytes with only the fields rows use
@@ -422,10 +401,8 @@ void TraceBuilder::Emit(const Pending& p) {
     return;
   }
   if (reorder_stage_) {
-    // Built where the reorder stage keeps it (ReorderStage::Claim).
-    Row& row = reorder_stage_->Claim();
-    ResetRow(row);
-    EmitInto(p, row);
+    // Built where the reorder stage keeps it (ReorderStage::Claim: an empty row).
+    EmitInto(p, reorder_stage_->Claim());
     return;
   }
   Row row;

@@ -37,6 +37,8 @@ TEST(ReorderStageTest, ClaimedRowsAreTakenInPlaceAndUnaddedClaimsCostNothing) {
   b = At(99);  // filtered out: never added
   Row& c = stage.Claim();
   EXPECT_EQ(&b, &c) << "the unused claim is the next slot again";
+  EXPECT_EQ(c.start, 0u) << "a claim is an empty row, whatever its slot held";
+  EXPECT_TRUE(c.range_ended);
   c = At(10);
   stage.Add(c);
   stage.Add(At(20));  // a copy
