@@ -634,9 +634,11 @@ class StepScanner : public ChunkVisitor {
   std::vector<int64_t> step_label_;  // per name id: -2 not parsed yet, -1 not a step label
   std::unordered_map<uint64_t, uint32_t> by_pointer_;
   std::array<CacheSlot, 256> cache_{};
-  // On the heap: 6 MiB as a member put FindSteps' scanner on the stack past a 4 MiB limit
-  // (`ulimit -s 4096`: a segmentation fault of `cupmon-decode steps`).
-  std::vector<ExtSlot> ext_ = std::vector<ExtSlot>(size_t{1} << 18);
+  // Off the stack: 4 MiB as a member put FindSteps' scanner on the stack past a 4 MiB limit
+  // (`ulimit -s 4096`: a segmentation fault of `cupmon-decode steps`). Zero-filled (an ExtSlot{})
+  // by a fresh huge mapping whose pages cost nothing until an external correlation is read; a
+  // std::vector cleared all 4 MiB itself after the kernel had, in 1,000 page faults per rank.
+  ZeroedArray<ExtSlot> ext_{size_t{1} << 18};
   bool have_step_labels_ = false;
   // NVTX step ranges by thread (pid << 32 | tid), open ones by marker id, and the labels they
   // give launch calls by correlation id (direct-mapped like ext_; allocated at the first one).
