@@ -26,7 +26,7 @@ void CopyRowBlocks(RowBlock* to, const RowBlock* from, std::index_sequence<I...>
   ((to[I] = from[I]), ...);
 }
 
-// A held row was stored up to ReorderOptions::rows rows ago (27 MiB of rows by default) and has
+// A held row was stored up to ReorderOptions::rows rows ago (25 MiB of rows by default) and has
 // left the cache by its release: its first read was a fifth of chrome-json's time in misses, and
 // with the next row alone fetched ahead, still a quarter of the csv writer's samples. Rows are
 // fetched a few releases ahead instead: 3 ahead took a csv export of 3M synthetic records from
