@@ -21,50 +21,51 @@ std::vector<std::string> FilesIn(const std::string& dir) {
   return out;
 }
 
-TEST(FuzzRegressionTest, SeedCorpusDecodes) {
-  const auto files = FilesIn(std::string(CUPMON_SOURCE_DIR) + "/tests/fuzz/corpus");
-  ASSERT_GE(files.size(), 3u);
-  uint64_t rows = 0;
+// The sum of what `entry` returns over the files of tests/fuzz/<corpus> (at least `at_least`).
+uint64_t SumOverCorpus(const std::string& corpus, size_t at_least,
+                       uint64_t (*entry)(const uint8_t*, size_t)) {
+  const auto files = FilesIn(std::string(CUPMON_SOURCE_DIR) + "/tests/fuzz/" + corpus);
+  EXPECT_GE(files.size(), at_least) << corpus;
+  uint64_t sum = 0;
   for (const auto& f : files) {
+    SCOPED_TRACE(f);
     const auto bytes = testing::ReadAll(f);
-    rows += fuzz::DecodeFuzzInput(bytes.data(), bytes.size());
+    sum += entry(bytes.data(), bytes.size());
   }
-  EXPECT_GT(rows, 0u);  // the real-format seeds decode to rows
+  return sum;
+}
+
+TEST(FuzzRegressionTest, SeedCorpusDecodes) {
+  // The real-format seeds decode to rows.
+  EXPECT_GT(SumOverCorpus("corpus", 3, fuzz::DecodeFuzzInput), 0u);
 }
 
 TEST(FuzzRegressionTest, RecordSeedCorpusDecodes) {
-  const auto files = FilesIn(std::string(CUPMON_SOURCE_DIR) + "/tests/fuzz/record_corpus");
-  ASSERT_GE(files.size(), 4u);
-  uint64_t rows = 0;
-  for (const auto& f : files) {
-    SCOPED_TRACE(f);
-    const auto bytes = testing::ReadAll(f);
-    rows += fuzz::DecodeRawBufferFuzzInput(bytes.data(), bytes.size());
-  }
-  EXPECT_GT(rows, 0u);
+  EXPECT_GT(SumOverCorpus("record_corpus", 4, fuzz::DecodeRawBufferFuzzInput), 0u);
+}
+
+// The step finder over the same seeds: the kernels, memcpys and memsets in them are read.
+TEST(FuzzRegressionTest, StepsOverRecordSeedCorpus) {
+  EXPECT_GT(SumOverCorpus("record_corpus", 4, fuzz::DecodeStepsFuzzInput), 0u);
 }
 
 TEST(FuzzRegressionTest, TorchDumpSeedCorpusDecodes) {
-  const auto files = FilesIn(std::string(CUPMON_SOURCE_DIR) + "/tests/fuzz/torch_dump_corpus");
-  ASSERT_GE(files.size(), 5u);
-  uint64_t rows = 0;
-  for (const auto& f : files) {
-    SCOPED_TRACE(f);
-    const auto bytes = testing::ReadAll(f);
-    rows += fuzz::DecodeTorchDumpFuzzInput(bytes.data(), bytes.size());
-  }
-  EXPECT_GT(rows, 0u);
+  EXPECT_GT(SumOverCorpus("torch_dump_corpus", 5, fuzz::DecodeTorchDumpFuzzInput), 0u);
 }
 
 // Inputs the fuzzers stopped on, replayed through the entry that found them: files named
-// "record-*" are cupmon_record_fuzz inputs, the others cupmon_decoder_fuzz inputs. Undefined
-// behaviour (e.g. a signed overflow) only shows in the sanitizer build (CUPMON_SANITIZE).
+// "record-*" are cupmon_record_fuzz inputs, "steps-*" cupmon_steps_fuzz inputs, the others
+// cupmon_decoder_fuzz inputs. Undefined behaviour (e.g. a signed overflow) only shows in the
+// sanitizer build (CUPMON_SANITIZE).
 TEST(FuzzRegressionTest, CrashInputsNoLongerCrash) {
   for (const auto& f : FilesIn(std::string(CUPMON_SOURCE_DIR) + "/tests/decoder/fuzz_crashes")) {
     SCOPED_TRACE(f);
     const auto bytes = testing::ReadAll(f);
-    if (std::filesystem::path(f).filename().string().starts_with("record-"))
+    const std::string name = std::filesystem::path(f).filename().string();
+    if (name.starts_with("record-"))
       fuzz::DecodeRawBufferFuzzInput(bytes.data(), bytes.size());
+    else if (name.starts_with("steps-"))
+      fuzz::DecodeStepsFuzzInput(bytes.data(), bytes.size());
     else
       fuzz::DecodeFuzzInput(bytes.data(), bytes.size());
   }
