@@ -1,8 +1,8 @@
 // The entries the decoder fuzzers drive: DecodeFuzzInput reads every byte string as a cupmon file
 // (chunk scan, decompression, parsing) and decodes it with joins and reordering;
 // DecodeRawBufferFuzzInput decodes it as one raw CUPTI buffer, DecodeStepsFuzzInput finds steps
-// in it. The libFuzzer targets and the
-// gcc-built regression test (tests/decoder/fuzz_regression_test.cc) call them.
+// in it. The libFuzzer targets and the gcc-built regression test
+// (tests/decoder/fuzz_regression_test.cc) call them.
 #pragma once
 
 #include <cstddef>
