@@ -86,7 +86,7 @@ void ReorderStage::Add(const Row& row) {
   size_t fit = kRuns, empty = kRuns;
   uint64_t fit_start = 0;
   for (size_t r = 0; r < kRuns; ++r) {
-    if (!runs_[r].size) {
+    if (runs_[r].empty()) {
       if (empty == kRuns) empty = r;
       continue;
     }
@@ -100,13 +100,7 @@ void ReorderStage::Add(const Row& row) {
   if (fit < kRuns) {
     KeyRun& q = runs_[fit];
     tails_[fit] = key.start;
-    if (q.size == q.keys.size()) {
-      UninitArray<Key> grown(q.keys.size() ? 2 * q.keys.size() : 1024);
-      for (size_t i = 0; i < q.size; ++i) grown[i] = q.keys[(q.head + i) & (q.keys.size() - 1)];
-      q.keys = std::move(grown);
-      q.head = 0;
-    }
-    q.keys[(q.head + q.size++) & (q.keys.size() - 1)] = key;
+    q.push_back(key);
   } else {
     heap_.push_back(key);
     std::push_heap(heap_.begin(), heap_.end(), [](const Key& a, const Key& b) {
@@ -141,14 +135,14 @@ void ReorderStage::Flush() {
 const ReorderStage::Key& ReorderStage::Front(size_t* run) const {
   if (front_valid_) {
     *run = front_run_;
-    return front_run_ < kRuns ? runs_[front_run_].keys[runs_[front_run_].head] : heap_.front();
+    return front_run_ < kRuns ? runs_[front_run_].front() : heap_.front();
   }
   const Key* best = heap_.empty() ? nullptr : &heap_.front();
   *run = kRuns;
   for (size_t r = 0; r < kRuns; ++r) {
     const KeyRun& q = runs_[r];
-    if (!q.size) continue;
-    const Key& k = q.keys[q.head];
+    if (q.empty()) continue;
+    const Key& k = q.front();
     if (!best || Later(best->start, best->seq, k.start, k.seq)) {
       best = &k;
       *run = r;
@@ -164,12 +158,10 @@ void ReorderStage::ReleaseOne() {
   const Key k = Front(&run);
   if (run < kRuns) {
     KeyRun& q = runs_[run];
-    q.head = (q.head + 1) & (q.keys.size() - 1);
-    --q.size;
+    q.pop_front();
     // The run's rows come out in its order whenever it holds the front: the one kPrefetchAhead
     // keys on is fetched now, so that it is in the cache by the time it is released.
-    if (q.size > kPrefetchAhead)
-      PrefetchRow(slots_[q.keys[(q.head + kPrefetchAhead) & (q.keys.size() - 1)].slot]);
+    if (q.size() > kPrefetchAhead) PrefetchRow(slots_[q[kPrefetchAhead].slot]);
   } else {
     std::pop_heap(heap_.begin(), heap_.end(), [](const Key& a, const Key& b) {
       return Later(a.start, a.seq, b.start, b.seq);

@@ -9,6 +9,7 @@
 
 #include "cupmon/decoder/row.h"
 #include "cupmon/decoder/trace_counts.h"
+#include "growing_ring.h"
 #include "mapped_array.h"
 
 namespace cupmon::decoder {
@@ -43,13 +44,8 @@ class ReorderStage {
     uint64_t seq;
     uint32_t slot;
   };
-  // A run of held keys in (start, arrival) order: a FIFO ring with a power-of-two capacity. Its
-  // storage is an UninitArray: growing it copies the held keys into new pages without clearing
-  // them first (a vector's growth zero-filled every new capacity, 18% of an export's page faults).
-  struct KeyRun {
-    UninitArray<Key> keys;
-    size_t head = 0, size = 0;
-  };
+  // A run of held keys in (start, arrival) order.
+  using KeyRun = GrowingRing<Key>;
   static constexpr size_t kRuns = 8;
 
   // The slot the next row takes: the one freed last (still in the cache), else a new one, the

@@ -12,6 +12,7 @@
 #include "cupmon/decoder/clock_map.h"
 #include "cupmon/decoder/record_layout.h"
 #include "cupmon/decoder/trace_builder.h"
+#include "growing_ring.h"
 #include "mapped_array.h"
 
 namespace cupmon::decoder {
@@ -35,41 +36,6 @@ struct Activity {
   uint32_t label;  // step label id (kNoLabel), set on the annotation path
   ActivityType type;
   bool comm;
-};
-
-// A FIFO in one growing power-of-two ring (std::deque allocates per few dozen entries). Its
-// storage is an UninitArray: nothing is zeroed, and from 64 KiB on it lives in the kept huge
-// mappings, so the next rank's scanner (and the trace builder's arrays) reuse what this one grew
-// through; in std::vectors the pattern accumulator's ring took 71% of a kineto export's page
-// faults on tests/data/ddp-2rank. The cost: the smaller mappings a ring grew through stay
-// resident in that cache, about as much again as the ring (`steps`: +20 MB peak RSS).
-template <typename T>
-class Ring {
- public:
-  bool empty() const { return size_ == 0; }
-  size_t size() const { return size_; }
-  const T& front() const { return items_[head_]; }
-  const T& operator[](size_t i) const { return items_[(head_ + i) & (items_.size() - 1)]; }
-  void push_back(const T& v) {
-    if (size_ == items_.size()) Grow();
-    items_[(head_ + size_++) & (items_.size() - 1)] = v;
-  }
-  void pop_front() {
-    head_ = (head_ + 1) & (items_.size() - 1);
-    --size_;
-  }
-  void clear() { head_ = size_ = 0; }
-
- private:
-  void Grow() {
-    UninitArray<T> grown(items_.size() ? 2 * items_.size() : 1024);
-    for (size_t i = 0; i < size_; ++i) grown[i] = (*this)[i];
-    items_ = std::move(grown);
-    head_ = 0;
-  }
-
-  UninitArray<T> items_;
-  size_t head_ = 0, size_ = 0;
 };
 
 // Places activities in steps whose boundaries arrive separately. An activity waits until every
@@ -198,7 +164,7 @@ class StepAccumulator {
 
   std::vector<Step> steps_;
   std::vector<uint32_t> label_of_;
-  Ring<Activity> pending_;
+  GrowingRing<Activity> pending_;
   std::vector<Merge> merges_;
   uint64_t before_ = 0, end_before_ = 0;
   size_t cursor_ = 0;
@@ -652,7 +618,7 @@ class StepScanner : public ChunkVisitor {
   int64_t current_number_ = -1;
   uint64_t nested_start_ = 0;
   uint64_t latest_kernel_ = 0, latest_annotated_ = 0;
-  Ring<Activity> delayed_;
+  GrowingRing<Activity> delayed_;
   std::vector<Activity> by_start_;
   uint64_t activities_ = 0, unresolved_ = 0;
   uint64_t first_start_ = UINT64_MAX, last_end_ = 0;  // CUPTI ns of the activities placed

@@ -6,8 +6,8 @@
 #include <algorithm>
 
 #include "correlation_table.h"
+#include "growing_ring.h"
 #include "hex_text.h"
-#include "mapped_array.h"
 #include "name_table.h"
 #include "nvtx_ranges.h"
 #include "reorder_stage.h"
@@ -47,32 +47,8 @@ struct TraceBuilder::Pending {
 };
 
 // The join stage: records in arrival order, each waiting `horizon_` later records for its
-// partners. A ring with a power-of-two capacity, doubled when one buffer brings more.
-struct TraceBuilder::JoinRing {
-  UninitArray<Pending> slots;
-  size_t head = 0, size = 0;
-  Pending& Front() { return slots[head]; }
-  void PopFront() {
-    head = (head + 1) & (slots.size() - 1);
-    --size;
-  }
-  // A new slot at the back, its fields as a previous record left them. The ring holds `horizon`
-  // records and the buffer being read.
-  Pending& Push(size_t horizon) {
-    if (size == slots.size()) Grow(horizon);
-    return slots[(head + size++) & (slots.size() - 1)];
-  }
-  // Starts at twice the horizon (untouched pages cost nothing) and doubles when a buffer brings
-  // more.
-  [[gnu::noinline]] void Grow(size_t horizon) {
-    size_t capacity = 1024;
-    while (capacity < std::max(2 * slots.size(), 2 * horizon)) capacity *= 2;
-    UninitArray<Pending> grown(capacity);
-    for (size_t i = 0; i < size; ++i) grown[i] = slots[(head + i) & (slots.size() - 1)];
-    slots = std::move(grown);
-    head = 0;
-  }
-};
+// partners.
+struct TraceBuilder::JoinRing : GrowingRing<Pending> {};
 
 TraceBuilder::TraceBuilder(TraceFilter filter, RowSink* sink, size_t horizon,
                            ReorderOptions reorder)
@@ -226,7 +202,7 @@ void TraceBuilder::WalkBuffer(const RecordDecoder& decoder, const RawBufferPrefi
     }
   }
   JoinRing& ring = *pending_;
-  for (; ring.size > horizon_; ring.PopFront()) Emit(ring.Front());
+  for (; ring.size() > horizon_; ring.pop_front()) Emit(ring.front());
   corr_->Retire(4 * horizon_);
 }
 
@@ -282,7 +258,10 @@ void TraceBuilder::AddRecord(const RecordLayout& layout, const FieldReader& f, c
       cls != RecordClass::kApi)
     return;  // synchronization (unless the sink wants it), CUDA events, names: counted only
 
-  Pending& p = pending_->Push(horizon_);
+  // Its fields as a previous record left them. The ring holds `horizon_` records and the buffer
+  // being read: it starts at twice the horizon (untouched pages cost nothing), and doubles when
+  // a buffer brings more.
+  Pending& p = pending_->PushSlot(2 * horizon_);
   // Every field Emit reads for this record class is set below, so the slot is not cleared first
   // (clearing ~130 bytes per record was a tenth of the summary's decoder time). Fields of other
   // classes keep a previous record's values and are never read.
@@ -582,7 +561,7 @@ void TraceBuilder::Finish() {
     counts_.notes.push_back(std::to_string(unended.size()) +
                             " NVTX range(s) started but never ended by the recording's end; "
                             "shown as unended");
-  for (JoinRing& ring = *pending_; ring.size; ring.PopFront()) Emit(ring.Front());
+  for (JoinRing& ring = *pending_; !ring.empty(); ring.pop_front()) Emit(ring.front());
   if (reorder_stage_) reorder_stage_->Flush();
 }
 
