@@ -12,6 +12,7 @@ Modes:
 """
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
@@ -41,6 +42,9 @@ def main():
                     help="after warm-up, open a 10-minute cupmon trace window through the C API of this "
                          "(already injected) libcupmon.so, for the whole timed loop")
     ap.add_argument("--ready-file", default="", help="created once warm-up is done and the timed steps start")
+    ap.add_argument("--stop-file", default="",
+                    help="end the timed steps once this file exists (checked after each step; "
+                         "--steps stays the upper bound): a job that lasts as long as a script needs")
     args = ap.parse_args()
 
     dev = torch.device("cuda")
@@ -54,7 +58,6 @@ def main():
     if args.cupmon_lib:
         # The C API through ctypes (python/cupmon), started after warm-up so that its records cover
         # exactly the timed steps, like torch.profiler's in --kernel-counts mode.
-        import os
         sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "python"))
         os.environ["CUPMON_LIB"] = args.cupmon_lib
         import cupmon as cupmon_module
@@ -96,6 +99,8 @@ def main():
         step()
         torch.cuda.synchronize()
         times.append((time.perf_counter() - t0) * 1e3)
+        if args.stop_file and os.path.exists(args.stop_file):
+            break
     if prof:
         prof.__exit__(None, None, None)
 
@@ -105,7 +110,7 @@ def main():
             if e.device_type == torch.autograd.DeviceType.CUDA:
                 counts[e.name] = counts.get(e.name, 0) + 1
         with open(args.kernel_counts, "w") as f:
-            json.dump({"steps": args.steps, "counts": counts}, f, indent=1, sort_keys=True)
+            json.dump({"steps": len(times), "counts": counts}, f, indent=1, sort_keys=True)
 
     if cupmon is not None:
         torch.cuda.synchronize()
@@ -114,7 +119,7 @@ def main():
     q = statistics.quantiles(times, n=4)
     print(json.dumps({"batch": args.batch, "profiler": args.profiler, "cupmon_api": cupmon is not None,
                       "median_ms": statistics.median(times), "q1_ms": q[0], "q3_ms": q[2],
-                      "steps": args.steps}))
+                      "steps": len(times)}))
 
 
 if __name__ == "__main__":
