@@ -43,6 +43,8 @@ struct Activity {
 // stream the steps are cut on.
 class StepAccumulator {
  public:
+  // times_only: each step's end alone (StepOptions::times_only).
+  explicit StepAccumulator(bool times_only = false) : times_only_(times_only) {}
   void AddBoundary(uint64_t start, uint64_t record = UINT64_MAX) {
     if (!steps_.empty() && start <= steps_.back().start) return;  // never out of order
     Step s;
@@ -106,8 +108,12 @@ class StepAccumulator {
       }
     }
     cursor_ = i;
-    if (label_of_.size() < steps_.size()) label_of_.resize(steps_.size(), kNoLabel);
     Step& s = steps_[i];
+    if (times_only_) {
+      if (a.end > s.end) s.end = a.end;
+      return;
+    }
+    if (label_of_.size() < steps_.size()) label_of_.resize(steps_.size(), kNoLabel);
     if (a.type == ActivityType::kKernel) {
       ++s.kernels;
       if (a.comm) s.comm_ns += a.end - a.start;
@@ -162,6 +168,7 @@ class StepAccumulator {
     return d;
   }
 
+  bool times_only_;
   std::vector<Step> steps_;
   std::vector<uint32_t> label_of_;
   GrowingRing<Activity> pending_;
@@ -180,7 +187,8 @@ std::optional<uint64_t> StepNumberOf(const std::string& label) {
 
 class StepScanner : public ChunkVisitor {
  public:
-  explicit StepScanner(const StepOptions& options) : options_(options), detector_(options.detector) {}
+  explicit StepScanner(const StepOptions& options)
+      : options_(options), detector_(options.detector), pattern_(options.times_only) {}
 
   void OnHeader(const pb::RecordingHeader& header, const ChunkOrigin&) override {
     if (decoder_) return;
@@ -250,8 +258,8 @@ class StepScanner : public ChunkVisitor {
     std::vector<Step> by_label = annotated_ ? annotated_->Finish(names_) : std::vector<Step>{};
     out.pattern_steps = by_pattern.size();
     out.annotated_steps = by_label.size();
-    bool use_labels = options_.source == StepSource::kAnnotation;
-    if (options_.source == StepSource::kAuto)
+    bool use_labels = options_.source == StepSource::kAnnotation && !options_.times_only;
+    if (options_.source == StepSource::kAuto && !options_.times_only)
       use_labels = !by_label.empty() && (by_pattern.empty() || 2 * by_label.size() >= by_pattern.size());
     out.source = use_labels ? StepSource::kAnnotation : StepSource::kPattern;
     if (!use_labels) LabelFrom(by_label, &by_pattern);
@@ -466,7 +474,8 @@ class StepScanner : public ChunkVisitor {
       FieldBit(Field::kTimestamp);
   void Add(const RecordLayout& layout, const FieldReader& f, const uint8_t* rec) {
     const RecordClass cls = layout.record_class;
-    if (cls == RecordClass::kExternalCorrelation) {
+    // Labels (external correlations, NVTX markers) only serve annotated steps and step labels.
+    if (cls == RecordClass::kExternalCorrelation && !options_.times_only) {
       const uint32_t corr = f.Get32(rec, Field::kCorrelationId);
       ExtSlot& e = ext_[corr & (ext_.size() - 1)];
       if (!(e.used && e.corr == corr)) e = ExtSlot{corr, true, f.Get(rec, Field::kExternalId)};
@@ -478,7 +487,7 @@ class StepScanner : public ChunkVisitor {
       return;
     }
     if (cls == RecordClass::kMarker) {
-      AddMarker(f, rec);
+      if (!options_.times_only) AddMarker(f, rec);
       return;
     }
     if (cls == RecordClass::kApi) {
@@ -513,6 +522,7 @@ class StepScanner : public ChunkVisitor {
       if (cls == RecordClass::kMemcpy) a.bytes = f.Get(rec, Field::kBytes);
     }
     pattern_.Add(a);
+    if (options_.times_only) return;
     if (!have_step_labels_) {
       // No annotation yet: a plain delay, in case this activity's label is still to come.
       delayed_.push_back(a);

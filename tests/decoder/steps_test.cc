@@ -489,5 +489,52 @@ TEST(RealStepsTest, StepFinderBesideABuilderFindsWhatFindStepsFinds) {
   EXPECT_LT(span.first, span.last);  // the builder read the recording too
 }
 
+// StepOptions::times_only (the kineto export's steps): the same steps in time as the full scan,
+// on every bundled recording whose kernels repeat, annotated or not; nothing else filled in.
+TEST(RealStepsTest, TimesOnlyPlacesTheSameStepsAsTheFullScan) {
+  size_t recordings = 0;
+  for (const char* name :
+       {"sample", "ddp-2rank", "h200-nvtx", "h200-torch-nvtx", "synthetic-sample"}) {
+    const std::string dir = std::string(CUPMON_SOURCE_DIR) + "/tests/data/" + name;
+    auto listing = ListRecordings(dir);
+    ASSERT_TRUE(listing.has_value()) << name;
+    size_t steps = 0;
+    for (const Recording& r : listing->recordings) {
+      SCOPED_TRACE(std::string(name) + " pid " + std::to_string(r.header.pid()));
+      ++recordings;
+      StepOptions full;
+      full.source = StepSource::kPattern;
+      StepOptions lean = full;
+      lean.times_only = true;
+      const StepList a = FindSteps(r, full);
+      const StepList b = FindSteps(r, lean);
+      ASSERT_EQ(b.steps.size(), a.steps.size());
+      steps += a.steps.size();
+      EXPECT_EQ(b.activities, a.activities);
+      EXPECT_EQ(b.kernels_before, a.kernels_before);
+      EXPECT_EQ(b.annotated_steps, 0u);
+      for (size_t i = 0; i < a.steps.size(); ++i) {
+        SCOPED_TRACE(i);
+        const Step& x = a.steps[i];
+        const Step& y = b.steps[i];
+        EXPECT_EQ(y.number, x.number);
+        EXPECT_EQ(y.start, x.start);
+        EXPECT_EQ(y.end, x.end);
+        EXPECT_EQ(y.since, x.since);
+        EXPECT_EQ(y.wall_start, x.wall_start);
+        EXPECT_EQ(y.wall_end, x.wall_end);
+        EXPECT_EQ(y.drill_from, x.drill_from);
+        EXPECT_EQ(y.drill_to, x.drill_to);
+        EXPECT_EQ(y.first_record, x.first_record);
+        EXPECT_EQ(y.kernels, 0u);
+        EXPECT_TRUE(y.devices.empty());
+        EXPECT_TRUE(y.label.empty());
+      }
+    }
+    if (std::string(name) != "synthetic-sample") EXPECT_GT(steps, 0u) << name;
+  }
+  EXPECT_GE(recordings, 6u);
+}
+
 }  // namespace
 }  // namespace cupmon::decoder

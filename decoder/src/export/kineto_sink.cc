@@ -61,6 +61,7 @@ StepOptions DetectedKinetoSteps::Options() const {
   StepOptions options;
   options.source = StepSource::kPattern;
   options.detector = detector_;
+  options.times_only = true;  // Steps() reads number and drill range alone
   return options;
 }
 

@@ -27,6 +27,11 @@ struct StepOptions {
   double slow_factor = 1.5;
   uint32_t rolling = 50;
   StepDetectorOptions detector;
+  // Only where the pattern's steps lie in time, for a caller that needs no more (the kineto
+  // export's detected steps): each Step's number, start, end, since, wall times, drill range and
+  // first_record, as without it. Its counts, device times and label stay empty, annotations are
+  // not read (`source` counts as kPattern, annotated_steps is 0), and the scan costs less.
+  bool times_only = false;
 };
 
 // One device's share of a step.
