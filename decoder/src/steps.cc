@@ -188,7 +188,7 @@ std::optional<uint64_t> StepNumberOf(const std::string& label) {
 class StepScanner : public ChunkVisitor {
  public:
   explicit StepScanner(const StepOptions& options)
-      : options_(options), detector_(options.detector), pattern_(options.times_only) {}
+      : options_(options), detector_(InHugeMappings(options.detector)), pattern_(options.times_only) {}
 
   void OnHeader(const pb::RecordingHeader& header, const ChunkOrigin&) override {
     if (decoder_) return;
@@ -587,6 +587,12 @@ class StepScanner : public ChunkVisitor {
     if (detector_.has_boundaries())
       for (const StepBoundary& b : detector_.TakeBoundaries()) pattern_.AddBoundary(b.start, b.tag);
     pattern_.Release(detector_.settled_until());
+  }
+
+  // The decoder's detector keeps its buffers where the decoder keeps its other large ones.
+  static StepDetectorOptions InHugeMappings(StepDetectorOptions o) {
+    o.huge_mappings = true;
+    return o;
   }
 
   const StepOptions& options_;

@@ -96,7 +96,10 @@ std::optional<Cycle> FindCycle(const std::vector<uint32_t>& seq, uint32_t min_cy
 }  // namespace
 
 StepDetector::StepDetector(StepDetectorOptions options)
-    : options_(options), next_attempt_(std::max<size_t>(options.first_attempt, 16)) {
+    : options_(options),
+      heap_(Allocator<Buffered>(options.huge_mappings)),
+      buffer_(Allocator<Buffered>(options.huge_mappings)),
+      next_attempt_(std::max<size_t>(options.first_attempt, 16)) {
   options_.max_learn_kernels = std::max(options_.max_learn_kernels, next_attempt_);
 }
 
@@ -116,7 +119,8 @@ void StepDetector::OnKernel(uint64_t stream_key, uint32_t name, uint64_t start, 
       fit = &r;
     }
   }
-  if (!fit && runs_.size() < kMaxRuns) fit = &runs_.emplace_back();
+  if (!fit && runs_.size() < kMaxRuns)
+    fit = &runs_.emplace_back(Run{Kernels(Allocator<Buffered>(options_.huge_mappings)), 0});
   if (fit) {
     if (fit->empty()) fit->items.clear(), fit->head = 0;
     fit->items.push_back(b);

@@ -9,7 +9,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <type_traits>
 #include <vector>
+
+#include "cupmon/format/raw_codec.h"
 
 namespace cupmon {
 
@@ -27,6 +30,11 @@ struct StepDetectorOptions {
   // order is not the start order (the bundled H200 sample needs 16,847 held to restore it). This
   // many kernels are held to put them back in start order (0: the input is in order already).
   size_t reorder_kernels = size_t{1} << 17;
+  // Buffers of kHugeMappingMin bytes and more in the decoder's huge mappings (MapHugeBytes, kept
+  // from one recording to the next) instead of the heap: the reorder runs of a recording's
+  // 2^17 held kernels, grown 4 KiB page by page, were 81% of the kineto export's page faults on
+  // tests/data/ddp-2rank. Off in the monitor: kept mappings would stay in the host's memory.
+  bool huge_mappings = false;
 };
 
 // The first kernel of a step (on the pattern's stream).
@@ -82,6 +90,33 @@ class StepDetector {
     uint64_t tag;
     uint32_t name;
   };
+  // The heap, or with `huge` MapHugeBytes for kHugeMappingMin bytes and more (huge_mappings).
+  // One detector's containers all carry the same flag, and it moves with their memory.
+  template <class T>
+  struct Allocator {
+    using value_type = T;
+    using propagate_on_container_copy_assignment = std::true_type;
+    using propagate_on_container_move_assignment = std::true_type;
+    using propagate_on_container_swap = std::true_type;
+    bool huge = false;
+    Allocator() = default;
+    explicit Allocator(bool h) : huge(h) {}
+    template <class U>
+    Allocator(const Allocator<U>& other) noexcept : huge(other.huge) {}
+    T* allocate(size_t n) {
+      if (Mapped(n)) return static_cast<T*>(MapHugeBytes(n * sizeof(T)));
+      return std::allocator<T>{}.allocate(n);
+    }
+    void deallocate(T* p, size_t n) noexcept {
+      if (Mapped(n)) return UnmapHugeBytes(p, n * sizeof(T));
+      std::allocator<T>{}.deallocate(p, n);
+    }
+    bool Mapped(size_t n) const {
+      return huge && n <= SIZE_MAX / sizeof(T) && n * sizeof(T) >= kHugeMappingMin;
+    }
+    friend bool operator==(const Allocator& a, const Allocator& b) { return a.huge == b.huge; }
+  };
+  using Kernels = std::vector<Buffered, Allocator<Buffered>>;
   void Process(const Buffered& b);
   void ReleaseOne();
   bool TryLearn(bool final);
@@ -92,15 +127,15 @@ class StepDetector {
   // Reorder stage: a kernel joins the sorted run (FIFO) whose tail it extends, so buffers filled
   // side by side cost one run each; a kernel that extends none waits in a min-heap.
   struct Run {
-    std::vector<Buffered> items;
+    Kernels items;
     size_t head = 0;
     bool empty() const { return head == items.size(); }
   };
   static constexpr size_t kMaxRuns = 8;
   std::vector<Run> runs_;
-  std::vector<Buffered> heap_;
+  Kernels heap_;
   size_t held_ = 0;
-  std::vector<Buffered> buffer_;
+  Kernels buffer_;
   size_t next_attempt_;
   // Past the bound, attempts wait for this many new kernels, doubling after each failure (a
   // stream that never repeats costs O(n log n) a few times, not per buffer).
