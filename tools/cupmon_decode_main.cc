@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstdint>
-#include <fstream>
 #include <iostream>
+#include <memory>
 #include <regex>
 #include <string_view>
 #include <tuple>
@@ -14,6 +14,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cupmon/decoder/output_file.h"
 #include "cupmon/decoder/recording_reader.h"
 #include "cupmon/decoder/reports.h"
 
@@ -449,7 +450,7 @@ int main(int argc, char** argv) {
       return cupmon::decoder::kExitUnusable;
     }
   }
-  std::ofstream file;
+  std::unique_ptr<cupmon::decoder::OutputFile> file;
   // --format kineto: -o names a directory, which the export creates and fills itself.
   if (kind == ReportKind::kExport && opt.format == ExportFormat::kKineto) {
     if (args.output.empty()) {
@@ -461,13 +462,28 @@ int main(int argc, char** argv) {
   } else if (!args.output.empty() && !sqlite && !html) {
     // (The SQLite export and the HTML report open their file themselves: a temporary beside it,
     // renamed onto it at the end.)
-    file.open(args.output, std::ios::out | std::ios::trunc | std::ios::binary);
-    if (!file) {
-      std::cerr << "cupmon-decode: cannot write " << args.output << "\n";
+    // Written beside FILE and renamed onto it at the end: a full disk or a size limit leaves no
+    // truncated FILE behind.
+    auto opened = cupmon::decoder::OutputFile::Open(args.output);
+    if (!opened) {
+      std::cerr << "cupmon-decode: " << opened.error().message << "\n";
       return cupmon::decoder::kExitUnusable;
     }
+    file = std::move(*opened);
   }
-  std::ostream& out = args.output.empty() || sqlite || html ? std::cout : file;
+  std::ostream& out = file ? file->stream() : std::cout;
   std::ios::sync_with_stdio(false);
-  return cupmon::decoder::RunReport(kind, args.dirs, opt, out, std::cerr);
+  int rc = cupmon::decoder::RunReport(kind, args.dirs, opt, out, std::cerr);
+  // Exit 2 means the output is not usable (the message says why): FILE is left as it was.
+  if (file && rc != cupmon::decoder::kExitUnusable) {
+    if (auto committed = file->Commit(); !committed) {
+      std::cerr << "cupmon-decode: " << committed.error().message << "\n";
+      rc = cupmon::decoder::kExitUnusable;
+    }
+  } else if (!file && !std::cout.flush()) {
+    std::cerr << "cupmon-decode: writing standard output failed (a full disk, or the reader of the "
+                 "pipe went away): the output is incomplete\n";
+    rc = cupmon::decoder::kExitUnusable;
+  }
+  return rc;
 }

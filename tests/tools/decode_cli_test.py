@@ -76,6 +76,72 @@ class DecodeCliTest(unittest.TestCase):
             self.assertIn(r.returncode, (0, 1), r.stderr)
             self.assertEqual(os.listdir(d), ["-"])
 
+    def test_a_write_that_fails_is_an_error_and_leaves_the_old_file(self):
+        # A file size limit makes write() fail part way with EFBIG, as a full disk does with
+        # ENOSPC (SIGXFSZ ignored, as the limit would otherwise kill the process). Each -o format
+        # used to exit 0 with a truncated file.
+        import resource
+        import signal
+
+        def limited():
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+            resource.setrlimit(resource.RLIMIT_FSIZE, (256 << 10, resource.RLIM_INFINITY))
+
+        with tempfile.TemporaryDirectory() as d:
+            for fmt in ("csv", "jsonl", "chrome-json", "perfetto"):
+                with self.subTest(fmt=fmt):
+                    path = os.path.join(d, "out." + fmt)
+                    with open(path, "w") as f:
+                        f.write("the old export\n")
+                    r = subprocess.run([DECODE, "export", DDP, "--format", fmt, "-o", path],
+                                       capture_output=True, text=True, timeout=300,
+                                       preexec_fn=limited)
+                    self.assertEqual(r.returncode, 2, r.stderr[-2000:])
+                    self.assertIn(f"cannot write {path}: File too large", r.stderr)
+                    self.assertIn("is left as it was", r.stderr)
+                    with open(path) as f:
+                        self.assertEqual(f.read(), "the old export\n")
+                    self.assertEqual(sorted(os.listdir(d)), [f"out.{fmt}"])  # no temporary left
+                    os.remove(path)
+            # Without the limit the same export goes through whole, onto the same name.
+            path = os.path.join(d, "out.csv")
+            r = subprocess.run([DECODE, "export", DDP, "--format", "csv", "-o", path],
+                               capture_output=True, text=True, timeout=300)
+            self.assertIn(r.returncode, (0, 1), r.stderr[-2000:])
+            self.assertGreater(os.path.getsize(path), 256 << 10)
+            self.assertEqual(sorted(os.listdir(d)), ["out.csv"])
+
+    @unittest.skipUnless(os.path.exists("/dev/full"), "no /dev/full here")
+    def test_a_full_device_or_standard_output_is_an_error(self):
+        r = decode("export", SAMPLE, "--format", "jsonl", "-o", "/dev/full")
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("writing /dev/full failed: No space left on device", r.stderr)
+        with open("/dev/full", "w") as full:
+            r = subprocess.run([DECODE, "export", SAMPLE, "--format", "chrome-json"],
+                               stdout=full, stderr=subprocess.PIPE, text=True, timeout=120)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("writing standard output failed", r.stderr)
+        # A report that fits in the stream's buffer fails at the final flush just the same.
+        with open("/dev/full", "w") as full:
+            r = subprocess.run([DECODE, "info", SAMPLE], stdout=full, stderr=subprocess.PIPE,
+                               text=True, timeout=120)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("writing standard output failed", r.stderr)
+        r = decode("export", SAMPLE, "--format", "jsonl", "-o", os.devnull)
+        self.assertIn(r.returncode, (0, 1), r.stderr)
+
+    def test_an_unusable_run_leaves_the_old_file(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "out.csv")
+            with open(path, "w") as f:
+                f.write("kept\n")
+            r = decode("export", os.path.join(d, "no-recording-here"), "--format", "csv",
+                       "-o", path)
+            self.assertEqual(r.returncode, 2, r.stderr)
+            with open(path) as f:
+                self.assertEqual(f.read(), "kept\n")
+            self.assertEqual(os.listdir(d), ["out.csv"])
+
     def test_a_forward_range_still_reports(self):
         r = decode("summary", SAMPLE, "--from", "1s", "--to", "2s")
         self.assertIn(r.returncode, (0, 1), r.stderr)
