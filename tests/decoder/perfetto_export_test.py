@@ -400,16 +400,23 @@ def check_memory(reader, label):
           f"{len(got)} device track(s)")
 
 
-def run_case(pb, decode, inputs, extra, work, label):
+def run_case(pb, decode, inputs, extra, work, label, keep_jsonl=False):
+    """Exports the case both ways and compares; the files are removed afterwards (ddp-2rank's
+    JSONL is 341 MB, and CI's disk is not large) unless keep_jsonl."""
     trace_path = os.path.join(work, label + ".pftrace")
     jsonl_path = os.path.join(work, label + ".jsonl")
     export(decode, inputs, "perfetto", trace_path, extra)
     export(decode, inputs, "jsonl", jsonl_path, extra)
-    trace = pb.Trace.FromString(open(trace_path, "rb").read())
+    with open(trace_path, "rb") as f:
+        trace = pb.Trace.FromString(f.read())
+    size = os.path.getsize(trace_path)
+    os.remove(trace_path)
     reader = Reader(trace)
     slices, _ = compare(reader, jsonl_path, label)
     check_flows(slices, jsonl_path, label)
-    return reader, slices, trace_path
+    if not keep_jsonl:
+        os.remove(jsonl_path)
+    return reader, slices, size
 
 
 def main():
@@ -425,7 +432,7 @@ def main():
         ddp = os.path.join(a.source, "tests", "data", "ddp-2rank")
 
         # Two real ranks: every row, then a window and a device cut.
-        reader, slices, path = run_case(pb, a.decode, [ddp], [], work, "ddp-2rank")
+        reader, slices, size = run_case(pb, a.decode, [ddp], [], work, "ddp-2rank")
         names = {t.process.process_name for t in reader.tracks.values() if t.HasField("process")}
         check(any(n.startswith("rank 0 (") for n in names) and
               any(n.startswith("rank 1 (") for n in names), f"rank processes: {sorted(names)}")
@@ -433,7 +440,8 @@ def main():
         check(len(windows) == 2, f"{len(windows)} window slices, want one per rank")
         chrome = os.path.join(work, "ddp.json")
         export(a.decode, [ddp], "chrome-json", chrome, [])
-        size, chrome_size = os.path.getsize(path), os.path.getsize(chrome)
+        chrome_size = os.path.getsize(chrome)
+        os.remove(chrome)
         check(size * 8 <= chrome_size,
               f"pftrace {size} bytes is more than 1/8 of chrome-json's {chrome_size}")
         print(f"ddp-2rank: pftrace {size} bytes, chrome-json {chrome_size} bytes "
@@ -469,7 +477,7 @@ def main():
         # NVTX: ranges nest with the API calls on their thread's track; kernels carry labels.
         nv = os.path.join(work, "nvtx")
         subprocess.run([a.make_sample, "--nvtx", nv], check=True, stdout=subprocess.DEVNULL)
-        reader, slices, _ = run_case(pb, a.decode, [nv], [], work, "nvtx")
+        reader, slices, _ = run_case(pb, a.decode, [nv], [], work, "nvtx", keep_jsonl=True)
         check_nvtx(reader, slices, os.path.join(work, "nvtx.jsonl"), "nvtx")
         check(not reader.counters, "nvtx: counter tracks in a recording without memory records")
         # Device memory: a bytes-in-use counter track per device.
