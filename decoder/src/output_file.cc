@@ -84,7 +84,7 @@ std::streamsize OutputFile::FdBuf::xsputn(const char* s, std::streamsize n) {
 
 int OutputFile::FdBuf::sync() { return Drain() ? 0 : -1; }
 
-Expected<std::unique_ptr<OutputFile>> OutputFile::Open(const std::string& path) {
+Expected<std::unique_ptr<OutputFile>> OutputFile::Open(const std::string& path, std::string temp) {
   struct stat st {};
   const bool exists = ::stat(path.c_str(), &st) == 0;
   if (exists && S_ISDIR(st.st_mode))
@@ -97,7 +97,7 @@ Expected<std::unique_ptr<OutputFile>> OutputFile::Open(const std::string& path) 
     }
     return std::unique_ptr<OutputFile>(new OutputFile(path, "", fd));
   }
-  std::string temp = path + ".tmp-" + std::to_string(::getpid());
+  if (temp.empty()) temp = path + ".tmp-" + std::to_string(::getpid());
   const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
   if (fd < 0) {
     const int err = errno;

@@ -394,12 +394,8 @@ KinetoSink::KinetoSink(std::string dir, const std::vector<const Rank*>& ranks,
   world_size_ = std::max(world_size_, static_cast<uint32_t>(ranks_.size()));
 }
 
-KinetoSink::~KinetoSink() {
-  if (file_.is_open()) {  // an export cut short: leave no partial file behind
-    file_.close();
-    std::remove(tmp_path_.c_str());
-  }
-}
+// An export cut short leaves no partial file behind: file_'s temporary goes with it.
+KinetoSink::~KinetoSink() = default;
 
 void KinetoSink::Begin(const TraceBuilder& builder, const Recording& recording, size_t index) {
   index_ = index;
@@ -420,15 +416,15 @@ void KinetoSink::Begin(const TraceBuilder& builder, const Recording& recording, 
   }
   info.file_name = name;
   path_ = (std::filesystem::path(dir_) / name).string();
-  tmp_path_ = path_ + ".tmp";
-  file_.open(tmp_path_, std::ios::out | std::ios::trunc | std::ios::binary);
-  if (!file_) {
-    errors_.push_back("cannot create " + tmp_path_ + ": " + SysError(errno));
+  auto opened = OutputFile::Open(path_, path_ + ".tmp");
+  if (!opened) {
+    errors_.push_back(opened.error().message);
     writer_.reset();
     source_ = nullptr;
     return;
   }
-  writer_ = std::make_unique<KinetoTraceWriter>(file_);
+  file_ = std::move(*opened);
+  writer_ = std::make_unique<KinetoTraceWriter>(file_->stream());
   writer_->set_options(options_);
   KinetoStepSource* source = index < step_sources_.size() ? step_sources_[index] : nullptr;
   detected_.reset();
@@ -466,15 +462,10 @@ void KinetoSink::End(const TraceBuilder& builder, const Recording& recording) {
                      " GPU activities without a launch record got a zero-length \"" +
                      std::string(kSyntheticLaunchName) + "\" event (--kineto-synthetic-launches)");
   writer_.reset();
-  file_.close();
-  if (!file_) {
-    errors_.push_back("cannot write " + tmp_path_ + ": " + SysError(errno));
-    std::remove(tmp_path_.c_str());
-    return;
-  }
-  if (std::rename(tmp_path_.c_str(), path_.c_str()) != 0) {
-    errors_.push_back("cannot rename " + tmp_path_ + " to " + path_ + ": " + SysError(errno));
-    std::remove(tmp_path_.c_str());
+  auto committed = file_->Commit();
+  file_.reset();
+  if (!committed) {
+    errors_.push_back(committed.error().message);
     return;
   }
   files_.push_back(path_);

@@ -5,7 +5,6 @@
 #pragma once
 
 #include <cstdint>
-#include <fstream>
 #include <memory>
 #include <optional>
 #include <ostream>
@@ -16,6 +15,7 @@
 
 #include "cupmon/decoder/rank_listing.h"
 #include "cupmon/decoder/reports.h"
+#include "cupmon/decoder/output_file.h"
 #include "cupmon/decoder/steps.h"
 #include "cupmon/decoder/trace_builder.h"
 #include "cupmon/format/error.h"
@@ -211,8 +211,8 @@ class KinetoSink {
   KinetoStepSource* source_ = nullptr;           // this recording's, if any
   int64_t base_ = 0;
   uint32_t world_size_ = 1;
-  std::ofstream file_;
-  std::string tmp_path_, path_;
+  std::unique_ptr<OutputFile> file_;  // the rank being written, as path_ + ".tmp"
+  std::string path_;
   std::unique_ptr<KinetoTraceWriter> writer_;
   size_t index_ = 0;
   std::set<std::string> names_used_;

@@ -17,11 +17,11 @@ namespace cupmon::decoder {
 // reports it.
 class OutputFile {
  public:
-  // A regular file (or a path that does not exist yet) is written as `path.tmp-<pid>` beside it;
-  // an existing path that is not a regular file (a device such as /dev/null, a FIFO) is written in
-  // place, as there is nothing to rename onto it. Fails when the file cannot be created; the error
-  // names it and the system's reason.
-  static Expected<std::unique_ptr<OutputFile>> Open(const std::string& path);
+  // A regular file (or a path that does not exist yet) is written as `temp` (by default
+  // `path.tmp-<pid>`) beside it; an existing path that is not a regular file (a device such as
+  // /dev/null, a FIFO) is written in place, as there is nothing to rename onto it. Fails when the
+  // file cannot be created; the error names it and the system's reason.
+  static Expected<std::unique_ptr<OutputFile>> Open(const std::string& path, std::string temp = {});
 
   // Removes the temporary file when Commit() was not reached or failed: `path` is left as it was.
   ~OutputFile();
