@@ -3,13 +3,11 @@
 // it), steps from annotations and from a KinetoStepSource, and bad output directories and regions.
 // tests/decoder/kineto_export_test.py checks real recordings with HTA itself.
 #include <gtest/gtest.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
-#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -420,16 +418,13 @@ TEST_F(KinetoSampleTest, AFileThatCannotBeCreatedFailsTheExport) {
 // A write that fails part way (a file size limit, with SIGXFSZ ignored, as a full disk fails with
 // ENOSPC): the reason is the write's own, and neither rank0.json nor its temporary is left.
 TEST_F(KinetoSampleTest, AWriteThatFailsIsReportedWithItsReason) {
-  struct rlimit saved {};
-  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &saved), 0);
-  const auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
-  struct rlimit limit = saved;
-  limit.rlim_cur = 4096;
-  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &limit), 0);
   std::string err;
-  const int rc = Export(in_.path(), out_.path(), &err);
-  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &saved), 0);
-  std::signal(SIGXFSZ, old_handler);
+  int rc = 0;
+  {
+    testing::ScopedFileSizeLimit limit(4096);
+    ASSERT_TRUE(limit.ok());
+    rc = Export(in_.path(), out_.path(), &err);
+  }
   EXPECT_EQ(rc, kExitUnusable) << err;
   EXPECT_NE(err.find("cannot write " + out_.path() + "/rank0.json: File too large"),
             std::string::npos)

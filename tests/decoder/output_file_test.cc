@@ -3,18 +3,18 @@
 #include "cupmon/decoder/output_file.h"
 
 #include <gtest/gtest.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include "test_util.h"
 
 namespace cupmon::decoder {
 namespace {
@@ -106,22 +106,19 @@ TEST_F(OutputFileTest, WithoutCommitTheOldFileStaysAndTheTemporaryGoes) {
 TEST_F(OutputFileTest, AFailedWriteIsReportedAndTheOldFileStays) {
   const std::string path = dir_ + "/out.json";
   Write(path, "old");
-  struct rlimit saved {};
-  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &saved), 0);
-  const auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
-  struct rlimit limit = saved;
-  limit.rlim_cur = 100000;
-  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &limit), 0);
-  auto f = OutputFile::Open(path);
+  Expected<std::unique_ptr<OutputFile>> f = MakeError("not opened");
   bool good_after = true;
-  if (f) {
-    for (int i = 0; i < 1000; ++i) (*f)->stream() << std::string(1000, 'x') << i << '\n';
-    good_after = static_cast<bool>((*f)->stream());
-  }
   Expected<void> committed;
-  if (f) committed = (*f)->Commit();
-  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &saved), 0);
-  std::signal(SIGXFSZ, old_handler);
+  {
+    testing::ScopedFileSizeLimit limit(100000);
+    ASSERT_TRUE(limit.ok());
+    f = OutputFile::Open(path);
+    if (f) {
+      for (int i = 0; i < 1000; ++i) (*f)->stream() << std::string(1000, 'x') << i << '\n';
+      good_after = static_cast<bool>((*f)->stream());
+      committed = (*f)->Commit();
+    }
+  }
   ASSERT_TRUE(f) << f.error().message;
   EXPECT_FALSE(good_after) << "the stream stays good after a failed write";
   ASSERT_FALSE(committed);

@@ -1,9 +1,12 @@
-// Helpers shared by the decoder tests: temporary directories and whole-file I/O.
+// Helpers shared by the decoder tests: temporary directories, whole-file I/O, and a file size limit
+// that stands in for a full disk.
 #pragma once
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -24,6 +27,32 @@ class TempDir {
 
  private:
   std::string path_;
+};
+
+// While it lives, writes past `bytes` in any file fail with EFBIG, as writes to a full disk fail
+// with ENOSPC (SIGXFSZ, which would end the process, is ignored). The soft limit only: the hard
+// one is left, so the old limit comes back on destruction. ok() is false when it could not be set.
+class ScopedFileSizeLimit {
+ public:
+  explicit ScopedFileSizeLimit(rlim_t bytes) {
+    old_handler_ = std::signal(SIGXFSZ, SIG_IGN);
+    if (getrlimit(RLIMIT_FSIZE, &saved_) != 0) return;
+    struct rlimit limit = saved_;
+    limit.rlim_cur = bytes;
+    ok_ = setrlimit(RLIMIT_FSIZE, &limit) == 0;
+  }
+  ~ScopedFileSizeLimit() {
+    if (ok_) setrlimit(RLIMIT_FSIZE, &saved_);
+    std::signal(SIGXFSZ, old_handler_);
+  }
+  ScopedFileSizeLimit(const ScopedFileSizeLimit&) = delete;
+  ScopedFileSizeLimit& operator=(const ScopedFileSizeLimit&) = delete;
+  bool ok() const { return ok_; }
+
+ private:
+  struct rlimit saved_ {};
+  void (*old_handler_)(int) = SIG_DFL;
+  bool ok_ = false;
 };
 
 inline std::vector<uint8_t> ReadAll(const std::string& path) {
