@@ -408,7 +408,6 @@ int main(int argc, char** argv) {
                  "standard output\n";
     return cupmon::decoder::kExitUnusable;
   }
-  if (html) opt.output_path = args.output;
   if (kind == ReportKind::kExport && opt.format == ExportFormat::kPerfetto && args.output.empty() &&
       isatty(STDOUT_FILENO)) {
     std::cerr << "cupmon-decode: --format perfetto writes binary protobuf; give -o FILE.pftrace "
@@ -459,9 +458,9 @@ int main(int argc, char** argv) {
     }
     opt.output_dir = std::move(args.output);
     args.output.clear();
-  } else if (!args.output.empty() && !sqlite && !html) {
-    // (The SQLite export and the HTML report open their file themselves: a temporary beside it,
-    // renamed onto it at the end.)
+  } else if (!args.output.empty() && !sqlite) {
+    // (The SQLite export opens its file itself: SQLite writes a temporary beside it, renamed
+    // onto it at the end.)
     // Written beside FILE and renamed onto it at the end: a full disk or a size limit leaves no
     // truncated FILE behind.
     auto opened = cupmon::decoder::OutputFile::Open(args.output);
@@ -480,7 +479,7 @@ int main(int argc, char** argv) {
       std::cerr << "cupmon-decode: " << committed.error().message << "\n";
       rc = cupmon::decoder::kExitUnusable;
     }
-  } else if (!file && !std::cout.flush()) {
+  } else if (!file && rc != cupmon::decoder::kExitUnusable && !std::cout.flush()) {
     std::cerr << "cupmon-decode: writing standard output failed (a full disk, or the reader of the "
                  "pipe went away): the output is incomplete\n";
     rc = cupmon::decoder::kExitUnusable;

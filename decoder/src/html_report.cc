@@ -5,15 +5,11 @@
 // TraceBuilder pass feeding the activity table and a TimelineBuilder.
 #include "html_report.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cinttypes>
-#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
-#include <fstream>
 #include <functional>
 #include <map>
 #include <optional>
@@ -740,18 +736,6 @@ int RunHtmlReport(const std::vector<const Rank*>& chosen, const std::vector<std:
            "not apply (the page's drill-down commands take them)\n";
     return kExitUnusable;
   }
-  // An unwritable destination fails before anything is read.
-  std::string temp;
-  std::ofstream file;
-  if (!options.output_path.empty()) {
-    temp = options.output_path + ".tmp-" + std::to_string(getpid());
-    file.open(temp, std::ios::out | std::ios::trunc | std::ios::binary);
-    if (!file) {
-      err << "cupmon-decode: cannot write " << temp << " (beside " << options.output_path
-          << "): " << std::strerror(errno) << "\n";
-      return kExitUnusable;
-    }
-  }
   const bool merged = chosen.size() > 1;
   // Each recording is read twice (steps, then activities): the progress line counts both.
   uint64_t total_bytes = 0, done_before = 0;
@@ -816,24 +800,10 @@ int RunHtmlReport(const std::vector<const Rank*>& chosen, const std::vector<std:
     for (RankPage& p : pages)
       if ((p.steps.activities || !p.memory.empty()) && t0 < t1) p.t0 = t0, p.t1 = t1;
   }
-  std::ostream& to = options.output_path.empty() ? out : file;
-  WritePage(to, pages, options, paths);
-  to.flush();
-  if (!options.output_path.empty()) {
-    file.close();
-    if (!file) {
-      err << "cupmon-decode: writing " << temp << " failed (a full disk?); " << options.output_path
-          << " is left as it was\n";
-      std::remove(temp.c_str());
-      return kExitUnusable;
-    }
-    if (std::rename(temp.c_str(), options.output_path.c_str()) != 0) {
-      err << "cupmon-decode: cannot rename " << temp << " onto " << options.output_path << ": "
-          << std::strerror(errno) << "\n";
-      std::remove(temp.c_str());
-      return kExitUnusable;
-    }
-  } else if (!out) {
+  // -o FILE is the caller's (cupmon-decode writes it beside FILE and renames it, OutputFile).
+  WritePage(out, pages, options, paths);
+  out.flush();
+  if (!out) {
     err << "cupmon-decode: writing the report failed (a full disk, or the reader of the pipe went "
            "away)\n";
     return kExitUnusable;

@@ -11,8 +11,8 @@
 
 namespace cupmon::decoder {
 
-// Writes the page for the ranks in `chosen` to options.output_path (through a temporary file
-// beside it, renamed onto it once complete) or, when that is empty, to `out`. `paths` are the
+// Writes the page for the ranks in `chosen` to `out` (cupmon-decode's -o FILE is an OutputFile:
+// written beside FILE, renamed onto it once complete). `paths` are the
 // user's arguments (for the drill-down command lines); `warnings` carries what the listing
 // already warned about. Returns an exit code.
 int RunHtmlReport(const std::vector<const Rank*>& chosen, const std::vector<std::string>& paths,

@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -23,13 +22,6 @@ namespace fs = std::filesystem;
 
 class OutputFileTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/cupmon-output-file-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
   static std::string Read(const std::string& path) {
     std::ifstream f(path, std::ios::binary);
     std::stringstream s;
@@ -47,7 +39,8 @@ class OutputFileTest : public ::testing::Test {
     return names;
   }
 
-  std::string dir_;
+  testing::TempDir tmp_;
+  const std::string dir_ = tmp_.path();
 };
 
 // Every size of write, including single characters through overflow() and blocks larger than

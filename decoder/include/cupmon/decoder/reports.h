@@ -16,8 +16,8 @@
 
 namespace cupmon::decoder {
 
-// kTimeline writes ExportFormat kCsv or kJsonl. kReport: one self-contained HTML page, to
-// ReportOptions::output_path when set (decoder/src/html_report.cc).
+// kTimeline writes ExportFormat kCsv or kJsonl. kReport: one self-contained HTML page
+// (decoder/src/html_report.cc).
 enum class ReportKind { kSummary, kGpuTrace, kApiTrace, kKernExec, kExport, kInfo, kSteps,
                         kTimeline, kDiff, kReport };
 // kPerfetto: Perfetto's protobuf trace format (.pftrace), binary. kKineto: one Kineto-shaped
@@ -59,7 +59,7 @@ struct ReportOptions {
   TimelineOptions timeline;
   // `diff` (decoder/src/diff_report.cc): per-side selections, format and the gate.
   DiffOptions diff;
-  // export --format sqlite and report: the file (written beside it, then renamed onto it).
+  // export --format sqlite: the file (written beside it, then renamed onto it).
   std::string output_path;
   // Text reports (summary, gpu-trace, api-trace, kern-exec, steps) show kernels by their short
   // name (ShortKernelName: "at::native::reduce_kernel") unless this is set (--full-names) or
