@@ -473,13 +473,16 @@ int main(int argc, char** argv) {
   std::ostream& out = file ? file->stream() : std::cout;
   std::ios::sync_with_stdio(false);
   int rc = cupmon::decoder::RunReport(kind, args.dirs, opt, out, std::cerr);
-  // Exit 2 means the output is not usable (the message says why): FILE is left as it was.
-  if (file && rc != cupmon::decoder::kExitUnusable) {
+  // Exit 2 means the output is not usable (the message says why): FILE is left as it was. When
+  // the output itself failed (the report stopped reading then), Commit says why and removes the
+  // temporary.
+  const bool unusable = rc == cupmon::decoder::kExitUnusable;
+  if (file && (!unusable || file->stream().fail())) {
     if (auto committed = file->Commit(); !committed) {
       std::cerr << "cupmon-decode: " << committed.error().message << "\n";
       rc = cupmon::decoder::kExitUnusable;
     }
-  } else if (!file && rc != cupmon::decoder::kExitUnusable && !std::cout.flush()) {
+  } else if (!file && (!unusable || std::cout.fail()) && !std::cout.flush()) {
     std::cerr << "cupmon-decode: writing standard output failed (a full disk, or the reader of the "
                  "pipe went away): the output is incomplete\n";
     rc = cupmon::decoder::kExitUnusable;

@@ -392,6 +392,10 @@ void ReadFileBytes(std::span<const uint8_t> bytes, const RecordingFile& file, Ch
         break;
     }
     if (consumed) consumed(d.position);
+    if (visitor.StopReading()) {
+      integrity->stopped = true;
+      return;  // the rest of the file is not read, so its footer is not missing
+    }
   }
   if (!footer) ++integrity->files_without_footer;
 }
@@ -447,6 +451,7 @@ void ReadRecording(const Recording& recording, ChunkVisitor& visitor, ReadIntegr
       if (progress) progress(done_before + consumed, std::max(total, done_before + consumed));
     });
     done_before += mapped->bytes().size();
+    if (integrity->stopped) return;  // what follows was not read, not lost
   }
   FinishSequences(sequences, integrity);
 }

@@ -43,29 +43,34 @@
 namespace cupmon::decoder {
 namespace {
 
-// Hands each chunk of one read to two visitors, the first first: the trace builder and a
-// visitor that reads along (LimitedSink::ChunksWanted).
-class BothVisitors : public ChunkVisitor {
+// Hands each chunk of one read to the trace builder and, when there is one, a visitor that reads
+// along (LimitedSink::ChunksWanted), the builder first; with `output`, the read stops once that
+// export's output has failed (LimitedSink::OutputFailed): a full disk ends the export within a
+// chunk instead of after decoding the rest of the recording.
+class ReadVisitors : public ChunkVisitor {
  public:
-  BothVisitors(ChunkVisitor& first, ChunkVisitor* second) : a_(first), b_(second) {}
+  ReadVisitors(ChunkVisitor& first, ChunkVisitor* second, const LimitedSink* output)
+      : a_(first), b_(second), output_(output) {}
   void OnFile(const RecordingFile& f) override {
     a_.OnFile(f);
-    b_->OnFile(f);
+    if (b_) b_->OnFile(f);
   }
   void OnHeader(const pb::RecordingHeader& h, const ChunkOrigin& at) override {
     a_.OnHeader(h, at);
-    b_->OnHeader(h, at);
+    if (b_) b_->OnHeader(h, at);
   }
   void OnRawBuffer(const RawBufferPrefix& prefix, std::span<const uint8_t> records,
                    const ChunkOrigin& at) override {
     a_.OnRawBuffer(prefix, records, at);
-    b_->OnRawBuffer(prefix, records, at);
+    if (b_) b_->OnRawBuffer(prefix, records, at);
   }
   // The words either reads, for a kind both list with one size; packed only when both ask for it
   // (a visitor that asked for packed records walks in-place ones as well).
   bool RecordWordsRead(ColumnSelection* keep) const override {
     ColumnSelection b;
-    if (!a_.RecordWordsRead(keep) || !b_->RecordWordsRead(&b)) return false;
+    if (!a_.RecordWordsRead(keep)) return false;
+    if (!b_) return true;
+    if (!b_->RecordWordsRead(&b)) return false;
     keep->pack = keep->pack && b.pack;
     for (size_t k = 0; k < keep->kinds.size(); ++k) {
       if (keep->kinds[k].size == b.kinds[k].size) keep->kinds[k].words |= b.kinds[k].words;
@@ -76,34 +81,35 @@ class BothVisitors : public ChunkVisitor {
   void OnPackedRawBuffer(const RawBufferPrefix& prefix, std::span<const uint8_t> records,
                          const ColumnSelection& packed_with, const ChunkOrigin& at) override {
     a_.OnPackedRawBuffer(prefix, records, packed_with, at);
-    b_->OnPackedRawBuffer(prefix, records, packed_with, at);
+    if (b_) b_->OnPackedRawBuffer(prefix, records, packed_with, at);
   }
   void OnStrings(const pb::StringTable& t) override {
     a_.OnStrings(t);
-    b_->OnStrings(t);
+    if (b_) b_->OnStrings(t);
   }
   void OnWindowMarker(const pb::WindowMarker& m) override {
     a_.OnWindowMarker(m);
-    b_->OnWindowMarker(m);
+    if (b_) b_->OnWindowMarker(m);
   }
   void OnCalibration(const pb::Calibration& c) override {
     a_.OnCalibration(c);
-    b_->OnCalibration(c);
+    if (b_) b_->OnCalibration(c);
   }
   void OnStats(const pb::Stats& s) override {
     a_.OnStats(s);
-    b_->OnStats(s);
+    if (b_) b_->OnStats(s);
   }
   void OnFooter(const pb::Footer& f) override {
     a_.OnFooter(f);
-    b_->OnFooter(f);
+    if (b_) b_->OnFooter(f);
   }
+  bool StopReading() const override { return output_ && output_->OutputFailed(); }
 
  private:
   ChunkVisitor& a_;
-  ChunkVisitor* b_;
+  ChunkVisitor* b_;            // may be null
+  const LimitedSink* output_;  // may be null
 };
-
 
 // ---- exports ----
 
@@ -210,6 +216,7 @@ class KinetoExport : public LimitedSink {
   }
   void Close() override { kineto_.Close(); }
   int Conclude(std::ostream& err) override { return kineto_.Report(err); }
+  bool OutputFailed() const override { return kineto_.Failed(); }
 
  protected:
   void Write(const Row& row) override { kineto_.Write(row); }
@@ -233,6 +240,7 @@ class SqliteExport : public LimitedSink {
     sqlite_->End(b, r, i);
   }
   void Close() override { result_ = sqlite_->Close(); }
+  bool OutputFailed() const override { return sqlite_->failed(); }
   SqliteSink& sink() { return *sqlite_; }
   const Expected<void>& result() const { return result_; }
 
@@ -696,6 +704,7 @@ int RunReport(ReportKind kind, const std::vector<std::string>& paths, const Repo
   std::vector<RankResult> results;
   std::map<std::string, Stat> total_gpu, total_api;
   std::ostringstream info_blocks;
+  bool stopped = false;  // the output failed: the export ends with exit 2
   for (size_t i = 0; i < chosen.size(); ++i) {
     const Rank& rank = *chosen[i];
     const Recording& rec = rank.recording;
@@ -713,8 +722,8 @@ int RunReport(ReportKind kind, const std::vector<std::string>& paths, const Repo
     ReadIntegrity integrity;
     uint64_t done_here = 0;
     ChunkVisitor* also = trace ? trace->ChunksWanted() : nullptr;
-    BothVisitors both(builder, also);
-    ReadRecording(rec, also ? static_cast<ChunkVisitor&>(both) : builder, &integrity,
+    ReadVisitors both(builder, also, trace.get());
+    ReadRecording(rec, trace ? static_cast<ChunkVisitor&>(both) : builder, &integrity,
                   [&](uint64_t done, uint64_t) {
                     done_here = done;
                     progress.Update(done_before + done, std::max(total_bytes, done_before + done));
@@ -723,6 +732,15 @@ int RunReport(ReportKind kind, const std::vector<std::string>& paths, const Repo
     progress.Finish();  // before anything else is written to err (or to out on the same terminal)
     builder.Finish();
     if (trace) trace->End(builder, rec, integrity);
+    if (integrity.stopped) {
+      // The output failed (ReadVisitors): nothing more is read; the sink (Conclude) or the caller
+      // (the -o file, standard output) says why. The counts of a partial read are not reported.
+      err << "cupmon-decode: " << who << "stopped reading after "
+          << FormatBytes(done_before) << " of " << FormatBytes(total_bytes)
+          << ": the output could not be written\n";
+      stopped = true;
+      break;
+    }
     if (kind == ReportKind::kSummary) {
       if (i) out << "\n";
       summary.Print(out, builder, rec, integrity, who);
@@ -799,6 +817,14 @@ int RunReport(ReportKind kind, const std::vector<std::string>& paths, const Repo
       err << "cupmon-decode: " << sqlite_export->result().error().message << "\n";
       return kExitUnusable;
     }
+  }
+#endif
+  if (stopped) {
+    out.flush();
+    return kExitUnusable;
+  }
+#if CUPMON_HAVE_SQLITE
+  if (sqlite_export) {
     if (sqlite_export->sink().activity_rows() == 0)
       err << "cupmon-decode: note: " << sqlite_export->sink().path()
           << " holds no activity rows: the recordings have none in the region asked for\n";

@@ -482,6 +482,10 @@ void ReadTorchRawBytes(std::span<const uint8_t> bytes, const RecordingFile& file
     visitor.OnRawBuffer(prefix, bytes.subspan(off + kTorchChunkHeaderSize, valid), at);
     off = static_cast<size_t>(end);
     if (consumed) consumed(off);
+    if (visitor.StopReading()) {
+      integrity->stopped = true;
+      return;
+    }
   }
 }
 
@@ -525,6 +529,7 @@ void ReadTorchDump(const Recording& recording, ChunkVisitor& visitor, ReadIntegr
     }
     done_before += mapped->bytes().size();
     if (progress) progress(done_before, std::max(total, done_before));
+    if (integrity->stopped) return;
   }
   if (!raw_seen) {
     ++integrity->missing_files;

@@ -309,5 +309,52 @@ TEST(ChunkDecodeThreadTest, VisitorExceptionPropagatesAndJoins) {
   EXPECT_EQ(visitor.buffers, 3);
 }
 
+// Asks to stop after its third raw buffer (as an export whose output failed does).
+class StoppingVisitor : public ChunkVisitor {
+ public:
+  void OnFile(const RecordingFile&) override { ++files; }
+  void OnRawBuffer(const RawBufferPrefix&, std::span<const uint8_t>, const ChunkOrigin&) override {
+    ++buffers;
+  }
+  bool StopReading() const override { return buffers >= 3; }
+  int files = 0, buffers = 0;
+};
+
+// StopReading ends the read after the chunk it was asked after, with the same chunks seen on
+// both paths; the part not read is not counted as missing (no footer, no sequence holes) and the
+// second file is not opened.
+TEST(ChunkDecodeThreadTest, StopReadingEndsTheReadAfterThatChunk) {
+  DecodeThreadsGuard guard;
+  auto listing = ListRecordings(std::string(CUPMON_SOURCE_DIR) + "/tests/data/sample");
+  ASSERT_TRUE(listing.has_value());
+  ASSERT_EQ(listing->recordings.size(), 1u);
+  ASSERT_EQ(listing->recordings[0].files.size(), 2u);
+  ReadIntegrity whole;
+  {
+    ChunkVisitor all;
+    ReadRecording(listing->recordings[0], all, &whole);
+  }
+  ASSERT_FALSE(whole.stopped);
+  uint64_t chunks[2] = {};
+  for (int threads : {1, 2}) {
+    SCOPED_TRACE(threads);
+    SetDecodeThreads(threads);
+    StoppingVisitor visitor;
+    ReadIntegrity integrity;
+    ReadRecording(listing->recordings[0], visitor, &integrity);
+    EXPECT_TRUE(integrity.stopped);
+    EXPECT_EQ(visitor.buffers, 3);
+    EXPECT_EQ(visitor.files, 1);
+    EXPECT_EQ(integrity.files, 1u);
+    EXPECT_LT(integrity.chunks, whole.chunks);
+    EXPECT_EQ(integrity.files_without_footer, 0u);
+    EXPECT_EQ(integrity.sequence_gaps, 0u);
+    EXPECT_EQ(integrity.missing_chunks, 0u);
+    EXPECT_TRUE(integrity.messages.empty());
+    chunks[threads - 1] = integrity.chunks;
+  }
+  EXPECT_EQ(chunks[0], chunks[1]);
+}
+
 }  // namespace
 }  // namespace cupmon::decoder

@@ -111,6 +111,65 @@ class DecodeCliTest(unittest.TestCase):
             self.assertGreater(os.path.getsize(path), 256 << 10)
             self.assertEqual(sorted(os.listdir(d)), ["out.csv"])
 
+    @unittest.skipUnless(os.path.exists("/dev/full") and MAKE_SAMPLE,
+                         "no /dev/full or no sample maker")
+    def test_an_export_stops_reading_once_its_output_fails(self):
+        # A full disk used to cost the whole read of the recording before the error: now the
+        # export stops after the chunk in which its output failed, and says how far it got.
+        import re
+        import resource
+        import signal
+
+        def read_so_far(stderr):
+            m = re.search(r"stopped reading after ([0-9.]+)(B|KB|MB|GB) of ([0-9.]+)(B|KB|MB|GB): "
+                          r"the output could not be written", stderr)
+            self.assertIsNotNone(m, stderr[-2000:])
+            scale = {"B": 1, "KB": 1 << 10, "MB": 1 << 20, "GB": 1 << 30}
+            return float(m[1]) * scale[m[2]], float(m[3]) * scale[m[4]]
+
+        def limited():
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+            resource.setrlimit(resource.RLIMIT_FSIZE, (256 << 10, resource.RLIM_INFINITY))
+
+        with tempfile.TemporaryDirectory() as d:
+            rec = os.path.join(d, "rec")
+            subprocess.run([MAKE_SAMPLE, rec, "3000000"], check=True, capture_output=True,
+                           timeout=300)
+            for fmt in ("csv", "chrome-json", "perfetto"):
+                with self.subTest(fmt=fmt):
+                    r = decode("export", rec, "--format", fmt, "-o", "/dev/full")
+                    self.assertEqual(r.returncode, 2, r.stderr[-2000:])
+                    self.assertIn("writing /dev/full failed: No space left on device", r.stderr)
+                    done, total = read_so_far(r.stderr)
+                    self.assertGreater(total, 10 << 20)
+                    self.assertLess(done, total / 2)  # the first flush fails: ~1 MiB of output
+            with open("/dev/full", "w") as full:
+                r = subprocess.run([DECODE, "export", rec, "--format", "jsonl"], stdout=full,
+                                   stderr=subprocess.PIPE, text=True, timeout=300)
+            self.assertEqual(r.returncode, 2, r.stderr[-2000:])
+            self.assertIn("writing standard output failed", r.stderr)
+            done, total = read_so_far(r.stderr)
+            self.assertLess(done, total / 2)
+            # Kineto's per-rank files: the rank's file fails, the read stops, the reason follows.
+            out = os.path.join(d, "kineto")
+            r = subprocess.run([DECODE, "export", rec, "--format", "kineto", "-o", out],
+                               capture_output=True, text=True, timeout=300, preexec_fn=limited)
+            self.assertEqual(r.returncode, 2, r.stderr[-2000:])
+            self.assertIn("File too large", r.stderr)
+            done, total = read_so_far(r.stderr)
+            self.assertLess(done, total / 2)
+            self.assertEqual(os.listdir(out), [])  # no partial rank file
+            # SQLite's own writes fail as its page cache fills: the export stops then.
+            db = os.path.join(d, "out.sqlite")
+            r = subprocess.run([DECODE, "export", rec, "--format", "sqlite", "-o", db],
+                               capture_output=True, text=True, timeout=300, preexec_fn=limited)
+            self.assertEqual(r.returncode, 2, r.stderr[-2000:])
+            if "built without SQLite" not in r.stderr:
+                self.assertIn(f"cannot write {db}", r.stderr)
+                done, total = read_so_far(r.stderr)
+                self.assertLess(done, total / 2)
+                self.assertEqual(sorted(os.listdir(d)), ["kineto", "rec"])  # nothing left behind
+
     @unittest.skipUnless(os.path.exists("/dev/full"), "no /dev/full here")
     def test_a_full_device_or_standard_output_is_an_error(self):
         r = decode("export", SAMPLE, "--format", "jsonl", "-o", "/dev/full")

@@ -199,6 +199,10 @@ class KinetoSink {
   // warnings such as other traces in DIR, 2: a file could not be written).
   int Report(std::ostream& err) const;
 
+  // True once a write to the rank's file has failed (a full disk, a size limit: Report says why
+  // once the file is closed); the read can stop. A rank whose file could not be created is not a
+  // failure here: its rows are dropped and the other ranks are still written.
+  bool Failed() const { return file_ && file_->stream().fail(); }
   const std::vector<std::string>& files() const { return files_; }
   uint64_t events() const { return events_; }
 

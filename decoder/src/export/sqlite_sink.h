@@ -102,6 +102,8 @@ class SqliteSink {
   // synchronization) so far.
   uint64_t activity_rows() const { return activity_rows_; }
   const std::string& path() const { return path_; }
+  // True after a write error (Close reports it): later rows are not written.
+  bool failed() const { return failed_.load(std::memory_order_relaxed); }
 
   // The tables the writer thread fills (int-only columns), in batches.
   enum Table : int {
@@ -194,7 +196,6 @@ class SqliteSink {
   void NoteDevice(uint32_t context, uint32_t device);
   void Annotate(const Row& r);
   void WriteRange(const Row& r);
-  bool failed() const { return failed_.load(std::memory_order_relaxed); }
   bool split() const { return !conns_[kRest].path.empty(); }
   int ConnOf(Table t) const { return t != kKernel && split() ? kRest : kMain; }
   void Defer(const char* insert, std::vector<Value> values) {

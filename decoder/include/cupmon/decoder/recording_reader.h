@@ -110,6 +110,10 @@ class ChunkVisitor {
   // (another kind, another size) still comes whole, through OnRawBuffer.
   virtual void OnPackedRawBuffer(const RawBufferPrefix& /*prefix*/, std::span<const uint8_t> /*records*/,
                                  const ColumnSelection& /*packed_with*/, const ChunkOrigin& /*at*/) {}
+  // True once the visitor wants nothing more (an export whose output can no longer be written):
+  // the read ends after the chunk it was asked after (ReadIntegrity::stopped), and what was not
+  // read is not counted as missing. Asked on the reading thread after every chunk.
+  virtual bool StopReading() const { return false; }
 };
 
 // What went wrong while reading, counted; `messages` keeps the first kMaxMessages descriptions.
@@ -128,6 +132,7 @@ struct ReadIntegrity {
   uint64_t unreadable_files = 0;
   uint64_t files_without_footer = 0;  // cut files (crash, or the file still being written)
   uint64_t borrowed_headers = 0;  // files decoded with another file's header (their own damaged)
+  bool stopped = false;  // the visitor asked to stop (ChunkVisitor::StopReading) before the end
   std::vector<std::string> messages;
 
   // Damage a user should be warned about (exit code 1).
