@@ -13,9 +13,13 @@ bool Later(uint64_t a_start, uint64_t a_seq, uint64_t b_start, uint64_t b_seq) {
   return a_start != b_start ? a_start > b_start : a_seq > b_seq;
 }
 
+// Whole cache lines per slot: the slots' storage is page-aligned, so each row is six lines and
+// no line holds parts of two rows (a row of 400 bytes touched seven or eight).
+static_assert(sizeof(Row) % 64 == 0, "keep Row a whole number of cache lines (row.h)");
+
 // `row = Row{}` in 16-byte blocks copied from an empty row. g++ 12 compiles the assignment to
 // `rep stosq`, whose start-up cost made it 93% of the builder's Emit samples, 4.8% of a csv
-// export's (perf annotate, the EPYC guest); g++ folds these blocks into 25 stores. They are
+// export's (perf annotate, the EPYC guest); g++ folds these blocks into 24 stores. They are
 // written one statement each: a loop would be turned back into the same string instruction.
 using RowBlock = uint64_t __attribute__((vector_size(16), may_alias, aligned(alignof(Row))));
 static_assert(std::is_trivially_copyable_v<Row> && sizeof(Row) % sizeof(RowBlock) == 0);
@@ -50,7 +54,7 @@ ReorderStage::ReorderStage(ReorderOptions options, RowSink* sink, TraceCounts* c
       sink_(sink),
       counts_(counts),
       // The stage holds at most rows + 1 rows: mapping the storage at once saves growing (copying
-      // and faulting in) the 400-byte rows several times over. The mapping is virtual until used
+      // and faulting in) the 384-byte rows several times over. The mapping is virtual until used
       // (a short recording touches a few of its pages).
       slots_(std::min<size_t>(options.rows + 1, size_t{1} << 20)) {}
 

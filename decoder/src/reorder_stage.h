@@ -28,7 +28,7 @@ class ReorderStage {
   ReorderStage& operator=(const ReorderStage&) = delete;
 
   // An empty row (as Row{}) in the storage for the next row to Add, to be filled in place: the
-  // caller builds its row there, and Add then takes it without copying its 400 bytes (a copy in
+  // caller builds its row there, and Add then takes it without copying its 384 bytes (a copy in
   // and out was a third of Add's time). Valid until the next call of Add, Flush or Claim; a
   // claimed row that is never added (filtered out, or handed to the sink straight) costs nothing.
   Row& Claim();

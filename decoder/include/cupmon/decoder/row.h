@@ -20,10 +20,13 @@ enum class RowType : uint8_t { kKernel, kMemcpy, kMemset, kApi, kSynchronization
 enum class RangeKind : uint8_t { kPushPop, kStartEnd, kMark };
 
 // One output row. Views point into the builder's caches and stay valid until the builder dies.
+// 384 bytes, six cache lines, with no padding to spare (the order of the small fields keeps it
+// so): the reorder stage holds 65,536 of them by default, and each comes back from memory when it
+// is released, so every line counts (docs/PERFORMANCE.md).
 struct Row {
   RowType type = RowType::kKernel;
-  uint32_t kind = 0;
   bool valid_time = false;  // false: zero or reversed timestamps; times below are then 0
+  uint32_t kind = 0;
   uint64_t start = 0, end = 0;  // CUPTI ns
   int64_t wall_start = 0, wall_end = 0;
   uint64_t duration = 0;
@@ -34,8 +37,8 @@ struct Row {
   uint32_t copy_kind = 0, src_device = 0, dst_device = 0;
   uint8_t src_kind = 0, dst_kind = 0;  // memcpy: CUPTI memory kinds (CUpti_ActivityMemoryKind)
   uint32_t memset_value = 0;           // memset: the value set
+  uint32_t name_id = 0;  // the builder's id for `name`: equal names, equal ids (see NameOf)
   std::string_view name;  // kernel (demangled unless --mangled), "[CUDA memcpy HtoD]", API name
-  uint32_t name_id = 0;   // the builder's id for `name`: equal names, equal ids (see NameOf)
   std::string_view raw_name;  // kernel: the name as recorded (mangled), "" when unresolved
   // GPU rows: the API call that launched it, when one was found.
   bool has_api = false;
@@ -117,7 +120,7 @@ class RowSink {
   // True when the sink reads only type, kind, name_id, valid_time, start, end and duration of
   // GPU, API and synchronization rows (summary, info). When no filter is set and rows are not
   // reordered, the builder then hands it one reused Row whose other fields may still hold an
-  // earlier row's values, instead of a fresh 400-byte row per record (clearing it was a third of
+  // earlier row's values, instead of a fresh 384-byte row per record (clearing it was a third of
   // Emit's time). Range and memory rows are always whole. Asked once, at construction.
   virtual bool ReadsTotalsOnly() const { return false; }
 };
