@@ -104,6 +104,11 @@ bool HoldsBetween(const Samples& samples, size_t i, uint64_t t) {
 }  // namespace
 
 int64_t ClockMap::MapIn(const Segment& g, uint64_t cupti_ns) {
+  // Timestamps come nearly in time order: most fall in the pair the last one fell in.
+  if (const uint64_t since = cupti_ns - g.fast.lo; since < g.fast.span) {
+    const int64_t s = static_cast<int64_t>(since);
+    return g.fast.wall + s + s * g.fast.drift / static_cast<int64_t>(g.fast.span);
+  }
   const std::vector<Sample>& samples = g.samples;
   // Samples of a segment strictly increase in CUPTI time (Add drops the others), so the pair
   // holding cupti_ns is unique: the remembered pair or the next one is the search's answer.
@@ -131,6 +136,18 @@ int64_t ClockMap::MapIn(const Segment& g, uint64_t cupti_ns) {
   const Int128 since = static_cast<Int128>(cupti_ns - a.cupti);
   const Int128 span = static_cast<Int128>(b.cupti - a.cupti);
   const Int128 drift = static_cast<Int128>(b.wall) - static_cast<Int128>(a.wall) - span;
+  // The fast path of the next call, when nothing below can overflow for any timestamp of this
+  // pair: since < span, so |since * drift| < span * |drift| <= INT64_MAX (both factors below
+  // 2^63: their product fits 128 bits), and the result lies within a.wall - |drift| and
+  // a.wall + span + |drift|, inside int64. Then the 64-bit formula gives what the code below
+  // gives (the same truncation toward zero; no clamp is reached).
+  const Int128 abs_drift = drift < 0 ? -drift : drift;
+  if (span <= INT64_MAX && abs_drift <= INT64_MAX && abs_drift * span <= INT64_MAX &&
+      static_cast<Int128>(a.wall) - abs_drift >= INT64_MIN &&
+      static_cast<Int128>(a.wall) + span + abs_drift <= INT64_MAX) {
+    g.fast = Segment::Pair{a.cupti, static_cast<uint64_t>(span), a.wall,
+                           static_cast<int64_t>(drift)};
+  }
   // Real calibration drifts by microseconds between samples taken minutes apart, so the product
   // fits 64 bits and the division is a 64-bit one (a 128-bit division is a library call, which
   // was most of the decoder's time placement): same truncation toward zero, same result.

@@ -242,6 +242,45 @@ TEST(ClockMapTest, EveryTimestampIsMappedWithThePairThatHoldsItInAnyOrder) {
   check("shuffled");
 }
 
+// A pair whose 64-bit interpolation could overflow (a drift times a span past 2^63, a wall time
+// near the end of int64) is never mapped by the 64-bit fast path: each timestamp, mapped twice
+// (the second time after its pair was remembered), equals the exact 128-bit interpolation.
+TEST(ClockMapTest, PairsThatCouldOverflowIn64BitsMapExactly) {
+  struct Case {
+    uint64_t c0;
+    int64_t w0;
+    uint64_t c1;
+    int64_t w1;
+  };
+  const uint64_t big = uint64_t{1} << 40;
+  const Case cases[] = {
+      {1'000'000'000, 1'796'000'000'000'000'000, 1'000'000'000 + big,
+       1'796'000'000'000'000'000 + static_cast<int64_t>(big) + (int64_t{1} << 30)},  // drift * span > 2^63
+      {1'000'000'000, 1'796'000'000'000'000'000, 1'000'000'000 + big,
+       1'796'000'000'000'000'000 + static_cast<int64_t>(big) - (int64_t{1} << 30)},  // negative
+      {1, INT64_MAX - 1000, 2001, INT64_MAX - 10},  // the bound on the result passes INT64_MAX
+      {1, INT64_MIN + 1000, 2001, INT64_MIN + 3500},  // and INT64_MIN
+      {1'000, 5'000, 1'000 + 3'000'000'000ull, 5'000 + 3'000'000'000ll + 7},  // an ordinary pair
+  };
+  for (const Case& c : cases) {
+    ClockMap m;
+    m.Add(S(c.c0, c.w0));
+    m.Add(S(c.c1, c.w1));
+    ASSERT_EQ(m.samples(), 2u);
+    const Int128 span = c.c1 - c.c0;
+    const Int128 drift = static_cast<Int128>(c.w1) - c.w0 - span;
+    for (const uint64_t since : {uint64_t{0}, uint64_t{1}, uint64_t{999}, uint64_t{1000},
+                                 static_cast<uint64_t>(span / 3), static_cast<uint64_t>(span - 1)}) {
+      const uint64_t t = c.c0 + since;
+      const Int128 exact = static_cast<Int128>(c.w0) + since + drift * since / span;
+      ASSERT_GE(exact, INT64_MIN);
+      ASSERT_LE(exact, INT64_MAX);
+      for (int twice = 0; twice < 2; ++twice)
+        ASSERT_EQ(m.ToWall(t), static_cast<int64_t>(exact)) << "t " << t << ", call " << twice;
+    }
+  }
+}
+
 // Calibration read from a damaged or hostile file: extreme values must clamp, never overflow (the
 // ASan+UBSan build turns a signed overflow here into a failure).
 TEST(ClockMapTest, AbsurdCalibrationClampsInsteadOfOverflowing) {

@@ -64,6 +64,14 @@ class ClockMap {
     // samples: records come nearly in time order, so the next one mostly falls in the same pair
     // or the next, and the binary search is skipped (MapIn; the same pair the search finds).
     mutable size_t hint = 0;
+    // The pair last interpolated in, when its arithmetic cannot overflow (MapIn): a timestamp in
+    // [lo, lo + span) maps as wall + since + since * drift / span in 64 bits, without the
+    // search, the 128-bit intermediates or the clamps, and with the same result.
+    struct Pair {
+      uint64_t lo = 0, span = 0;  // span 0: none
+      int64_t wall = 0, drift = 0;
+    };
+    mutable Pair fast;
   };
   bool Continues(const Segment& g, const Sample& s) const;
   const Segment* SegmentFor(uint64_t cupti_ns) const;
