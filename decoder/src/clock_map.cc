@@ -145,8 +145,8 @@ int64_t ClockMap::MapIn(const Segment& g, uint64_t cupti_ns) {
   if (span <= INT64_MAX && abs_drift <= INT64_MAX && abs_drift * span <= INT64_MAX &&
       static_cast<Int128>(a.wall) - abs_drift >= INT64_MIN &&
       static_cast<Int128>(a.wall) + span + abs_drift <= INT64_MAX) {
-    g.fast = Segment::Pair{a.cupti, static_cast<uint64_t>(span), a.wall,
-                           static_cast<int64_t>(drift)};
+    g.fast =
+        Segment::Pair{a.cupti, static_cast<uint64_t>(span), a.wall, static_cast<int64_t>(drift)};
   }
   // Real calibration drifts by microseconds between samples taken minutes apart, so the product
   // fits 64 bits and the division is a 64-bit one (a 128-bit division is a library call, which

@@ -37,8 +37,8 @@ struct Row {
   uint32_t copy_kind = 0, src_device = 0, dst_device = 0;
   uint8_t src_kind = 0, dst_kind = 0;  // memcpy: CUPTI memory kinds (CUpti_ActivityMemoryKind)
   uint32_t memset_value = 0;           // memset: the value set
-  uint32_t name_id = 0;  // the builder's id for `name`: equal names, equal ids (see NameOf)
-  std::string_view name;  // kernel (demangled unless --mangled), "[CUDA memcpy HtoD]", API name
+  uint32_t name_id = 0;       // the builder's id for `name`: equal names, equal ids (see NameOf)
+  std::string_view name;      // kernel (demangled unless --mangled), "[CUDA memcpy HtoD]", API name
   std::string_view raw_name;  // kernel: the name as recorded (mangled), "" when unresolved
   // GPU rows: the API call that launched it, when one was found.
   bool has_api = false;
