@@ -27,8 +27,7 @@ namespace cupmon::decoder {
 // Keeps rows and the limit for the trace-like sinks.
 class LimitedSink : public RowSink {
  public:
-  LimitedSink(std::ostream& out, std::optional<uint64_t> limit)
-      : out_(out), limit_(limit), stream_(out) {}
+  LimitedSink(std::ostream& out, std::optional<uint64_t> limit) : out_(out), limit_(limit) {}
   void OnRow(const Row& row) final {
     if (!Wants(row)) return;
     if (limit_ && written_ >= *limit_) return;
@@ -49,7 +48,7 @@ class LimitedSink : public RowSink {
   // True once the output can no longer be written (its stream has failed: a full disk, a file
   // size limit; exports that write their own files override it), so that the report stops
   // reading. Asked after every chunk.
-  virtual bool OutputFailed() const { return stream_.fail(); }
+  virtual bool OutputFailed() const { return out_.failed(); }
   // Merged (multi-rank) reports: the rank whose rows come next; call before Begin. Single
   // recordings never call it, so their output stays as it was.
   virtual void SetRank(const Rank* rank) { rank_ = rank; }
@@ -86,7 +85,6 @@ class LimitedSink : public RowSink {
   const Rank* rank_ = nullptr;
 
  private:
-  const std::ostream& stream_;
   bool short_names_ = false;
   ShortKernelNames short_by_id_;
   // Keys view the builder's names, which live as long as it.

@@ -722,8 +722,8 @@ int RunReport(ReportKind kind, const std::vector<std::string>& paths, const Repo
     ReadIntegrity integrity;
     uint64_t done_here = 0;
     ChunkVisitor* also = trace ? trace->ChunksWanted() : nullptr;
-    ReadVisitors both(builder, also, trace.get());
-    ReadRecording(rec, trace ? static_cast<ChunkVisitor&>(both) : builder, &integrity,
+    ReadVisitors visitors(builder, also, trace.get());
+    ReadRecording(rec, trace ? static_cast<ChunkVisitor&>(visitors) : builder, &integrity,
                   [&](uint64_t done, uint64_t) {
                     done_here = done;
                     progress.Update(done_before + done, std::max(total_bytes, done_before + done));

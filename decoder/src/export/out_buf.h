@@ -228,6 +228,8 @@ class OutBuf {
   void EndRow() {
     if (size_ >= kFlushAt) Flush();
   }
+  // The stream has failed (a write that did not go through): what follows is lost.
+  bool failed() const { return out_.fail(); }
   void Flush() {
     if (size_ == 0) return;
     out_.write(buf_.get(), static_cast<std::streamsize>(size_));
