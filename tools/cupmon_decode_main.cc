@@ -56,7 +56,9 @@ void AddCommon(CLI::App* app, CommonArgs* a) {
                   "full demangled name (--mangled: the raw one) whichever form is shown, so "
                   "--kernel 'reduce_kernel<512' still finds template arguments");
   app->add_option("--pid", a->pid, "Only the recording of this process id");
-  app->add_option("--limit", a->limit, "At most N rows (traces and exports)");
+  app->add_option(
+      "--limit", a->limit,
+      "At most N rows (traces and exports; traces, csv and jsonl then read no further)");
   app->add_option("-o,--output", a->output,
                   "Write to FILE instead of standard output ('-': standard output; a file "
                   "named - is ./-; export --format kineto: a DIR)");

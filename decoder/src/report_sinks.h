@@ -49,6 +49,12 @@ class LimitedSink : public RowSink {
   // size limit; exports that write their own files override it), so that the report stops
   // reading. Asked after every chunk.
   virtual bool OutputFailed() const { return out_.failed(); }
+  // True once --limit rows are written and nothing more can reach the output: the rows past the
+  // limit are dropped, and the export writes nothing at End that needs the rest of the recording
+  // (text traces, csv, jsonl). The report then reads no further (a day of history printed with
+  // `--limit 20` used to be read whole). The other exports write the recording's windows, steps
+  // or tables at End, from the whole read, and answer false.
+  bool LimitReachedAndFinal() const { return LimitEndsOutput() && limit_ && written_ >= *limit_; }
   // Merged (multi-rank) reports: the rank whose rows come next; call before Begin. Single
   // recordings never call it, so their output stays as it was.
   virtual void SetRank(const Rank* rank) { rank_ = rank; }
@@ -75,6 +81,8 @@ class LimitedSink : public RowSink {
     short_by_view_.clear();
   }
   virtual bool Wants(const Row& /*row*/) const { return true; }
+  // True when nothing the export writes depends on rows past the limit (LimitReachedAndFinal).
+  virtual bool LimitEndsOutput() const { return false; }
   // "rank N (host:pid): " in merged reports, else "".
   std::string RankPrefix() const { return rank_ ? rank_->label + ": " : std::string(); }
   virtual void Write(const Row& row) = 0;

@@ -103,7 +103,9 @@ class ReadVisitors : public ChunkVisitor {
     a_.OnFooter(f);
     if (b_) b_->OnFooter(f);
   }
-  bool StopReading() const override { return output_ && output_->OutputFailed(); }
+  bool StopReading() const override {
+    return output_ && (output_->OutputFailed() || output_->LimitReachedAndFinal());
+  }
 
  private:
   ChunkVisitor& a_;
@@ -125,6 +127,7 @@ class CsvExport : public LimitedSink {
   void Close() override { csv_.Close(); }
 
  protected:
+  bool LimitEndsOutput() const override { return true; }  // rows only, after the header
   void Write(const Row& row) override { csv_.Write(row); }
 
  private:
@@ -144,6 +147,7 @@ class JsonlExport : public LimitedSink {
   void Close() override { jsonl_.Close(); }
 
  protected:
+  bool LimitEndsOutput() const override { return true; }  // rows only
   void Write(const Row& row) override { jsonl_.Write(row); }
 
  private:
@@ -705,6 +709,10 @@ int RunReport(ReportKind kind, const std::vector<std::string>& paths, const Repo
   std::map<std::string, Stat> total_gpu, total_api;
   std::ostringstream info_blocks;
   bool stopped = false;  // the output failed: the export ends with exit 2
+  // --limit's rows are all written and nothing more can reach the output
+  // (LimitedSink::LimitReachedAndFinal): the read stopped there, and later ranks are not read.
+  bool limited = false;
+  bool cut_short = false;  // limited, and some of the recordings was not read
   for (size_t i = 0; i < chosen.size(); ++i) {
     const Rank& rank = *chosen[i];
     const Recording& rec = rank.recording;
@@ -719,6 +727,7 @@ int RunReport(ReportKind kind, const std::vector<std::string>& paths, const Repo
     TraceBuilder builder(options.filter, sink, options.horizon, reorder);
     if (trace && merged) trace->SetRank(&rank);
     if (trace) trace->Begin(builder, rec, i);
+    if (limited) continue;  // its Begin lines are written as before; its rows would be dropped
     ReadIntegrity integrity;
     uint64_t done_here = 0;
     ChunkVisitor* also = trace ? trace->ChunksWanted() : nullptr;
@@ -732,7 +741,8 @@ int RunReport(ReportKind kind, const std::vector<std::string>& paths, const Repo
     progress.Finish();  // before anything else is written to err (or to out on the same terminal)
     builder.Finish();
     if (trace) trace->End(builder, rec, integrity);
-    if (integrity.stopped) {
+    if (trace && trace->LimitReachedAndFinal()) limited = true;
+    if (integrity.stopped && !limited) {
       // The output failed (ReadVisitors): nothing more is read; the sink (Conclude) or the caller
       // (the -o file, standard output) says why. The counts of a partial read are not reported.
       err << "cupmon-decode: " << who << "stopped reading after "
@@ -779,6 +789,13 @@ int RunReport(ReportKind kind, const std::vector<std::string>& paths, const Repo
       warnings = true;
     }
     warnings |= integrity.HasWarnings() || c.HasWarnings();
+    if (limited && (integrity.stopped || i + 1 < chosen.size())) {
+      // What follows was not read: its damage, counts and windows are not known.
+      cut_short = true;
+      err << "cupmon-decode: note: --limit " << *options.limit
+          << ": every row written after reading " << FormatBytes(done_before) << " of "
+          << FormatBytes(total_bytes) << "; the rest was not read or checked\n";
+    }
     if (!merged) continue;
 
     RankResult r;
@@ -833,19 +850,22 @@ int RunReport(ReportKind kind, const std::vector<std::string>& paths, const Repo
 
   if (merged) {
     // A window that some ranks have and others lack: usually a rank that did not get the request.
-    std::set<uint32_t> all;
-    for (const RankResult& r : results)
-      for (const auto& w : r.windows) all.insert(w.id);
-    for (const RankResult& r : results) {
-      const std::vector<uint32_t> missing = MissingWindows(r, all);
-      if (missing.empty()) continue;
-      std::string list;
-      for (uint32_t id : missing) list += (list.empty() ? "#" : ", #") + std::to_string(id);
-      err << "cupmon-decode: warning: " << r.rank->label
-          << (r.windows.empty() ? " has no trace window" : " lacks window(s) " + list)
-          << " that other ranks have" << (r.windows.empty() ? " (" + list + ")" : std::string())
-          << "\n";
-      warnings = true;
+    // Not known when --limit ended the read early (cut_short): some windows were not read.
+    if (!cut_short) {
+      std::set<uint32_t> all;
+      for (const RankResult& r : results)
+        for (const auto& w : r.windows) all.insert(w.id);
+      for (const RankResult& r : results) {
+        const std::vector<uint32_t> missing = MissingWindows(r, all);
+        if (missing.empty()) continue;
+        std::string list;
+        for (uint32_t id : missing) list += (list.empty() ? "#" : ", #") + std::to_string(id);
+        err << "cupmon-decode: warning: " << r.rank->label
+            << (r.windows.empty() ? " has no trace window" : " lacks window(s) " + list)
+            << " that other ranks have" << (r.windows.empty() ? " (" + list + ")" : std::string())
+            << "\n";
+        warnings = true;
+      }
     }
     if (kind == ReportKind::kSummary)
       PrintMergedSummary(out, *listing, chosen, results, total_gpu, total_api, short_names);

@@ -22,6 +22,7 @@ class TextTrace : public LimitedSink {
   using LimitedSink::LimitedSink;
 
  protected:
+  bool LimitEndsOutput() const override { return true; }  // rows only, after each Begin's lines
   void BeginRecording(const TraceBuilder& b, const Recording& r) {
     builder_ = &b;
     ForgetShortNames();

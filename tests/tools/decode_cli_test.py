@@ -170,6 +170,82 @@ class DecodeCliTest(unittest.TestCase):
                 self.assertLess(done, total / 2)
                 self.assertEqual(sorted(os.listdir(d)), ["kineto", "rec"])  # nothing left behind
 
+    @unittest.skipUnless(MAKE_SAMPLE, "no sample maker")
+    def test_a_limit_stops_the_read_once_its_rows_are_written(self):
+        # `gpu-trace --limit 20` of a day of history used to read the whole day. Text traces, csv
+        # and jsonl now stop reading once their last row is written; what they print is the head
+        # of the unlimited output, and the damage past the limit is not read, so not reported.
+        import re
+
+        def read_so_far(stderr, limit):
+            m = re.search(rf"note: --limit {limit}: every row written after reading "
+                          r"([0-9.]+)(B|KB|MB|GB) of ([0-9.]+)(B|KB|MB|GB); "
+                          r"the rest was not read or checked", stderr)
+            self.assertIsNotNone(m, stderr[-2000:])
+            scale = {"B": 1, "KB": 1 << 10, "MB": 1 << 20, "GB": 1 << 30}
+            return float(m[1]) * scale[m[2]], float(m[3]) * scale[m[4]]
+
+        def unlimited_head(args, lines):
+            # The same command without --limit, its first lines read and the pipe then closed.
+            with subprocess.Popen([DECODE] + args, stdout=subprocess.PIPE,
+                                  stderr=subprocess.DEVNULL, text=True) as p:
+                head = [p.stdout.readline() for _ in range(lines)]
+                p.stdout.close()
+                p.kill()
+            return "".join(head)
+
+        with tempfile.TemporaryDirectory() as d:
+            rec = os.path.join(d, "rec")
+            subprocess.run([MAKE_SAMPLE, rec, "1000000"], check=True, capture_output=True,
+                           timeout=300)
+            for args, header_lines in ((["export", rec, "--format", "csv"], 1),
+                                       (["export", rec, "--format", "jsonl"], 0),
+                                       (["gpu-trace", rec], 2), (["api-trace", rec], 2),
+                                       (["kern-exec", rec], 2)):
+                with self.subTest(args=args):
+                    r = decode(*args, "--limit", "100")
+                    self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+                    self.assertEqual(r.stdout.count("\n"), header_lines + 100)
+                    self.assertEqual(r.stdout, unlimited_head(args, header_lines + 100))
+                    done, total = read_so_far(r.stderr, 100)
+                    self.assertGreater(total, 4 << 20)
+                    self.assertLess(done, total / 4)
+            # Exports that write the whole recording's windows, steps or tables at the end read
+            # it whole, as before.
+            r = decode("export", rec, "--format", "chrome-json", "--limit", "100", "-o",
+                       os.path.join(d, "out.json"))
+            self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+            self.assertNotIn("--limit 100", r.stderr)
+
+            # One damaged byte past the limit is not read; one before it is reported.
+            path = os.path.join(rec, os.listdir(rec)[0])
+            with open(path, "rb") as f:
+                data = bytearray(f.read())
+            late, early = len(data) * 3 // 4, 2000
+            for at, rc in ((late, 0), (early, 1)):
+                with self.subTest(damaged_at=at):
+                    damaged = bytearray(data)
+                    damaged[at] ^= 0xFF
+                    with open(path, "wb") as f:
+                        f.write(damaged)
+                    self.assertEqual(decode("summary", rec).returncode, 1)  # the damage is real
+                    r = decode("gpu-trace", rec, "--limit", "100")
+                    self.assertEqual(r.returncode, rc, r.stderr[-2000:])
+                    self.assertEqual(r.stdout.count("\n"), 102)
+                    self.assertEqual("warning:" in r.stderr, rc == 1, r.stderr[-2000:])
+                    read_so_far(r.stderr, 100)
+            with open(path, "wb") as f:
+                f.write(data)
+
+        # Merged ranks: each rank's opening lines as before, the rows from the first rank only,
+        # the second rank not read, and no window warnings drawn from ranks read in part.
+        r = decode("gpu-trace", DDP, "--limit", "10")
+        self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+        self.assertEqual(r.stdout.count("==cupmon== rank "), 2, r.stdout)
+        self.assertEqual(r.stdout.count("\n"), 2 * 2 + 10)
+        read_so_far(r.stderr, 10)
+        self.assertNotIn("lacks window", r.stderr)
+
     @unittest.skipUnless(os.path.exists("/dev/full"), "no /dev/full here")
     def test_a_full_device_or_standard_output_is_an_error(self):
         r = decode("export", SAMPLE, "--format", "jsonl", "-o", "/dev/full")
