@@ -132,7 +132,7 @@ TEST_F(GoldenTest, ChromeJsonIsValidTraceEventFormat) {
 TEST_F(GoldenTest, FiltersSelectRows) {
   ReportOptions opt;
   opt.format = ExportFormat::kJsonl;
-  opt.filter.kernel.emplace("gemm");
+  opt.filter.kernel = std::regex("gemm");
   std::ostringstream out, err;
   EXPECT_EQ(RunReport(ReportKind::kGpuTrace, dir_.path(), opt, out, err), kExitClean);
   const std::string text = out.str();
@@ -295,7 +295,7 @@ TEST_F(RealSampleTest, ShortNamesStandForTheFullOnesAndStayApart) {
 // trace shows the short name.
 TEST_F(RealSampleTest, KernelFilterMatchesTheFullNameWhileTracesShowTheShortOne) {
   ReportOptions opt;
-  opt.filter.kernel.emplace("reduce_kernel<512, 1,");
+  opt.filter.kernel = std::regex("reduce_kernel<512, 1,");
   const std::string trace = Run(ReportKind::kGpuTrace, opt);
   std::istringstream in(trace);
   int rows = 0;
