@@ -527,9 +527,11 @@ void ReadTorchDump(const Recording& recording, ChunkVisitor& visitor, ReadIntegr
         if (progress) progress(done_before + consumed, std::max(total, done_before + consumed));
       });
     }
+    // A stopped read (ChunkVisitor::StopReading) reported how far it got: the rest of the file
+    // was not read, and is not reported as done.
+    if (integrity->stopped) return;
     done_before += mapped->bytes().size();
     if (progress) progress(done_before, std::max(total, done_before));
-    if (integrity->stopped) return;
   }
   if (!raw_seen) {
     ++integrity->missing_files;

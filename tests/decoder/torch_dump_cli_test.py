@@ -12,6 +12,7 @@ usage: torch_dump_cli_test.py --decode BIN --source REPO
 import argparse
 import json
 import os
+import re
 import struct
 import subprocess
 import sys
@@ -133,7 +134,6 @@ def main():
               f"a region with no rows gives the CSV header only (rc {rc}): {out[:300]}")
         rc, out, err = run(a.decode, "gpu-trace", os.path.join(d, "cupti_monitor_raw_buffers.bin"))
         check(rc == 1 and "<unresolved kernel name 0x" in out, "naming the raw file reads the dump")
-
         t = os.path.join(work, "truncated")
         os.mkdir(t)
         raw = subprocess.run(["zstd", "-dc", os.path.join(a.source, "tests", "data",
@@ -148,6 +148,21 @@ def main():
         check(rc == 1 and "truncated tail" in err, f"a truncated dump warns (rc {rc}): {err}")
         check(f"records: {61200 - n_last}\n" in out,
               f"a truncated dump loses only its last chunk's {n_last} records:\n{out}")
+
+        # --limit ends the read of a dump too, after the buffer in which the last row was written.
+        # Rows leave the join once 65,536 records are read (its horizon), so the always-on dump's buffers
+        # are written three times over (183,600 records), with a small reorder bound.
+        big = os.path.join(work, "three-times")
+        os.mkdir(big)
+        write_dump(raw * 3, big)
+        _, whole, _ = run(a.decode, "gpu-trace", big, "--reorder-rows", "100")
+        rc, out, err = run(a.decode, "gpu-trace", big, "--reorder-rows", "100", "--limit", "10")
+        check(rc == 1 and len(out.splitlines()) == 12 and
+              out.splitlines() == whole.splitlines()[:12],
+              f"--limit 10 prints the first 10 rows of the whole trace (rc {rc}): {out}")
+        m = re.search(r"note: --limit 10: every row written after reading ([0-9.]+)MB of "
+                      r"([0-9.]+)MB; the rest was not read or checked", err)
+        check(m and float(m[1]) < float(m[2]) / 2, f"--limit 10 stops before half the dump: {err}")
 
         rc, out, _ = run(a.decode, "--help")
         check("torch.profiler._cupti_monitor dump" in out, "--help shows the dump example")
