@@ -150,8 +150,8 @@ def main():
               f"a truncated dump loses only its last chunk's {n_last} records:\n{out}")
 
         # --limit ends the read of a dump too, after the buffer in which the last row was written.
-        # Rows leave the join once 65,536 records are read (its horizon), so the always-on dump's buffers
-        # are written three times over (183,600 records), with a small reorder bound.
+        # Rows leave the join once 65,536 records are read (its horizon), so the always-on dump's
+        # buffers are written three times over (183,600 records), with a small reorder bound.
         big = os.path.join(work, "three-times")
         os.mkdir(big)
         write_dump(raw * 3, big)
