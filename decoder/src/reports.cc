@@ -709,10 +709,10 @@ int RunReport(ReportKind kind, const std::vector<std::string>& paths, const Repo
   std::map<std::string, Stat> total_gpu, total_api;
   std::ostringstream info_blocks;
   bool stopped = false;  // the output failed: the export ends with exit 2
-  // --limit's rows are all written and nothing more can reach the output
-  // (LimitedSink::LimitReachedAndFinal): the read stopped there, and later ranks are not read.
-  bool limited = false;
-  bool cut_short = false;  // limited, and some of the recordings was not read
+  // --limit's rows are all written and nothing more can reach the output: the read stops there,
+  // and later ranks are not read (LimitedSink::LimitReachedAndFinal).
+  auto limit_reached = [&trace] { return trace && trace->LimitReachedAndFinal(); };
+  bool cut_short = false;  // the limit was reached with some of the recordings not read
   for (size_t i = 0; i < chosen.size(); ++i) {
     const Rank& rank = *chosen[i];
     const Recording& rec = rank.recording;
@@ -727,7 +727,7 @@ int RunReport(ReportKind kind, const std::vector<std::string>& paths, const Repo
     TraceBuilder builder(options.filter, sink, options.horizon, reorder);
     if (trace && merged) trace->SetRank(&rank);
     if (trace) trace->Begin(builder, rec, i);
-    if (limited) continue;  // its Begin lines are written as before; its rows would be dropped
+    if (limit_reached()) continue;  // its Begin lines are written as before, its rows dropped
     ReadIntegrity integrity;
     uint64_t done_here = 0;
     ChunkVisitor* also = trace ? trace->ChunksWanted() : nullptr;
@@ -741,8 +741,7 @@ int RunReport(ReportKind kind, const std::vector<std::string>& paths, const Repo
     progress.Finish();  // before anything else is written to err (or to out on the same terminal)
     builder.Finish();
     if (trace) trace->End(builder, rec, integrity);
-    if (trace && trace->LimitReachedAndFinal()) limited = true;
-    if (integrity.stopped && !limited) {
+    if (integrity.stopped && !limit_reached()) {
       // The output failed (ReadVisitors): nothing more is read; the sink (Conclude) or the caller
       // (the -o file, standard output) says why. The counts of a partial read are not reported.
       err << "cupmon-decode: " << who << "stopped reading after "
@@ -789,7 +788,7 @@ int RunReport(ReportKind kind, const std::vector<std::string>& paths, const Repo
       warnings = true;
     }
     warnings |= integrity.HasWarnings() || c.HasWarnings();
-    if (limited && (integrity.stopped || i + 1 < chosen.size())) {
+    if (limit_reached() && (integrity.stopped || i + 1 < chosen.size())) {
       // What follows was not read: its damage, counts and windows are not known.
       cut_short = true;
       err << "cupmon-decode: note: --limit " << *options.limit

@@ -6,6 +6,7 @@ Run by ctest (tests/tools/CMakeLists.txt) with CUPMON_DECODE and CUPMON_SOURCE i
 """
 
 import os
+import re
 import subprocess
 import tempfile
 import unittest
@@ -18,6 +19,16 @@ DDP = os.path.join(os.environ.get("CUPMON_SOURCE", ""), "tests", "data", "ddp-2r
 
 def decode(*args):
     return subprocess.run([DECODE] + list(args), capture_output=True, text=True, timeout=120)
+
+
+def bytes_read(test, stderr, before, after):
+    """(read, total) in bytes from a line `<before>X of Y<after>` of a stopped read (X and Y as
+    FormatBytes writes them: 754.6KB); fails `test` when stderr has no such line."""
+    size = r"([0-9.]+)(B|KB|MB|GB)"
+    m = re.search(re.escape(before) + size + " of " + size + re.escape(after), stderr)
+    test.assertIsNotNone(m, stderr[-2000:])
+    scale = {"B": 1, "KB": 1 << 10, "MB": 1 << 20, "GB": 1 << 30}
+    return float(m[1]) * scale[m[2]], float(m[3]) * scale[m[4]]
 
 
 @unittest.skipUnless(DECODE and os.path.exists(DECODE), "CUPMON_DECODE is not set")
@@ -116,16 +127,12 @@ class DecodeCliTest(unittest.TestCase):
     def test_an_export_stops_reading_once_its_output_fails(self):
         # A full disk used to cost the whole read of the recording before the error: now the
         # export stops after the chunk in which its output failed, and says how far it got.
-        import re
         import resource
         import signal
 
         def read_so_far(stderr):
-            m = re.search(r"stopped reading after ([0-9.]+)(B|KB|MB|GB) of ([0-9.]+)(B|KB|MB|GB): "
-                          r"the output could not be written", stderr)
-            self.assertIsNotNone(m, stderr[-2000:])
-            scale = {"B": 1, "KB": 1 << 10, "MB": 1 << 20, "GB": 1 << 30}
-            return float(m[1]) * scale[m[2]], float(m[3]) * scale[m[4]]
+            return bytes_read(self, stderr, "stopped reading after ",
+                              ": the output could not be written")
 
         def limited():
             signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
@@ -175,15 +182,10 @@ class DecodeCliTest(unittest.TestCase):
         # `gpu-trace --limit 20` of a day of history used to read the whole day. Text traces, csv
         # and jsonl now stop reading once their last row is written; what they print is the head
         # of the unlimited output, and the damage past the limit is not read, so not reported.
-        import re
-
         def read_so_far(stderr, limit):
-            m = re.search(rf"note: --limit {limit}: every row written after reading "
-                          r"([0-9.]+)(B|KB|MB|GB) of ([0-9.]+)(B|KB|MB|GB); "
-                          r"the rest was not read or checked", stderr)
-            self.assertIsNotNone(m, stderr[-2000:])
-            scale = {"B": 1, "KB": 1 << 10, "MB": 1 << 20, "GB": 1 << 30}
-            return float(m[1]) * scale[m[2]], float(m[3]) * scale[m[4]]
+            return bytes_read(self, stderr,
+                              f"note: --limit {limit}: every row written after reading ",
+                              "; the rest was not read or checked")
 
         def unlimited_head(args, lines):
             # The same command without --limit, its first lines read and the pipe then closed.
