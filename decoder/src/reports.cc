@@ -727,7 +727,10 @@ int RunReport(ReportKind kind, const std::vector<std::string>& paths, const Repo
     TraceBuilder builder(options.filter, sink, options.horizon, reorder);
     if (trace && merged) trace->SetRank(&rank);
     if (trace) trace->Begin(builder, rec, i);
-    if (limit_reached()) continue;  // its Begin lines are written as before, its rows dropped
+    if (limit_reached()) {
+      cut_short = true;  // its Begin lines are written as before; its rows would be dropped
+      continue;
+    }
     ReadIntegrity integrity;
     uint64_t done_here = 0;
     ChunkVisitor* also = trace ? trace->ChunksWanted() : nullptr;
@@ -788,13 +791,7 @@ int RunReport(ReportKind kind, const std::vector<std::string>& paths, const Repo
       warnings = true;
     }
     warnings |= integrity.HasWarnings() || c.HasWarnings();
-    if (limit_reached() && (integrity.stopped || i + 1 < chosen.size())) {
-      // What follows was not read: its damage, counts and windows are not known.
-      cut_short = true;
-      err << "cupmon-decode: note: --limit " << *options.limit
-          << ": every row written after reading " << FormatBytes(done_before) << " of "
-          << FormatBytes(total_bytes) << "; the rest was not read or checked\n";
-    }
+    if (integrity.stopped && limit_reached()) cut_short = true;
     if (!merged) continue;
 
     RankResult r;
@@ -824,6 +821,12 @@ int RunReport(ReportKind kind, const std::vector<std::string>& paths, const Repo
       for (auto& [name, s] : summary.NamedApi(builder)) total_api[name].Merge(s);
     }
     results.push_back(std::move(r));
+  }
+  if (cut_short) {
+    // What was not read: its damage, counts and windows are not known.
+    err << "cupmon-decode: note: --limit " << *options.limit << ": every row written after reading "
+        << FormatBytes(done_before) << " of " << FormatBytes(total_bytes)
+        << "; the rest was not read or checked\n";
   }
   if (trace) trace->Close();
   const int output_rc = trace ? trace->Conclude(err) : kExitClean;
