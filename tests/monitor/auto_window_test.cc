@@ -4,19 +4,18 @@
 #include "monitor/src/auto_window.h"
 
 #include <cupti.h>
+#include <gtest/gtest.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstddef>
-#include <utility>
 #include <functional>
-#include <sstream>
 #include <set>
+#include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "cupmon/control/control_client.h"
 #include "cupmon/control/protocol.h"
@@ -29,6 +28,7 @@
 #include "monitor/testing/fake_cupti.h"
 #include "monitor/testing/kernel10_facts.h"
 #include "monitor_fixture.h"
+#include "test_dir.h"
 
 namespace cupmon {
 namespace {

@@ -24,6 +24,7 @@
 #include "monitor/testing/fake_cupti.h"
 #include "monitor_fixture.h"
 #include "recording_reader.h"
+#include "test_dir.h"
 
 namespace cupmon {
 namespace {

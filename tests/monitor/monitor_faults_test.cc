@@ -2,6 +2,7 @@
 // system at stop, fork storms and termination signals, and every loss is counted. CUPTI is the
 // test double (monitor/testing/fake_cupti.h); nothing here touches a GPU.
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -24,14 +25,13 @@
 #include <thread>
 #include <vector>
 
-#include <gtest/gtest.h>
-
 #include "cupmon/monitor/monitor.h"
 #include "monitor/src/session_facts.h"
 #include "monitor/src/string_table.h"
 #include "monitor/testing/fake_cupti.h"
 #include "monitor_fixture.h"
 #include "recording_reader.h"
+#include "test_dir.h"
 
 // Set in the fork storm's children before they exit. LeakSanitizer (the ASan build) would report
 // the parent's objects there as leaks: the child has none of the threads whose stacks point to
@@ -93,7 +93,8 @@ TEST(MonitorFaultsTest, RefusedThreadCreationLeavesTheJobRunningUnmonitored) {
     EXPECT_EQ(CupmonFiles(dir), 0u);
     // The process can start a monitor again afterwards.
     FakeCupti fake2;
-    auto again = Monitor::Start(testing::TestDoubleOptions(&fake2, dir + "-again"));
+    auto again = Monitor::Start(
+        testing::TestDoubleOptions(&fake2, TempDir(std::string("nothread-") + point + "-again")));
     ASSERT_TRUE(again) << again.error().message;
     (*again)->Stop();
   }

@@ -1,12 +1,9 @@
-// Shared by the monitor's CPU tests: a fresh per-process test directory, and MonitorOptions that run
-// a Monitor on the CUPTI test double with no timers and a private control/registry directory.
+// Shared by the monitor's CPU tests and their helper programs: MonitorOptions that run a Monitor
+// on the CUPTI test double with no timers and a private control/registry directory, and WaitFor.
+// The tests' directories are in test_dir.h.
 #pragma once
 
-#include <unistd.h>
-
 #include <chrono>
-#include <cstdlib>
-#include <filesystem>
 #include <string>
 #include <thread>
 
@@ -14,15 +11,6 @@
 #include "cupmon/monitor/monitor.h"
 
 namespace cupmon::testing {
-
-// ${TMPDIR:-/tmp}/<prefix>-<pid>-<name>, emptied: per pid, so ctest -j runs do not collide.
-inline std::string FreshTestDir(const std::string& prefix, const std::string& name) {
-  const char* tmp = std::getenv("TMPDIR");
-  std::string base = std::string(tmp && *tmp ? tmp : "/tmp") + "/" + prefix + "-" +
-                     std::to_string(getpid()) + "-" + name;
-  std::filesystem::remove_all(base);
-  return base;
-}
 
 // The test double's monitor: synthetic header, no devices, no flush or stats timer (tests flush
 // explicitly), control socket and registry link inside `dir`.

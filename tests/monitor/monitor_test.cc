@@ -3,6 +3,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -14,12 +15,11 @@
 #include <sstream>
 #include <thread>
 
-#include <gtest/gtest.h>
-
 #include "cupmon/decoder/reports.h"
 #include "monitor/testing/fake_cupti.h"
 #include "monitor_fixture.h"
 #include "recording_reader.h"
+#include "test_dir.h"
 
 namespace cupmon {
 namespace {

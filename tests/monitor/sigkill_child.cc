@@ -17,6 +17,10 @@ int main(int argc, char** argv) {
   o.entry_point = "test-double";
   o.synthetic = true;
   o.config.output_dir = argv[1];
+  // Inside the test's directory: a killed process leaves its registry link behind, and the user's
+  // own registry (the default) is no place for a test's.
+  o.config.control_dir = std::string(argv[1]) + "/control";
+  o.config.registry_dir = std::string(argv[1]) + "/registry";
   o.config.buffer_bytes = 64 << 10;
   o.config.file_bytes = 1 << 20;
   o.config.flush_ms = 0;

@@ -3,6 +3,7 @@
 #include "cupmon/monitor/trace_window.h"
 
 #include <arpa/inet.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -22,8 +23,6 @@
 #include <thread>
 #include <vector>
 
-#include <gtest/gtest.h>
-
 #include "cupmon/control/control_client.h"
 #include "cupmon/control/protocol.h"
 #include "cupmon/decoder/recording_reader.h"
@@ -33,6 +32,7 @@
 #include "cupmon/monitor/monitor.h"
 #include "monitor/testing/fake_cupti.h"
 #include "monitor_fixture.h"
+#include "test_dir.h"
 
 namespace cupmon {
 namespace {

@@ -2,6 +2,7 @@
 // with the strict exposition parser, and hit by malformed and slow requests while the application
 // keeps launching work, which must not disturb recording, windows or later scrapes.
 #include <arpa/inet.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/time.h>
@@ -16,12 +17,11 @@
 #include <string>
 #include <thread>
 
-#include <gtest/gtest.h>
-
 #include "cupmon/monitor/monitor.h"
 #include "exposition_parser.h"
 #include "monitor/testing/fake_cupti.h"
 #include "monitor_fixture.h"
+#include "test_dir.h"
 
 namespace cupmon {
 namespace {

@@ -5,6 +5,7 @@
 // SIGKILL from the kernel if this process dies first (PR_SET_PDEATHSIG).
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -12,6 +13,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <boost/property_tree/json_parser.hpp>
+#include <boost/property_tree/ptree.hpp>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -27,13 +30,10 @@
 #include <thread>
 #include <vector>
 
-#include <boost/property_tree/json_parser.hpp>
-#include <boost/property_tree/ptree.hpp>
-#include <gtest/gtest.h>
-
 #include "cupmon/monitor/monitor.h"
 #include "monitor/testing/fake_cupti.h"
 #include "monitor_fixture.h"
+#include "test_dir.h"
 
 namespace cupmon {
 namespace {
