@@ -1,6 +1,8 @@
 // Writes a synthetic recording (CUPTI TEST DOUBLE, not GPU data) into a directory:
 //   cupmon-make-sample tests/data/synthetic-sample   the small synthetic sample (golden tests write their own)
 //   cupmon-make-sample /tmp/big 10000000          N records (WriteLarge), to time cupmon-decode
+//   cupmon-make-sample --ranks 8 /tmp/job 1000000  eight ranks of a job, N records each, in
+//                                                 /tmp/job/rank0 ... rank7 (merged reports)
 //   cupmon-make-sample --overlap DIR              overlapping slices on one stream and one thread
 //   cupmon-make-sample --annotated-steps DIR      two ranks with annotated training steps
 //   cupmon-make-sample --nvtx DIR                 NVTX ranges, a mark and labelled kernels
@@ -81,11 +83,19 @@ std::string WriteMemoryCheck(const std::string& dir, bool wrong) {
 // call per activity (a driver cuLaunchKernel for 1 kernel in 20), a cudaStreamSynchronize with no
 // GPU activity per 32 launches, and an external correlation (annotation) per 64, in their own
 // buffers after the GPU buffer as CUPTI delivers them. A calibration sample per buffer.
-size_t WriteLarge(const std::string& dir, uint64_t records) {
+// `rank` of `ranks` (ranks 0: a recording of its own, no rank): a recording of its own id, pid
+// and pseudo-random sequence, in the same synthetic job as the other ranks.
+size_t WriteLarge(const std::string& dir, uint64_t records, uint32_t rank = 0, uint32_t ranks = 0) {
   using namespace cupmon::testing;
   auto opts = WriterOptions(dir, "cupmon-large");
   opts.files.retention_bytes = 1ull << 40;
-  cupmon::pb::RecordingHeader header = SyntheticHeader();
+  cupmon::pb::RecordingHeader header = SyntheticHeader(kTestRecordingId + rank, kTestPid + rank);
+  if (ranks) {
+    header.set_rank(static_cast<int32_t>(rank));
+    header.set_local_rank(static_cast<int32_t>(rank));
+    header.set_world_size(static_cast<int32_t>(ranks));
+    header.set_job_id("synthetic-job");
+  }
   auto* d1 = header.add_devices();
   d1->CopyFrom(header.devices(0));
   d1->set_id(1);
@@ -109,7 +119,7 @@ size_t WriteLarge(const std::string& dir, uint64_t records) {
   cupmon::pb::Calibration cal;
   auto* sample = cal.add_samples();
 
-  uint64_t t = kT0, written = 0, lcg = 12345;
+  uint64_t t = kT0, written = 0, lcg = 12345 + rank;
   uint32_t corr = 1, window = 0;
   auto next = [&lcg] {  // deterministic pseudo-random numbers
     lcg = lcg * 6364136223846793005ull + 1442695040888963407ull;
@@ -376,23 +386,47 @@ int main(int argc, char** argv) {
                 static_cast<unsigned long long>(truth.records), truth.step_starts.size(), argv[2]);
     return 0;
   }
+  if (argc == 5 && std::strcmp(argv[1], "--ranks") == 0) {
+    char* end = nullptr;
+    const unsigned long ranks = std::strtoul(argv[2], &end, 10);
+    if (end == argv[2] || *end || ranks == 0 || ranks > 1024) {
+      std::fprintf(stderr, "%s: RANKS must be a number 1..1024, not '%s'\n", argv[0], argv[2]);
+      return 2;
+    }
+    const unsigned long long records = std::strtoull(argv[4], &end, 10);
+    if (end == argv[4] || *end || records == 0) {
+      std::fprintf(stderr, "%s: RECORDS must be a positive number, not '%s'\n", argv[0], argv[4]);
+      return 2;
+    }
+    size_t n = 0;
+    for (uint32_t r = 0; r < ranks; ++r)
+      n += WriteLarge(std::string(argv[3]) + "/rank" + std::to_string(r), records, r,
+                      static_cast<uint32_t>(ranks));
+    std::printf("wrote %lu synthetic ranks (%zu records, CUPTI test double) to %s/rank*\n", ranks,
+                n, argv[3]);
+    return 0;
+  }
   const bool help = argc > 1 && (std::strcmp(argv[1], "-h") == 0 || std::strcmp(argv[1], "--help") == 0);
   if (help || (argc != 2 && argc != 3) || argv[1][0] == '-') {
-    std::fprintf(help ? stdout : stderr,
-                 "usage: %s DIR [RECORDS] | --overlap DIR | --annotated-steps DIR | --nvtx DIR |\n"
-                 "       --memory DIR | --memory-check DIR [--wrong] | --steps DIR RECORDS [SLOWER]\n"
-                 "Writes a synthetic recording (CUPTI test double, not GPU data) into DIR: the small\n"
-                 "sample, RECORDS records of a training-like mix for timing cupmon-decode,\n"
-                 "(--overlap) slices that overlap on one stream and on one thread,\n"
-                 "(--annotated-steps) a two-rank job with annotated training steps, (--nvtx) NVTX\n"
-                 "ranges nested on two threads with kernels launched inside them, (--memory)\n"
-                 "device memory allocated and released on two devices (MEMORY2, MEMORY_POOL),\n"
-                 "(--memory-check) the records tests/gpu/memory_check.cu should make, its JSON line\n"
-                 "on stdout (--wrong: one release missing), or\n"
-                 "(--steps) a training loop of about RECORDS records for timing cupmon-decode steps\n"
-                 "(SLOWER: its gemm_wgrad kernel lasts SLOWER times longer, a regression for diff).\n"
-                 "  %s /tmp/sample\n  %s /tmp/big 10000000\n  %s --memory /tmp/mem\n",
-                 argv[0], argv[0], argv[0], argv[0]);
+    std::fprintf(
+        help ? stdout : stderr,
+        "usage: %s DIR [RECORDS] | --ranks RANKS DIR RECORDS | --overlap DIR |\n"
+        "       --annotated-steps DIR | --nvtx DIR | --memory DIR |\n"
+        "       --memory-check DIR [--wrong] | --steps DIR RECORDS [SLOWER]\n"
+        "Writes a synthetic recording (CUPTI test double, not GPU data) into DIR: the small\n"
+        "sample, RECORDS records of a training-like mix for timing cupmon-decode,\n"
+        "(--ranks) RANKS such recordings of one job in DIR/rank0, DIR/rank1, ...,\n"
+        "(--overlap) slices that overlap on one stream and on one thread,\n"
+        "(--annotated-steps) a two-rank job with annotated training steps, (--nvtx) NVTX\n"
+        "ranges nested on two threads with kernels launched inside them, (--memory)\n"
+        "device memory allocated and released on two devices (MEMORY2, MEMORY_POOL),\n"
+        "(--memory-check) the records tests/gpu/memory_check.cu should make, its JSON line\n"
+        "on stdout (--wrong: one release missing), or\n"
+        "(--steps) a training loop of about RECORDS records for timing cupmon-decode steps\n"
+        "(SLOWER: its gemm_wgrad kernel lasts SLOWER times longer, a regression for diff).\n"
+        "  %s /tmp/sample\n  %s /tmp/big 10000000\n  %s --ranks 8 /tmp/job 1000000\n"
+        "  %s --memory /tmp/mem\n",
+        argv[0], argv[0], argv[0], argv[0], argv[0]);
     return help ? 0 : 2;
   }
   char* end = nullptr;
