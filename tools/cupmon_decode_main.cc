@@ -33,6 +33,7 @@ struct CommonArgs {
   bool mangled = false, full_names = false;
   size_t reorder_rows = 1 << 16;
   std::optional<int> threads;
+  size_t jobs = 0;
 };
 
 void AddCommon(CLI::App* app, CommonArgs* a) {
@@ -78,6 +79,11 @@ void AddCommon(CLI::App* app, CommonArgs* a) {
                   "decodes the records; 1 reads on one thread (same output). Overrides "
                   "CUPMON_DECODE_THREADS")
       ->check(CLI::Range(1, 2));
+  app->add_option("--jobs", a->jobs,
+                  "summary and info of several ranks: ranks read at once, each with --threads "
+                  "threads (default: one per CPU, at most 8; 1 reads them one after another). "
+                  "The output is the same, in rank order")
+      ->check(CLI::Range(1, 1024));
 }
 
 // CUPMON_DECODE_THREADS, when set, must be 1 or 2 (as --threads): "" when it is fine, else why not.
@@ -136,7 +142,8 @@ int main(int argc, char** argv) {
       "  cupmon-decode diff rec rec --from-a 0s --to-a 10s --from-b 50s --to-b 60s\n"
       "  cupmon-decode diff base/ new/ --fail-above 5   # CI gate: exit 3 when B is >5% slower\n"
       "  cupmon-decode report job/ -o report.html   # one self-contained HTML page\n"
-      "  cupmon-decode summary rec/ --threads 1   # read on one thread (default: 2 where 2 CPUs)\n\n"
+      "  cupmon-decode summary rec/ --threads 1   # read on one thread (default: 2 where 2 CPUs)\n"
+      "  cupmon-decode summary job/ --jobs 4   # read 4 ranks at once (default: one per CPU)\n\n"
       "Exit codes: 0 clean, 1 warnings (damage, drops, skipped records), 2 unusable input or usage "
       "error, 3 diff --fail-above: a regression above the threshold."};
   app.require_subcommand(1);
@@ -340,6 +347,7 @@ int main(int argc, char** argv) {
   opt.limit = args.limit;
   opt.reorder_rows = args.reorder_rows;
   opt.recursive = args.recursive;
+  opt.jobs = args.jobs;
   opt.format = format == "csv"        ? ExportFormat::kCsv
                : format == "jsonl"    ? ExportFormat::kJsonl
                : format == "perfetto" ? ExportFormat::kPerfetto

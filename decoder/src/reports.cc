@@ -15,6 +15,7 @@
 #include <memory>
 #include <set>
 #include <sstream>
+#include <thread>
 #include <type_traits>
 #include <unordered_map>
 
@@ -32,6 +33,7 @@
 #include "diff_report.h"
 #include "duration_stat.h"
 #include "html_report.h"
+#include "ordered_parallel.h"
 #include "report_sinks.h"
 #include "report_text.h"
 #include "steps_report.h"
@@ -263,6 +265,36 @@ class NullSink : public RowSink {
   bool NeedsWallTimes() const override { return false; }
   bool ReadsTotalsOnly() const override { return true; }  // reads nothing
 };
+
+// One rank's read for RunReport: its builder, the sink it feeds (`trace`, else the summary's or
+// none), what the read found, and how many bytes it read.
+struct RankRead {
+  RankRead(ReportKind kind, RowSink* trace, bool short_names, const ReportOptions& options)
+      : summary(short_names),
+        builder(
+            options.filter,
+            trace                          ? trace
+            : kind == ReportKind::kSummary ? static_cast<RowSink*>(&summary)
+                                           : &null,
+            options.horizon,
+            trace ? ReorderOptions{options.reorder_rows, options.reorder_ns} : ReorderOptions{}) {}
+  SummarySink summary;
+  NullSink null;
+  TraceBuilder builder;
+  ReadIntegrity integrity;
+  uint64_t bytes_read = 0;
+};
+
+// Ranks of a merged summary or info read at once (ReportOptions::jobs; 0 chooses): one per CPU,
+// at most kMaxRankJobs and the ranks. One per CPU although a read has two threads: the second
+// (decompression) is busy half the time; on 2 CPUs, 2 ranks at once took 0.79 s of wall where
+// one at a time took 0.95 s (docs/PERFORMANCE.md, "Ranks read at once").
+constexpr size_t kMaxRankJobs = 8;
+size_t RankJobs(size_t ranks, size_t asked) {
+  if (asked) return std::min(asked, ranks);
+  const size_t cpus = std::max(1u, std::thread::hardware_concurrency());
+  return std::min({cpus, kMaxRankJobs, ranks});
+}
 
 }  // namespace
 
@@ -713,36 +745,55 @@ int RunReport(ReportKind kind, const std::vector<std::string>& paths, const Repo
   // and later ranks are not read (LimitedSink::LimitReachedAndFinal).
   auto limit_reached = [&trace] { return trace && trace->LimitReachedAndFinal(); };
   bool cut_short = false;  // the limit was reached with some of the recordings not read
+  // Summary and info of several ranks: the ranks are read on `jobs` threads at once, each into
+  // its own builder, and reported below in rank order, as when read one after the other.
+  // Traces and exports share one sink across ranks, so they read one rank at a time.
+  std::unique_ptr<OrderedParallel<RankRead>> parallel;
+  if (!trace && merged && RankJobs(chosen.size(), options.jobs) > 1) {
+    parallel = std::make_unique<OrderedParallel<RankRead>>(
+        chosen.size(), RankJobs(chosen.size(), options.jobs),
+        [&](size_t i, std::atomic<uint64_t>& done) {
+          auto read = std::make_unique<RankRead>(kind, nullptr, short_names, options);
+          ReadRecording(chosen[i]->recording, read->builder, &read->integrity,
+                        [&](uint64_t d, uint64_t) { done.store(d, std::memory_order_relaxed); });
+          read->bytes_read = done.load(std::memory_order_relaxed);
+          read->builder.Finish();
+          return read;
+        });
+  }
   for (size_t i = 0; i < chosen.size(); ++i) {
     const Rank& rank = *chosen[i];
     const Recording& rec = rank.recording;
     const std::string who = merged ? rank.label + ": " : std::string();
-    SummarySink summary(short_names);
-    NullSink null;
-    RowSink* sink = trace                          ? static_cast<RowSink*>(trace.get())
-                    : kind == ReportKind::kSummary ? static_cast<RowSink*>(&summary)
-                                                   : &null;
-    ReorderOptions reorder;
-    if (trace) reorder = ReorderOptions{options.reorder_rows, options.reorder_ns};
-    TraceBuilder builder(options.filter, sink, options.horizon, reorder);
-    if (trace && merged) trace->SetRank(&rank);
-    if (trace) trace->Begin(builder, rec, i);
-    if (limit_reached()) {
-      cut_short = true;  // its Begin lines are written as before; its rows would be dropped
-      continue;
+    std::unique_ptr<RankRead> read;
+    if (parallel) {
+      read = parallel->Take(i, std::chrono::milliseconds(100), [&](uint64_t done) {
+        progress.Update(done, std::max(total_bytes, done));
+      });
+      done_before += read->bytes_read;
+    } else {
+      read = std::make_unique<RankRead>(kind, trace.get(), short_names, options);
+      if (trace && merged) trace->SetRank(&rank);
+      if (trace) trace->Begin(read->builder, rec, i);
+      if (limit_reached()) {
+        cut_short = true;  // its Begin lines are written as before; its rows would be dropped
+        continue;
+      }
+      ChunkVisitor* also = trace ? trace->ChunksWanted() : nullptr;
+      ReadVisitors visitors(read->builder, also, trace.get());
+      ReadRecording(rec, trace ? static_cast<ChunkVisitor&>(visitors) : read->builder,
+                    &read->integrity, [&](uint64_t done, uint64_t) {
+                      read->bytes_read = done;
+                      progress.Update(done_before + done,
+                                      std::max(total_bytes, done_before + done));
+                    });
+      done_before += read->bytes_read;
     }
-    ReadIntegrity integrity;
-    uint64_t done_here = 0;
-    ChunkVisitor* also = trace ? trace->ChunksWanted() : nullptr;
-    ReadVisitors visitors(builder, also, trace.get());
-    ReadRecording(rec, trace ? static_cast<ChunkVisitor&>(visitors) : builder, &integrity,
-                  [&](uint64_t done, uint64_t) {
-                    done_here = done;
-                    progress.Update(done_before + done, std::max(total_bytes, done_before + done));
-                  });
-    done_before += done_here;
     progress.Finish();  // before anything else is written to err (or to out on the same terminal)
-    builder.Finish();
+    TraceBuilder& builder = read->builder;
+    const ReadIntegrity& integrity = read->integrity;
+    SummarySink& summary = read->summary;
+    if (!parallel) builder.Finish();  // a parallel read finished its builder on its thread
     if (trace) trace->End(builder, rec, integrity);
     if (integrity.stopped && !limit_reached()) {
       // The output failed (ReadVisitors): nothing more is read; the sink (Conclude) or the caller

@@ -178,6 +178,44 @@ class DecodeCliTest(unittest.TestCase):
                 self.assertEqual(sorted(os.listdir(d)), ["kineto", "rec"])  # nothing left behind
 
     @unittest.skipUnless(MAKE_SAMPLE, "no sample maker")
+    def test_ranks_read_at_once_report_as_ranks_read_in_turn(self):
+        # summary and info of several ranks read --jobs ranks at once; what they print (per rank,
+        # in rank order, with each rank's warnings after its own report) is the same as one rank
+        # after another, a damaged rank and the exit code included.
+        with tempfile.TemporaryDirectory() as d:
+            job = os.path.join(d, "job")
+            subprocess.run([MAKE_SAMPLE, "--ranks", "5", job, "200000"], check=True,
+                           capture_output=True, timeout=300)
+            damaged = os.path.join(job, "rank2", "cupmon-large-000000.cupmon")
+            with open(damaged, "r+b") as f:
+                f.seek(os.path.getsize(damaged) // 2)
+                byte = f.read(1)
+                f.seek(-1, os.SEEK_CUR)
+                f.write(bytes([byte[0] ^ 0xFF]))
+            for cmd in ("summary", "info"):
+                runs = {jobs: decode(cmd, job, "--jobs", jobs) for jobs in ("1", "3", "8")}
+                one = runs["1"]
+                with self.subTest(cmd=cmd):
+                    self.assertEqual(one.returncode, 1, one.stderr)  # the damage
+                    self.assertIn("rank 2 (synthetic-host:4244) is damaged", one.stderr)
+                    starts = [one.stdout.find(f"rank {r} (synthetic-host:{4242 + r})")
+                              for r in range(5)]
+                    self.assertTrue(all(x >= 0 for x in starts), one.stdout[:2000])
+                    self.assertEqual(starts, sorted(starts))
+                for jobs in ("3", "8"):
+                    with self.subTest(cmd=cmd, jobs=jobs):
+                        r = runs[jobs]
+                        self.assertEqual(r.returncode, one.returncode, r.stderr)
+                        self.assertEqual(r.stdout, one.stdout)
+                        self.assertEqual(r.stderr, one.stderr)
+        for bad in ("0", "-1", "x"):
+            with self.subTest(jobs=bad):
+                r = decode("summary", DDP, "--jobs", bad)
+                self.assertEqual(r.returncode, 2, r.stderr)
+                self.assertIn("--jobs", r.stderr)
+                self.assertEqual(r.stdout, "")
+
+    @unittest.skipUnless(MAKE_SAMPLE, "no sample maker")
     def test_a_limit_stops_the_read_once_its_rows_are_written(self):
         # `gpu-trace --limit 20` of a day of history used to read the whole day. Text traces, csv
         # and jsonl now stop reading once their last row is written; what they print is the head

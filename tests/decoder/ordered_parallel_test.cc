@@ -1,0 +1,158 @@
+// OrderedParallel (decoder/src/ordered_parallel.h): results in order, the bound on work ahead,
+// errors, progress, and a stop with work not taken; and the merged reports that use it. Built
+// into the ThreadSanitizer suite too (ctest label "threads").
+#include "ordered_parallel.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cupmon/decoder/reports.h"
+
+namespace cupmon::decoder {
+namespace {
+
+using std::chrono::milliseconds;
+
+struct Result {
+  size_t i;
+};
+
+// Counts results alive (made by work, not yet destroyed by the taker) and the most at once.
+struct Alive {
+  std::atomic<int> now{0}, most{0};
+  void Up() {
+    const int n = ++now;
+    int m = most.load();
+    while (n > m && !most.compare_exchange_weak(m, n)) {
+    }
+  }
+};
+
+struct Counted : Result {
+  Counted(size_t index, Alive* a) : Result{index}, alive(a) { alive->Up(); }
+  ~Counted() { --alive->now; }
+  Alive* alive;
+};
+
+const auto kNoTick = [](uint64_t) {};
+
+TEST(OrderedParallelTest, ResultsComeInOrderWhateverOrderTheWorkEnds) {
+  // Earlier pieces take longer, so later ones end first.
+  OrderedParallel<Result> p(12, 4, [](size_t i, std::atomic<uint64_t>&) {
+    std::this_thread::sleep_for(milliseconds(2 * (12 - i)));
+    return std::make_unique<Result>(Result{i});
+  });
+  for (size_t i = 0; i < 12; ++i) EXPECT_EQ(p.Take(i, milliseconds(50), kNoTick)->i, i);
+}
+
+TEST(OrderedParallelTest, AtMostJobsResultsAheadOfTheOneHeld) {
+  Alive alive;
+  constexpr size_t kJobs = 3;
+  OrderedParallel<Counted> p(20, kJobs, [&](size_t i, std::atomic<uint64_t>&) {
+    return std::make_unique<Counted>(i, &alive);
+  });
+  for (size_t i = 0; i < 20; ++i) {
+    auto r = p.Take(i, milliseconds(50), kNoTick);
+    ASSERT_EQ(r->i, i);
+    // The caller is slow with each result: the workers would run far ahead without the bound.
+    std::this_thread::sleep_for(milliseconds(5));
+  }
+  EXPECT_LE(alive.most.load(), static_cast<int>(kJobs) + 1);
+  EXPECT_GE(alive.most.load(), 2);  // and they did run ahead
+  EXPECT_EQ(alive.now.load(), 0);
+}
+
+TEST(OrderedParallelTest, AnErrorInOnePieceComesOutOfItsTakeAndTheOthersStillCome) {
+  OrderedParallel<Result> p(4, 2, [](size_t i, std::atomic<uint64_t>&) -> std::unique_ptr<Result> {
+    if (i == 1) throw std::runtime_error("rank 1 failed");
+    return std::make_unique<Result>(Result{i});
+  });
+  EXPECT_EQ(p.Take(0, milliseconds(50), kNoTick)->i, 0u);
+  try {
+    p.Take(1, milliseconds(50), kNoTick);
+    FAIL() << "no exception";
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "rank 1 failed");
+  }
+  EXPECT_EQ(p.Take(2, milliseconds(50), kNoTick)->i, 2u);
+  EXPECT_EQ(p.Take(3, milliseconds(50), kNoTick)->i, 3u);
+}
+
+TEST(OrderedParallelTest, TheTakerSeesTheProgressOfAllPiecesWhileItWaits) {
+  std::atomic<bool> release{false};
+  OrderedParallel<Result> p(3, 3, [&](size_t i, std::atomic<uint64_t>& progress) {
+    progress.store(100 * (i + 1));
+    while (!release.load()) std::this_thread::sleep_for(milliseconds(1));
+    return std::make_unique<Result>(Result{i});
+  });
+  std::vector<uint64_t> seen;
+  auto r = p.Take(0, milliseconds(5), [&](uint64_t done) {
+    seen.push_back(done);
+    if (done == 600) release = true;  // all three have reported: 100 + 200 + 300
+  });
+  EXPECT_EQ(r->i, 0u);
+  ASSERT_FALSE(seen.empty());
+  EXPECT_EQ(seen.back(), 600u);
+  EXPECT_EQ(p.Progress(), 600u);
+}
+
+TEST(OrderedParallelTest, DestroyedWithWorkNotTakenItStartsNoMoreAndWaitsForTheRest) {
+  std::atomic<int> started{0}, finished{0};
+  {
+    OrderedParallel<Result> p(50, 2, [&](size_t i, std::atomic<uint64_t>&) {
+      ++started;
+      std::this_thread::sleep_for(milliseconds(20));
+      ++finished;
+      return std::make_unique<Result>(Result{i});
+    });
+    EXPECT_EQ(p.Take(0, milliseconds(50), kNoTick)->i, 0u);
+  }
+  // Only the pieces within the bound were ever started, and every one that started finished.
+  EXPECT_LE(started.load(), 3);
+  EXPECT_EQ(started.load(), finished.load());
+}
+
+TEST(OrderedParallelTest, OneJobRunsThePiecesOneAfterAnother) {
+  std::atomic<int> running{0}, most{0};
+  OrderedParallel<Result> p(6, 1, [&](size_t i, std::atomic<uint64_t>&) {
+    const int n = ++running;
+    if (n > most) most = n;
+    std::this_thread::sleep_for(milliseconds(2));
+    --running;
+    return std::make_unique<Result>(Result{i});
+  });
+  for (size_t i = 0; i < 6; ++i) EXPECT_EQ(p.Take(i, milliseconds(50), kNoTick)->i, i);
+  EXPECT_EQ(most.load(), 1);
+}
+
+// tests/data/ddp-2rank's two ranks (a third recording, the launcher's, is left out) read at once
+// print what they print read in turn: both ranks' reports in order, the merged total, warnings and
+// exit code.
+TEST(RankJobsTest, MergedSummaryAndInfoReadAtOncePrintWhatTheyPrintReadInTurn) {
+  const std::string job = std::string(CUPMON_SOURCE_DIR) + "/tests/data/ddp-2rank";
+  for (ReportKind kind : {ReportKind::kSummary, ReportKind::kInfo}) {
+    SCOPED_TRACE(kind == ReportKind::kSummary ? "summary" : "info");
+    ReportOptions in_turn, at_once;
+    in_turn.jobs = 1;
+    at_once.jobs = 2;
+    std::ostringstream out1, err1, out2, err2;
+    const int rc1 = RunReport(kind, job, in_turn, out1, err1);
+    const int rc2 = RunReport(kind, job, at_once, out2, err2);
+    EXPECT_EQ(rc1, kExitClean) << err1.str();
+    EXPECT_EQ(rc2, rc1);
+    EXPECT_EQ(out2.str(), out1.str());
+    EXPECT_EQ(err2.str(), err1.str());
+    EXPECT_NE(out1.str().find("rank 1"), std::string::npos) << out1.str();
+  }
+}
+
+}  // namespace
+}  // namespace cupmon::decoder
