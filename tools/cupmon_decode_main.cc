@@ -80,9 +80,9 @@ void AddCommon(CLI::App* app, CommonArgs* a) {
                   "CUPMON_DECODE_THREADS")
       ->check(CLI::Range(1, 2));
   app->add_option("--jobs", a->jobs,
-                  "summary and info of several ranks: ranks read at once, each with --threads "
-                  "threads (default: one per CPU, at most 8; 1 reads them one after another). "
-                  "The output is the same, in rank order")
+                  "summary, info and steps of several ranks: ranks read at once, each with "
+                  "--threads threads (default: as many as the CPUs hold at --threads each, at "
+                  "most 8; 1 reads them one after another). The output is the same, in rank order")
       ->check(CLI::Range(1, 1024));
 }
 
@@ -143,7 +143,7 @@ int main(int argc, char** argv) {
       "  cupmon-decode diff base/ new/ --fail-above 5   # CI gate: exit 3 when B is >5% slower\n"
       "  cupmon-decode report job/ -o report.html   # one self-contained HTML page\n"
       "  cupmon-decode summary rec/ --threads 1   # read on one thread (default: 2 where 2 CPUs)\n"
-      "  cupmon-decode summary job/ --jobs 4   # read 4 ranks at once (default: one per CPU)\n\n"
+      "  cupmon-decode summary job/ --jobs 4   # read 4 ranks at once (default: CPUs / threads)\n\n"
       "Exit codes: 0 clean, 1 warnings (damage, drops, skipped records), 2 unusable input or usage "
       "error, 3 diff --fail-above: a regression above the threshold."};
   app.require_subcommand(1);

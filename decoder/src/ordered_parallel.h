@@ -1,5 +1,6 @@
 // OrderedParallel: runs independent pieces of work (the ranks of a merged report) on several
-// threads and hands their results over in order, with a bound on how far ahead they run.
+// threads and hands their results over in order, with a bound on how far ahead they run; and
+// RankJobs, how many ranks the merged reports read at once.
 #pragma once
 
 #include <algorithm>
@@ -126,5 +127,17 @@ class OrderedParallel {
   std::unique_ptr<std::atomic<uint64_t>[]> progress_;
   std::vector<std::thread> threads_;
 };
+
+// Ranks a merged report reads at once (ReportOptions::jobs; 0 chooses): as many as the CPUs hold
+// reads of `threads_per_read` threads (DecodeThreads()), at most kMaxRankJobs and the ranks: 8 on
+// 16 CPUs, 1 on 2, where two ranks at once gained no wall time that 9 alternated runs could tell
+// and took 8% more CPU and twice the memory (docs/PERFORMANCE.md, "Ranks read at once").
+inline constexpr size_t kMaxRankJobs = 8;
+inline size_t RankJobs(size_t ranks, size_t asked, int threads_per_read) {
+  if (asked) return std::min(asked, ranks);
+  const size_t cpus = std::max(1u, std::thread::hardware_concurrency());
+  const size_t fit = std::max<size_t>(1, cpus / static_cast<size_t>(std::max(threads_per_read, 1)));
+  return std::min({fit, kMaxRankJobs, ranks});
+}
 
 }  // namespace cupmon::decoder

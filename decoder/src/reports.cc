@@ -15,7 +15,6 @@
 #include <memory>
 #include <set>
 #include <sstream>
-#include <thread>
 #include <type_traits>
 #include <unordered_map>
 
@@ -284,17 +283,6 @@ struct RankRead {
   ReadIntegrity integrity;
   uint64_t bytes_read = 0;
 };
-
-// Ranks of a merged summary or info read at once (ReportOptions::jobs; 0 chooses): one per CPU,
-// at most kMaxRankJobs and the ranks. One per CPU although a read has two threads: the second
-// (decompression) is busy half the time; on 2 CPUs, 2 ranks at once took 0.79 s of wall where
-// one at a time took 0.95 s (docs/PERFORMANCE.md, "Ranks read at once").
-constexpr size_t kMaxRankJobs = 8;
-size_t RankJobs(size_t ranks, size_t asked) {
-  if (asked) return std::min(asked, ranks);
-  const size_t cpus = std::max(1u, std::thread::hardware_concurrency());
-  return std::min({cpus, kMaxRankJobs, ranks});
-}
 
 }  // namespace
 
@@ -749,10 +737,10 @@ int RunReport(ReportKind kind, const std::vector<std::string>& paths, const Repo
   // its own builder, and reported below in rank order, as when read one after the other.
   // Traces and exports share one sink across ranks, so they read one rank at a time.
   std::unique_ptr<OrderedParallel<RankRead>> parallel;
-  if (!trace && merged && RankJobs(chosen.size(), options.jobs) > 1) {
+  const size_t jobs = trace ? 1 : RankJobs(chosen.size(), options.jobs, DecodeThreads());
+  if (jobs > 1) {
     parallel = std::make_unique<OrderedParallel<RankRead>>(
-        chosen.size(), RankJobs(chosen.size(), options.jobs),
-        [&](size_t i, std::atomic<uint64_t>& done) {
+        chosen.size(), jobs, [&](size_t i, std::atomic<uint64_t>& done) {
           auto read = std::make_unique<RankRead>(kind, nullptr, short_names, options);
           ReadRecording(chosen[i]->recording, read->builder, &read->integrity,
                         [&](uint64_t d, uint64_t) { done.store(d, std::memory_order_relaxed); });

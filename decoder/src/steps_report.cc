@@ -4,15 +4,19 @@
 #include "steps_report.h"
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cinttypes>
 #include <cstdio>
 #include <ctime>
+#include <memory>
 #include <set>
 
 #include "cupmon/decoder/kernel_names.h"
 #include "cupmon/decoder/progress_line.h"
 #include "cupmon/decoder/steps.h"
 #include "cupmon/decoder/trace_builder.h"
+#include "ordered_parallel.h"
 #include "report_text.h"
 
 namespace cupmon::decoder {
@@ -321,15 +325,33 @@ int RunStepsReport(const std::vector<const Rank*>& chosen, const std::vector<std
     for (const auto& file : r->recording.files) total_bytes += file.bytes;
   ProgressLine progress(err, ProgressLine::ShouldShow(options.progress, total_bytes));
   std::vector<RankSteps> ranks;
-  for (const Rank* rank : chosen) {
+  // Several ranks are read at once (RankJobs), their steps kept and reported in rank order.
+  std::unique_ptr<OrderedParallel<StepList>> parallel;
+  const size_t jobs = RankJobs(chosen.size(), options.jobs, DecodeThreads());
+  if (jobs > 1) {
+    parallel = std::make_unique<OrderedParallel<StepList>>(
+        chosen.size(), jobs, [&](size_t i, std::atomic<uint64_t>& done) {
+          return std::make_unique<StepList>(
+              FindSteps(chosen[i]->recording, options.steps,
+                        [&](uint64_t d, uint64_t) { done.store(d, std::memory_order_relaxed); }));
+        });
+  }
+  for (size_t i = 0; i < chosen.size(); ++i) {
+    const Rank* rank = chosen[i];
     RankSteps r;
     r.rank = rank;
-    uint64_t done_here = 0;
-    r.list = FindSteps(rank->recording, options.steps, [&](uint64_t done, uint64_t) {
-      done_here = done;
-      progress.Update(done_before + done, std::max(total_bytes, done_before + done));
-    });
-    done_before += done_here;
+    if (parallel) {
+      r.list = std::move(*parallel->Take(i, std::chrono::milliseconds(100), [&](uint64_t done) {
+        progress.Update(done, std::max(total_bytes, done));
+      }));
+    } else {
+      uint64_t done_here = 0;
+      r.list = FindSteps(rank->recording, options.steps, [&](uint64_t done, uint64_t) {
+        done_here = done;
+        progress.Update(done_before + done, std::max(total_bytes, done_before + done));
+      });
+      done_before += done_here;
+    }
     progress.Finish();
     const std::string who = merged ? rank->label + ": " : std::string();
     for (const auto& m : r.list.integrity.messages) err << "cupmon-decode: warning: " << who << m << "\n";

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <memory>
@@ -133,13 +134,22 @@ TEST(OrderedParallelTest, OneJobRunsThePiecesOneAfterAnother) {
   EXPECT_EQ(most.load(), 1);
 }
 
+TEST(RankJobsTest, AskedJobsWinUpToTheRanksAndTheDefaultFillsTheCpus) {
+  EXPECT_EQ(RankJobs(3, 5, 2), 3u);   // never more than the ranks
+  EXPECT_EQ(RankJobs(10, 4, 2), 4u);  // as asked, whatever the CPUs
+  EXPECT_EQ(RankJobs(1, 0, 2), 1u);
+  const size_t cpus = std::max(1u, std::thread::hardware_concurrency());
+  EXPECT_EQ(RankJobs(100, 0, 1), std::min<size_t>(cpus, kMaxRankJobs));
+  EXPECT_EQ(RankJobs(100, 0, 2), std::clamp<size_t>(cpus / 2, 1, kMaxRankJobs));
+}
+
 // tests/data/ddp-2rank's two ranks (a third recording, the launcher's, is left out) read at once
 // print what they print read in turn: both ranks' reports in order, the merged total, warnings and
 // exit code.
-TEST(RankJobsTest, MergedSummaryAndInfoReadAtOncePrintWhatTheyPrintReadInTurn) {
+TEST(RankJobsTest, MergedSummaryInfoAndStepsReadAtOncePrintWhatTheyPrintReadInTurn) {
   const std::string job = std::string(CUPMON_SOURCE_DIR) + "/tests/data/ddp-2rank";
-  for (ReportKind kind : {ReportKind::kSummary, ReportKind::kInfo}) {
-    SCOPED_TRACE(kind == ReportKind::kSummary ? "summary" : "info");
+  for (ReportKind kind : {ReportKind::kSummary, ReportKind::kInfo, ReportKind::kSteps}) {
+    SCOPED_TRACE(static_cast<int>(kind));
     ReportOptions in_turn, at_once;
     in_turn.jobs = 1;
     at_once.jobs = 2;

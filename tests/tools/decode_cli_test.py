@@ -179,7 +179,7 @@ class DecodeCliTest(unittest.TestCase):
 
     @unittest.skipUnless(MAKE_SAMPLE, "no sample maker")
     def test_ranks_read_at_once_report_as_ranks_read_in_turn(self):
-        # summary and info of several ranks read --jobs ranks at once; what they print (per rank,
+        # summary, info and steps of several ranks read --jobs ranks at once; what they print (per rank,
         # in rank order, with each rank's warnings after its own report) is the same as one rank
         # after another, a damaged rank and the exit code included.
         with tempfile.TemporaryDirectory() as d:
@@ -192,12 +192,12 @@ class DecodeCliTest(unittest.TestCase):
                 byte = f.read(1)
                 f.seek(-1, os.SEEK_CUR)
                 f.write(bytes([byte[0] ^ 0xFF]))
-            for cmd in ("summary", "info"):
+            for cmd in ("summary", "info", "steps"):
                 runs = {jobs: decode(cmd, job, "--jobs", jobs) for jobs in ("1", "3", "8")}
                 one = runs["1"]
                 with self.subTest(cmd=cmd):
                     self.assertEqual(one.returncode, 1, one.stderr)  # the damage
-                    self.assertIn("rank 2 (synthetic-host:4244) is damaged", one.stderr)
+                    self.assertIn("warning: rank 2 (synthetic-host:4244): ", one.stderr)
                     starts = [one.stdout.find(f"rank {r} (synthetic-host:{4242 + r})")
                               for r in range(5)]
                     self.assertTrue(all(x >= 0 for x in starts), one.stdout[:2000])
