@@ -80,8 +80,8 @@ void AddCommon(CLI::App* app, CommonArgs* a) {
                   "CUPMON_DECODE_THREADS")
       ->check(CLI::Range(1, 2));
   app->add_option("--jobs", a->jobs,
-                  "summary, info and steps of several ranks: ranks read at once, each with "
-                  "--threads threads (default: as many as the CPUs hold at --threads each, at "
+                  "summary, info, steps and report of several ranks: ranks read at once, each "
+                  "with --threads threads (default: as many as the CPUs hold at --threads each, at "
                   "most 8; 1 reads them one after another). The output is the same, in rank order")
       ->check(CLI::Range(1, 1024));
 }

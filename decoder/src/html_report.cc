@@ -6,12 +6,15 @@
 #include "html_report.h"
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <unordered_map>
@@ -23,6 +26,7 @@
 #include "cupmon/decoder/timeline.h"
 #include "cupmon/decoder/trace_builder.h"
 #include "duration_stat.h"
+#include "ordered_parallel.h"
 #include "report_text.h"
 
 namespace cupmon::decoder {
@@ -743,15 +747,39 @@ int RunHtmlReport(const std::vector<const Rank*>& chosen, const std::vector<std:
     for (const auto& file_info : r->recording.files) total_bytes += 2 * file_info.bytes;
   ProgressLine progress(err, ProgressLine::ShouldShow(options.progress, total_bytes));
   std::vector<RankPage> pages(chosen.size());
+  auto bytes_of = [](const Rank& rank) {
+    uint64_t bytes = 0;
+    for (const auto& file_info : rank.recording.files) bytes += file_info.bytes;
+    return bytes;
+  };
+  // Several ranks are read at once (RankJobs), their pages kept and reported in rank order.
+  std::unique_ptr<OrderedParallel<RankPage>> parallel;
+  const size_t jobs = RankJobs(chosen.size(), options.jobs, DecodeThreads());
+  if (jobs > 1) {
+    parallel = std::make_unique<OrderedParallel<RankPage>>(
+        chosen.size(), jobs, [&](size_t i, std::atomic<uint64_t>& done) {
+          const uint64_t rank_bytes = bytes_of(*chosen[i]);
+          auto page = std::make_unique<RankPage>();
+          ReadRank(*chosen[i], options, page.get(), [&](int pass, uint64_t d) {
+            done.store(static_cast<uint64_t>(pass) * rank_bytes + d, std::memory_order_relaxed);
+          });
+          return page;
+        });
+  }
   for (size_t i = 0; i < chosen.size(); ++i) {
     const Rank& rank = *chosen[i];
-    uint64_t rank_bytes = 0;
-    for (const auto& file_info : rank.recording.files) rank_bytes += file_info.bytes;
-    ReadRank(rank, options, &pages[i], [&](int pass, uint64_t done) {
-      const uint64_t at = done_before + static_cast<uint64_t>(pass) * rank_bytes + done;
-      progress.Update(std::min(at, total_bytes), total_bytes);
-    });
-    done_before += 2 * rank_bytes;
+    if (parallel) {
+      pages[i] = std::move(*parallel->Take(i, std::chrono::milliseconds(100), [&](uint64_t done) {
+        progress.Update(std::min(done, total_bytes), total_bytes);
+      }));
+    } else {
+      const uint64_t rank_bytes = bytes_of(rank);
+      ReadRank(rank, options, &pages[i], [&](int pass, uint64_t done) {
+        const uint64_t at = done_before + static_cast<uint64_t>(pass) * rank_bytes + done;
+        progress.Update(std::min(at, total_bytes), total_bytes);
+      });
+      done_before += 2 * rank_bytes;
+    }
     progress.Finish();
     const RankPage& p = pages[i];
     const std::string who = merged ? rank.label + ": " : std::string();

@@ -144,11 +144,12 @@ TEST(RankJobsTest, AskedJobsWinUpToTheRanksAndTheDefaultFillsTheCpus) {
 }
 
 // tests/data/ddp-2rank's two ranks (a third recording, the launcher's, is left out) read at once
-// print what they print read in turn: both ranks' reports in order, the merged total, warnings and
-// exit code.
-TEST(RankJobsTest, MergedSummaryInfoAndStepsReadAtOncePrintWhatTheyPrintReadInTurn) {
+// print what they print read in turn (summary, info, steps, the HTML report): both ranks in
+// order, the merged parts, warnings and exit code.
+TEST(RankJobsTest, MergedReportsReadAtOncePrintWhatTheyPrintReadInTurn) {
   const std::string job = std::string(CUPMON_SOURCE_DIR) + "/tests/data/ddp-2rank";
-  for (ReportKind kind : {ReportKind::kSummary, ReportKind::kInfo, ReportKind::kSteps}) {
+  for (ReportKind kind :
+       {ReportKind::kSummary, ReportKind::kInfo, ReportKind::kSteps, ReportKind::kReport}) {
     SCOPED_TRACE(static_cast<int>(kind));
     ReportOptions in_turn, at_once;
     in_turn.jobs = 1;

@@ -179,7 +179,7 @@ class DecodeCliTest(unittest.TestCase):
 
     @unittest.skipUnless(MAKE_SAMPLE, "no sample maker")
     def test_ranks_read_at_once_report_as_ranks_read_in_turn(self):
-        # summary, info and steps of several ranks read --jobs ranks at once; what they print (per rank,
+        # summary, info, steps and report of several ranks read --jobs ranks at once; what they print (per rank,
         # in rank order, with each rank's warnings after its own report) is the same as one rank
         # after another, a damaged rank and the exit code included.
         with tempfile.TemporaryDirectory() as d:
@@ -192,7 +192,7 @@ class DecodeCliTest(unittest.TestCase):
                 byte = f.read(1)
                 f.seek(-1, os.SEEK_CUR)
                 f.write(bytes([byte[0] ^ 0xFF]))
-            for cmd in ("summary", "info", "steps"):
+            for cmd in ("summary", "info", "steps", "report"):
                 runs = {jobs: decode(cmd, job, "--jobs", jobs) for jobs in ("1", "3", "8")}
                 one = runs["1"]
                 with self.subTest(cmd=cmd):
