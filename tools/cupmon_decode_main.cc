@@ -5,7 +5,9 @@
 #include <cstdlib>
 #include <cstdint>
 #include <iostream>
+#include <exception>
 #include <memory>
+#include <new>
 #include <regex>
 #include <string_view>
 #include <tuple>
@@ -482,7 +484,17 @@ int main(int argc, char** argv) {
   }
   std::ostream& out = file ? file->stream() : std::cout;
   std::ios::sync_with_stdio(false);
-  int rc = cupmon::decoder::RunReport(kind, args.dirs, opt, out, std::cerr);
+  int rc = cupmon::decoder::kExitUnusable;
+  try {
+    rc = cupmon::decoder::RunReport(kind, args.dirs, opt, out, std::cerr);
+  } catch (const std::bad_alloc&) {
+    // Exit 2 and the reason, not std::terminate's abort. Each rank read at once holds its own
+    // working memory (60-80 MB), so fewer at once is the first thing to try.
+    std::cerr << "cupmon-decode: out of memory; --jobs 1 reads one rank at a time (merged "
+                 "summary, info, steps and report), and a smaller --reorder-rows holds fewer rows\n";
+  } catch (const std::exception& e) {
+    std::cerr << "cupmon-decode: stopped by an unexpected error: " << e.what() << "\n";
+  }
   // Exit 2 means the output is not usable (the message says why): FILE is left as it was. When
   // the output itself failed (the report stopped reading then), Commit says why and removes the
   // temporary.

@@ -2,6 +2,7 @@
 // raw buffers, kept a few chunks ahead of the thread that walks the records.
 #include "chunk_decode_thread.h"
 
+#include <system_error>
 
 #include "cupmon/format/check.h"
 
@@ -22,7 +23,12 @@ ChunkDecodeThread::ChunkDecodeThread(std::span<const uint8_t> bytes, bool backgr
   }
   // Inline, only slot 0 is ever used.
   for (size_t i = 0; i < (background_ ? kSlots : 1); ++i) slots_[i].records.reserve(kRecordsReserve);
-  if (background_) thread_ = std::thread([this] { Run(); });
+  if (!background_) return;
+  try {
+    thread_ = std::thread([this] { Run(); });
+  } catch (const std::system_error&) {
+    background_ = false;  // no thread to be had (a process or memory limit): decode inline
+  }
 }
 
 ChunkDecodeThread::~ChunkDecodeThread() {

@@ -7,6 +7,7 @@ Run by ctest (tests/tools/CMakeLists.txt) with CUPMON_DECODE and CUPMON_SOURCE i
 
 import os
 import re
+import resource
 import subprocess
 import tempfile
 import unittest
@@ -15,6 +16,7 @@ DECODE = os.environ.get("CUPMON_DECODE", "")
 SAMPLE = os.path.join(os.environ.get("CUPMON_SOURCE", ""), "tests", "data", "sample")
 MAKE_SAMPLE = os.environ.get("CUPMON_MAKE_SAMPLE", "")
 DDP = os.path.join(os.environ.get("CUPMON_SOURCE", ""), "tests", "data", "ddp-2rank")
+SANITIZE = os.environ.get("CUPMON_SANITIZE", "")
 
 
 def decode(*args):
@@ -179,9 +181,9 @@ class DecodeCliTest(unittest.TestCase):
 
     @unittest.skipUnless(MAKE_SAMPLE, "no sample maker")
     def test_ranks_read_at_once_report_as_ranks_read_in_turn(self):
-        # summary, info, steps and report of several ranks read --jobs ranks at once; what they print (per rank,
-        # in rank order, with each rank's warnings after its own report) is the same as one rank
-        # after another, a damaged rank and the exit code included.
+        # summary, info, steps and report of several ranks read --jobs ranks at once; what they
+        # print (per rank, in rank order, with each rank's warnings after its own report) is the
+        # same as one rank after another, a damaged rank and the exit code included.
         with tempfile.TemporaryDirectory() as d:
             job = os.path.join(d, "job")
             subprocess.run([MAKE_SAMPLE, "--ranks", "5", job, "200000"], check=True,
@@ -214,6 +216,33 @@ class DecodeCliTest(unittest.TestCase):
                 self.assertEqual(r.returncode, 2, r.stderr)
                 self.assertIn("--jobs", r.stderr)
                 self.assertEqual(r.stdout, "")
+
+    @unittest.skipUnless(MAKE_SAMPLE, "no sample maker")
+    @unittest.skipIf(SANITIZE, "a sanitizer's runtime needs more address space than the limit")
+    def test_out_of_memory_is_an_error_that_names_the_way_out(self):
+        # Under an address-space limit (RLIMIT_AS, as `ulimit -v`) the reads' allocations and
+        # threads fail: exit 2 with what to try, no std::terminate, and no output file left.
+        def limited():
+            resource.setrlimit(resource.RLIMIT_AS, (100 << 20, 100 << 20))
+
+        with tempfile.TemporaryDirectory() as d:
+            job = os.path.join(d, "job")
+            subprocess.run([MAKE_SAMPLE, "--ranks", "3", job, "200000"], check=True,
+                           capture_output=True, timeout=300)
+            out = os.path.join(d, "out.csv")
+            for args in (["summary", job, "--jobs", "3"], ["summary", job, "--jobs", "1"],
+                         ["export", job, "--format", "csv", "-o", out]):
+                with self.subTest(args=args[0] + " " + args[-1]):
+                    r = subprocess.run([DECODE] + args, capture_output=True, text=True,
+                                       timeout=120, preexec_fn=limited)
+                    self.assertEqual(r.returncode, 2, r.stderr[-2000:])
+                    self.assertIn("cupmon-decode: out of memory; --jobs 1 reads one rank at "
+                                  "a time", r.stderr)
+                    self.assertNotIn("terminate called", r.stderr)
+                    self.assertEqual(sorted(os.listdir(d)), ["job"])  # no out.csv, no temporary
+            # Without the limit the same commands run.
+            r = decode("summary", job, "--jobs", "3")
+            self.assertEqual(r.returncode, 0, r.stderr)
 
     @unittest.skipUnless(MAKE_SAMPLE, "no sample maker")
     def test_a_limit_stops_the_read_once_its_rows_are_written(self):
