@@ -39,6 +39,7 @@ class OrderedParallel {
         progress_(new std::atomic<uint64_t>[n]) {
     for (size_t i = 0; i < n; ++i) progress_[i].store(0, std::memory_order_relaxed);
     const size_t threads = std::min(jobs_, n);
+    threads_.reserve(threads);  // so that only a thread's creation can throw once one runs
     for (size_t t = 0; t < threads; ++t) {
       try {
         threads_.emplace_back([this] { Run(); });
