@@ -82,9 +82,10 @@ void AddCommon(CLI::App* app, CommonArgs* a) {
                   "CUPMON_DECODE_THREADS")
       ->check(CLI::Range(1, 2));
   app->add_option("--jobs", a->jobs,
-                  "summary, info, steps and report of several ranks: ranks read at once, each "
-                  "with --threads threads (default: as many as the CPUs hold at --threads each, at "
-                  "most 8; 1 reads them one after another). The output is the same, in rank order")
+                  "summary, info, steps and report of several ranks, and diff's two sides: ranks "
+                  "read at once, each with --threads threads (default: as many as the CPUs hold "
+                  "at --threads each, at most 8; 1 reads them one after another). The output is "
+                  "the same, in rank order")
       ->check(CLI::Range(1, 1024));
 }
 
@@ -491,7 +492,8 @@ int main(int argc, char** argv) {
     // Exit 2 and the reason, not std::terminate's abort. Each rank read at once holds its own
     // working memory (60-80 MB), so fewer at once is the first thing to try.
     std::cerr << "cupmon-decode: out of memory; --jobs 1 reads one rank at a time (merged "
-                 "summary, info, steps and report), and a smaller --reorder-rows holds fewer rows\n";
+                 "summary, info, steps and report, diff), and a smaller --reorder-rows holds "
+                 "fewer rows\n";
   } catch (const std::exception& e) {
     std::cerr << "cupmon-decode: stopped by an unexpected error: " << e.what() << "\n";
   }

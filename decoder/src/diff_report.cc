@@ -5,12 +5,16 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <bit>
+#include <chrono>
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
 #include <ctime>
+#include <functional>
 #include <map>
+#include <memory>
 #include <set>
 
 #include "cupmon/decoder/diff.h"
@@ -18,6 +22,7 @@
 #include "cupmon/decoder/rank_listing.h"
 #include "cupmon/decoder/steps.h"
 #include "cupmon/decoder/trace_builder.h"
+#include "ordered_parallel.h"
 #include "report_text.h"
 
 namespace cupmon::decoder {
@@ -315,72 +320,88 @@ std::string StepKey(const Recording& rec) {
   return key;
 }
 
-// Reads every chosen recording of one side; false (after a message) when the side is unusable.
-bool ReadSide(Side& side, const ReportOptions& options, StepCache& cache, ProgressLine& progress,
-              uint64_t* done_before, uint64_t total_bytes, std::ostream& err) {
-  const bool merged = side.chosen.size() > 1;
+// One rank of one side, read: its steps (its own list, found in the same work, or one a cache
+// holds) and the pass over its rows with them.
+struct SideRankRead {
+  std::unique_ptr<StepList> own_steps;
+  const StepList* steps = nullptr;
+  std::unique_ptr<DiffSink> sink;
+  std::unique_ptr<TraceBuilder> builder;
+  ReadIntegrity integrity;
+};
+
+// Reads `rank` for `side`: its steps first unless `cached` holds them, then its rows.
+// progress(pass, done): pass 0 finds the steps, pass 1 reads the rows.
+std::unique_ptr<SideRankRead> ReadSideRank(const Side& side, const Rank& rank,
+                                           const ReportOptions& options, const StepList* cached,
+                                           const std::function<void(int, uint64_t)>& progress) {
+  auto r = std::make_unique<SideRankRead>();
+  r->steps = cached;
+  if (!cached) {
+    r->own_steps = std::make_unique<StepList>(FindSteps(
+        rank.recording, options.steps, [&](uint64_t done, uint64_t) { progress(0, done); }));
+    r->steps = r->own_steps.get();
+  }
+  r->sink = std::make_unique<DiffSink>(r->steps->steps);
+  r->builder = std::make_unique<TraceBuilder>(side.filter, r->sink.get(), options.horizon);
+  ReadRecording(rank.recording, *r->builder, &r->integrity,
+                [&](uint64_t done, uint64_t) { progress(1, done); });
+  r->builder->Finish();
+  return r;
+}
+
+// What a side's ranks leave for its final checks (FinishSide).
+struct SideSeen {
   bool window_seen = false;
   std::set<uint32_t> windows;
-  for (const Rank* rank : side.chosen) {
-    const Recording& rec = rank->recording;
-    const std::string who = std::string(side.name) + ": " + (merged ? rank->label + ": " : "");
-    uint64_t done_here = 0;
-    const auto on_progress = [&](uint64_t done, uint64_t) {
-      done_here = done;
-      progress.Update(*done_before + done, std::max(total_bytes, *done_before + done));
-    };
-    const std::string key = StepKey(rec);
-    auto cached = cache.find(key);
-    if (cached == cache.end())
-      cached = cache.emplace(key, FindSteps(rec, options.steps, on_progress)).first;
-    else
-      on_progress(TotalBytes(rec), 0);
-    const StepList& steps = cached->second;
-    *done_before += done_here;
-    done_here = 0;
-    DiffSink sink(steps.steps);
-    TraceBuilder builder(side.filter, &sink, options.horizon);
-    ReadIntegrity integrity;
-    ReadRecording(rec, builder, &integrity, on_progress);
-    *done_before += done_here;
-    progress.Finish();
-    builder.Finish();
+};
 
-    const TraceCounts& c = builder.counts();
-    for (const auto& m : integrity.messages) err << "cupmon-decode: warning: " << who << m << "\n";
-    for (const auto& m : c.messages) err << "cupmon-decode: warning: " << who << m << "\n";
-    if (c.unknown_timestamps)
-      err << "cupmon-decode: warning: " << who << c.unknown_timestamps
-          << " record(s) with zero or reversed timestamps are not counted\n";
-    if (c.unresolved_names)
-      err << "cupmon-decode: warning: " << who << c.unresolved_names
-          << " kernel record(s) whose name pointer has no string entry\n";
-    if (c.stats.dropped_records())
-      err << "cupmon-decode: warning: " << who << "CUPTI dropped " << c.stats.dropped_records()
-          << " record(s)\n";
-    side.warnings |= integrity.HasWarnings() || c.HasWarnings();
-    for (const auto& [id, w] : builder.windows()) windows.insert(id);
-    if (side.filter.window && builder.windows().count(*side.filter.window)) window_seen = true;
+// Adds one read rank to its side: warnings on `err`, names, totals and steps.
+void AddSideRank(Side& side, const Rank& rank, const SideRankRead& r, SideSeen& seen,
+                 std::ostream& err) {
+  const bool merged = side.chosen.size() > 1;
+  const std::string who = std::string(side.name) + ": " + (merged ? rank.label + ": " : "");
+  const TraceBuilder& builder = *r.builder;
+  const DiffSink& sink = *r.sink;
+  const StepList& steps = *r.steps;
+  const TraceCounts& c = builder.counts();
+  for (const auto& m : r.integrity.messages) err << "cupmon-decode: warning: " << who << m << "\n";
+  for (const auto& m : c.messages) err << "cupmon-decode: warning: " << who << m << "\n";
+  if (c.unknown_timestamps)
+    err << "cupmon-decode: warning: " << who << c.unknown_timestamps
+        << " record(s) with zero or reversed timestamps are not counted\n";
+  if (c.unresolved_names)
+    err << "cupmon-decode: warning: " << who << c.unresolved_names
+        << " kernel record(s) whose name pointer has no string entry\n";
+  if (c.stats.dropped_records())
+    err << "cupmon-decode: warning: " << who << "CUPTI dropped " << c.stats.dropped_records()
+        << " record(s)\n";
+  side.warnings |= r.integrity.HasWarnings() || c.HasWarnings();
+  for (const auto& [id, w] : builder.windows()) seen.windows.insert(id);
+  if (side.filter.window && builder.windows().count(*side.filter.window)) seen.window_seen = true;
 
-    for (size_t id = 0; id < sink.stats().size(); ++id) {
-      const NameStats& s = sink.stats()[id];
-      if (!s.calls) continue;
-      side.names[std::string(builder.NameOf(static_cast<uint32_t>(id)))].Merge(s);
-      side.total[static_cast<size_t>(s.type)] += s.total;
-    }
-    side.rows += sink.rows();
-    side.steps_found += steps.steps.size();
-    for (size_t i = 0; i < steps.steps.size(); ++i) {
-      const Step& s = steps.steps[i];
-      if (!StepInRange(s, side.filter, builder)) continue;
-      side.step_durations.push_back(s.duration());
-      for (size_t t = 0; t < kTypes; ++t) side.step_gpu[t] += sink.in_step()[i][t];
-    }
+  for (size_t id = 0; id < sink.stats().size(); ++id) {
+    const NameStats& s = sink.stats()[id];
+    if (!s.calls) continue;
+    side.names[std::string(builder.NameOf(static_cast<uint32_t>(id)))].Merge(s);
+    side.total[static_cast<size_t>(s.type)] += s.total;
   }
+  side.rows += sink.rows();
+  side.steps_found += steps.steps.size();
+  for (size_t i = 0; i < steps.steps.size(); ++i) {
+    const Step& s = steps.steps[i];
+    if (!StepInRange(s, side.filter, builder)) continue;
+    side.step_durations.push_back(s.duration());
+    for (size_t t = 0; t < kTypes; ++t) side.step_gpu[t] += sink.in_step()[i][t];
+  }
+}
+
+// A side's checks once all its ranks are added; false (after a message) when it is unusable.
+bool FinishSide(Side& side, const SideSeen& seen, std::ostream& err) {
   const std::string who = std::string("cupmon-decode: ") + side.Label() + ": ";
-  if (side.filter.window && !window_seen) {
+  if (side.filter.window && !seen.window_seen) {
     std::string list;
-    for (uint32_t id : windows) list += (list.empty() ? "" : ", ") + std::to_string(id);
+    for (uint32_t id : seen.windows) list += (list.empty() ? "" : ", ") + std::to_string(id);
     err << who << "there is no window " << *side.filter.window
         << " (windows: " << (list.empty() ? "none" : list) << ")\n";
     return false;
@@ -396,6 +417,31 @@ bool ReadSide(Side& side, const ReportOptions& options, StepCache& cache, Progre
   }
   std::sort(side.step_durations.begin(), side.step_durations.end());
   return true;
+}
+
+// Reads every chosen recording of one side, one after another, each recording's steps found once
+// for both sides (`cache`); false (after a message) when the side is unusable.
+bool ReadSide(Side& side, const ReportOptions& options, StepCache& cache, ProgressLine& progress,
+              uint64_t* done_before, uint64_t total_bytes, std::ostream& err) {
+  SideSeen seen;
+  for (const Rank* rank : side.chosen) {
+    const Recording& rec = rank->recording;
+    const uint64_t rank_bytes = TotalBytes(rec);
+    const std::string key = StepKey(rec);
+    auto cached = cache.find(key);
+    // Progress counts two reads a rank (total_bytes), the steps pass counted whole when cached.
+    auto r = ReadSideRank(side, *rank, options, cached == cache.end() ? nullptr : &cached->second,
+                          [&](int pass, uint64_t done) {
+                            const uint64_t at =
+                                *done_before + static_cast<uint64_t>(pass) * rank_bytes + done;
+                            progress.Update(at, std::max(total_bytes, at));
+                          });
+    *done_before += 2 * rank_bytes;
+    progress.Finish();
+    AddSideRank(side, *rank, *r, seen, err);
+    if (r->own_steps) cache.emplace(key, std::move(*r->own_steps));  // for the other side
+  }
+  return FinishSide(side, seen, err);
 }
 
 struct NameRow {
@@ -703,10 +749,45 @@ int RunDiffReport(const std::string& path_a, const std::string& path_b,
     for (const Rank* r : s->chosen)
       for (const auto& f : r->recording.files) total_bytes += 2 * f.bytes;
   ProgressLine progress(err, ProgressLine::ShouldShow(options.progress, total_bytes));
-  StepCache steps;
-  if (!ReadSide(a, options, steps, progress, &done_before, total_bytes, err) ||
-      !ReadSide(b, options, steps, progress, &done_before, total_bytes, err))
-    return kExitUnusable;
+  // The ranks of both sides are read at once (RankJobs) unless the sides share a recording,
+  // whose steps are then found once, reading in turn. Added to their sides in order either way.
+  std::vector<std::pair<Side*, const Rank*>> reads;
+  std::set<std::string> keys;
+  bool shared = false;
+  for (Side* s : {&a, &b})
+    for (const Rank* r : s->chosen) {
+      reads.emplace_back(s, r);
+      shared |= !keys.insert(StepKey(r->recording)).second;
+    }
+  const size_t jobs = shared ? 1 : RankJobs(reads.size(), options.jobs, DecodeThreads());
+  if (jobs > 1) {
+    OrderedParallel<SideRankRead> parallel(
+        reads.size(), jobs, [&](size_t i, std::atomic<uint64_t>& done) {
+          const uint64_t rank_bytes = TotalBytes(reads[i].second->recording);
+          return ReadSideRank(*reads[i].first, *reads[i].second, options, nullptr,
+                              [&](int pass, uint64_t d) {
+                                done.store(static_cast<uint64_t>(pass) * rank_bytes + d,
+                                           std::memory_order_relaxed);
+                              });
+        });
+    size_t next = 0;
+    for (Side* s : {&a, &b}) {
+      SideSeen seen;
+      for (const Rank* rank : s->chosen) {
+        auto r = parallel.Take(next++, std::chrono::milliseconds(100), [&](uint64_t done) {
+          progress.Update(std::min(done, total_bytes), total_bytes);
+        });
+        progress.Finish();
+        AddSideRank(*s, *rank, *r, seen, err);
+      }
+      if (!FinishSide(*s, seen, err)) return kExitUnusable;
+    }
+  } else {
+    StepCache steps;
+    if (!ReadSide(a, options, steps, progress, &done_before, total_bytes, err) ||
+        !ReadSide(b, options, steps, progress, &done_before, total_bytes, err))
+      return kExitUnusable;
+  }
 
   const std::vector<NameRow> rows = NameRows(a, b);
   const Verdict v = Judge(a, b);

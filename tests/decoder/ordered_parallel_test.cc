@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -162,6 +163,47 @@ TEST(RankJobsTest, MergedReportsReadAtOncePrintWhatTheyPrintReadInTurn) {
     EXPECT_EQ(out2.str(), out1.str());
     EXPECT_EQ(err2.str(), err1.str());
     EXPECT_NE(out1.str().find("rank 1"), std::string::npos) << out1.str();
+  }
+}
+
+// diff reads the ranks of both sides at once when they share no recording: the same table,
+// warnings and exit code as read in turn; and in turn (steps found once) when they share one.
+TEST(RankJobsTest, DiffReadsBothSidesAtOncePrintingWhatItPrintsReadInTurn) {
+  const std::string data = std::string(CUPMON_SOURCE_DIR) + "/tests/data/";
+  struct Case {
+    const char* what;
+    std::vector<std::string> paths;
+    std::optional<uint32_t> rank_a, rank_b, window_a;
+  };
+  const Case cases[] = {
+      {"two recordings", {data + "sample", data + "synthetic-sample"}, {}, {}, {}},
+      {"two ranks of a job", {data + "ddp-2rank", data + "ddp-2rank"}, 0, 1, {}},
+      {"a side without its window", {data + "sample", data + "synthetic-sample"}, {}, {}, 99},
+      {"one recording twice (shared steps)", {data + "sample", data + "sample"}, {}, {}, {}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    ReportOptions in_turn, at_once;
+    for (ReportOptions* o : {&in_turn, &at_once}) {
+      o->diff.a.rank = c.rank_a;
+      o->diff.b.rank = c.rank_b;
+      o->diff.a.window = c.window_a;
+    }
+    in_turn.jobs = 1;
+    at_once.jobs = 2;
+    std::ostringstream out1, err1, out2, err2;
+    const int rc1 = RunReport(ReportKind::kDiff, c.paths, in_turn, out1, err1);
+    const int rc2 = RunReport(ReportKind::kDiff, c.paths, at_once, out2, err2);
+    EXPECT_EQ(rc2, rc1);
+    EXPECT_EQ(out2.str(), out1.str());
+    EXPECT_EQ(err2.str(), err1.str());
+    if (c.window_a) {
+      EXPECT_EQ(rc1, kExitUnusable);
+      EXPECT_NE(err1.str().find("there is no window 99"), std::string::npos) << err1.str();
+    } else {
+      EXPECT_NE(out1.str().find("==cupmon== diff (B against A)"), std::string::npos)
+          << err1.str();
+    }
   }
 }
 

@@ -210,6 +210,16 @@ class DecodeCliTest(unittest.TestCase):
                         self.assertEqual(r.returncode, one.returncode, r.stderr)
                         self.assertEqual(r.stdout, one.stdout)
                         self.assertEqual(r.stderr, one.stderr)
+            # diff reads both sides at once: rank 0 against the damaged rank 2.
+            sides = [os.path.join(job, "rank0"), os.path.join(job, "rank2")]
+            one = decode("diff", *sides, "--jobs", "1")
+            self.assertEqual(one.returncode, 1, one.stderr)
+            self.assertIn("warning: B: ", one.stderr)
+            for jobs in ("2", "8"):
+                with self.subTest(cmd="diff", jobs=jobs):
+                    r = decode("diff", *sides, "--jobs", jobs)
+                    self.assertEqual((r.returncode, r.stdout, r.stderr),
+                                     (one.returncode, one.stdout, one.stderr))
         for bad in ("0", "-1", "x"):
             with self.subTest(jobs=bad):
                 r = decode("summary", DDP, "--jobs", bad)

@@ -46,9 +46,9 @@ struct ReportOptions {
   uint64_t reorder_ns = 0;
   // Search the given directories' subdirectories at any depth, not only one level down.
   bool recursive = false;
-  // Ranks a merged summary, info, steps or report reads at once, each on its own threads
-  // (DecodeThreads() a read); 0 chooses: as many as the CPUs hold, at most 8. Their output is the
-  // same, in rank order. Other reports read one rank at a time.
+  // Ranks a merged summary, info, steps or report, or the two sides of a diff, reads at once,
+  // each on its own threads (DecodeThreads() a read); 0 chooses: as many as the CPUs hold, at
+  // most 8. Their output is the same, in rank order. Other reports read one rank at a time.
   size_t jobs = 0;
   // Exports that write a directory (kKineto: DIR/rank0.json, ...); created when missing.
   std::string output_dir;
