@@ -1,6 +1,7 @@
-// The reports' driver (RunReport: one recording or several ranks), `info`, the merged summary and
-// the exports' adapters to LimitedSink. The summary is in summary_report.cc, the text traces in
-// text_traces.cc (report_sinks.h), the export formats in export/.
+// The reports' driver (RunReport: one recording or several ranks, several of them read at once
+// for summary and info), `info` and the merged summary. The summary is in summary_report.cc, the
+// text traces in text_traces.cc (report_sinks.h), the exports' adapters in
+// export/export_adapters.h and the export formats beside it.
 #include "cupmon/decoder/reports.h"
 
 #include <algorithm>
@@ -22,12 +23,8 @@
 #include "cupmon/decoder/memory_usage.h"
 #include "cupmon/decoder/progress_line.h"
 #include "cupmon/decoder/rank_listing.h"
-#include "export/chrome_json_sink.h"
-#include "export/csv_sink.h"
-#include "export/jsonl_sink.h"
-#include "export/kineto_sink.h"
+#include "export/export_adapters.h"
 #include "export/out_buf.h"
-#include "export/perfetto_sink.h"
 #include "export/row_text.h"
 #include "diff_report.h"
 #include "duration_stat.h"
@@ -37,9 +34,6 @@
 #include "report_text.h"
 #include "steps_report.h"
 #include "timeline_report.h"
-#if CUPMON_HAVE_SQLITE
-#include "export/sqlite_sink.h"
-#endif
 
 namespace cupmon::decoder {
 namespace {
@@ -113,150 +107,6 @@ class ReadVisitors : public ChunkVisitor {
   ChunkVisitor* b_;            // may be null
   const LimitedSink* output_;  // may be null
 };
-
-// ---- exports ----
-
-// export --format csv: the row limit and the report's per-recording calls, handed to the CSV
-// writer (export/csv_sink.cc).
-class CsvExport : public LimitedSink {
- public:
-  CsvExport(std::ostream& out, std::optional<uint64_t> limit)
-      : LimitedSink(out, limit), csv_(out) {}
-  void Begin(const TraceBuilder&, const Recording& r, size_t) override {
-    csv_.Begin(r, rank_);
-  }
-  void Close() override { csv_.Close(); }
-
- protected:
-  bool LimitEndsOutput() const override { return true; }  // rows only, after the header
-  void Write(const Row& row) override { csv_.Write(row); }
-
- private:
-  CsvSink csv_;
-};
-
-// export --format jsonl: likewise, handed to the JSON Lines writer (export/jsonl_sink.cc).
-class JsonlExport : public LimitedSink {
- public:
-  JsonlExport(std::ostream& out, std::optional<uint64_t> limit)
-      : LimitedSink(out, limit), jsonl_(out) {}
-  bool WantsRanges() const override { return true; }
-  bool WantsMemory() const override { return true; }
-  void Begin(const TraceBuilder&, const Recording& r, size_t) override {
-    jsonl_.Begin(r, rank_);
-  }
-  void Close() override { jsonl_.Close(); }
-
- protected:
-  bool LimitEndsOutput() const override { return true; }  // rows only
-  void Write(const Row& row) override { jsonl_.Write(row); }
-
- private:
-  JsonlSink jsonl_;
-};
-
-// export --format chrome-json: likewise, handed to the Chrome Trace Event Format writer
-// (export/chrome_json_sink.cc).
-class ChromeJsonExport : public LimitedSink {
- public:
-  ChromeJsonExport(std::ostream& out, std::optional<uint64_t> limit)
-      : LimitedSink(out, limit), chrome_(out) {}
-  bool WantsRanges() const override { return true; }
-  bool WantsMemory() const override { return true; }
-  void SetCommonBase(int64_t base) { chrome_.SetCommonBase(base); }
-  void Begin(const TraceBuilder& b, const Recording& r, size_t index) override {
-    chrome_.Begin(b, r, index, rank_);
-  }
-  void End(const TraceBuilder& b, const Recording& r, const ReadIntegrity&) override {
-    chrome_.End(b, r);
-  }
-  void Close() override { chrome_.Close(); }
-
- protected:
-  void Write(const Row& row) override { chrome_.Write(row); }
-
- private:
-  ChromeJsonSink chrome_;
-};
-
-// export --format perfetto: the row limit and the report's per-recording calls, handed to the
-// Perfetto writer (export/perfetto_sink.cc), which writes its own binary output.
-class PerfettoExport : public LimitedSink {
- public:
-  PerfettoExport(std::ostream& out, std::optional<uint64_t> limit)
-      : LimitedSink(out, limit), perfetto_(out) {}
-  bool WantsRanges() const override { return true; }
-  bool WantsMemory() const override { return true; }
-  void Begin(const TraceBuilder& b, const Recording& r, size_t index) override {
-    perfetto_.Begin(b, r, index, rank_);
-  }
-  void End(const TraceBuilder& b, const Recording& r, const ReadIntegrity&) override {
-    perfetto_.End(b, r);
-  }
-  void Close() override { perfetto_.Close(); }
-
- protected:
-  void Write(const Row& row) override { perfetto_.Write(row); }
-
- private:
-  PerfettoSink perfetto_;
-};
-
-// export --format kineto: the row limit and the report's per-recording calls, handed to the
-// Kineto writer (export/kineto_sink.cc), which writes one file per rank into a directory. Steps
-// come from annotations or, per ReportOptions::kineto_steps, from the step detector
-// (`cupmon-decode steps`), which KinetoSink runs per rank.
-class KinetoExport : public LimitedSink {
- public:
-  KinetoExport(std::ostream& out, std::optional<uint64_t> limit, const std::string& dir,
-               const std::vector<const Rank*>& ranks, const KinetoOptions& options)
-      : LimitedSink(out, limit), kineto_(dir, ranks, {}, options) {}
-  bool WantsRanges() const override { return true; }
-  void Begin(const TraceBuilder& b, const Recording& r, size_t index) override {
-    kineto_.Begin(b, r, index);
-  }
-  ChunkVisitor* ChunksWanted() override { return kineto_.ChunksWanted(); }
-  void End(const TraceBuilder& b, const Recording& r, const ReadIntegrity&) override {
-    kineto_.End(b, r);
-  }
-  void Close() override { kineto_.Close(); }
-  int Conclude(std::ostream& err) override { return kineto_.Report(err); }
-  bool OutputFailed() const override { return kineto_.Failed(); }
-
- protected:
-  void Write(const Row& row) override { kineto_.Write(row); }
-
- private:
-  KinetoSink kineto_;
-};
-#if CUPMON_HAVE_SQLITE
-// export --format sqlite: the row limit and the report's per-recording calls, handed to the
-// SQLite writer (export/sqlite_sink.cc), which writes its own file (`out` is not used).
-class SqliteExport : public LimitedSink {
- public:
-  SqliteExport(std::ostream& out, std::optional<uint64_t> limit, std::unique_ptr<SqliteSink> sink)
-      : LimitedSink(out, limit), sqlite_(std::move(sink)) {}
-  bool WantsSynchronization() const override { return true; }
-  bool WantsRanges() const override { return true; }
-  void Begin(const TraceBuilder& b, const Recording& r, size_t) override {
-    sqlite_->Begin(b, r, rank_);
-  }
-  void End(const TraceBuilder& b, const Recording& r, const ReadIntegrity& i) override {
-    sqlite_->End(b, r, i);
-  }
-  void Close() override { result_ = sqlite_->Close(); }
-  bool OutputFailed() const override { return sqlite_->failed(); }
-  SqliteSink& sink() { return *sqlite_; }
-  const Expected<void>& result() const { return result_; }
-
- protected:
-  void Write(const Row& row) override { sqlite_->Write(row); }
-
- private:
-  std::unique_ptr<SqliteSink> sqlite_;
-  Expected<void> result_;
-};
-#endif
 
 class NullSink : public RowSink {
  public:
