@@ -18,6 +18,7 @@
 #include "cupmon/decoder/reports.h"
 #include "export/sqlite_sink.h"
 #include "recording_builder.h"
+#include "sqlite_test_db.h"
 #include "test_util.h"
 
 namespace cupmon::decoder {
@@ -30,33 +31,7 @@ using testing::TempDir;
 constexpr int64_t kBase = static_cast<int64_t>(kT0) - 1'000'000'000;  // the header's process start
 constexpr int64_t kGlobalPid = int64_t{testing::kTestPid} << 24;
 
-// A database opened read-only, with one-value queries.
-class Db {
- public:
-  explicit Db(const std::string& path) {
-    EXPECT_EQ(sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
-  }
-  ~Db() { sqlite3_close(db_); }
-  // The first column of the first row as text ("NULL" for NULL, "" when no row).
-  std::string Text(const std::string& sql) {
-    sqlite3_stmt* s = nullptr;
-    if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &s, nullptr) != SQLITE_OK) {
-      ADD_FAILURE() << sql << ": " << sqlite3_errmsg(db_);
-      return "<error>";
-    }
-    std::string out;
-    if (sqlite3_step(s) == SQLITE_ROW) {
-      const unsigned char* t = sqlite3_column_text(s, 0);
-      out = t ? reinterpret_cast<const char*>(t) : "NULL";
-    }
-    sqlite3_finalize(s);
-    return out;
-  }
-  int64_t Int(const std::string& sql) { return std::stoll(Text(sql)); }
-
- private:
-  sqlite3* db_ = nullptr;
-};
+using Db = testing::SqliteDb;
 
 void WriteRecording(const std::string& dir, const std::vector<std::vector<uint8_t>>& buffers,
                     const std::vector<std::pair<uint64_t, std::string>>& strings) {
@@ -257,7 +232,9 @@ TEST(SqliteSinkTest, TheWriterThreadsWriteWhatTheCallerWouldWrite) {
   TempDir dir, out;
   WriteEverything(dir.path());
   std::vector<std::string> dumps, schemas;
-  const SqliteSink::Options configs[] = {{true, true, {}}, {true, false, {}}, {false, false, {}}};
+  // The batched tables' pages written by cupmon (the default) and by SQLite's INSERTs.
+  const SqliteSink::Options configs[] = {
+      {true, true, {}}, {true, false, {}}, {false, false, {}}, {true, false, {}, false}};
   int n = 0;
   for (const SqliteSink::Options& options : configs) {
     const std::string path = out.path() + "/" + std::to_string(n++) + ".sqlite";
@@ -280,11 +257,12 @@ TEST(SqliteSinkTest, TheWriterThreadsWriteWhatTheCallerWouldWrite) {
               2);
     EXPECT_EQ(db.Int("SELECT COUNT(*) FROM ENUM_CUDA_MEM_KIND"), 8);
   }
-  EXPECT_EQ(Listing(out.path()), (std::vector<std::string>{"0.sqlite", "1.sqlite", "2.sqlite"}));
-  EXPECT_EQ(dumps[0], dumps[1]);
-  EXPECT_EQ(dumps[0], dumps[2]);
-  EXPECT_EQ(schemas[0], schemas[1]);
-  EXPECT_EQ(schemas[0], schemas[2]);
+  EXPECT_EQ(Listing(out.path()),
+            (std::vector<std::string>{"0.sqlite", "1.sqlite", "2.sqlite", "3.sqlite"}));
+  for (size_t i = 1; i < dumps.size(); ++i) {
+    EXPECT_EQ(dumps[0], dumps[i]) << i;
+    EXPECT_EQ(schemas[0], schemas[i]) << i;
+  }
   EXPECT_NE(dumps[0].find("cudaLaunchKernel"), std::string::npos);
   EXPECT_NE(schemas[0].find("index CUPMON_KERNEL_START"), std::string::npos);
 }
@@ -376,6 +354,46 @@ TEST(SqliteSinkTest, ManyRowsCrossManyBatches) {
   EXPECT_EQ(small.Int("SELECT (SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_KERNEL) + (SELECT "
                       "COUNT(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME)"),
             1000);
+}
+
+TEST(SqliteSinkTest, OwnPagesHoldWhatSqlitesInsertsHold) {
+  // Enough rows for trees of many leaves (kernel, runtime and synchronization tables), written
+  // once as cupmon's pages and once through SQLite: the same rows, rowids, indexes and answers.
+  TempDir dir, out;
+  BufferBuilder api, gpu;
+  constexpr uint32_t kN = 30'000;
+  for (uint32_t i = 0; i < kN; ++i) {
+    api.Runtime(kT0 + 1000 * i, kT0 + 1000 * i + 100, 100 + i, 211, 101 + i % 3);
+    gpu.Kernel(kT0 + 1000 * i + 200, kT0 + 1000 * i + 300 + i % 7, 100 + i, 0x10 + i % 2 * 0x10,
+               7 + i % 3);
+    if (i % 10 == 0)
+      gpu.Memset(kT0 + 1000 * i + 400, kT0 + 1000 * i + 450, 1'000'000 + i, uint64_t{1} << (i % 40));
+  }
+  WriteRecording(dir.path(), {api.bytes(), gpu.bytes()}, {{0x10, "_Z1kv"}, {0x20, "_Z1mv"}});
+  std::string dumps[2];
+  for (int own = 0; own < 2; ++own) {
+    const std::string path = out.path() + "/" + std::to_string(own) + ".sqlite";
+    SqliteSink::Options options;
+    options.own_pages = own == 1;
+    auto written = WriteWith(dir.path(), path, options);
+    ASSERT_TRUE(written.has_value()) << written.error().message;
+    Db db(path);
+    EXPECT_EQ(db.Text("PRAGMA integrity_check"), "ok") << own;
+    EXPECT_EQ(db.Int("SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_KERNEL"), kN);
+    EXPECT_EQ(db.Int("SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_MEMSET"), kN / 10);
+    EXPECT_EQ(db.Int("SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN "
+                     "CUPTI_ACTIVITY_KIND_RUNTIME r INDEXED BY CUPMON_RUNTIME_CORRELATION ON "
+                     "k.correlationId = r.correlationId"),
+              kN);
+    EXPECT_EQ(db.Int("SELECT correlationId FROM CUPTI_ACTIVITY_KIND_KERNEL INDEXED BY "
+                     "CUPMON_KERNEL_START ORDER BY start DESC LIMIT 1"),
+              100 + kN - 1);
+    dumps[own] = Dump(path);
+  }
+  EXPECT_EQ(dumps[0], dumps[1]);
+  EXPECT_GT(dumps[0].size(), 1'000'000u);
+  // No temporary left beside the outputs (the pages' file is unlinked as it is made).
+  EXPECT_EQ(Listing(out.path()), (std::vector<std::string>{"0.sqlite", "1.sqlite"}));
 }
 
 TEST(SqliteSinkTest, CellsSharedByABatchAndCellsThatDifferReadBackAsWritten) {

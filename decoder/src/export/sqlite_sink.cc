@@ -119,10 +119,32 @@ Expected<std::unique_ptr<SqliteSink>> SqliteSink::Create(const std::string& path
     main.Exec(sql);
     sqlite3_free(sql);
   }
+  const bool threads = options.writer_thread && std::thread::hardware_concurrency() > 1;
+  if (options.own_pages && !(threads && options.split)) {
+    // The leaves' file: beside the target (the copy into the database stays within one file
+    // system), unlinked at once (nothing is left behind, whatever happens).
+    std::string pages_path;
+    main.pages_fd = make_temp(target + ".pages.XXXXXX", &pages_path);
+    if (main.pages_fd < 0) {
+      const int e = errno;
+      return unexpected(Error{"cannot write " + path + ": cannot create a temporary file beside "
+                              "it: " + std::strerror(e), e});
+    }
+    unlink(pages_path.c_str());
+    sqlite3_stmt* s = nullptr;
+    int64_t page_size = 0;
+    if (sqlite3_prepare_v2(main.db, "PRAGMA page_size", -1, &s, nullptr) == SQLITE_OK &&
+        sqlite3_step(s) == SQLITE_ROW)
+      page_size = sqlite3_column_int64(s, 0);
+    sqlite3_finalize(s);
+    // Reserved bytes and the schema format are SQLite's defaults for a new database (0, and 4);
+    // Finish checks them against the header.
+    main.pages = std::make_unique<SqliteTablePages>(main.pages_fd, static_cast<uint32_t>(page_size),
+                                                    0, true);
+  }
   for (int t = 0; t < kTableCount; ++t)
     if (t != kNvtx && !main.PrepareInsert(t)) break;
   if (!main.error.empty()) return unexpected(Error{"cannot write " + path + ": " + main.error});
-  const bool threads = options.writer_thread && std::thread::hardware_concurrency() > 1;
   if (threads && options.split) {
     // The tables but the kernel table's rows, in a file of their own (removed by Close).
     std::string dir = options.split_dir;
@@ -169,6 +191,7 @@ SqliteSink::~SqliteSink() {
   for (Conn& c : conns_) {
     c.CloseDb();
     if (!closed_ && !c.path.empty()) unlink(c.path.c_str());  // Close removes its own
+    if (c.pages_fd >= 0) close(c.pages_fd);
   }
 }
 
@@ -717,6 +740,9 @@ Expected<void> SqliteSink::Close() {
   Conn& mine = split() ? rest : main;
   if (writers_[split() ? kRest : kMain].joinable()) writers_[split() ? kRest : kMain].join();
   if (!failed()) {
+    // The batched tables' pages into the database first: what follows (the synchronization
+    // rows' device fix, the indexes) reads them through SQLite.
+    if (mine.pages) mine.MovePagesIn();
     WriteDeferred(mine);  // the connection and its error are this thread's once its writer is joined
     // The sorter may use helper threads for the index builds.
     const unsigned cpus = std::thread::hardware_concurrency();

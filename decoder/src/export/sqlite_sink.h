@@ -22,6 +22,7 @@
 #include "cupmon/decoder/rank_listing.h"
 #include "cupmon/decoder/trace_builder.h"
 #include "cupmon/format/error.h"
+#include "export/sqlite_pages.h"
 
 struct sqlite3;
 struct sqlite3_stmt;
@@ -76,6 +77,10 @@ class SqliteSink {
     bool split = false;  // the second connection; with writer_thread and more than one CPU
     // Where the second connection's temporary file goes; empty: beside the output.
     std::string split_dir;
+    // The batched tables' B-trees written by cupmon (export/sqlite_pages.h) rather than through
+    // SQLite's INSERT (the same database content, PERFORMANCE.md); not with `split`. Tables the
+    // pages cannot hold (an INTEGER PRIMARY KEY) still go through SQLite.
+    bool own_pages = true;
   };
   // Creates the temporary database beside `path` (and the second connection's file) and
   // their tables. Fails (with a message naming the path) when the path is a directory or cannot
@@ -168,6 +173,9 @@ class SqliteSink {
     std::atomic<bool>* failed = nullptr;  // the sink's: any failure stops every writer
     std::string path;                    // its temporary file
     bool nvtx = false;                   // CreateNvtxTables ran
+    // The batched tables written as pages (Options::own_pages), and their leaves' unlinked file.
+    std::unique_ptr<SqliteTablePages> pages;
+    int pages_fd = -1;
     bool Open(const std::string& file);  // and the pragmas, cupmon_batch and the transaction
     bool Exec(const std::string& sql);
     void Fail(const std::string& what);
@@ -175,6 +183,8 @@ class SqliteSink {
     sqlite3_stmt* InsertFor(int table, uint32_t shape);  // prepared on first use (shape 0: full)
     bool CreateNvtxTables();  // before the first NVTX batch
     void InsertBatch(const Batch& b);
+    // Close, with `pages`: commits, closes the database, moves the pages in, opens it again.
+    bool MovePagesIn();
     void Finalize();  // the statements
     void CloseDb();
   };

@@ -1,10 +1,14 @@
 // The SQLite export's writer side (see sqlite_sink.h): one connection per writer thread, which
 // turns each batch of rows into one INSERT INTO T SELECT ... FROM cupmon_batch. The caller's side,
 // rows into batches and Close, is sqlite_sink.cc.
+#include <fcntl.h>
 #include <sqlite3.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -173,6 +177,49 @@ bool SqliteSink::Conn::Exec(const std::string& sql) {
   return true;
 }
 
+bool SqliteSink::Conn::MovePagesIn() {
+  if (!Exec("COMMIT")) return false;
+  // Where the pages go: after the database's last page, and into each table's root page.
+  uint32_t page_count = 0;
+  std::map<std::string, uint32_t> roots;
+  sqlite3_stmt* s = nullptr;
+  if (sqlite3_prepare_v2(db, "PRAGMA page_count", -1, &s, nullptr) == SQLITE_OK &&
+      sqlite3_step(s) == SQLITE_ROW)
+    page_count = static_cast<uint32_t>(sqlite3_column_int64(s, 0));
+  sqlite3_finalize(s);
+  s = nullptr;
+  if (sqlite3_prepare_v2(db, "SELECT name, rootpage FROM sqlite_master WHERE type = 'table'", -1,
+                         &s, nullptr) == SQLITE_OK) {
+    while (sqlite3_step(s) == SQLITE_ROW) {
+      const auto* name = sqlite3_column_text(s, 0);
+      if (name) roots[reinterpret_cast<const char*>(name)] =
+                    static_cast<uint32_t>(sqlite3_column_int64(s, 1));
+    }
+  }
+  sqlite3_finalize(s);
+  if (page_count == 0 || roots.empty()) {
+    Fail("reading the page count and root pages of " + path);
+    return false;
+  }
+  CloseDb();
+  if (!error.empty()) return false;
+  const int fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) {
+    Fail("opening " + path + " again: " + std::strerror(errno));
+    return false;
+  }
+  const bool moved = pages->Finish(fd, page_count, roots);
+  if (close(fd) != 0 && moved) {
+    Fail("writing " + path + ": " + std::strerror(errno));
+    return false;
+  }
+  if (!moved) {
+    Fail(pages->error());
+    return false;
+  }
+  return Open(path);
+}
+
 void SqliteSink::Conn::Finalize() {
   for (auto& shapes : inserts) {
     for (auto& [shape, s] : shapes) sqlite3_finalize(s);
@@ -217,9 +264,20 @@ bool SqliteSink::Conn::PrepareInsert(int t) {
   std::vector<Slot>& slots = select[t];
   slots.clear();
   size_t found = 0;
+  // The same columns for the pages, while the table is one they can hold.
+  std::vector<SqliteTablePages::Column> columns;
+  bool pageable = pages != nullptr;
   while (sqlite3_step(info) == SQLITE_ROW) {
     const auto* text = sqlite3_column_text(info, 1);
     const std::string column = text ? reinterpret_cast<const char*>(text) : "";
+    const auto* type_text = sqlite3_column_text(info, 2);
+    const std::string type = type_text ? reinterpret_cast<const char*>(type_text) : "";
+    SqliteTablePages::Column& c = columns.emplace_back();
+    c.name = column;
+    c.not_null = sqlite3_column_int(info, 3) != 0;
+    // A primary key (an INTEGER one is the rowid) and anything but INTEGER and TEXT columns
+    // (affinity rules beyond what the pages do) leave the table to SQLite.
+    if (sqlite3_column_int(info, 5) != 0 || (type != "INTEGER" && type != "TEXT")) pageable = false;
     const auto it = std::find(named.begin(), named.end(), column);
     if (it == named.end()) {
       slots.push_back(Slot{-1, "NULL"});
@@ -227,12 +285,33 @@ bool SqliteSink::Conn::PrepareInsert(int t) {
     }
     ++found;
     const size_t at = static_cast<size_t>(it - named.begin());
-    if (at < static_cast<size_t>(bt.count)) slots.push_back(Slot{static_cast<int>(at), {}});
-    else slots.push_back(Slot{-1, fixed[at - bt.count]});
+    if (at < static_cast<size_t>(bt.count)) {
+      slots.push_back(Slot{static_cast<int>(at), {}});
+      c.source = SqliteTablePages::Column::kCell;
+      c.cell = static_cast<int>(at);
+      if (type != "INTEGER") pageable = false;
+      continue;
+    }
+    const std::string& value = fixed[at - bt.count];
+    slots.push_back(Slot{-1, value});
+    // The constants the export uses: integers into INTEGER columns, '' into TEXT ones.
+    if (value == "''" && type == "TEXT") {
+      c.source = SqliteTablePages::Column::kText;
+    } else if (!value.empty() && value.find_first_not_of("-0123456789") == std::string::npos &&
+               type == "INTEGER") {
+      c.source = SqliteTablePages::Column::kInt;
+      c.value = std::stoll(value);
+    } else {
+      pageable = false;
+    }
   }
   sqlite3_finalize(info);
   if (found != named.size()) {
     Fail(std::string("columns named for ") + bt.table + " that it does not have");
+    return false;
+  }
+  if (pageable && !pages->SetTable(t, bt.table, std::move(columns))) {
+    Fail(pages->error());
     return false;
   }
   return InsertFor(t, 0) != nullptr;
@@ -270,6 +349,10 @@ void SqliteSink::Conn::InsertBatch(const Batch& b) {
   if (b.rows == 0) return;
   const int n = kBatched[b.table].count;
   const int64_t* first = b.cells.data();
+  if (pages && pages->Has(b.table)) {
+    if (!pages->Append(b.table, first, b.rows, n)) Fail(pages->error());
+    return;
+  }
   // The cells every row shares (bit i: cell i).
   uint32_t shape = 0;
   if (b.rows >= kMinShapedRows) {

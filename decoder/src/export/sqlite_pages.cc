@@ -1,0 +1,412 @@
+// SQLite table B-trees without SQLite (see sqlite_pages.h). The layout follows "Database File
+// Format" (https://www.sqlite.org/fileformat2.html): sections 1.3 (the header), 1.6 (B-tree
+// pages), 2.1 (records) and the varint of 1.6.
+#include "export/sqlite_pages.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+namespace cupmon::decoder {
+namespace {
+
+constexpr uint8_t kTableLeaf = 0x0D;
+constexpr uint8_t kTableInterior = 0x05;
+constexpr size_t kLeafHeader = 8;
+constexpr size_t kInteriorHeader = 12;
+constexpr size_t kMaxVarint = 9;
+
+// SQLite's varint: big-endian groups of seven bits, the high bit set on all but the last byte; a
+// ninth byte carries eight bits.
+size_t PutVarint(uint8_t* p, uint64_t v) {
+  if (v <= 0x7f) {
+    p[0] = static_cast<uint8_t>(v);
+    return 1;
+  }
+  if (v <= 0x3fff) {
+    p[0] = static_cast<uint8_t>(0x80 | v >> 7);
+    p[1] = static_cast<uint8_t>(v & 0x7f);
+    return 2;
+  }
+  if (v >> 56) {
+    p[8] = static_cast<uint8_t>(v);
+    v >>= 8;
+    for (int i = 7; i >= 0; --i) {
+      p[i] = static_cast<uint8_t>((v & 0x7f) | 0x80);
+      v >>= 7;
+    }
+    return 9;
+  }
+  uint8_t groups[8];
+  size_t n = 0;
+  do {
+    groups[n++] = static_cast<uint8_t>((v & 0x7f) | 0x80);
+    v >>= 7;
+  } while (v);
+  groups[0] &= 0x7f;  // the last byte written
+  for (size_t i = 0; i < n; ++i) p[i] = groups[n - 1 - i];
+  return n;
+}
+
+size_t VarintSize(uint64_t v) {
+  uint8_t scratch[kMaxVarint];
+  return PutVarint(scratch, v);
+}
+
+void Put16(uint8_t* p, uint32_t v) {
+  p[0] = static_cast<uint8_t>(v >> 8);
+  p[1] = static_cast<uint8_t>(v);
+}
+void Put32(uint8_t* p, uint32_t v) {
+  p[0] = static_cast<uint8_t>(v >> 24);
+  p[1] = static_cast<uint8_t>(v >> 16);
+  p[2] = static_cast<uint8_t>(v >> 8);
+  p[3] = static_cast<uint8_t>(v);
+}
+uint32_t Get32(const uint8_t* p) {
+  return uint32_t{p[0]} << 24 | uint32_t{p[1]} << 16 | uint32_t{p[2]} << 8 | p[3];
+}
+
+// An integer's serial type (record format, section 2.1) and its body bytes, big-endian.
+struct IntField {
+  uint8_t type;
+  uint8_t bytes;
+};
+IntField IntFieldOf(int64_t v, bool small_ints) {
+  if (small_ints && (v == 0 || v == 1)) return {static_cast<uint8_t>(8 + v), 0};
+  if (v >= -128 && v <= 127) return {1, 1};
+  if (v >= -32768 && v <= 32767) return {2, 2};
+  if (v >= -8388608 && v <= 8388607) return {3, 3};
+  if (v >= INT32_MIN && v <= INT32_MAX) return {4, 4};
+  if (v >= -(int64_t{1} << 47) && v < (int64_t{1} << 47)) return {5, 6};
+  return {6, 8};
+}
+void PutBigEndian(uint8_t* p, uint64_t v, size_t bytes) {
+  for (size_t i = bytes; i-- > 0;) {
+    p[i] = static_cast<uint8_t>(v);
+    v >>= 8;
+  }
+}
+
+}  // namespace
+
+struct SqliteTablePages::Table {
+  std::string name;
+  std::vector<Column> columns;
+  int max_cell = -1;
+  std::vector<uint8_t> leaf, first;  // the leaf being filled; the table's first full leaf, held
+  uint32_t cells = 0;                // in `leaf`
+  uint32_t content = 0;              // where `leaf`'s cell content area starts
+  int64_t leaf_max = 0;              // the largest rowid in `leaf`
+  bool first_held = false;           // `first` is full and not written yet (it may be the root)
+  int64_t first_max = 0;
+  // The leaves written, in rowid order: their index in the leaf file and their largest rowid.
+  std::vector<std::pair<uint32_t, int64_t>> children;
+  int64_t next_rowid = 1;
+  std::vector<uint8_t> record;  // one row's cell, built before it is placed
+};
+
+SqliteTablePages::SqliteTablePages(int fd, uint32_t page_size, uint32_t reserved, bool small_ints)
+    : fd_(fd), page_size_(page_size), usable_(page_size - reserved), small_ints_(small_ints) {}
+
+SqliteTablePages::~SqliteTablePages() = default;
+
+bool SqliteTablePages::Fail(std::string what) {
+  if (error_.empty()) error_ = std::move(what);
+  return false;
+}
+
+uint64_t SqliteTablePages::rows(int id) const {
+  return Has(id) ? static_cast<uint64_t>(tables_[id]->next_rowid - 1) : 0;
+}
+
+bool SqliteTablePages::SetTable(int id, const std::string& name, std::vector<Column> columns) {
+  if (id < 0 || id >= kMaxTables)
+    return Fail("table number " + std::to_string(id) + " is out of range");
+  if (page_size_ < 512 || page_size_ > 65536 || (page_size_ & (page_size_ - 1)) || usable_ < 480 ||
+      usable_ > page_size_)
+    return Fail("unusable page size " + std::to_string(page_size_));
+  auto t = std::make_unique<Table>();
+  t->name = name;
+  // The largest record: a header of one varint per column (a text's serial type may take more)
+  // and eight body bytes per integer.
+  size_t most = kMaxVarint;
+  for (const Column& c : columns) {
+    if (c.source == Column::kNull && c.not_null)
+      return Fail(name + "." + c.name + " is NOT NULL and has no value");
+    if (c.source == Column::kCell) t->max_cell = std::max(t->max_cell, c.cell);
+    most += c.source == Column::kText ? kMaxVarint + c.text.size() : kMaxVarint + 8;
+  }
+  // A cell is its payload's size, the rowid and the payload; a payload beyond usable - 35 would
+  // need overflow pages (section 1.6), which these tables never do.
+  if (columns.empty() || most > usable_ - 35)
+    return Fail("the rows of " + name + " may not fit a page of " + std::to_string(page_size_) +
+                " bytes");
+  t->columns = std::move(columns);
+  t->record.resize(2 * kMaxVarint + most);
+  t->leaf.assign(page_size_, 0);
+  t->first.assign(page_size_, 0);
+  t->content = usable_;
+  tables_[id] = std::move(t);
+  return true;
+}
+
+bool SqliteTablePages::WritePage(const uint8_t* page, uint64_t offset, int fd, const char* where) {
+  size_t done = 0;
+  while (done < page_size_) {
+    const ssize_t n = pwrite(fd, page + done, page_size_ - done, static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0)
+      return Fail(std::string("writing ") + where + ": " + std::strerror(n < 0 ? errno : EIO));
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+// Completes `leaf`'s header and hands it on: the table's first full leaf is held (it is the
+// whole table, and goes to the root page, if no other follows); any other is written out.
+bool SqliteTablePages::LeafFull(Table& t) {
+  uint8_t* p = t.leaf.data();
+  p[0] = kTableLeaf;
+  Put16(p + 1, 0);  // no freeblock
+  Put16(p + 3, t.cells);
+  Put16(p + 5, t.content == 65536 ? 0 : t.content);
+  p[7] = 0;  // no fragmented bytes
+  const size_t pointers_end = kLeafHeader + 2 * size_t{t.cells};
+  std::memset(p + pointers_end, 0, t.content - pointers_end);  // unallocated space, zeroed
+  if (t.children.empty() && !t.first_held) {
+    std::swap(t.leaf, t.first);
+    t.first_held = true;
+    t.first_max = t.leaf_max;
+  } else {
+    if (t.first_held) {
+      if (!WritePage(t.first.data(), uint64_t{leaves_} * page_size_, fd_, "the table pages"))
+        return false;
+      t.children.emplace_back(leaves_++, t.first_max);
+      t.first_held = false;
+    }
+    if (!WritePage(t.leaf.data(), uint64_t{leaves_} * page_size_, fd_, "the table pages"))
+      return false;
+    t.children.emplace_back(leaves_++, t.leaf_max);
+  }
+  t.cells = 0;
+  t.content = usable_;
+  return true;
+}
+
+bool SqliteTablePages::PutCell(Table& t, const uint8_t* cell, size_t size, int64_t rowid) {
+  if (kLeafHeader + 2 * (size_t{t.cells} + 1) + size > t.content) {
+    if (!LeafFull(t)) return false;
+  }
+  t.content -= static_cast<uint32_t>(size);
+  std::memcpy(t.leaf.data() + t.content, cell, size);
+  Put16(t.leaf.data() + kLeafHeader + 2 * size_t{t.cells}, t.content);
+  ++t.cells;
+  t.leaf_max = rowid;
+  return true;
+}
+
+bool SqliteTablePages::Append(int id, const int64_t* cells, size_t rows, int stride) {
+  if (!error_.empty()) return false;
+  if (!Has(id)) return Fail("table number " + std::to_string(id) + " has no columns set");
+  Table& t = *tables_[id];
+  if (t.max_cell >= stride)
+    return Fail("rows of " + t.name + " have " + std::to_string(stride) +
+                " cells, fewer than its columns read");
+  const size_t ncols = t.columns.size();
+  // Serial types first (the record's header), then the body, each in its own part of `record`:
+  // the header starts after room for the cell's three varints, the body after room for the
+  // largest header.
+  uint8_t* const base = t.record.data();
+  uint8_t* const types = base + 3 * kMaxVarint;
+  uint8_t* const body = types + kMaxVarint * ncols;
+  for (size_t r = 0; r < rows; ++r) {
+    const int64_t* row = cells + r * static_cast<size_t>(stride);
+    uint8_t* tp = types;
+    uint8_t* bp = body;
+    for (const Column& c : t.columns) {
+      int64_t v = 0;
+      switch (c.source) {
+        case Column::kNull:
+          *tp++ = 0;
+          continue;
+        case Column::kText:
+          tp += PutVarint(tp, 13 + 2 * uint64_t{c.text.size()});
+          std::memcpy(bp, c.text.data(), c.text.size());
+          bp += c.text.size();
+          continue;
+        case Column::kInt:
+          v = c.value;
+          break;
+        case Column::kCell:
+          v = row[c.cell];
+          if (v == kNullCell) {
+            if (c.not_null)
+              return Fail("writing " + t.name + ": NOT NULL constraint failed: " + t.name + "." +
+                          c.name);
+            *tp++ = 0;
+            continue;
+          }
+          break;
+      }
+      const IntField f = IntFieldOf(v, small_ints_);
+      *tp++ = f.type;  // integer serial types are below 128: one byte
+      PutBigEndian(bp, static_cast<uint64_t>(v), f.bytes);
+      bp += f.bytes;
+    }
+    const size_t types_size = static_cast<size_t>(tp - types);
+    const size_t body_size = static_cast<size_t>(bp - body);
+    size_t header_size = types_size + 1;
+    if (VarintSize(header_size) > 1) header_size = types_size + VarintSize(types_size + 2);
+    const size_t payload = header_size + body_size;
+    const int64_t rowid = t.next_rowid;
+    // The cell: payload size, rowid, header size, serial types, body; laid out backwards from
+    // the serial types so that only the body moves.
+    uint8_t prefix[3 * kMaxVarint];
+    size_t n = PutVarint(prefix, payload);
+    n += PutVarint(prefix + n, static_cast<uint64_t>(rowid));
+    n += PutVarint(prefix + n, header_size);
+    uint8_t* const cell = types - n;
+    std::memcpy(cell, prefix, n);
+    std::memmove(tp, body, body_size);
+    if (!PutCell(t, cell, n + types_size + body_size, rowid)) return false;
+    ++t.next_rowid;
+  }
+  return true;
+}
+
+bool SqliteTablePages::Finish(int db_fd, uint32_t db_pages,
+                              const std::map<std::string, uint32_t>& roots) {
+  if (!error_.empty()) return false;
+  // What these pages assumed of the database (section 1.3): its page size, reserved bytes,
+  // schema format (0 and 1 in the header alone) and text encoding (UTF-8).
+  uint8_t header[100];
+  if (pread(db_fd, header, sizeof header, 0) != static_cast<ssize_t>(sizeof header))
+    return Fail("reading the database header");
+  const uint32_t db_page_size = header[16] << 8 | header[17];
+  if ((db_page_size == 1 ? 65536u : db_page_size) != page_size_ ||
+      header[20] != page_size_ - usable_ || (small_ints_ && Get32(header + 44) < 4) ||
+      Get32(header + 56) != 1)
+    return Fail(
+        "the database's header does not match the table pages (page size, reserved "
+        "bytes, schema format or text encoding)");
+  // The last leaves. A table of one leaf keeps it (in `first`) for its root page.
+  for (auto& owned : tables_) {
+    if (owned && owned->next_rowid > 1 && owned->cells > 0 && !LeafFull(*owned)) return false;
+  }
+  // The leaves, to the database's end: leaf i becomes page db_pages + 1 + i. What is copied is
+  // freed from the leaves' file as it goes (where the file system can), so that the disk holds
+  // the leaves about once, not twice.
+  const uint64_t out_start = uint64_t{db_pages} * page_size_;
+  const uint64_t bytes = uint64_t{leaves_} * page_size_;
+  constexpr uint64_t kStep = uint64_t{64} << 20;
+  uint64_t copied = 0;
+  bool kernel_copy = true;
+  std::vector<uint8_t> chunk;
+  const auto release = [&](uint64_t from, uint64_t to) {
+    (void)fallocate(fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(from),
+                    static_cast<off_t>(to - from));
+  };
+  while (copied < bytes) {
+    if (kernel_copy) {
+      loff_t in = static_cast<loff_t>(copied), out = static_cast<loff_t>(out_start + copied);
+      const ssize_t n = copy_file_range(fd_, &in, db_fd, &out, std::min(kStep, bytes - copied), 0);
+      if (n > 0) {
+        release(copied, copied + static_cast<uint64_t>(n));
+        copied += static_cast<uint64_t>(n);
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && errno != EXDEV && errno != ENOSYS && errno != EINVAL && errno != EOPNOTSUPP)
+        return Fail(std::string("copying the table pages into the database: ") +
+                    std::strerror(errno));
+      kernel_copy = false;  // not between these files: read and write
+      chunk.resize(size_t{1} << 20);
+    }
+    const size_t want = static_cast<size_t>(std::min<uint64_t>(chunk.size(), bytes - copied));
+    const ssize_t got = pread(fd_, chunk.data(), want, static_cast<off_t>(copied));
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0)
+      return Fail(std::string("reading the table pages back: ") +
+                  std::strerror(got < 0 ? errno : EIO));
+    size_t done = 0;
+    while (done < static_cast<size_t>(got)) {
+      const ssize_t w = pwrite(db_fd, chunk.data() + done, static_cast<size_t>(got) - done,
+                               static_cast<off_t>(out_start + copied + done));
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0)
+        return Fail(std::string("copying the table pages into the database: ") +
+                    std::strerror(w < 0 ? errno : EIO));
+      done += static_cast<size_t>(w);
+    }
+    release(copied, copied + static_cast<uint64_t>(got));
+    copied += static_cast<uint64_t>(got);
+  }
+  // The interior pages, level by level, after the leaves; each tree's top page into its root.
+  uint32_t next_page = db_pages + leaves_ + 1;
+  const size_t per_page = (usable_ - kInteriorHeader) / (2 + 4 + kMaxVarint) + 1;  // children
+  std::vector<uint8_t> page(page_size_);
+  for (auto& owned : tables_) {
+    if (!owned || owned->next_rowid == 1) continue;
+    Table& t = *owned;
+    const auto root = roots.find(t.name);
+    if (root == roots.end() || root->second < 2 || root->second > db_pages)
+      return Fail("the database has no root page for " + t.name);
+    const uint64_t root_at = uint64_t{root->second - 1} * page_size_;
+    if (t.children.empty()) {  // one leaf
+      if (!WritePage(t.first.data(), root_at, db_fd, "the database")) return false;
+      continue;
+    }
+    std::vector<std::pair<uint32_t, int64_t>> level;  // (page number, largest rowid below)
+    level.reserve(t.children.size());
+    for (const auto& [leaf, max] : t.children) level.emplace_back(db_pages + 1 + leaf, max);
+    for (;;) {
+      // Children spread evenly: every page gets at least two (one cell and the right pointer).
+      const size_t pages = (level.size() + per_page - 1) / per_page;
+      std::vector<std::pair<uint32_t, int64_t>> above;
+      size_t at = 0;
+      for (size_t k = 0; k < pages; ++k) {
+        const size_t take = level.size() / pages + (k < level.size() % pages ? 1 : 0);
+        std::fill(page.begin(), page.end(), 0);
+        uint32_t content = usable_;
+        for (size_t i = 0; i + 1 < take; ++i) {
+          uint8_t cell[4 + kMaxVarint];
+          Put32(cell, level[at + i].first);
+          const size_t size = 4 + PutVarint(cell + 4, static_cast<uint64_t>(level[at + i].second));
+          content -= static_cast<uint32_t>(size);
+          std::memcpy(page.data() + content, cell, size);
+          Put16(page.data() + kInteriorHeader + 2 * i, content);
+        }
+        page[0] = kTableInterior;
+        Put16(page.data() + 3, static_cast<uint32_t>(take - 1));
+        Put16(page.data() + 5, content == 65536 ? 0 : content);
+        Put32(page.data() + 8, level[at + take - 1].first);  // the right-most child
+        const int64_t max = level[at + take - 1].second;
+        at += take;
+        if (pages == 1) {
+          if (!WritePage(page.data(), root_at, db_fd, "the database")) return false;
+          break;
+        }
+        if (!WritePage(page.data(), uint64_t{next_page - 1} * page_size_, db_fd, "the database"))
+          return false;
+        above.emplace_back(next_page++, max);
+      }
+      if (pages == 1) break;
+      level = std::move(above);
+    }
+  }
+  // The header: the new page count, valid as the change counter says (section 1.3.7).
+  const uint32_t counter = Get32(header + 24) + 1;
+  Put32(header + 24, counter);
+  Put32(header + 28, next_page - 1);
+  Put32(header + 92, counter);
+  if (pwrite(db_fd, header, sizeof header, 0) != static_cast<ssize_t>(sizeof header))
+    return Fail(std::string("writing the database header: ") + std::strerror(errno));
+  return true;
+}
+
+}  // namespace cupmon::decoder

@@ -1,0 +1,261 @@
+// SqliteTablePages (decoder/src/export/sqlite_pages.h): table B-trees written without SQLite,
+// then read, searched, indexed, checked and appended to by SQLite itself. Small pages (512
+// bytes) so that a few thousand rows make a tree of three levels. Built only where SQLite is.
+#include "export/sqlite_pages.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "sqlite_test_db.h"
+#include "test_util.h"
+
+namespace cupmon::decoder {
+namespace {
+
+using Column = SqliteTablePages::Column;
+using testing::TempDir;
+
+// Read-write: the tests go on writing through SQLite.
+struct Db : testing::SqliteDb {
+  explicit Db(const std::string& path)
+      : SqliteDb(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) {}
+};
+
+// A database of `page_size` with the tables of `creates`; returns its page count and the roots.
+uint32_t MakeDb(const std::string& path, int page_size, const std::vector<std::string>& creates,
+                std::map<std::string, uint32_t>* roots) {
+  Db db(path);
+  db.Exec("PRAGMA page_size = " + std::to_string(page_size));
+  for (const std::string& c : creates) db.Exec(c);
+  sqlite3* raw = nullptr;
+  EXPECT_EQ(sqlite3_open(path.c_str(), &raw), SQLITE_OK);
+  sqlite3_stmt* s = nullptr;
+  sqlite3_prepare_v2(raw, "SELECT name, rootpage FROM sqlite_master WHERE type = 'table'", -1, &s,
+                     nullptr);
+  while (sqlite3_step(s) == SQLITE_ROW)
+    (*roots)[reinterpret_cast<const char*>(sqlite3_column_text(s, 0))] =
+        static_cast<uint32_t>(sqlite3_column_int64(s, 1));
+  sqlite3_finalize(s);
+  sqlite3_close(raw);
+  return static_cast<uint32_t>(db.Int("PRAGMA page_count"));
+}
+
+Column Cell(const char* name, int cell, bool not_null = false) {
+  Column c;
+  c.source = Column::kCell;
+  c.cell = cell;
+  c.name = name;
+  c.not_null = not_null;
+  return c;
+}
+Column Const(const char* name, Column::Source source, int64_t value, std::string text = {}) {
+  Column c;
+  c.source = source;
+  c.value = value;
+  c.text = std::move(text);
+  c.name = name;
+  return c;
+}
+
+// Values that take every integer serial type, both signs, 0 and 1 (stored in the header alone).
+int64_t ValueOf(int64_t i) {
+  static const int64_t kEdges[] = {0,
+                                   1,
+                                   -1,
+                                   127,
+                                   128,
+                                   -129,
+                                   32767,
+                                   -32769,
+                                   8388607,
+                                   8388608,
+                                   INT32_MAX,
+                                   int64_t{INT32_MIN} - 1,
+                                   (int64_t{1} << 47) - 1,
+                                   -(int64_t{1} << 47) - 1,
+                                   INT64_MAX,
+                                   INT64_MIN + 1};
+  constexpr int64_t kCount = sizeof kEdges / sizeof kEdges[0];
+  return i % 3 == 0 ? kEdges[i % kCount] : i * 7919;
+}
+
+TEST(SqliteTablePagesTest, ThreeLevelsOfPagesReadBackThroughSqlite) {
+  TempDir dir;
+  const std::string path = dir.path() + "/t.sqlite";
+  std::map<std::string, uint32_t> roots;
+  const uint32_t pages = MakeDb(path, 512,
+                                {"CREATE TABLE t (a INTEGER NOT NULL, b INTEGER, c TEXT NOT NULL, "
+                                 "d INTEGER, e INTEGER)",
+                                 "CREATE TABLE one (x INTEGER)", "CREATE TABLE none (x INTEGER)"},
+                                &roots);
+  const int fd = open((dir.path() + "/leaves").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  ASSERT_GE(fd, 0);
+  SqliteTablePages p(fd, 512, 0, true);
+  ASSERT_TRUE(p.SetTable(0, "t",
+                         {Cell("a", 1, true), Cell("b", 0), Const("c", Column::kText, 0, "txt"),
+                          Const("d", Column::kInt, 7), Const("e", Column::kNull, 0)}))
+      << p.error();
+  ASSERT_TRUE(p.SetTable(1, "one", {Cell("x", 0)}));
+  ASSERT_TRUE(p.SetTable(2, "none", {Cell("x", 0)}));
+  // 20,000 rows in batches of 1 to 999 rows; b is NULL in every 5th row.
+  constexpr int64_t kRows = 20'000;
+  std::vector<int64_t> cells;
+  int64_t done = 0;
+  for (int batch = 1; done < kRows; batch = batch * 7 % 1000 + 1) {
+    const int64_t n = std::min<int64_t>(batch, kRows - done);
+    cells.clear();
+    for (int64_t i = done; i < done + n; ++i) {
+      cells.push_back(i % 5 == 0 ? SqliteTablePages::kNullCell : -ValueOf(i + 1));
+      cells.push_back(ValueOf(i));
+      cells.push_back(99);  // a cell no column reads
+    }
+    ASSERT_TRUE(p.Append(0, cells.data(), static_cast<size_t>(n), 3)) << p.error();
+    done += n;
+  }
+  const int64_t one[] = {42};
+  ASSERT_TRUE(p.Append(1, one, 1, 1));
+  EXPECT_EQ(p.rows(0), static_cast<uint64_t>(kRows));
+  const int db_fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
+  ASSERT_TRUE(p.Finish(db_fd, pages, roots)) << p.error();
+  close(db_fd);
+  close(fd);
+
+  Db db(path);
+  EXPECT_EQ(db.Text("PRAGMA integrity_check"), "ok");
+  // Far more pages than a leaf and its parent: leaves, interior pages and a root above them.
+  EXPECT_GT(db.Int("PRAGMA page_count"), 900);
+  EXPECT_EQ(db.Int("SELECT COUNT(*) FROM t"), kRows);
+  EXPECT_EQ(db.Int("SELECT MIN(rowid) FROM t"), 1);
+  EXPECT_EQ(db.Int("SELECT MAX(rowid) FROM t"), kRows);
+  EXPECT_EQ(db.Int("SELECT COUNT(*) FROM t WHERE c != 'txt' OR d != 7 OR e IS NOT NULL"), 0);
+  EXPECT_EQ(db.Text("SELECT typeof(c) || typeof(d) || typeof(e) FROM t WHERE rowid = 1"),
+            "textintegernull");
+  // Every row as written, in rowid order (rowid i + 1 for row i).
+  {
+    sqlite3* raw = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &raw), SQLITE_OK);
+    sqlite3_stmt* s = nullptr;
+    ASSERT_EQ(sqlite3_prepare_v2(raw, "SELECT rowid, a, b FROM t ORDER BY rowid", -1, &s, nullptr),
+              SQLITE_OK);
+    int64_t i = 0, wrong = 0;
+    while (sqlite3_step(s) == SQLITE_ROW) {
+      const bool null_b = sqlite3_column_type(s, 2) == SQLITE_NULL;
+      if (sqlite3_column_int64(s, 0) != i + 1 || sqlite3_column_int64(s, 1) != ValueOf(i) ||
+          null_b != (i % 5 == 0) || (!null_b && sqlite3_column_int64(s, 2) != -ValueOf(i + 1)))
+        ++wrong;
+      ++i;
+    }
+    sqlite3_finalize(s);
+    sqlite3_close(raw);
+    EXPECT_EQ(i, kRows);
+    EXPECT_EQ(wrong, 0);
+  }
+  // Rowid searches descend through the interior pages.
+  for (int64_t r : {int64_t{1}, int64_t{2}, int64_t{777}, int64_t{12'345}, kRows})
+    EXPECT_EQ(db.Int("SELECT a FROM t WHERE rowid = " + std::to_string(r)), ValueOf(r - 1)) << r;
+  EXPECT_EQ(db.Text("SELECT a FROM t WHERE rowid = 20001"), "");
+  EXPECT_EQ(db.Int("SELECT x FROM one"), 42);
+  EXPECT_EQ(db.Int("SELECT COUNT(*) FROM none"), 0);
+  // SQLite takes the trees as its own: an index over them, rows added, still sound.
+  db.Exec("CREATE INDEX t_a ON t (a)");
+  EXPECT_EQ(db.Int("SELECT COUNT(*) FROM t INDEXED BY t_a WHERE a = " + std::to_string(INT64_MAX)),
+            db.Int("SELECT COUNT(*) FROM t NOT INDEXED WHERE a = " + std::to_string(INT64_MAX)));
+  db.Exec("INSERT INTO t (a, c) SELECT a, c FROM t WHERE rowid <= 3000");
+  db.Exec("INSERT INTO one VALUES (43)");
+  db.Exec("DELETE FROM t WHERE rowid % 2 = 0");
+  EXPECT_EQ(db.Int("SELECT COUNT(*) FROM t"), (kRows + 3000) / 2);
+  EXPECT_EQ(db.Int("SELECT SUM(x) FROM one"), 85);
+  EXPECT_EQ(db.Text("PRAGMA integrity_check"), "ok");
+}
+
+TEST(SqliteTablePagesTest, ANullInANotNullColumnFailsNamingIt) {
+  TempDir dir;
+  const int fd = open((dir.path() + "/leaves").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  SqliteTablePages p(fd, 512, 0, true);
+  ASSERT_TRUE(p.SetTable(3, "t", {Cell("a", 0, true)}));
+  const int64_t cells[] = {5, SqliteTablePages::kNullCell};
+  EXPECT_FALSE(p.Append(3, cells, 2, 1));
+  EXPECT_EQ(p.error(), "writing t: NOT NULL constraint failed: t.a");
+  EXPECT_FALSE(p.Append(3, cells, 1, 1));  // nothing more after a failure
+  close(fd);
+}
+
+TEST(SqliteTablePagesTest, TablesItCannotHoldAreRefusedWhenSet) {
+  SqliteTablePages p(-1, 512, 0, true);
+  EXPECT_FALSE(p.SetTable(0, "wide", {Const("c", Column::kText, 0, std::string(600, 'x'))}));
+  EXPECT_EQ(p.error(), "the rows of wide may not fit a page of 512 bytes");
+  SqliteTablePages q(-1, 512, 0, true);
+  Column no_value = Const("a", Column::kNull, 0);
+  no_value.not_null = true;
+  EXPECT_FALSE(q.SetTable(1, "u", {no_value}));
+  EXPECT_EQ(q.error(), "u.a is NOT NULL and has no value");
+  SqliteTablePages r(-1, 1000, 0, true);
+  EXPECT_FALSE(r.SetTable(0, "t", {Cell("a", 0)}));
+  EXPECT_EQ(r.error(), "unusable page size 1000");
+  SqliteTablePages s(-1, 512, 0, true);
+  ASSERT_TRUE(s.SetTable(0, "t", {Cell("a", 2)}));
+  const int64_t cells[] = {1, 2};
+  EXPECT_FALSE(s.Append(0, cells, 1, 2));
+  EXPECT_EQ(s.error(), "rows of t have 2 cells, fewer than its columns read");
+}
+
+TEST(SqliteTablePagesTest, ADatabaseOfAnotherPageSizeIsRefusedAndLeftAsItWas) {
+  TempDir dir;
+  const std::string path = dir.path() + "/t.sqlite";
+  std::map<std::string, uint32_t> roots;
+  const uint32_t pages = MakeDb(path, 1024, {"CREATE TABLE t (a INTEGER)"}, &roots);
+  const int fd = open((dir.path() + "/leaves").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  SqliteTablePages p(fd, 512, 0, true);
+  ASSERT_TRUE(p.SetTable(0, "t", {Cell("a", 0)}));
+  std::vector<int64_t> cells(1000, 5);
+  ASSERT_TRUE(p.Append(0, cells.data(), cells.size(), 1));
+  const int db_fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
+  EXPECT_FALSE(p.Finish(db_fd, pages, roots));
+  EXPECT_EQ(p.error(),
+            "the database's header does not match the table pages (page size, reserved bytes, "
+            "schema format or text encoding)");
+  close(db_fd);
+  close(fd);
+  Db db(path);
+  EXPECT_EQ(db.Text("PRAGMA integrity_check"), "ok");
+  EXPECT_EQ(db.Int("SELECT COUNT(*) FROM t"), 0);
+}
+
+TEST(SqliteTablePagesTest, ATableTheDatabaseLacksIsNamed) {
+  TempDir dir;
+  const std::string path = dir.path() + "/t.sqlite";
+  std::map<std::string, uint32_t> roots;
+  const uint32_t pages = MakeDb(path, 512, {"CREATE TABLE t (a INTEGER)"}, &roots);
+  const int fd = open((dir.path() + "/leaves").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  SqliteTablePages p(fd, 512, 0, true);
+  ASSERT_TRUE(p.SetTable(0, "elsewhere", {Cell("a", 0)}));
+  const int64_t one[] = {1};
+  ASSERT_TRUE(p.Append(0, one, 1, 1));
+  const int db_fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
+  EXPECT_FALSE(p.Finish(db_fd, pages, roots));
+  EXPECT_EQ(p.error(), "the database has no root page for elsewhere");
+  close(db_fd);
+  close(fd);
+}
+
+TEST(SqliteTablePagesTest, AFullDiskFailsWithTheReason) {
+  const int fd = open("/dev/full", O_RDWR | O_CLOEXEC);
+  if (fd < 0) GTEST_SKIP() << "no /dev/full here";
+  SqliteTablePages p(fd, 512, 0, true);
+  ASSERT_TRUE(p.SetTable(0, "t", {Cell("a", 0)}));
+  // Enough rows for three leaves: the first is held (it may be the root), the second is written.
+  std::vector<int64_t> cells(300, 1234567);
+  EXPECT_FALSE(p.Append(0, cells.data(), cells.size(), 1));
+  EXPECT_EQ(p.error(), "writing the table pages: No space left on device");
+  close(fd);
+}
+
+}  // namespace
+}  // namespace cupmon::decoder
