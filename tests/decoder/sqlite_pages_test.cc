@@ -37,7 +37,7 @@ uint32_t MakeDb(const std::string& path, int page_size, const std::vector<std::s
   sqlite3* raw = nullptr;
   EXPECT_EQ(sqlite3_open(path.c_str(), &raw), SQLITE_OK);
   sqlite3_stmt* s = nullptr;
-  sqlite3_prepare_v2(raw, "SELECT name, rootpage FROM sqlite_master WHERE type = 'table'", -1, &s,
+  sqlite3_prepare_v2(raw, "SELECT name, rootpage FROM sqlite_master WHERE rootpage > 0", -1, &s,
                      nullptr);
   while (sqlite3_step(s) == SQLITE_ROW)
     (*roots)[reinterpret_cast<const char*>(sqlite3_column_text(s, 0))] =
@@ -97,7 +97,7 @@ TEST(SqliteTablePagesTest, ThreeLevelsOfPagesReadBackThroughSqlite) {
                                 &roots);
   const int fd = open((dir.path() + "/leaves").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   ASSERT_GE(fd, 0);
-  SqliteTablePages p(fd, 512, 0, true);
+  SqliteTablePages p(fd, -1, 512, 0, true);
   ASSERT_TRUE(p.SetTable(0, "t",
                          {Cell("a", 1, true), Cell("b", 0), Const("c", Column::kText, 0, "txt"),
                           Const("d", Column::kInt, 7), Const("e", Column::kNull, 0)}))
@@ -129,8 +129,10 @@ TEST(SqliteTablePagesTest, ThreeLevelsOfPagesReadBackThroughSqlite) {
 
   Db db(path);
   EXPECT_EQ(db.Text("PRAGMA integrity_check"), "ok");
-  // Far more pages than a leaf and its parent: leaves, interior pages and a root above them.
-  EXPECT_GT(db.Int("PRAGMA page_count"), 900);
+  // Leaves, interior pages and a root above them.
+  EXPECT_EQ(db.Int("SELECT MAX(length(path) - length(replace(path, '/', ''))) FROM dbstat WHERE "
+                   "name = 't'"),
+            3);
   EXPECT_EQ(db.Int("SELECT COUNT(*) FROM t"), kRows);
   EXPECT_EQ(db.Int("SELECT MIN(rowid) FROM t"), 1);
   EXPECT_EQ(db.Int("SELECT MAX(rowid) FROM t"), kRows);
@@ -175,10 +177,115 @@ TEST(SqliteTablePagesTest, ThreeLevelsOfPagesReadBackThroughSqlite) {
   EXPECT_EQ(db.Text("PRAGMA integrity_check"), "ok");
 }
 
+TEST(SqliteTablePagesTest, IndexesMergedFromRunsAreTheIndexesSqliteWouldBuild) {
+  // Two indexes on one table, built from sorted runs of 1,000 entries (spilled to a file) and
+  // merged: values out of order, repeated, negative, NULL. integrity_check compares every
+  // index entry with its row; the queries search through each index.
+  TempDir dir;
+  const std::string path = dir.path() + "/t.sqlite";
+  std::map<std::string, uint32_t> roots;
+  const uint32_t pages =
+      MakeDb(path, 512,
+             {"CREATE TABLE t (a INTEGER, b INTEGER NOT NULL, c INTEGER)",
+              "CREATE TABLE small (x INTEGER)", "CREATE INDEX t_a ON t (a)",
+              "CREATE INDEX t_b ON t (b)", "CREATE INDEX small_x ON small (x)",
+              "CREATE TABLE empty (x INTEGER)", "CREATE INDEX empty_x ON empty (x)"},
+             &roots);
+  const int fd = open((dir.path() + "/leaves").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  const int runs = open((dir.path() + "/runs").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  ASSERT_GE(runs, 0);
+  SqliteTablePages p(fd, runs, 512, 0, true);
+  p.set_run_entries(1000);
+  ASSERT_TRUE(p.SetTable(0, "t", {Cell("a", 0), Cell("b", 1, true), Cell("c", 2)}));
+  ASSERT_TRUE(p.SetTable(1, "small", {Cell("x", 0)}));
+  ASSERT_TRUE(p.SetTable(2, "empty", {Cell("x", 0)}));
+  ASSERT_TRUE(p.SetIndex(0, "t_a", "a"));
+  ASSERT_TRUE(p.SetIndex(0, "t_b", "b"));
+  ASSERT_TRUE(p.SetIndex(1, "small_x", "x"));
+  ASSERT_TRUE(p.SetIndex(2, "empty_x", "x"));
+  constexpr int64_t kRows = 20'000;
+  uint64_t state = 88172645463325252u;  // xorshift64: the same rows every run
+  std::vector<int64_t> cells;
+  std::map<int64_t, int64_t> b_counts;
+  for (int64_t i = 0; i < kRows; ++i) {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    const int64_t r = static_cast<int64_t>(state % 5000) - 2500;
+    cells.push_back(i % 11 == 0 ? SqliteTablePages::kNullCell : ValueOf(r + 2500));  // a
+    cells.push_back(r);                                                              // b
+    cells.push_back(i);                                                              // c
+    ++b_counts[r];
+  }
+  for (size_t at = 0; at < cells.size(); at += 3 * 777) {
+    const size_t n = std::min<size_t>(777, (cells.size() - at) / 3);
+    ASSERT_TRUE(p.Append(0, cells.data() + at, n, 3)) << p.error();
+  }
+  const int64_t small[] = {3, SqliteTablePages::kNullCell, 1};
+  ASSERT_TRUE(p.Append(1, small, 3, 1));
+  const int db_fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
+  ASSERT_TRUE(p.Finish(db_fd, pages, roots)) << p.error();
+  close(db_fd);
+  close(runs);
+  close(fd);
+
+  Db db(path);
+  EXPECT_EQ(db.Text("PRAGMA integrity_check"), "ok");
+  // Each index at least three levels deep (a root, interior pages, leaves; dbstat's paths: "/",
+  // "/000/", "/000/000/").
+  for (const char* index : {"t_a", "t_b"})
+    EXPECT_GE(db.Int(std::string("SELECT MAX(length(path) - length(replace(path, '/', ''))) FROM "
+                                 "dbstat WHERE name = '") +
+                     index + "'"),
+              3)
+        << index;
+  // Searches through each index agree with scans of the table.
+  for (int64_t b : {int64_t{-2500}, int64_t{-1}, int64_t{0}, int64_t{1234}, int64_t{2499}}) {
+    const std::string where = " WHERE b = " + std::to_string(b);
+    EXPECT_EQ(db.Int("SELECT COUNT(*) FROM t INDEXED BY t_b" + where), b_counts[b]) << b;
+    EXPECT_EQ(db.Text("SELECT group_concat(c) FROM (SELECT c FROM t INDEXED BY t_b" + where +
+                      " ORDER BY c)"),
+              db.Text("SELECT group_concat(c) FROM (SELECT c FROM t NOT INDEXED" + where +
+                      " ORDER BY c)"));
+  }
+  EXPECT_EQ(db.Int("SELECT COUNT(*) FROM t INDEXED BY t_a WHERE a IS NULL"), (kRows + 10) / 11);
+  EXPECT_EQ(db.Text("SELECT group_concat(a) FROM (SELECT a FROM t INDEXED BY t_a WHERE a > 0 "
+                    "ORDER BY a LIMIT 50)"),
+            db.Text("SELECT group_concat(a) FROM (SELECT a FROM t NOT INDEXED WHERE a > 0 "
+                    "ORDER BY a LIMIT 50)"));
+  // The index's own order is SQLite's: NULL, then values, then rowids.
+  EXPECT_EQ(db.Text("SELECT group_concat(quote(x)) FROM (SELECT x FROM small INDEXED BY small_x "
+                    "ORDER BY x)"),
+            "NULL,1,3");
+  EXPECT_EQ(db.Int("SELECT COUNT(*) FROM empty INDEXED BY empty_x"), 0);
+  // SQLite goes on with them: rows added and removed through the indexes.
+  db.Exec("INSERT INTO t SELECT a, b + 1, c FROM t WHERE c % 3 = 0");
+  db.Exec("DELETE FROM t WHERE b BETWEEN 100 AND 400");
+  EXPECT_EQ(db.Text("PRAGMA integrity_check"), "ok");
+}
+
+TEST(SqliteTablePagesTest, AnIndexOnAColumnTheRowsDoNotGiveIsRefused) {
+  SqliteTablePages p(-1, -1, 512, 0, true);
+  ASSERT_TRUE(p.SetTable(0, "t", {Cell("a", 0), Const("d", Column::kInt, 4)}));
+  EXPECT_FALSE(p.SetIndex(0, "t_d", "d"));
+  EXPECT_EQ(p.error(), "index t_d is on t.d, which is not a column the rows give");
+  SqliteTablePages q(-1, -1, 512, 0, true);
+  EXPECT_FALSE(q.SetIndex(5, "u_a", "a"));
+  EXPECT_EQ(q.error(), "index u_a is on a table the pages do not hold");
+  // Entries beyond a run with no file for runs.
+  SqliteTablePages r(-1, -1, 512, 0, true);
+  r.set_run_entries(4);
+  ASSERT_TRUE(r.SetTable(0, "t", {Cell("a", 0)}));
+  ASSERT_TRUE(r.SetIndex(0, "t_a", "a"));
+  const int64_t cells[] = {1, 2, 3, 4, 5};
+  EXPECT_FALSE(r.Append(0, cells, 5, 1));
+  EXPECT_EQ(r.error(), "index t_a has more entries than memory holds and no file for runs");
+}
+
 TEST(SqliteTablePagesTest, ANullInANotNullColumnFailsNamingIt) {
   TempDir dir;
   const int fd = open((dir.path() + "/leaves").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  SqliteTablePages p(fd, 512, 0, true);
+  SqliteTablePages p(fd, -1, 512, 0, true);
   ASSERT_TRUE(p.SetTable(3, "t", {Cell("a", 0, true)}));
   const int64_t cells[] = {5, SqliteTablePages::kNullCell};
   EXPECT_FALSE(p.Append(3, cells, 2, 1));
@@ -188,18 +295,18 @@ TEST(SqliteTablePagesTest, ANullInANotNullColumnFailsNamingIt) {
 }
 
 TEST(SqliteTablePagesTest, TablesItCannotHoldAreRefusedWhenSet) {
-  SqliteTablePages p(-1, 512, 0, true);
+  SqliteTablePages p(-1, -1, 512, 0, true);
   EXPECT_FALSE(p.SetTable(0, "wide", {Const("c", Column::kText, 0, std::string(600, 'x'))}));
   EXPECT_EQ(p.error(), "the rows of wide may not fit a page of 512 bytes");
-  SqliteTablePages q(-1, 512, 0, true);
+  SqliteTablePages q(-1, -1, 512, 0, true);
   Column no_value = Const("a", Column::kNull, 0);
   no_value.not_null = true;
   EXPECT_FALSE(q.SetTable(1, "u", {no_value}));
   EXPECT_EQ(q.error(), "u.a is NOT NULL and has no value");
-  SqliteTablePages r(-1, 1000, 0, true);
+  SqliteTablePages r(-1, -1, 1000, 0, true);
   EXPECT_FALSE(r.SetTable(0, "t", {Cell("a", 0)}));
   EXPECT_EQ(r.error(), "unusable page size 1000");
-  SqliteTablePages s(-1, 512, 0, true);
+  SqliteTablePages s(-1, -1, 512, 0, true);
   ASSERT_TRUE(s.SetTable(0, "t", {Cell("a", 2)}));
   const int64_t cells[] = {1, 2};
   EXPECT_FALSE(s.Append(0, cells, 1, 2));
@@ -212,7 +319,7 @@ TEST(SqliteTablePagesTest, ADatabaseOfAnotherPageSizeIsRefusedAndLeftAsItWas) {
   std::map<std::string, uint32_t> roots;
   const uint32_t pages = MakeDb(path, 1024, {"CREATE TABLE t (a INTEGER)"}, &roots);
   const int fd = open((dir.path() + "/leaves").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  SqliteTablePages p(fd, 512, 0, true);
+  SqliteTablePages p(fd, -1, 512, 0, true);
   ASSERT_TRUE(p.SetTable(0, "t", {Cell("a", 0)}));
   std::vector<int64_t> cells(1000, 5);
   ASSERT_TRUE(p.Append(0, cells.data(), cells.size(), 1));
@@ -234,7 +341,7 @@ TEST(SqliteTablePagesTest, ATableTheDatabaseLacksIsNamed) {
   std::map<std::string, uint32_t> roots;
   const uint32_t pages = MakeDb(path, 512, {"CREATE TABLE t (a INTEGER)"}, &roots);
   const int fd = open((dir.path() + "/leaves").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  SqliteTablePages p(fd, 512, 0, true);
+  SqliteTablePages p(fd, -1, 512, 0, true);
   ASSERT_TRUE(p.SetTable(0, "elsewhere", {Cell("a", 0)}));
   const int64_t one[] = {1};
   ASSERT_TRUE(p.Append(0, one, 1, 1));
@@ -248,7 +355,7 @@ TEST(SqliteTablePagesTest, ATableTheDatabaseLacksIsNamed) {
 TEST(SqliteTablePagesTest, AFullDiskFailsWithTheReason) {
   const int fd = open("/dev/full", O_RDWR | O_CLOEXEC);
   if (fd < 0) GTEST_SKIP() << "no /dev/full here";
-  SqliteTablePages p(fd, 512, 0, true);
+  SqliteTablePages p(fd, -1, 512, 0, true);
   ASSERT_TRUE(p.SetTable(0, "t", {Cell("a", 0)}));
   // Enough rows for three leaves: the first is held (it may be the root), the second is written.
   std::vector<int64_t> cells(300, 1234567);

@@ -16,6 +16,9 @@ namespace {
 
 constexpr uint8_t kTableLeaf = 0x0D;
 constexpr uint8_t kTableInterior = 0x05;
+constexpr uint8_t kIndexLeaf = 0x0A;
+constexpr uint8_t kIndexInterior = 0x02;
+constexpr size_t kMaxIndexPayload = 3 + 8 + 8;  // header (size, two serial types), key, rowid
 constexpr size_t kLeafHeader = 8;
 constexpr size_t kInteriorHeader = 12;
 constexpr size_t kMaxVarint = 9;
@@ -108,10 +111,24 @@ struct SqliteTablePages::Table {
   std::vector<std::pair<uint32_t, int64_t>> children;
   int64_t next_rowid = 1;
   std::vector<uint8_t> record;  // one row's cell, built before it is placed
+  std::vector<Index*> indexes;
 };
 
-SqliteTablePages::SqliteTablePages(int fd, uint32_t page_size, uint32_t reserved, bool small_ints)
-    : fd_(fd), page_size_(page_size), usable_(page_size - reserved), small_ints_(small_ints) {}
+struct SqliteTablePages::Index {
+  std::string name;
+  int cell = 0;
+  std::vector<Entry> buffer;                        // entries not yet in a run
+  std::vector<std::pair<uint64_t, uint64_t>> runs;  // sorted runs: byte offset in runs_fd_, entries
+  uint64_t entries = 0;
+};
+
+SqliteTablePages::SqliteTablePages(int fd, int runs_fd, uint32_t page_size, uint32_t reserved,
+                                   bool small_ints)
+    : fd_(fd),
+      runs_fd_(runs_fd),
+      page_size_(page_size),
+      usable_(page_size - reserved),
+      small_ints_(small_ints) {}
 
 SqliteTablePages::~SqliteTablePages() = default;
 
@@ -152,6 +169,49 @@ bool SqliteTablePages::SetTable(int id, const std::string& name, std::vector<Col
   t->first.assign(page_size_, 0);
   t->content = usable_;
   tables_[id] = std::move(t);
+  return true;
+}
+
+bool SqliteTablePages::SetIndex(int id, const std::string& name, const std::string& column) {
+  if (!Has(id)) return Fail("index " + name + " is on a table the pages do not hold");
+  Table& t = *tables_[id];
+  const auto c = std::find_if(t.columns.begin(), t.columns.end(),
+                              [&](const Column& k) { return k.name == column; });
+  if (c == t.columns.end() || c->source != Column::kCell)
+    return Fail("index " + name + " is on " + t.name + "." + column +
+                ", which is not a column the rows give");
+  auto x = std::make_unique<Index>();
+  x->name = name;
+  x->cell = c->cell;
+  t.indexes.push_back(x.get());
+  indexes_.push_back(std::move(x));
+  return true;
+}
+
+namespace {
+bool EntryLess(const SqliteTablePages::Entry& a, const SqliteTablePages::Entry& b) {
+  return a.key != b.key ? a.key < b.key : a.rowid < b.rowid;  // kNullCell (NULL) first
+}
+}  // namespace
+
+bool SqliteTablePages::Spill(Index& x) {
+  if (runs_fd_ < 0)
+    return Fail("index " + x.name + " has more entries than memory holds and no file for runs");
+  std::sort(x.buffer.begin(), x.buffer.end(), EntryLess);
+  const auto* bytes = reinterpret_cast<const uint8_t*>(x.buffer.data());
+  const size_t size = x.buffer.size() * sizeof(Entry);
+  size_t done = 0;
+  while (done < size) {
+    const ssize_t n =
+        pwrite(runs_fd_, bytes + done, size - done, static_cast<off_t>(runs_end_ + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0)
+      return Fail(std::string("writing the index entries: ") + std::strerror(n < 0 ? errno : EIO));
+    done += static_cast<size_t>(n);
+  }
+  x.runs.emplace_back(runs_end_, x.buffer.size());
+  runs_end_ += size;
+  x.buffer.clear();
   return true;
 }
 
@@ -274,6 +334,11 @@ bool SqliteTablePages::Append(int id, const int64_t* cells, size_t rows, int str
     std::memcpy(cell, prefix, n);
     std::memmove(tp, body, body_size);
     if (!PutCell(t, cell, n + types_size + body_size, rowid)) return false;
+    for (Index* x : t.indexes) {
+      x->buffer.push_back(Entry{row[x->cell], rowid});
+      ++x->entries;
+      if (x->buffer.size() >= run_entries_ && !Spill(*x)) return false;
+    }
     ++t.next_rowid;
   }
   return true;
@@ -399,6 +464,13 @@ bool SqliteTablePages::Finish(int db_fd, uint32_t db_pages,
       level = std::move(above);
     }
   }
+  for (const auto& x : indexes_) {
+    if (x->entries == 0) continue;  // SQLite's empty root stays
+    const auto root = roots.find(x->name);
+    if (root == roots.end() || root->second < 2 || root->second > db_pages)
+      return Fail("the database has no root page for " + x->name);
+    if (!BuildIndex(*x, db_fd, uint64_t{root->second - 1} * page_size_, &next_page)) return false;
+  }
   // The header: the new page count, valid as the change counter says (section 1.3.7).
   const uint32_t counter = Get32(header + 24) + 1;
   Put32(header + 24, counter);
@@ -407,6 +479,161 @@ bool SqliteTablePages::Finish(int db_fd, uint32_t db_pages,
   if (pwrite(db_fd, header, sizeof header, 0) != static_cast<ssize_t>(sizeof header))
     return Fail(std::string("writing the database header: ") + std::strerror(errno));
   return true;
+}
+
+// One index's entries, merged from its runs and what is left in memory, into leaves written
+// one after another at next_page on; the last cell of each full leaf goes up as the divider
+// between it and the next leaf (an index B-tree holds each entry once: on a leaf or as a
+// divider), and the dividers are built into interior pages level by level as the tables' are.
+bool SqliteTablePages::BuildIndex(Index& x, int db_fd, uint64_t root_at, uint32_t* next_page) {
+  std::sort(x.buffer.begin(), x.buffer.end(), EntryLess);
+  // The sources: each run through a buffer of its own, and the memory buffer.
+  struct Source {
+    const Entry* at = nullptr;
+    const Entry* end = nullptr;
+    uint64_t next = 0, left = 0;  // the rest of the run in runs_fd_: byte offset, entries
+    std::vector<Entry> buf;
+  };
+  std::vector<Source> sources(x.runs.size() + 1);
+  const size_t per_run = std::max<size_t>(
+      1024, (size_t{32} << 20) / sizeof(Entry) / std::max<size_t>(1, x.runs.size()));
+  const auto refill = [&](Source& src) {
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(src.left, src.buf.size()));
+    auto* bytes = reinterpret_cast<uint8_t*>(src.buf.data());
+    size_t done = 0;
+    while (done < n * sizeof(Entry)) {
+      const ssize_t got = pread(runs_fd_, bytes + done, n * sizeof(Entry) - done,
+                                static_cast<off_t>(src.next + done));
+      if (got < 0 && errno == EINTR) continue;
+      if (got <= 0)
+        return Fail(std::string("reading the index entries back: ") +
+                    std::strerror(got < 0 ? errno : EIO));
+      done += static_cast<size_t>(got);
+    }
+    src.next += n * sizeof(Entry);
+    src.left -= n;
+    src.at = src.buf.data();
+    src.end = src.at + n;
+    return true;
+  };
+  for (size_t i = 0; i < x.runs.size(); ++i) {
+    sources[i].next = x.runs[i].first;
+    sources[i].left = x.runs[i].second;
+    sources[i].buf.resize(per_run);
+    if (!refill(sources[i])) return false;
+  }
+  sources.back().at = x.buffer.data();
+  sources.back().end = x.buffer.data() + x.buffer.size();
+  std::vector<size_t> heap;  // sources with entries left, smallest head on top
+  const auto later = [&](size_t a, size_t b) { return EntryLess(*sources[b].at, *sources[a].at); };
+  for (size_t i = 0; i < sources.size(); ++i)
+    if (sources[i].at != sources[i].end) heap.push_back(i);
+  std::make_heap(heap.begin(), heap.end(), later);
+
+  std::vector<uint8_t> page(page_size_, 0);
+  uint32_t cells = 0, content = usable_;
+  struct Divider {
+    uint32_t left;  // the page of the entries below it
+    uint8_t size;
+    uint8_t payload[kMaxIndexPayload];
+  };
+  std::vector<Divider> dividers;
+  const auto finish_page = [&](uint8_t type, uint32_t ncells, uint32_t start, size_t header) {
+    page[0] = type;
+    Put16(page.data() + 1, 0);
+    Put16(page.data() + 3, ncells);
+    Put16(page.data() + 5, start == 65536 ? 0 : start);
+    page[7] = 0;
+    const size_t pointers_end = header + 2 * size_t{ncells};
+    std::memset(page.data() + pointers_end, 0, start - pointers_end);
+  };
+  while (!heap.empty()) {
+    std::pop_heap(heap.begin(), heap.end(), later);
+    Source& src = sources[heap.back()];
+    const Entry e = *src.at++;
+    if (src.at == src.end && src.left > 0 && !refill(src)) return false;
+    if (src.at == src.end)
+      heap.pop_back();
+    else
+      std::push_heap(heap.begin(), heap.end(), later);
+    // The cell: its payload's size (below 128: one byte) and the record (key, rowid).
+    uint8_t cell[1 + kMaxIndexPayload];
+    uint8_t* p = cell + 1;
+    p[0] = 3;
+    size_t body = 3;
+    if (e.key == kNullCell) {
+      p[1] = 0;
+    } else {
+      const IntField f = IntFieldOf(e.key, small_ints_);
+      p[1] = f.type;
+      PutBigEndian(p + body, static_cast<uint64_t>(e.key), f.bytes);
+      body += f.bytes;
+    }
+    const IntField r = IntFieldOf(e.rowid, small_ints_);
+    p[2] = r.type;
+    PutBigEndian(p + body, static_cast<uint64_t>(e.rowid), r.bytes);
+    body += r.bytes;
+    cell[0] = static_cast<uint8_t>(body);
+    const size_t size = 1 + body;
+    if (kLeafHeader + 2 * (size_t{cells} + 1) + size > content) {
+      // Full: its last cell goes up as the divider, the page out, and `e` starts the next.
+      Divider d{};
+      d.size = page[content];
+      std::memcpy(d.payload, page.data() + content + 1, d.size);
+      content += 1 + uint32_t{d.size};
+      --cells;
+      finish_page(kIndexLeaf, cells, content, kLeafHeader);
+      if (!WritePage(page.data(), uint64_t{*next_page - 1} * page_size_, db_fd, "the database"))
+        return false;
+      d.left = (*next_page)++;
+      dividers.push_back(d);
+      cells = 0;
+      content = usable_;
+    }
+    content -= static_cast<uint32_t>(size);
+    std::memcpy(page.data() + content, cell, size);
+    Put16(page.data() + kLeafHeader + 2 * size_t{cells}, content);
+    ++cells;
+  }
+  finish_page(kIndexLeaf, cells, content, kLeafHeader);
+  if (dividers.empty()) return WritePage(page.data(), root_at, db_fd, "the database");
+  if (!WritePage(page.data(), uint64_t{*next_page - 1} * page_size_, db_fd, "the database"))
+    return false;
+  std::vector<uint32_t> children;
+  children.reserve(dividers.size() + 1);
+  for (const Divider& d : dividers) children.push_back(d.left);
+  children.push_back((*next_page)++);
+  // Levels above: children[i] and children[i + 1] are parted by dividers[i].
+  const size_t per_page = (usable_ - kInteriorHeader) / (2 + 4 + 1 + kMaxIndexPayload) + 1;
+  for (;;) {
+    const size_t pages = (children.size() + per_page - 1) / per_page;
+    std::vector<uint32_t> above;
+    std::vector<Divider> above_dividers;
+    size_t at = 0;
+    for (size_t k = 0; k < pages; ++k) {
+      const size_t take = children.size() / pages + (k < children.size() % pages ? 1 : 0);
+      std::fill(page.begin(), page.end(), 0);
+      uint32_t start = usable_;
+      for (size_t i = 0; i + 1 < take; ++i) {
+        const Divider& d = dividers[at + i];
+        start -= 4 + 1 + uint32_t{d.size};
+        Put32(page.data() + start, children[at + i]);
+        page[start + 4] = d.size;
+        std::memcpy(page.data() + start + 5, d.payload, d.size);
+        Put16(page.data() + kInteriorHeader + 2 * i, start);
+      }
+      finish_page(kIndexInterior, static_cast<uint32_t>(take - 1), start, kInteriorHeader);
+      Put32(page.data() + 8, children[at + take - 1]);  // the right-most child
+      if (pages == 1) return WritePage(page.data(), root_at, db_fd, "the database");
+      if (!WritePage(page.data(), uint64_t{*next_page - 1} * page_size_, db_fd, "the database"))
+        return false;
+      above.push_back((*next_page)++);
+      if (k + 1 < pages) above_dividers.push_back(dividers[at + take - 1]);
+      at += take;
+    }
+    children = std::move(above);
+    dividers = std::move(above_dividers);
+  }
 }
 
 }  // namespace cupmon::decoder

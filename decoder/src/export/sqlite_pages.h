@@ -11,10 +11,16 @@
 // updates the page count in the header. SQLite must have the database closed meanwhile; it reads
 // the tables afterwards as its own (indexes, UPDATEs, queries).
 //
+// Indexes on one integer column of such a table are built here too, from their entries sorted
+// after the last row, where SQLite would read the whole table back and sort it.
+//
 // Limits, checked where a table is set: no INTEGER PRIMARY KEY (the rowid would be a column's
 // value), no column of REAL affinity (SQLite stores those differently), records that fit a page
 // (no overflow pages: the export's rows are integers and short constants). Memory: a page or two
-// per table, and 12 bytes per leaf (a day of history: about 1.4 M leaves).
+// per table, 16 bytes per leaf (a day of history: about 1.4 M leaves), and per index up to
+// kRunEntries entries (16 MiB) while rows arrive; at Finish a read buffer per run (32 MiB in all)
+// and about 30 bytes per index leaf. Disk: the leaves once (copied out, then freed) and 16 bytes
+// per index entry.
 // Single-threaded: the connection's owner calls it.
 #pragma once
 
@@ -39,12 +45,17 @@ class SqliteTablePages {
     std::string name;       // for the message
   };
   static constexpr int64_t kNullCell = INT64_MIN;
+  // An index entry: a row's value in the indexed column and its rowid.
+  struct Entry {
+    int64_t key, rowid;  // key kNullCell: NULL
+  };
 
   // `fd`: an empty file opened for reading and writing, owned by the caller (the leaves go
-  // there); `page_size`: the database's; `reserved`: its bytes reserved per page (header byte
-  // 20); `small_ints`: schema format 4 or more (0 and 1 stored in the record header alone, as
-  // SQLite does there).
-  SqliteTablePages(int fd, uint32_t page_size, uint32_t reserved, bool small_ints);
+  // there); `runs_fd`: another (sorted runs of index entries; -1: none, and an index must then
+  // fit in memory); `page_size`: the database's; `reserved`: its bytes reserved per page (header
+  // byte 20); `small_ints`: schema format 4 or more (0 and 1 stored in the record header alone,
+  // as SQLite does there).
+  SqliteTablePages(int fd, int runs_fd, uint32_t page_size, uint32_t reserved, bool small_ints);
   ~SqliteTablePages();
   SqliteTablePages(const SqliteTablePages&) = delete;
   SqliteTablePages& operator=(const SqliteTablePages&) = delete;
@@ -53,12 +64,20 @@ class SqliteTablePages {
   // kind these pages cannot hold (see above).
   bool SetTable(int id, const std::string& name, std::vector<Column> columns);
   bool Has(int id) const { return id >= 0 && id < kMaxTables && tables_[id] != nullptr; }
+  // An index `name` on table `id`'s column `column` (one that takes a cell), which SQLite
+  // created, empty, before any row. Its entries (the value, the rowid) are kept as rows arrive,
+  // sorted and written to runs_fd in runs of kRunEntries, and merged by Finish into an index
+  // B-tree in the index's root page: SQLite's own order (NULL first, then by value, then by
+  // rowid), so that SQLite searches it as the index it built would be searched.
+  bool SetIndex(int id, const std::string& name, const std::string& column);
+  static constexpr size_t kRunEntries = size_t{1} << 20;  // 16 MiB per index in memory
+  void set_run_entries(size_t n) { run_entries_ = n; }     // smaller runs (tests)
   // Rows `rows` of `stride` cells each, row after row, with the table's next rowids. False after
   // any error (the first one stays in error()).
   bool Append(int id, const int64_t* cells, size_t rows, int stride);
   // Moves the trees into the database `db_fd` (SQLite's file, closed by SQLite), whose page count
-  // is `db_pages`; `roots`: each table's root page by name (sqlite_schema.rootpage). False, with
-  // error(), on a failed read or write; the database is not usable then.
+  // is `db_pages`; `roots`: each table's and index's root page by name (sqlite_schema.rootpage).
+  // False, with error(), on a failed read or write; the database is not usable then.
   bool Finish(int db_fd, uint32_t db_pages, const std::map<std::string, uint32_t>& roots);
   const std::string& error() const { return error_; }
   uint64_t rows(int id) const;
@@ -66,16 +85,22 @@ class SqliteTablePages {
  private:
   static constexpr int kMaxTables = 64;
   struct Table;
+  struct Index;
+  bool Spill(Index& x);
+  bool BuildIndex(Index& x, int db_fd, uint64_t root_at, uint32_t* next_page);
   bool Fail(std::string what);
   bool PutCell(Table& t, const uint8_t* cell, size_t size, int64_t rowid);
   bool LeafFull(Table& t);
   bool WritePage(const uint8_t* page, uint64_t offset, int fd, const char* where);
 
-  int fd_;
+  int fd_, runs_fd_;
   uint32_t page_size_, usable_;
   bool small_ints_;
-  uint32_t leaves_ = 0;  // pages written to fd_
+  uint32_t leaves_ = 0;    // pages written to fd_
+  uint64_t runs_end_ = 0;  // bytes written to runs_fd_
+  size_t run_entries_ = kRunEntries;
   std::unique_ptr<Table> tables_[kMaxTables];
+  std::vector<std::unique_ptr<Index>> indexes_;
   std::string error_;
 };
 

@@ -123,14 +123,16 @@ Expected<std::unique_ptr<SqliteSink>> SqliteSink::Create(const std::string& path
   if (options.own_pages && !(threads && options.split)) {
     // The leaves' file: beside the target (the copy into the database stays within one file
     // system), unlinked at once (nothing is left behind, whatever happens).
-    std::string pages_path;
-    main.pages_fd = make_temp(target + ".pages.XXXXXX", &pages_path);
-    if (main.pages_fd < 0) {
-      const int e = errno;
-      return unexpected(Error{"cannot write " + path + ": cannot create a temporary file beside "
-                              "it: " + std::strerror(e), e});
+    for (int* temp : {&main.pages_fd, &main.runs_fd}) {
+      std::string made;
+      *temp = make_temp(target + ".pages.XXXXXX", &made);
+      if (*temp < 0) {
+        const int e = errno;
+        return unexpected(Error{"cannot write " + path + ": cannot create a temporary file beside "
+                                "it: " + std::strerror(e), e});
+      }
+      unlink(made.c_str());
     }
-    unlink(pages_path.c_str());
     sqlite3_stmt* s = nullptr;
     int64_t page_size = 0;
     if (sqlite3_prepare_v2(main.db, "PRAGMA page_size", -1, &s, nullptr) == SQLITE_OK &&
@@ -139,11 +141,14 @@ Expected<std::unique_ptr<SqliteSink>> SqliteSink::Create(const std::string& path
     sqlite3_finalize(s);
     // Reserved bytes and the schema format are SQLite's defaults for a new database (0, and 4);
     // Finish checks them against the header.
-    main.pages = std::make_unique<SqliteTablePages>(main.pages_fd, static_cast<uint32_t>(page_size),
-                                                    0, true);
+    main.pages = std::make_unique<SqliteTablePages>(main.pages_fd, main.runs_fd,
+                                                    static_cast<uint32_t>(page_size), 0, true);
   }
   for (int t = 0; t < kTableCount; ++t)
     if (t != kNvtx && !main.PrepareInsert(t)) break;
+  // Indexes on the pages' tables: created now (empty), built by the pages at Close.
+  if (main.pages)
+    for (const char* index : nsys::Indexes()) main.IndexForPages(index);
   if (!main.error.empty()) return unexpected(Error{"cannot write " + path + ": " + main.error});
   if (threads && options.split) {
     // The tables but the kernel table's rows, in a file of their own (removed by Close).
@@ -191,7 +196,8 @@ SqliteSink::~SqliteSink() {
   for (Conn& c : conns_) {
     c.CloseDb();
     if (!closed_ && !c.path.empty()) unlink(c.path.c_str());  // Close removes its own
-    if (c.pages_fd >= 0) close(c.pages_fd);
+    for (int fd : {c.pages_fd, c.runs_fd})
+      if (fd >= 0) close(fd);
   }
 }
 
@@ -748,7 +754,8 @@ Expected<void> SqliteSink::Close() {
     const unsigned cpus = std::thread::hardware_concurrency();
     mine.Exec("PRAGMA threads = " + std::to_string(std::min(4u, cpus > 1 ? cpus - 1 : 0u)));
     mine.Exec(kCacheIndexes);
-    for (const char* index : nsys::Indexes()) mine.Exec(index);
+    for (const char* index : nsys::Indexes())
+      if (!mine.indexes_made.count(index)) mine.Exec(index);
     mine.Exec("COMMIT");
   }
   if (writers_[kMain].joinable()) writers_[kMain].join();

@@ -175,7 +175,9 @@ class SqliteSink {
     bool nvtx = false;                   // CreateNvtxTables ran
     // The batched tables written as pages (Options::own_pages), and their leaves' unlinked file.
     std::unique_ptr<SqliteTablePages> pages;
-    int pages_fd = -1;
+    int pages_fd = -1, runs_fd = -1;
+    std::set<std::string> indexes_made;  // CREATE INDEX statements run before the rows (pages)
+    bool IndexForPages(const char* create);  // runs it and hands it to `pages` if it can
     bool Open(const std::string& file);  // and the pragmas, cupmon_batch and the transaction
     bool Exec(const std::string& sql);
     void Fail(const std::string& what);

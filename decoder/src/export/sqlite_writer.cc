@@ -131,6 +131,18 @@ std::vector<std::string> SplitList(std::string_view list) {
   }
   return out;
 }
+
+// "a b  c" -> {"a", "b", "c"}.
+std::vector<std::string> SplitWords(std::string_view text) {
+  std::vector<std::string> out;
+  size_t at = 0;
+  while ((at = text.find_first_not_of(' ', at)) != std::string_view::npos) {
+    const size_t end = std::min(text.find(' ', at), text.size());
+    out.emplace_back(text.substr(at, end - at));
+    at = end;
+  }
+  return out;
+}
 }  // namespace
 
 // ---- a connection ----
@@ -177,6 +189,25 @@ bool SqliteSink::Conn::Exec(const std::string& sql) {
   return true;
 }
 
+bool SqliteSink::Conn::IndexForPages(const char* create) {
+  // "CREATE INDEX <name> ON <table> (<column>)", as nsys_schema.h writes them.
+  const std::vector<std::string> words = SplitWords(create);
+  if (words.size() != 6 || words[0] != "CREATE" || words[1] != "INDEX" || words[3] != "ON" ||
+      words[5].size() < 3 || words[5].front() != '(' || words[5].back() != ')')
+    return false;
+  int table = -1;
+  for (int t = 0; t < kTableCount; ++t)
+    if (words[4] == kBatched[t].table) table = t;
+  if (!pages->Has(table)) return false;
+  if (!Exec(create)) return false;
+  if (!pages->SetIndex(table, words[2], words[5].substr(1, words[5].size() - 2))) {
+    Fail(pages->error());
+    return false;
+  }
+  indexes_made.insert(create);
+  return true;
+}
+
 bool SqliteSink::Conn::MovePagesIn() {
   if (!Exec("COMMIT")) return false;
   // Where the pages go: after the database's last page, and into each table's root page.
@@ -188,8 +219,9 @@ bool SqliteSink::Conn::MovePagesIn() {
     page_count = static_cast<uint32_t>(sqlite3_column_int64(s, 0));
   sqlite3_finalize(s);
   s = nullptr;
-  if (sqlite3_prepare_v2(db, "SELECT name, rootpage FROM sqlite_master WHERE type = 'table'", -1,
-                         &s, nullptr) == SQLITE_OK) {
+  if (sqlite3_prepare_v2(db,
+                         "SELECT name, rootpage FROM sqlite_master WHERE type IN ('table', 'index')",
+                         -1, &s, nullptr) == SQLITE_OK) {
     while (sqlite3_step(s) == SQLITE_ROW) {
       const auto* name = sqlite3_column_text(s, 0);
       if (name) roots[reinterpret_cast<const char*>(name)] =
