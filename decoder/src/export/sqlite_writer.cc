@@ -219,9 +219,9 @@ bool SqliteSink::Conn::MovePagesIn() {
     page_count = static_cast<uint32_t>(sqlite3_column_int64(s, 0));
   sqlite3_finalize(s);
   s = nullptr;
-  if (sqlite3_prepare_v2(db,
-                         "SELECT name, rootpage FROM sqlite_master WHERE type IN ('table', 'index')",
-                         -1, &s, nullptr) == SQLITE_OK) {
+  constexpr const char* kRoots =
+      "SELECT name, rootpage FROM sqlite_master WHERE type IN ('table', 'index')";
+  if (sqlite3_prepare_v2(db, kRoots, -1, &s, nullptr) == SQLITE_OK) {
     while (sqlite3_step(s) == SQLITE_ROW) {
       const auto* name = sqlite3_column_text(s, 0);
       if (name) roots[reinterpret_cast<const char*>(name)] =
@@ -307,14 +307,16 @@ bool SqliteSink::Conn::PrepareInsert(int t) {
     SqliteTablePages::Column& c = columns.emplace_back();
     c.name = column;
     c.not_null = sqlite3_column_int(info, 3) != 0;
-    // A primary key (an INTEGER one is the rowid) and anything but INTEGER and TEXT columns
-    // (affinity rules beyond what the pages do) leave the table to SQLite.
-    if (sqlite3_column_int(info, 5) != 0 || (type != "INTEGER" && type != "TEXT")) pageable = false;
+    // A primary key (an INTEGER one is the rowid) leaves the table to SQLite, and so does a
+    // value for anything but an INTEGER or TEXT column (affinity rules beyond what the pages
+    // do; NULL is NULL in any column).
+    if (sqlite3_column_int(info, 5) != 0) pageable = false;
     const auto it = std::find(named.begin(), named.end(), column);
     if (it == named.end()) {
       slots.push_back(Slot{-1, "NULL"});
       continue;
     }
+    if (type != "INTEGER" && type != "TEXT") pageable = false;
     ++found;
     const size_t at = static_cast<size_t>(it - named.begin());
     if (at < static_cast<size_t>(bt.count)) {
