@@ -25,7 +25,7 @@ constexpr size_t kMaxVarint = 9;
 
 // SQLite's varint: big-endian groups of seven bits, the high bit set on all but the last byte; a
 // ninth byte carries eight bits.
-size_t PutVarint(uint8_t* p, uint64_t v) {
+[[gnu::always_inline]] inline size_t PutVarint(uint8_t* p, uint64_t v) {
   if (v <= 0x7f) {
     p[0] = static_cast<uint8_t>(v);
     return 1;
@@ -79,7 +79,7 @@ struct IntField {
   uint8_t type;
   uint8_t bytes;
 };
-IntField IntFieldOf(int64_t v, bool small_ints) {
+[[gnu::always_inline]] inline IntField IntFieldOf(int64_t v, bool small_ints) {
   if (small_ints && (v == 0 || v == 1)) return {static_cast<uint8_t>(8 + v), 0};
   if (v >= -128 && v <= 127) return {1, 1};
   if (v >= -32768 && v <= 32767) return {2, 2};
@@ -88,7 +88,7 @@ IntField IntFieldOf(int64_t v, bool small_ints) {
   if (v >= -(int64_t{1} << 47) && v < (int64_t{1} << 47)) return {5, 6};
   return {6, 8};
 }
-void PutBigEndian(uint8_t* p, uint64_t v, size_t bytes) {
+[[gnu::always_inline]] inline void PutBigEndian(uint8_t* p, uint64_t v, size_t bytes) {
   for (size_t i = bytes; i-- > 0;) {
     p[i] = static_cast<uint8_t>(v);
     v >>= 8;
