@@ -264,6 +264,45 @@ TEST(SqliteTablePagesTest, IndexesMergedFromRunsAreTheIndexesSqliteWouldBuild) {
   EXPECT_EQ(db.Text("PRAGMA integrity_check"), "ok");
 }
 
+TEST(SqliteTablePagesTest, RanksOneAfterAnotherMergeIntoOneIndex) {
+  // Rows as a job's ranks give them: rank after rank, each in order of its own values, with one
+  // row out of order per rank. The entries are a few sorted stretches, which are merged rather
+  // than sorted; in memory alone (runs of 1 M) and through runs of 700 that cut the stretches.
+  for (const size_t run_entries : {SqliteTablePages::kRunEntries, size_t{700}}) {
+    TempDir dir;
+    const std::string path = dir.path() + "/t.sqlite";
+    std::map<std::string, uint32_t> roots;
+    const uint32_t pages = MakeDb(
+        path, 512, {"CREATE TABLE t (a INTEGER, r INTEGER)", "CREATE INDEX t_a ON t (a)"}, &roots);
+    const int fd = open((dir.path() + "/leaves").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    const int runs = open((dir.path() + "/runs").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    SqliteTablePages p(fd, runs, 512, 0, true);
+    p.set_run_entries(run_entries);
+    ASSERT_TRUE(p.SetTable(0, "t", {Cell("a", 0), Cell("r", 1)}));
+    ASSERT_TRUE(p.SetIndex(0, "t_a", "a"));
+    constexpr int64_t kRanks = 5, kPerRank = 1500;
+    std::vector<int64_t> cells;
+    for (int64_t r = 0; r < kRanks; ++r) {
+      for (int64_t i = 0; i < kPerRank; ++i) {
+        cells.push_back(i == 700 ? -5 : i * 3 + r % 3);  // ranks' values interleave; -5 early
+        cells.push_back(r);
+      }
+    }
+    ASSERT_TRUE(p.Append(0, cells.data(), cells.size() / 2, 2)) << p.error();
+    const int db_fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
+    ASSERT_TRUE(p.Finish(db_fd, pages, roots)) << p.error();
+    close(db_fd);
+    close(runs);
+    close(fd);
+    Db db(path);
+    EXPECT_EQ(db.Text("PRAGMA integrity_check"), "ok") << run_entries;
+    const std::string order = "SELECT group_concat(rowid) FROM (SELECT rowid FROM t ";
+    EXPECT_EQ(db.Text(order + "INDEXED BY t_a ORDER BY a, rowid)"),
+              db.Text(order + "NOT INDEXED ORDER BY a, rowid)"));
+    EXPECT_EQ(db.Int("SELECT COUNT(*) FROM t INDEXED BY t_a WHERE a = -5"), kRanks);
+  }
+}
+
 TEST(SqliteTablePagesTest, AnIndexOnAColumnTheRowsDoNotGiveIsRefused) {
   SqliteTablePages p(-1, -1, 512, 0, true);
   ASSERT_TRUE(p.SetTable(0, "t", {Cell("a", 0), Const("d", Column::kInt, 4)}));

@@ -196,10 +196,33 @@ struct EntryLess {
     return a.key != b.key ? a.key < b.key : a.rowid < b.rowid;
   }
 };
-// Rows mostly arrive in start order, and in correlation order within a rank: a run is often
-// sorted already, and checking costs one pass.
+// Rows mostly arrive in start order, and in correlation order within a rank, rank after rank:
+// a run is often sorted already, or a few sorted stretches (one per rank, and one after each row
+// out of order), which merging puts in order in a few passes. Otherwise: std::sort.
 void SortEntries(std::vector<SqliteTablePages::Entry>& v) {
-  if (!std::is_sorted(v.begin(), v.end(), EntryLess{})) std::sort(v.begin(), v.end(), EntryLess{});
+  constexpr size_t kMaxStretches = 64;
+  std::vector<size_t> bounds{0};  // where each sorted stretch starts, then the end
+  for (size_t i = 1; i < v.size(); ++i) {
+    if (!EntryLess{}(v[i], v[i - 1])) continue;
+    if (bounds.size() == kMaxStretches) {
+      std::sort(v.begin(), v.end(), EntryLess{});
+      return;
+    }
+    bounds.push_back(i);
+  }
+  bounds.push_back(v.size());
+  while (bounds.size() > 2) {  // stretches merged two by two
+    std::vector<size_t> merged{0};
+    size_t k = 0;
+    for (; k + 2 < bounds.size(); k += 2) {
+      std::inplace_merge(v.begin() + static_cast<ptrdiff_t>(bounds[k]),
+                         v.begin() + static_cast<ptrdiff_t>(bounds[k + 1]),
+                         v.begin() + static_cast<ptrdiff_t>(bounds[k + 2]), EntryLess{});
+      merged.push_back(bounds[k + 2]);
+    }
+    if (k + 1 < bounds.size()) merged.push_back(bounds.back());  // an odd stretch, as it is
+    bounds = std::move(merged);
+  }
 }
 }  // namespace
 
