@@ -95,6 +95,27 @@ struct IntField {
   }
 }
 
+// An integer's serial type at *type and its body at `body` (as IntFieldOf and PutBigEndian
+// would), with the size from the count of its significant bits and one eight-byte store; needs
+// eight writable bytes at `body`. Returns the body's end.
+constexpr uint8_t kSizeOfBytes[9] = {0, 1, 2, 3, 4, 6, 6, 8, 8};  // bytes needed -> stored
+constexpr uint8_t kTypeOfBytes[9] = {0, 1, 2, 3, 4, 5, 5, 6, 6};
+[[gnu::always_inline]] inline uint8_t* PutInt(uint8_t* type, uint8_t* body, int64_t v,
+                                              bool small_ints) {
+  if (small_ints && static_cast<uint64_t>(v) <= 1) {
+    *type = static_cast<uint8_t>(8 + v);
+    return body;
+  }
+  const uint64_t magnitude = static_cast<uint64_t>(v ^ (v >> 63));
+  const int bits = 65 - __builtin_clzll(magnitude | 1);  // with the sign bit
+  const int needed = (bits + 7) / 8;
+  const int size = kSizeOfBytes[needed];
+  *type = kTypeOfBytes[needed];
+  const uint64_t big_endian = __builtin_bswap64(static_cast<uint64_t>(v) << (64 - 8 * size));
+  std::memcpy(body, &big_endian, 8);
+  return body + size;
+}
+
 }  // namespace
 
 struct SqliteTablePages::Table {
@@ -112,6 +133,16 @@ struct SqliteTablePages::Table {
   int64_t next_rowid = 1;
   std::vector<uint8_t> record;  // one row's cell, built before it is placed
   std::vector<Index*> indexes;
+  // The columns as Append encodes them: runs of NULLs at once, constants encoded beforehand.
+  struct Step {
+    enum Kind : uint8_t { kNulls, kConstant, kCell } kind = kNulls;
+    bool not_null = false;
+    uint8_t nulls = 0;                  // kNulls: how many
+    int cell = 0;                       // kCell
+    const std::string* name = nullptr;  // kCell: the column's, for the NOT NULL message
+    std::string types, body;            // kConstant: its serial type and body bytes
+  };
+  std::vector<Step> steps;
 };
 
 struct SqliteTablePages::Index {
@@ -164,7 +195,37 @@ bool SqliteTablePages::SetTable(int id, const std::string& name, std::vector<Col
     return Fail("the rows of " + name + " may not fit a page of " + std::to_string(page_size_) +
                 " bytes");
   t->columns = std::move(columns);
-  t->record.resize(2 * kMaxVarint + most);
+  for (const Column& c : t->columns) {
+    using Step = Table::Step;
+    if (c.source == Column::kNull) {
+      if (t->steps.empty() || t->steps.back().kind != Step::kNulls || t->steps.back().nulls == 255)
+        t->steps.push_back(Step{});
+      ++t->steps.back().nulls;
+      continue;
+    }
+    Step& st = t->steps.emplace_back();
+    if (c.source == Column::kCell) {
+      st.kind = Step::kCell;
+      st.cell = c.cell;
+      st.not_null = c.not_null;
+      st.name = &c.name;  // t->columns does not change from here on
+      continue;
+    }
+    st.kind = Step::kConstant;
+    uint8_t scratch[kMaxVarint + 8];
+    if (c.source == Column::kText) {
+      st.types.assign(reinterpret_cast<const char*>(scratch),
+                      PutVarint(scratch, 13 + 2 * uint64_t{c.text.size()}));
+      st.body = c.text;
+    } else {
+      const IntField f = IntFieldOf(c.value, small_ints_);
+      st.types.assign(1, static_cast<char>(f.type));
+      PutBigEndian(scratch, static_cast<uint64_t>(c.value), f.bytes);
+      st.body.assign(reinterpret_cast<const char*>(scratch), f.bytes);
+    }
+  }
+  // Eight bytes of slack after the body: an integer is stored as eight bytes, then cut.
+  t->record.resize(2 * kMaxVarint + most + 8);
   t->leaf.assign(page_size_, 0);
   t->first.assign(page_size_, 0);
   t->content = usable_;
@@ -320,35 +381,31 @@ bool SqliteTablePages::Append(int id, const int64_t* cells, size_t rows, int str
     const int64_t* row = cells + r * static_cast<size_t>(stride);
     uint8_t* tp = types;
     uint8_t* bp = body;
-    for (const Column& c : t.columns) {
-      int64_t v = 0;
-      switch (c.source) {
-        case Column::kNull:
-          *tp++ = 0;
-          continue;
-        case Column::kText:
-          tp += PutVarint(tp, 13 + 2 * uint64_t{c.text.size()});
-          std::memcpy(bp, c.text.data(), c.text.size());
-          bp += c.text.size();
-          continue;
-        case Column::kInt:
-          v = c.value;
+    for (const Table::Step& st : t.steps) {
+      switch (st.kind) {
+        case Table::Step::kNulls:
+          std::memset(tp, 0, st.nulls);
+          tp += st.nulls;
           break;
-        case Column::kCell:
-          v = row[c.cell];
+        case Table::Step::kConstant:
+          std::memcpy(tp, st.types.data(), st.types.size());
+          tp += st.types.size();
+          std::memcpy(bp, st.body.data(), st.body.size());
+          bp += st.body.size();
+          break;
+        case Table::Step::kCell: {
+          const int64_t v = row[st.cell];
           if (v == kNullCell) {
-            if (c.not_null)
+            if (st.not_null)
               return Fail("writing " + t.name + ": NOT NULL constraint failed: " + t.name + "." +
-                          c.name);
+                          *st.name);
             *tp++ = 0;
-            continue;
+          } else {
+            bp = PutInt(tp++, bp, v, small_ints_);
           }
           break;
+        }
       }
-      const IntField f = IntFieldOf(v, small_ints_);
-      *tp++ = f.type;  // integer serial types are below 128: one byte
-      PutBigEndian(bp, static_cast<uint64_t>(v), f.bytes);
-      bp += f.bytes;
     }
     const size_t types_size = static_cast<size_t>(tp - types);
     const size_t body_size = static_cast<size_t>(bp - body);
@@ -591,22 +648,16 @@ bool SqliteTablePages::BuildIndex(Index& x, int db_fd, uint64_t root_at, uint32_
     else
       std::push_heap(heap.begin(), heap.end(), later);
     // The cell: its payload's size (below 128: one byte) and the record (key, rowid).
-    uint8_t cell[1 + kMaxIndexPayload];
+    uint8_t cell[1 + kMaxIndexPayload + 8];  // and PutInt's eight-byte store
     uint8_t* p = cell + 1;
     p[0] = 3;
-    size_t body = 3;
-    if (e.key == kNullCell) {
+    uint8_t* end = p + 3;
+    if (e.key == kNullCell)
       p[1] = 0;
-    } else {
-      const IntField f = IntFieldOf(e.key, small_ints_);
-      p[1] = f.type;
-      PutBigEndian(p + body, static_cast<uint64_t>(e.key), f.bytes);
-      body += f.bytes;
-    }
-    const IntField r = IntFieldOf(e.rowid, small_ints_);
-    p[2] = r.type;
-    PutBigEndian(p + body, static_cast<uint64_t>(e.rowid), r.bytes);
-    body += r.bytes;
+    else
+      end = PutInt(p + 1, end, e.key, small_ints_);
+    end = PutInt(p + 2, end, e.rowid, small_ints_);
+    const size_t body = static_cast<size_t>(end - p);
     cell[0] = static_cast<uint8_t>(body);
     const size_t size = 1 + body;
     if (kLeafHeader + 2 * (size_t{cells} + 1) + size > content) {
