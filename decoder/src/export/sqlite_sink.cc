@@ -121,8 +121,9 @@ Expected<std::unique_ptr<SqliteSink>> SqliteSink::Create(const std::string& path
   }
   const bool threads = options.writer_thread && std::thread::hardware_concurrency() > 1;
   if (options.own_pages && !(threads && options.split)) {
-    // The leaves' file: beside the target (the copy into the database stays within one file
-    // system), unlinked at once (nothing is left behind, whatever happens).
+    // The pages' two files (the tables' leaves, the indexes' runs): beside the target (the
+    // copy into the database stays within one file system), unlinked at once (nothing is left
+    // behind, whatever happens).
     for (int* temp : {&main.pages_fd, &main.runs_fd}) {
       std::string made;
       *temp = make_temp(target + ".pages.XXXXXX", &made);

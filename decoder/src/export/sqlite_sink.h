@@ -38,11 +38,13 @@ struct SqliteBatchView {
 };
 
 // Writes one database for one or several recordings (ranks). Everything goes into a temporary
-// file beside the output path, inside one transaction, a batch of rows per statement (INSERT INTO
-// T SELECT ... FROM cupmon_batch, a virtual table over the batch's column values: fewer SQLite
-// instructions per row than bound parameters); the indexes are built at the end, and only a
-// complete database is renamed onto the path (an existing file there is replaced then, and left
-// as it was when anything fails).
+// file beside the output path, and only a complete database is renamed onto the path (an
+// existing file there is replaced then, and left as it was when anything fails). By default
+// (Options::own_pages) the batched tables and their indexes are written as B-tree pages by
+// cupmon (export/sqlite_pages.h) and moved into the database at Close; otherwise, and for the
+// tables the pages cannot hold, inside one transaction, a batch of rows per statement (INSERT
+// INTO T SELECT ... FROM cupmon_batch, a virtual table over the batch's column values: fewer
+// SQLite instructions per row than bound parameters), the indexes built at the end.
 //
 // Threads: the caller's thread turns rows into batches of column values (names, ids and times
 // resolved there); one writer thread, started by Create, owns the SQLite connection while rows
