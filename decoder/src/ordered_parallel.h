@@ -13,6 +13,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <system_error>
 #include <thread>
 #include <vector>
@@ -129,16 +130,32 @@ class OrderedParallel {
   std::vector<std::thread> threads_;
 };
 
+// Memory this process may still take: the least of MemAvailable (/proc/meminfo), what its memory
+// cgroup and those above it leave (v2 memory.max - memory.current, v1 memory.limit_in_bytes -
+// memory.usage_in_bytes) and what the address-space limit (RLIMIT_AS) leaves; 0 when none of
+// them is known. memory_room.cc; the parsers are exposed for the tests.
+uint64_t MemoryRoom();
+uint64_t MeminfoAvailable(const std::string& meminfo);                 // 0: no MemAvailable line
+uint64_t CgroupRoom(const std::string& max, const std::string& current);  // 0: no limit or unknown
+
 // Ranks a merged report reads at once (ReportOptions::jobs; 0 chooses): as many as the CPUs hold
 // reads of `threads_per_read` threads (DecodeThreads()), at most kMaxRankJobs and the ranks: 8 on
 // 16 CPUs, 1 on 2, where two ranks at once gained no wall time that 9 alternated runs could tell
-// and took 8% more CPU and twice the memory (docs/PERFORMANCE.md, "Ranks read at once").
+// and took 8% more CPU and twice the memory (docs/PERFORMANCE.md, "Ranks read at once"). And at
+// most one read per kBytesPerRankRead of `room` (MemoryRoom(); 0: not known, no bound): a read
+// took 72-90 MiB more at its peak on synthetic ranks; real ones hold more names and windows.
+// An asked number is taken as asked.
 inline constexpr size_t kMaxRankJobs = 8;
-inline size_t RankJobs(size_t ranks, size_t asked, int threads_per_read) {
+inline constexpr uint64_t kBytesPerRankRead = uint64_t{128} << 20;
+inline size_t RankJobs(size_t ranks, size_t asked, int threads_per_read, uint64_t room) {
   if (asked) return std::min(asked, ranks);
   const size_t cpus = std::max(1u, std::thread::hardware_concurrency());
-  const size_t fit = std::max<size_t>(1, cpus / static_cast<size_t>(std::max(threads_per_read, 1)));
+  size_t fit = std::max<size_t>(1, cpus / static_cast<size_t>(std::max(threads_per_read, 1)));
+  if (room) fit = std::min<size_t>(fit, std::max<uint64_t>(1, room / kBytesPerRankRead));
   return std::min({fit, kMaxRankJobs, ranks});
+}
+inline size_t RankJobs(size_t ranks, size_t asked, int threads_per_read) {
+  return RankJobs(ranks, asked, threads_per_read, asked ? 0 : MemoryRoom());
 }
 
 }  // namespace cupmon::decoder

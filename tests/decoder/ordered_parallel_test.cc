@@ -3,11 +3,14 @@
 // into the ThreadSanitizer suite too (ctest label "threads").
 #include "ordered_parallel.h"
 
+#include <sys/resource.h>
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <fstream>
 #include <memory>
 #include <optional>
 #include <sstream>
@@ -140,8 +143,59 @@ TEST(RankJobsTest, AskedJobsWinUpToTheRanksAndTheDefaultFillsTheCpus) {
   EXPECT_EQ(RankJobs(10, 4, 2), 4u);  // as asked, whatever the CPUs
   EXPECT_EQ(RankJobs(1, 0, 2), 1u);
   const size_t cpus = std::max(1u, std::thread::hardware_concurrency());
-  EXPECT_EQ(RankJobs(100, 0, 1), std::min<size_t>(cpus, kMaxRankJobs));
-  EXPECT_EQ(RankJobs(100, 0, 2), std::clamp<size_t>(cpus / 2, 1, kMaxRankJobs));
+  // Memory not known (0): the CPUs decide.
+  EXPECT_EQ(RankJobs(100, 0, 1, 0), std::min<size_t>(cpus, kMaxRankJobs));
+  EXPECT_EQ(RankJobs(100, 0, 2, 0), std::clamp<size_t>(cpus / 2, 1, kMaxRankJobs));
+}
+
+TEST(RankJobsTest, TheDefaultReadsNoMoreRanksAtOnceThanTheMemoryHolds) {
+  const size_t cpus = std::max(1u, std::thread::hardware_concurrency());
+  const size_t by_cpus = std::min<size_t>(cpus, kMaxRankJobs);
+  EXPECT_EQ(RankJobs(100, 0, 1, 1), 1u);  // nothing left: one at a time still
+  EXPECT_EQ(RankJobs(100, 0, 1, kBytesPerRankRead - 1), 1u);
+  EXPECT_EQ(RankJobs(100, 0, 1, 2 * kBytesPerRankRead), std::min<size_t>(by_cpus, 2));
+  EXPECT_EQ(RankJobs(100, 0, 1, uint64_t{1} << 40), by_cpus);  // a TiB: the CPUs decide
+  EXPECT_EQ(RankJobs(100, 6, 1, 1), 6u);                       // asked: as asked
+}
+
+TEST(RankJobsTest, MemoryRoomReadsMeminfoAndCgroupLimits) {
+  EXPECT_EQ(MeminfoAvailable("MemTotal: 8000 kB\nMemFree: 10 kB\nMemAvailable:    2048 kB\n"),
+            2048u * 1024);
+  EXPECT_EQ(MeminfoAvailable("MemTotal:       8000 kB\n"), 0u);
+  EXPECT_EQ(MeminfoAvailable(""), 0u);
+  EXPECT_EQ(CgroupRoom("max\n", "5000\n"), 0u);  // no limit
+  EXPECT_EQ(CgroupRoom("1000\n", "400\n"), 600u);
+  EXPECT_EQ(CgroupRoom("1000\n", "2000\n"), 1u);  // over it already: known, none left
+  EXPECT_EQ(CgroupRoom("", ""), 0u);               // no such file
+  EXPECT_EQ(CgroupRoom("1000\n", ""), 0u);
+  EXPECT_EQ(CgroupRoom("9223372036854771712\n", "5926756352\n"), 0u);  // v1: no limit
+  // This machine's: /proc/meminfo has MemAvailable on every kernel since 3.14.
+  EXPECT_GT(MemoryRoom(), 0u);
+}
+
+TEST(RankJobsTest, AnAddressSpaceLimitBoundsTheRoom) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "sanitizers map terabytes of shadow memory: no address-space limit fits";
+#else
+  const uint64_t unlimited = MemoryRoom();  // the system's and the cgroups' room
+  rlimit before{};
+  ASSERT_EQ(getrlimit(RLIMIT_AS, &before), 0);
+  std::ifstream statm("/proc/self/statm");
+  uint64_t pages = 0;
+  statm >> pages;
+  const uint64_t mapped = pages * 4096;
+  const uint64_t room = uint64_t{300} << 20;
+  if (before.rlim_max != RLIM_INFINITY && before.rlim_max < mapped + room)
+    GTEST_SKIP() << "the hard address-space limit is below what this test sets";
+  rlimit limited = before;
+  limited.rlim_cur = mapped + room;
+  ASSERT_EQ(setrlimit(RLIMIT_AS, &limited), 0);
+  const uint64_t seen = MemoryRoom();
+  ASSERT_EQ(setrlimit(RLIMIT_AS, &before), 0);
+  EXPECT_GT(seen, 0u);
+  EXPECT_LE(seen, room);  // what is mapped by now counts against it too
+  EXPECT_GE(seen, std::min(unlimited, room - (uint64_t{64} << 20)));
+#endif
 }
 
 // tests/data/ddp-2rank's two ranks (a third recording, the launcher's, is left out) read at once
