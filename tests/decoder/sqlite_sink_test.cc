@@ -194,10 +194,11 @@ std::string Dump(const std::string& path) {
 }
 
 // The rows of the first recording in `in` through a sink made with `options`; `before_close`
-// runs after the last row, before Close.
+// runs after the last row, before Close; `paged` gets the tables written as cupmon's pages.
 Expected<void> WriteWith(const std::string& in, const std::string& path, SqliteSink::Options options,
                          uint64_t* activity_rows = nullptr,
-                         const std::function<void()>& before_close = {}) {
+                         const std::function<void()>& before_close = {},
+                         std::vector<std::string>* paged = nullptr) {
   auto listing = ListRecordings(in);
   if (!listing) return unexpected(listing.error());
   auto sink = SqliteSink::Create(path, options);
@@ -218,6 +219,7 @@ Expected<void> WriteWith(const std::string& in, const std::string& path, SqliteS
   (*sink)->End(b, rec, integrity);
   if (before_close) before_close();
   auto closed = (*sink)->Close();
+  if (paged) *paged = (*sink)->PagedTables();  // NVTX_EVENTS may come with Close's last batches
   if (activity_rows) *activity_rows = (*sink)->activity_rows();
   return closed;
 }
@@ -380,8 +382,19 @@ TEST(SqliteSinkTest, OwnPagesHoldWhatSqlitesInsertsHold) {
     const std::string path = out.path() + "/" + std::to_string(own) + ".sqlite";
     SqliteSink::Options options;
     options.own_pages = own == 1;
-    auto written = WriteWith(dir.path(), path, options);
+    std::vector<std::string> paged;
+    auto written = WriteWith(dir.path(), path, options, nullptr, {}, &paged);
     ASSERT_TRUE(written.has_value()) << written.error().message;
+    // Every batched table but CUPMON_THREADS (its INTEGER PRIMARY KEY is the rowid) as pages;
+    // NVTX_EVENTS is created with the first NVTX rows, and there are none here.
+    const std::vector<std::string> all = {"CUPTI_ACTIVITY_KIND_KERNEL",
+                                          "CUPTI_ACTIVITY_KIND_MEMCPY",
+                                          "CUPTI_ACTIVITY_KIND_MEMSET",
+                                          "CUPTI_ACTIVITY_KIND_RUNTIME",
+                                          "CUPMON_SECONDARY_API",
+                                          "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION",
+                                          "CUPMON_CORRELATION_ANNOTATIONS"};
+    EXPECT_EQ(paged, own ? all : std::vector<std::string>{});
     Db db(path);
     EXPECT_EQ(db.Text("PRAGMA integrity_check"), "ok") << own;
     EXPECT_EQ(db.Int("SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_KERNEL"), kN);
@@ -411,8 +424,10 @@ TEST(SqliteSinkTest, OwnPagesHoldNvtxRangesAsSqlitesInsertsDo) {
     const std::string path = out.path() + "/" + std::to_string(own) + ".sqlite";
     SqliteSink::Options options;
     options.own_pages = own == 1;
-    auto written = WriteWith(dir.path(), path, options);
+    std::vector<std::string> paged;
+    auto written = WriteWith(dir.path(), path, options, nullptr, {}, &paged);
     ASSERT_TRUE(written.has_value()) << written.error().message;
+    EXPECT_EQ(std::count(paged.begin(), paged.end(), "NVTX_EVENTS"), own);
     Db db(path);
     EXPECT_EQ(db.Text("PRAGMA integrity_check"), "ok") << own;
     EXPECT_EQ(db.Int("SELECT COUNT(*) FROM NVTX_EVENTS WHERE eventType IN (34, 59, 60)"), 7);

@@ -109,6 +109,10 @@ class SqliteSink {
   // synchronization) so far.
   uint64_t activity_rows() const { return activity_rows_; }
   const std::string& path() const { return path_; }
+  // The tables written as cupmon's pages rather than through SQLite (Options::own_pages), so
+  // far (NVTX_EVENTS joins with the first NVTX batch, which may be one of Close's). After Close:
+  // while rows stream, the writer thread may be adding one.
+  std::vector<std::string> PagedTables() const;
   // True after a write error (Close reports it): later rows are not written.
   bool failed() const { return failed_.load(std::memory_order_relaxed); }
 

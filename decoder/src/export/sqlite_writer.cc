@@ -1,12 +1,14 @@
 // The SQLite export's writer side (see sqlite_sink.h): one connection per writer thread, which
-// turns each batch of rows into one INSERT INTO T SELECT ... FROM cupmon_batch. The caller's side,
-// rows into batches and Close, is sqlite_sink.cc.
+// hands each batch of rows to the table pages (export/sqlite_pages.h) or turns it into one INSERT
+// INTO T SELECT ... FROM cupmon_batch. The caller's side, rows into batches and Close, is
+// sqlite_sink.cc.
 #include <fcntl.h>
 #include <sqlite3.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -208,6 +210,14 @@ bool SqliteSink::Conn::IndexForPages(const char* create) {
   return true;
 }
 
+std::vector<std::string> SqliteSink::PagedTables() const {
+  std::vector<std::string> names;
+  const Conn& main = conns_[kMain];
+  for (int t = 0; t < kTableCount; ++t)
+    if (main.pages && main.pages->Has(t)) names.emplace_back(kBatched[t].table);
+  return names;
+}
+
 bool SqliteSink::Conn::MovePagesIn() {
   if (!Exec("COMMIT")) return false;
   // Where the pages go: after the database's last page, and into each table's root page.
@@ -331,10 +341,10 @@ bool SqliteSink::Conn::PrepareInsert(int t) {
     // The constants the export uses: integers into INTEGER columns, '' into TEXT ones.
     if (value == "''" && type == "TEXT") {
       c.source = SqliteTablePages::Column::kText;
-    } else if (!value.empty() && value.find_first_not_of("-0123456789") == std::string::npos &&
-               type == "INTEGER") {
+    } else if (const auto [end, ec] =
+                   std::from_chars(value.data(), value.data() + value.size(), c.value);
+               ec == std::errc() && end == value.data() + value.size() && type == "INTEGER") {
       c.source = SqliteTablePages::Column::kInt;
-      c.value = std::stoll(value);
     } else {
       pageable = false;
     }
