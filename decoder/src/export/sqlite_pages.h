@@ -2,7 +2,7 @@
 // SQLite, for the SQLite export's batched tables: their rows only ever append (rowids 1, 2, 3, ...
 // in the order given), so their leaves can be filled one after another and the tree above them
 // built once, bottom up, where SQLite would run its bytecode and B-tree insert per row. Private to
-// the decoder; sqlite_writer.cc drives it (docs/DECODER.md, "SQLite export").
+// the decoder; sqlite_writer.cc drives it (docs/DECODER.md, "How the big tables are written").
 //
 // The leaves go to a file of their own while rows stream (an unlinked temporary: nothing is
 // left behind), because the database's page count is known only once SQLite has written the
@@ -14,13 +14,14 @@
 // Indexes on one integer column of such a table are built here too, from their entries sorted
 // after the last row, where SQLite would read the whole table back and sort it.
 //
-// Limits, checked where a table is set: no INTEGER PRIMARY KEY (the rowid would be a column's
-// value), no column of REAL affinity (SQLite stores those differently), records that fit a page
-// (no overflow pages: the export's rows are integers and short constants). Memory: a page or two
-// per table, 16 bytes per leaf (a day of history: about 1.4 M leaves), and per index up to
-// kRunEntries entries (16 MiB) while rows arrive; at Finish a read buffer per run (32 MiB in all)
-// and about 30 bytes per index leaf. Disk: the leaves once (copied out, then freed) and 16 bytes
-// per index entry.
+// Limits. The caller gives only tables without an INTEGER PRIMARY KEY (the rowid would be a
+// column's value) and with values in INTEGER and TEXT columns only (REAL affinity stores values
+// differently); SetTable checks that a record always fits a page (no overflow pages: the export's
+// rows are integers and short constants). Memory: a page or two per table, 16 bytes per leaf (a
+// day of history at 10k kernels/s: about a million leaves), and per index up to kRunEntries
+// entries (16 MiB) while rows arrive; at Finish a read buffer per run (32 MiB in all up to 2,048
+// runs) and about 30 bytes per index leaf. Disk: the leaves once (copied out, then freed) and
+// 16 bytes per index entry.
 // Single-threaded: the connection's owner calls it.
 #pragma once
 
