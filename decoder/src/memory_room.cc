@@ -1,6 +1,7 @@
 // How much memory the merged reports may still take for ranks read at once (see
 // ordered_parallel.h, RankJobs): what the system, the cgroup and the address-space limit leave.
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -91,7 +92,8 @@ uint64_t MemoryRoom() {
     std::istringstream statm(ReadSmallFile("/proc/self/statm"));
     uint64_t pages = 0;
     statm >> pages;
-    const uint64_t mapped = pages * 4096;
+    const long page = sysconf(_SC_PAGESIZE);
+    const uint64_t mapped = pages * static_cast<uint64_t>(page > 0 ? page : 4096);
     tighter(as.rlim_cur > mapped ? as.rlim_cur - mapped : 1);
   }
   return room;
