@@ -74,30 +74,9 @@ uint32_t Get32(const uint8_t* p) {
   return uint32_t{p[0]} << 24 | uint32_t{p[1]} << 16 | uint32_t{p[2]} << 8 | p[3];
 }
 
-// An integer's serial type (record format, section 2.1) and its body bytes, big-endian.
-struct IntField {
-  uint8_t type;
-  uint8_t bytes;
-};
-[[gnu::always_inline]] inline IntField IntFieldOf(int64_t v, bool small_ints) {
-  if (small_ints && (v == 0 || v == 1)) return {static_cast<uint8_t>(8 + v), 0};
-  if (v >= -128 && v <= 127) return {1, 1};
-  if (v >= -32768 && v <= 32767) return {2, 2};
-  if (v >= -8388608 && v <= 8388607) return {3, 3};
-  if (v >= INT32_MIN && v <= INT32_MAX) return {4, 4};
-  if (v >= -(int64_t{1} << 47) && v < (int64_t{1} << 47)) return {5, 6};
-  return {6, 8};
-}
-[[gnu::always_inline]] inline void PutBigEndian(uint8_t* p, uint64_t v, size_t bytes) {
-  for (size_t i = bytes; i-- > 0;) {
-    p[i] = static_cast<uint8_t>(v);
-    v >>= 8;
-  }
-}
-
-// An integer's serial type at *type and its body at `body` (as IntFieldOf and PutBigEndian
-// would), with the size from the count of its significant bits and one eight-byte store; needs
-// eight writable bytes at `body`. Returns the body's end.
+// An integer's serial type (record format, section 2.1) at *type and its body, big-endian, at
+// `body`: the smallest size that holds it, from the count of its significant bits, written with
+// one eight-byte store (so eight bytes at `body` must be writable). Returns the body's end.
 constexpr uint8_t kSizeOfBytes[9] = {0, 1, 2, 3, 4, 6, 6, 8, 8};  // bytes needed -> stored
 constexpr uint8_t kTypeOfBytes[9] = {0, 1, 2, 3, 4, 5, 5, 6, 6};
 [[gnu::always_inline]] inline uint8_t* PutInt(uint8_t* type, uint8_t* body, int64_t v,
@@ -114,6 +93,32 @@ constexpr uint8_t kTypeOfBytes[9] = {0, 1, 2, 3, 4, 5, 5, 6, 6};
   const uint64_t big_endian = __builtin_bswap64(static_cast<uint64_t>(v) << (64 - 8 * size));
   std::memcpy(body, &big_endian, 8);
   return body + size;
+}
+
+// A B-tree page's header (section 1.6) once its cells are in: `type`, no freeblock, `cells` cells,
+// the content area from `content`, no fragmented bytes; the space between the cell pointers and
+// the content zeroed. An interior page's right-most pointer (bytes 8-11) is the caller's.
+void FinishPage(uint8_t* page, uint8_t type, uint32_t cells, uint32_t content, size_t header) {
+  page[0] = type;
+  Put16(page + 1, 0);
+  Put16(page + 3, cells);
+  Put16(page + 5, content == 65536 ? 0 : content);
+  page[7] = 0;
+  const size_t pointers_end = header + 2 * size_t{cells};
+  std::memset(page + pointers_end, 0, content - pointers_end);
+}
+
+// pwrite until all `size` bytes are written; errno of the failure (EIO for a write of nothing),
+// or 0.
+int WriteAll(int fd, const uint8_t* data, size_t size, uint64_t offset) {
+  size_t done = 0;
+  while (done < size) {
+    const ssize_t n = pwrite(fd, data + done, size - done, static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return n < 0 ? errno : EIO;
+    done += static_cast<size_t>(n);
+  }
+  return 0;
 }
 
 }  // namespace
@@ -218,10 +223,10 @@ bool SqliteTablePages::SetTable(int id, const std::string& name, std::vector<Col
                       PutVarint(scratch, 13 + 2 * uint64_t{c.text.size()}));
       st.body = c.text;
     } else {
-      const IntField f = IntFieldOf(c.value, small_ints_);
-      st.types.assign(1, static_cast<char>(f.type));
-      PutBigEndian(scratch, static_cast<uint64_t>(c.value), f.bytes);
-      st.body.assign(reinterpret_cast<const char*>(scratch), f.bytes);
+      uint8_t type = 0;
+      const uint8_t* end = PutInt(&type, scratch, c.value, small_ints_);
+      st.types.assign(1, static_cast<char>(type));
+      st.body.assign(reinterpret_cast<const char*>(scratch), static_cast<size_t>(end - scratch));
     }
   }
   // Eight bytes of slack after the body: an integer is stored as eight bytes, then cut.
@@ -293,15 +298,8 @@ bool SqliteTablePages::Spill(Index& x) {
   SortEntries(x.buffer);
   const auto* bytes = reinterpret_cast<const uint8_t*>(x.buffer.data());
   const size_t size = x.buffer.size() * sizeof(Entry);
-  size_t done = 0;
-  while (done < size) {
-    const ssize_t n =
-        pwrite(runs_fd_, bytes + done, size - done, static_cast<off_t>(runs_end_ + done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0)
-      return Fail(std::string("writing the index entries: ") + std::strerror(n < 0 ? errno : EIO));
-    done += static_cast<size_t>(n);
-  }
+  if (const int e = WriteAll(runs_fd_, bytes, size, runs_end_))
+    return Fail(std::string("writing the index entries: ") + std::strerror(e));
   x.runs.emplace_back(runs_end_, x.buffer.size());
   runs_end_ += size;
   x.buffer.clear();
@@ -309,28 +307,15 @@ bool SqliteTablePages::Spill(Index& x) {
 }
 
 bool SqliteTablePages::WritePage(const uint8_t* page, uint64_t offset, int fd, const char* where) {
-  size_t done = 0;
-  while (done < page_size_) {
-    const ssize_t n = pwrite(fd, page + done, page_size_ - done, static_cast<off_t>(offset + done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0)
-      return Fail(std::string("writing ") + where + ": " + std::strerror(n < 0 ? errno : EIO));
-    done += static_cast<size_t>(n);
-  }
+  if (const int e = WriteAll(fd, page, page_size_, offset))
+    return Fail(std::string("writing ") + where + ": " + std::strerror(e));
   return true;
 }
 
 // Completes `leaf`'s header and hands it on: the table's first full leaf is held (it is the
 // whole table, and goes to the root page, if no other follows); any other is written out.
 bool SqliteTablePages::LeafFull(Table& t) {
-  uint8_t* p = t.leaf.data();
-  p[0] = kTableLeaf;
-  Put16(p + 1, 0);  // no freeblock
-  Put16(p + 3, t.cells);
-  Put16(p + 5, t.content == 65536 ? 0 : t.content);
-  p[7] = 0;  // no fragmented bytes
-  const size_t pointers_end = kLeafHeader + 2 * size_t{t.cells};
-  std::memset(p + pointers_end, 0, t.content - pointers_end);  // unallocated space, zeroed
+  FinishPage(t.leaf.data(), kTableLeaf, t.cells, t.content, kLeafHeader);
   if (t.children.empty() && !t.first_held) {
     std::swap(t.leaf, t.first);
     t.first_held = true;
@@ -487,16 +472,8 @@ bool SqliteTablePages::Finish(int db_fd, uint32_t db_pages,
     if (got <= 0)
       return Fail(std::string("reading the table pages back: ") +
                   std::strerror(got < 0 ? errno : EIO));
-    size_t done = 0;
-    while (done < static_cast<size_t>(got)) {
-      const ssize_t w = pwrite(db_fd, chunk.data() + done, static_cast<size_t>(got) - done,
-                               static_cast<off_t>(out_start + copied + done));
-      if (w < 0 && errno == EINTR) continue;
-      if (w <= 0)
-        return Fail(std::string("copying the table pages into the database: ") +
-                    std::strerror(w < 0 ? errno : EIO));
-      done += static_cast<size_t>(w);
-    }
+    if (const int e = WriteAll(db_fd, chunk.data(), static_cast<size_t>(got), out_start + copied))
+      return Fail(std::string("copying the table pages into the database: ") + std::strerror(e));
     release(copied, copied + static_cast<uint64_t>(got));
     copied += static_cast<uint64_t>(got);
   }
@@ -535,9 +512,8 @@ bool SqliteTablePages::Finish(int db_fd, uint32_t db_pages,
           std::memcpy(page.data() + content, cell, size);
           Put16(page.data() + kInteriorHeader + 2 * i, content);
         }
-        page[0] = kTableInterior;
-        Put16(page.data() + 3, static_cast<uint32_t>(take - 1));
-        Put16(page.data() + 5, content == 65536 ? 0 : content);
+        FinishPage(page.data(), kTableInterior, static_cast<uint32_t>(take - 1), content,
+                   kInteriorHeader);
         Put32(page.data() + 8, level[at + take - 1].first);  // the right-most child
         const int64_t max = level[at + take - 1].second;
         at += take;
@@ -629,15 +605,6 @@ bool SqliteTablePages::BuildIndex(Index& x, int db_fd, uint64_t root_at, uint32_
     uint8_t payload[kMaxIndexPayload];
   };
   std::vector<Divider> dividers;
-  const auto finish_page = [&](uint8_t type, uint32_t ncells, uint32_t start, size_t header) {
-    page[0] = type;
-    Put16(page.data() + 1, 0);
-    Put16(page.data() + 3, ncells);
-    Put16(page.data() + 5, start == 65536 ? 0 : start);
-    page[7] = 0;
-    const size_t pointers_end = header + 2 * size_t{ncells};
-    std::memset(page.data() + pointers_end, 0, start - pointers_end);
-  };
   while (!heap.empty()) {
     std::pop_heap(heap.begin(), heap.end(), later);
     Source& src = sources[heap.back()];
@@ -667,7 +634,7 @@ bool SqliteTablePages::BuildIndex(Index& x, int db_fd, uint64_t root_at, uint32_
       std::memcpy(d.payload, page.data() + content + 1, d.size);
       content += 1 + uint32_t{d.size};
       --cells;
-      finish_page(kIndexLeaf, cells, content, kLeafHeader);
+      FinishPage(page.data(), kIndexLeaf, cells, content, kLeafHeader);
       if (!WritePage(page.data(), uint64_t{*next_page - 1} * page_size_, db_fd, "the database"))
         return false;
       d.left = (*next_page)++;
@@ -680,7 +647,7 @@ bool SqliteTablePages::BuildIndex(Index& x, int db_fd, uint64_t root_at, uint32_
     Put16(page.data() + kLeafHeader + 2 * size_t{cells}, content);
     ++cells;
   }
-  finish_page(kIndexLeaf, cells, content, kLeafHeader);
+  FinishPage(page.data(), kIndexLeaf, cells, content, kLeafHeader);
   if (dividers.empty()) return WritePage(page.data(), root_at, db_fd, "the database");
   if (!WritePage(page.data(), uint64_t{*next_page - 1} * page_size_, db_fd, "the database"))
     return false;
@@ -707,7 +674,8 @@ bool SqliteTablePages::BuildIndex(Index& x, int db_fd, uint64_t root_at, uint32_
         std::memcpy(page.data() + start + 5, d.payload, d.size);
         Put16(page.data() + kInteriorHeader + 2 * i, start);
       }
-      finish_page(kIndexInterior, static_cast<uint32_t>(take - 1), start, kInteriorHeader);
+      FinishPage(page.data(), kIndexInterior, static_cast<uint32_t>(take - 1), start,
+                 kInteriorHeader);
       Put32(page.data() + 8, children[at + take - 1]);  // the right-most child
       if (pages == 1) return WritePage(page.data(), root_at, db_fd, "the database");
       if (!WritePage(page.data(), uint64_t{*next_page - 1} * page_size_, db_fd, "the database"))
