@@ -194,11 +194,13 @@ std::string Dump(const std::string& path) {
 }
 
 // The rows of the first recording in `in` through a sink made with `options`; `before_close`
-// runs after the last row, before Close; `paged` gets the tables written as cupmon's pages.
+// runs after the last row, before Close; `paged` and `paged_indexes` get the tables and the
+// indexes written as cupmon's pages.
 Expected<void> WriteWith(const std::string& in, const std::string& path, SqliteSink::Options options,
                          uint64_t* activity_rows = nullptr,
                          const std::function<void()>& before_close = {},
-                         std::vector<std::string>* paged = nullptr) {
+                         std::vector<std::string>* paged = nullptr,
+                         std::vector<std::string>* paged_indexes = nullptr) {
   auto listing = ListRecordings(in);
   if (!listing) return unexpected(listing.error());
   auto sink = SqliteSink::Create(path, options);
@@ -220,6 +222,7 @@ Expected<void> WriteWith(const std::string& in, const std::string& path, SqliteS
   if (before_close) before_close();
   auto closed = (*sink)->Close();
   if (paged) *paged = (*sink)->PagedTables();  // NVTX_EVENTS may come with Close's last batches
+  if (paged_indexes) *paged_indexes = (*sink)->PagedIndexes();
   if (activity_rows) *activity_rows = (*sink)->activity_rows();
   return closed;
 }
@@ -382,8 +385,8 @@ TEST(SqliteSinkTest, OwnPagesHoldWhatSqlitesInsertsHold) {
     const std::string path = out.path() + "/" + std::to_string(own) + ".sqlite";
     SqliteSink::Options options;
     options.own_pages = own == 1;
-    std::vector<std::string> paged;
-    auto written = WriteWith(dir.path(), path, options, nullptr, {}, &paged);
+    std::vector<std::string> paged, paged_indexes;
+    auto written = WriteWith(dir.path(), path, options, nullptr, {}, &paged, &paged_indexes);
     ASSERT_TRUE(written.has_value()) << written.error().message;
     // Every batched table but CUPMON_THREADS (its INTEGER PRIMARY KEY is the rowid) as pages;
     // NVTX_EVENTS is created with the first NVTX rows, and there are none here.
@@ -395,7 +398,22 @@ TEST(SqliteSinkTest, OwnPagesHoldWhatSqlitesInsertsHold) {
                                           "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION",
                                           "CUPMON_CORRELATION_ANNOTATIONS"};
     EXPECT_EQ(paged, own ? all : std::vector<std::string>{});
+    // And every index: all eight are on those tables.
+    const std::vector<std::string> indexes = {"CUPMON_CORRELATION_ANNOTATIONS_CORRELATION",
+                                              "CUPMON_KERNEL_CORRELATION",
+                                              "CUPMON_KERNEL_START",
+                                              "CUPMON_MEMCPY_CORRELATION",
+                                              "CUPMON_MEMSET_CORRELATION",
+                                              "CUPMON_RUNTIME_CORRELATION",
+                                              "CUPMON_RUNTIME_START",
+                                              "CUPMON_SYNCHRONIZATION_CORRELATION"};
+    EXPECT_EQ(paged_indexes, own ? indexes : std::vector<std::string>{});
     Db db(path);
+    std::string names;
+    for (const std::string& name : indexes) names += (names.empty() ? "" : ",") + name;
+    EXPECT_EQ(db.Text("SELECT group_concat(name, ',') FROM (SELECT name FROM sqlite_master WHERE "
+                      "type = 'index' ORDER BY name)"),
+              names);
     EXPECT_EQ(db.Text("PRAGMA integrity_check"), "ok") << own;
     EXPECT_EQ(db.Int("SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_KERNEL"), kN);
     EXPECT_EQ(db.Int("SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_MEMSET"), kN / 10);

@@ -394,24 +394,28 @@ constexpr EnumRow kNvtxEnumRows[] = {
     {"ENUM_NSYS_EVENT_TYPE", kEventTypeNvtxDomainCreate, "NvtxDomainCreate", "NVTX domain create"},
 };
 
-constexpr const char* kIndexes[] = {
-    "CREATE INDEX CUPMON_KERNEL_CORRELATION ON CUPTI_ACTIVITY_KIND_KERNEL (correlationId)",
-    "CREATE INDEX CUPMON_KERNEL_START ON CUPTI_ACTIVITY_KIND_KERNEL (start)",
-    "CREATE INDEX CUPMON_MEMCPY_CORRELATION ON CUPTI_ACTIVITY_KIND_MEMCPY (correlationId)",
-    "CREATE INDEX CUPMON_MEMSET_CORRELATION ON CUPTI_ACTIVITY_KIND_MEMSET (correlationId)",
-    "CREATE INDEX CUPMON_RUNTIME_CORRELATION ON CUPTI_ACTIVITY_KIND_RUNTIME (correlationId)",
-    "CREATE INDEX CUPMON_RUNTIME_START ON CUPTI_ACTIVITY_KIND_RUNTIME (start)",
-    "CREATE INDEX CUPMON_SYNCHRONIZATION_CORRELATION ON CUPTI_ACTIVITY_KIND_SYNCHRONIZATION "
-    "(correlationId)",
-    "CREATE INDEX CUPMON_CORRELATION_ANNOTATIONS_CORRELATION ON CUPMON_CORRELATION_ANNOTATIONS "
-    "(correlationId)",
+constexpr Index kIndexes[] = {
+    {"CUPMON_KERNEL_CORRELATION", "CUPTI_ACTIVITY_KIND_KERNEL", "correlationId"},
+    {"CUPMON_KERNEL_START", "CUPTI_ACTIVITY_KIND_KERNEL", "start"},
+    {"CUPMON_MEMCPY_CORRELATION", "CUPTI_ACTIVITY_KIND_MEMCPY", "correlationId"},
+    {"CUPMON_MEMSET_CORRELATION", "CUPTI_ACTIVITY_KIND_MEMSET", "correlationId"},
+    {"CUPMON_RUNTIME_CORRELATION", "CUPTI_ACTIVITY_KIND_RUNTIME", "correlationId"},
+    {"CUPMON_RUNTIME_START", "CUPTI_ACTIVITY_KIND_RUNTIME", "start"},
+    {"CUPMON_SYNCHRONIZATION_CORRELATION", "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", "correlationId"},
+    {"CUPMON_CORRELATION_ANNOTATIONS_CORRELATION", "CUPMON_CORRELATION_ANNOTATIONS",
+     "correlationId"},
 };
 
 }  // namespace
 
 std::span<const Table> Tables() { return kTables; }
 std::span<const EnumRow> EnumRows() { return kEnumRows; }
-std::span<const char* const> Indexes() { return kIndexes; }
+std::span<const Index> Indexes() { return kIndexes; }
+
+std::string CreateIndex(const Index& index) {
+  return std::string("CREATE INDEX ") + index.name + " ON " + index.table + " (" + index.column +
+         ")";
+}
 std::span<const Table> NvtxTables() { return kNvtxTables; }
 std::span<const EnumRow> NvtxEnumRows() { return kNvtxEnumRows; }
 

@@ -46,9 +46,17 @@ inline constexpr int kEventTypeNvtxPushPopRange = 59;
 inline constexpr int kEventTypeNvtxStartEndRange = 60;
 inline constexpr int kEventTypeNvtxDomainCreate = 75;
 
-// CREATE INDEX statements, run after every row is written (nsys itself creates none; these serve
-// the joins the nsys reports make: on correlationId and on time).
-std::span<const char* const> Indexes();
+// The indexes cupmon adds, each on one column, made after every row is written (nsys itself
+// creates none; these serve the joins the nsys reports make: on correlationId and on time).
+// Writers that build an index's pages themselves read its fields; the others run CreateIndex.
+struct Index {
+  const char* name;
+  const char* table;
+  const char* column;
+};
+std::span<const Index> Indexes();
+// "CREATE INDEX <name> ON <table> (<column>)".
+std::string CreateIndex(const Index& index);
 
 // ENUM_NSYS_EVENT_CLASS values of CUPTI_ACTIVITY_KIND_RUNTIME.eventClass.
 inline constexpr int kEventClassCudaRuntime = 0;

@@ -149,7 +149,7 @@ Expected<std::unique_ptr<SqliteSink>> SqliteSink::Create(const std::string& path
     if (t != kNvtx && !main.PrepareInsert(t)) break;
   // Indexes on the pages' tables: created now (empty), built by the pages at Close.
   if (main.pages)
-    for (const char* index : nsys::Indexes()) main.IndexForPages(index);
+    for (const nsys::Index& index : nsys::Indexes()) main.IndexForPages(index);
   if (!main.error.empty()) return unexpected(Error{"cannot write " + path + ": " + main.error});
   if (threads && options.split) {
     // The tables but the kernel table's rows, in a file of their own (removed by Close).
@@ -755,8 +755,8 @@ Expected<void> SqliteSink::Close() {
     const unsigned cpus = std::thread::hardware_concurrency();
     mine.Exec("PRAGMA threads = " + std::to_string(std::min(4u, cpus > 1 ? cpus - 1 : 0u)));
     mine.Exec(kCacheIndexes);
-    for (const char* index : nsys::Indexes())
-      if (!mine.indexes_made.count(index)) mine.Exec(index);
+    for (const nsys::Index& index : nsys::Indexes())
+      if (!mine.indexes_made.count(index.name)) mine.Exec(nsys::CreateIndex(index));
     mine.Exec("COMMIT");
   }
   if (writers_[kMain].joinable()) writers_[kMain].join();

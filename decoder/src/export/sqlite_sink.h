@@ -22,6 +22,7 @@
 #include "cupmon/decoder/rank_listing.h"
 #include "cupmon/decoder/trace_builder.h"
 #include "cupmon/format/error.h"
+#include "export/nsys_schema.h"
 #include "export/sqlite_pages.h"
 
 struct sqlite3;
@@ -113,6 +114,9 @@ class SqliteSink {
   // far (NVTX_EVENTS joins with the first NVTX batch, which may be one of Close's). After Close:
   // while rows stream, the writer thread may be adding one.
   std::vector<std::string> PagedTables() const;
+  // The indexes built as cupmon's pages (Options::own_pages), by name in sorted order: those of
+  // nsys::Indexes() on PagedTables' tables when Create ran (the NVTX table has none).
+  std::vector<std::string> PagedIndexes() const;
   // True after a write error (Close reports it): later rows are not written.
   bool failed() const { return failed_.load(std::memory_order_relaxed); }
 
@@ -182,8 +186,8 @@ class SqliteSink {
     // The batched tables written as pages (Options::own_pages), and their leaves' unlinked file.
     std::unique_ptr<SqliteTablePages> pages;
     int pages_fd = -1, runs_fd = -1;
-    std::set<std::string> indexes_made;  // CREATE INDEX statements run before the rows (pages)
-    bool IndexForPages(const char* create);  // runs it and hands it to `pages` if it can
+    std::set<std::string> indexes_made;  // names of the indexes `pages` builds
+    bool IndexForPages(const nsys::Index& index);  // creates it empty for `pages` if it can
     bool Open(const std::string& file);  // and the pragmas, cupmon_batch and the transaction
     bool Exec(const std::string& sql);
     void Fail(const std::string& what);

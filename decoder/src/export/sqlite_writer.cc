@@ -134,17 +134,6 @@ std::vector<std::string> SplitList(std::string_view list) {
   return out;
 }
 
-// "a b  c" -> {"a", "b", "c"}.
-std::vector<std::string> SplitWords(std::string_view text) {
-  std::vector<std::string> out;
-  size_t at = 0;
-  while ((at = text.find_first_not_of(' ', at)) != std::string_view::npos) {
-    const size_t end = std::min(text.find(' ', at), text.size());
-    out.emplace_back(text.substr(at, end - at));
-    at = end;
-  }
-  return out;
-}
 }  // namespace
 
 // ---- a connection ----
@@ -191,22 +180,17 @@ bool SqliteSink::Conn::Exec(const std::string& sql) {
   return true;
 }
 
-bool SqliteSink::Conn::IndexForPages(const char* create) {
-  // "CREATE INDEX <name> ON <table> (<column>)", as nsys_schema.h writes them.
-  const std::vector<std::string> words = SplitWords(create);
-  if (words.size() != 6 || words[0] != "CREATE" || words[1] != "INDEX" || words[3] != "ON" ||
-      words[5].size() < 3 || words[5].front() != '(' || words[5].back() != ')')
-    return false;
+bool SqliteSink::Conn::IndexForPages(const nsys::Index& index) {
   int table = -1;
   for (int t = 0; t < kTableCount; ++t)
-    if (words[4] == kBatched[t].table) table = t;
+    if (std::string_view(index.table) == kBatched[t].table) table = t;
   if (!pages->Has(table)) return false;
-  if (!Exec(create)) return false;
-  if (!pages->SetIndex(table, words[2], words[5].substr(1, words[5].size() - 2))) {
+  if (!Exec(nsys::CreateIndex(index))) return false;
+  if (!pages->SetIndex(table, index.name, index.column)) {
     Fail(pages->error());
     return false;
   }
-  indexes_made.insert(create);
+  indexes_made.insert(index.name);
   return true;
 }
 
@@ -216,6 +200,11 @@ std::vector<std::string> SqliteSink::PagedTables() const {
   for (int t = 0; t < kTableCount; ++t)
     if (main.pages && main.pages->Has(t)) names.emplace_back(kBatched[t].table);
   return names;
+}
+
+std::vector<std::string> SqliteSink::PagedIndexes() const {
+  const std::set<std::string>& made = conns_[kMain].indexes_made;
+  return {made.begin(), made.end()};
 }
 
 bool SqliteSink::Conn::MovePagesIn() {
@@ -447,7 +436,7 @@ void SqliteSink::WriterLoop(int conn) {
   if (conn == kRest || !split() || failed()) return;
   c.Exec("PRAGMA threads = 1");  // the sorter's helper thread, for the other core's idle moments
   c.Exec(kCacheIndexes);
-  for (const char* index : nsys::Indexes()) c.Exec(index);
+  for (const nsys::Index& index : nsys::Indexes()) c.Exec(nsys::CreateIndex(index));
   c.Exec("COMMIT");  // ATTACH cannot run inside a transaction
 }
 
