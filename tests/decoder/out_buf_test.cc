@@ -71,6 +71,43 @@ TEST(OutBufTest, FormatUintWritesWhatToCharsWritesForValuesOfEveryLength) {
   }
 }
 
+std::string ToChars(int64_t v) {
+  char buf[24];
+  return std::string(buf, std::to_chars(buf, buf + sizeof buf, v).ptr);
+}
+
+// LeadingDigits keeps the digits above the last eight of the value before: each value is
+// checked after values that share them, after ones that do not, and after ones of another
+// length, negative or short.
+TEST(OutBufTest, LeadingDigitsWriteWhatToCharsWritesWhateverCameBefore) {
+  LeadingDigits digits;
+  char buf[32];
+  const auto put = [&](int64_t v) {
+    return std::string(buf, static_cast<size_t>(digits.Put(buf, v) - buf));
+  };
+  std::vector<int64_t> values = {0, -1, 1, std::numeric_limits<int64_t>::min(),
+                                 std::numeric_limits<int64_t>::max()};
+  for (uint64_t b : Boundaries())
+    if (b <= uint64_t{std::numeric_limits<int64_t>::max()}) {
+      values.push_back(static_cast<int64_t>(b));
+      values.push_back(-static_cast<int64_t>(b));
+    }
+  std::mt19937_64 rng(19);
+  const int64_t wall = 1'767'225'600'000'002'000;
+  for (int i = 0; i < 20'000; ++i) {
+    values.push_back(wall + static_cast<int64_t>(rng() % 1'000'000'000));  // shared leading part
+    values.push_back(static_cast<int64_t>(rng() >> (rng() % 64)));         // any length
+  }
+  for (int64_t v : values) ASSERT_EQ(put(v), ToChars(v)) << v;
+  // Each value again after every other kind of value before it.
+  for (size_t i = 0; i + 1 < values.size(); i += 97) {
+    for (size_t j = 0; j < values.size(); j += 211) {
+      put(values[j]);
+      ASSERT_EQ(put(values[i]), ToChars(values[i])) << values[i] << " after " << values[j];
+    }
+  }
+}
+
 TEST(OutBufTest, StreamsIntegersOfEveryTypeAsToCharsDoes) {
   std::ostringstream out;
   std::string expected;

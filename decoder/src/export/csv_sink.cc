@@ -51,9 +51,9 @@ void CsvSink::Write(const Row& r) {
   p = FormatUint(p, r.kind);
   *p++ = ',';
   if (r.valid_time) {
-    p = PutIntAt(p, r.wall_start);
+    p = times_.Put(p, r.wall_start);
     *p++ = ',';
-    p = PutIntAt(p, r.wall_end);
+    p = times_.Put(p, r.wall_end);
     *p++ = ',';
     p = FormatUint(p, r.duration);
   } else {
@@ -82,9 +82,9 @@ void CsvSink::Write(const Row& r) {
   out_.Reserve(kFixedRoom);
   p = out_.Cursor();
   if (api_time) {
-    p = PutIntAt(p, r.api_wall_start);
+    p = times_.Put(p, r.api_wall_start);
     *p++ = ',';
-    p = PutIntAt(p, r.api_wall_end);
+    p = times_.Put(p, r.api_wall_end);
   } else {
     *p++ = ',';
   }

@@ -38,6 +38,7 @@ class CsvSink {
   std::string recording_;  // the recording id column
   bool header_done_ = false;
   ShortKernelNames short_names_;
+  LeadingDigits times_;  // the wall-clock times
   std::vector<uint8_t> quote_free_;  // by name id; kUnknown: not seen yet
 };
 

@@ -58,9 +58,9 @@ void JsonlSink::WriteActivity(const Row& r) {
   char* p = out_.Cursor();
   if (r.valid_time) {
     p = PutAt(p, ",\"start_ns\":");
-    p = PutIntAt(p, r.wall_start);
+    p = times_.Put(p, r.wall_start);
     p = PutAt(p, ",\"end_ns\":");
-    p = PutIntAt(p, r.wall_end);
+    p = times_.Put(p, r.wall_end);
     p = PutKeyUint(p, ",\"duration_ns\":", r.duration);
   } else {
     p = PutAt(p, ",\"start_ns\":null,\"end_ns\":null,\"duration_ns\":null");
@@ -109,9 +109,9 @@ void JsonlSink::WriteActivity(const Row& r) {
       p = PutKeyUint(p, "\",\"tid\":", r.api_tid);
       if (r.api_valid_time) {
         p = PutAt(p, ",\"start_ns\":");
-        p = PutIntAt(p, r.api_wall_start);
+        p = times_.Put(p, r.api_wall_start);
         p = PutAt(p, ",\"end_ns\":");
-        p = PutIntAt(p, r.api_wall_end);
+        p = times_.Put(p, r.api_wall_end);
       }
       *p++ = '}';
     }

@@ -41,6 +41,7 @@ class JsonlSink {
   const Rank* rank_ = nullptr;
   std::string recording_;  // the "recording" field's value
   ShortKernelNames short_names_;
+  LeadingDigits times_;  // the wall-clock times
   std::vector<uint8_t> plain_;  // by name id; kUnknown: not seen yet
 };
 

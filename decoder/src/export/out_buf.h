@@ -95,6 +95,34 @@ inline constexpr char kDigitPairs[201] =
   return FormatUint(p + 1, 0 - static_cast<uint64_t>(v));
 }
 
+// Wall-clock nanoseconds (19 digits) written one after another share their leading digits, as
+// the rows' times are close: the digits above the last eight are kept with the value they stand
+// for, and a time with the same leading part is written as one 16-byte copy of them and eight
+// digits (about half of FormatUint's instructions for a 19-digit number). The same text as
+// PutIntAt for every value; at most 21 bytes, and 24 bytes at `p` must be writable.
+class LeadingDigits {
+ public:
+  [[gnu::always_inline]] char* Put(char* p, int64_t v) {
+    if (v < kLow) return PutIntAt(p, v);  // negative, or eight digits at most
+    const auto u = static_cast<uint64_t>(v);
+    const uint64_t high = u / kLow;
+    if (high != high_) Keep(high);
+    std::memcpy(p, text_, sizeof text_);
+    out_buf_internal::Eight(p + size_, static_cast<uint32_t>(u - high * kLow));
+    return p + size_ + 8;
+  }
+
+ private:
+  static constexpr int64_t kLow = 100000000;  // the eight digits written each time
+  [[gnu::noinline]] void Keep(uint64_t high) {
+    high_ = high;
+    size_ = static_cast<size_t>(FormatUint(text_, high) - text_);  // at most 11 digits
+  }
+  uint64_t high_ = 0;  // 0: none kept (a kept one is at least 1)
+  char text_[16] = {};
+  size_t size_ = 0;
+};
+
 // `key` (a literal with its punctuation, such as `,"pid":`), then the number: at most
 // key.size() + 20 bytes.
 [[gnu::always_inline]] inline char* PutKeyUint(char* p, std::string_view key, uint64_t v) {
