@@ -87,20 +87,21 @@ void ReorderStage::Add(const Row& row) {
   // heap and popping it was the largest cost of the export after page faults. A row joins the
   // run whose last start is the latest at or before its own (an empty run when none fits), so
   // each interleaved stream keeps its own run. Release takes the smallest head of runs and heap.
-  size_t fit = kRuns, empty = kRuns;
+  size_t fit = kRuns;
   uint64_t fit_start = 0;
-  for (size_t r = 0; r < kRuns; ++r) {
-    if (runs_[r].empty()) {
-      if (empty == kRuns) empty = r;
-      continue;
-    }
+  for (uint32_t used = used_; used; used &= used - 1) {  // the runs with keys, in order
+    const auto r = static_cast<size_t>(__builtin_ctz(used));
     const uint64_t tail = tails_[r];
     if (tail <= row.start && (fit == kRuns || tail > fit_start)) {
       fit = r;
       fit_start = tail;
     }
   }
-  if (fit == kRuns) fit = empty;
+  if (fit == kRuns && used_ != (1u << kRuns) - 1) {
+    fit = static_cast<size_t>(__builtin_ctz(~used_));  // the first empty run
+    heads_[fit] = key;
+    used_ |= 1u << fit;
+  }
   if (fit < kRuns) {
     KeyRun& q = runs_[fit];
     tails_[fit] = key.start;
@@ -139,14 +140,13 @@ void ReorderStage::Flush() {
 const ReorderStage::Key& ReorderStage::Front(size_t* run) const {
   if (front_valid_) {
     *run = front_run_;
-    return front_run_ < kRuns ? runs_[front_run_].front() : heap_.front();
+    return front_run_ < kRuns ? heads_[front_run_] : heap_.front();
   }
   const Key* best = heap_.empty() ? nullptr : &heap_.front();
   *run = kRuns;
-  for (size_t r = 0; r < kRuns; ++r) {
-    const KeyRun& q = runs_[r];
-    if (q.empty()) continue;
-    const Key& k = q.front();
+  for (uint32_t used = used_; used; used &= used - 1) {
+    const auto r = static_cast<size_t>(__builtin_ctz(used));
+    const Key& k = heads_[r];
     if (!best || Later(best->start, best->seq, k.start, k.seq)) {
       best = &k;
       *run = r;
@@ -163,6 +163,8 @@ void ReorderStage::ReleaseOne() {
   if (run < kRuns) {
     KeyRun& q = runs_[run];
     q.pop_front();
+    if (q.empty()) used_ &= ~(1u << run);
+    else heads_[run] = q.front();
     // The run's rows come out in its order whenever it holds the front: the one kPrefetchAhead
     // keys on is fetched now, so that it is in the cache by the time it is released.
     if (q.size() > kPrefetchAhead) PrefetchRow(slots_[q[kPrefetchAhead].slot]);

@@ -46,7 +46,7 @@ class ReorderStage {
   };
   // A run of held keys in (start, arrival) order.
   using KeyRun = GrowingRing<Key>;
-  static constexpr size_t kRuns = 8;
+  static constexpr size_t kRuns = 8;  // at most 32: used_ has a bit per run
 
   // The slot the next row takes: the one freed last (still in the cache), else a new one, the
   // slots grown first when all are in use. Claim and Add agree on it, so a claimed row is added
@@ -77,6 +77,10 @@ class ReorderStage {
   // The start of each run's last key, while it has keys: Add compares every run's tail for each
   // row, from one array instead of through each run's ring.
   std::array<uint64_t, kRuns> tails_{};
+  // Each run's first key, while it has keys (a copy of runs_[r].front()), and which runs have
+  // keys (bit r): Front compares the heads from one array, and only those of runs with keys.
+  std::array<Key, kRuns> heads_{};
+  uint32_t used_ = 0;
   size_t held_ = 0;  // keys in heap_ and runs_
   // Where Front() found the held key released next (a run, or kRuns for the heap), while
   // front_valid_: kept across the calls of one release and the arrivals that do not come before
