@@ -105,10 +105,7 @@ bool HoldsBetween(const Samples& samples, size_t i, uint64_t t) {
 
 int64_t ClockMap::MapIn(const Segment& g, uint64_t cupti_ns) {
   // Timestamps come nearly in time order: most fall in the pair the last one fell in.
-  if (const uint64_t since = cupti_ns - g.fast.lo; since < g.fast.span) {
-    const int64_t s = static_cast<int64_t>(since);
-    return g.fast.wall + s + s * g.fast.drift / static_cast<int64_t>(g.fast.span);
-  }
+  if (g.fast.Holds(cupti_ns)) return g.fast.Map(cupti_ns);
   const std::vector<Sample>& samples = g.samples;
   // Samples of a segment strictly increase in CUPTI time (Add drops the others), so the pair
   // holding cupti_ns is unique: the remembered pair or the next one is the search's answer.
@@ -167,12 +164,12 @@ int64_t ClockMap::MapIn(const Segment& g, uint64_t cupti_ns) {
   return Clamp(static_cast<Int128>(a.wall) + since + moved);
 }
 
-int64_t ClockMap::ToWall(uint64_t cupti_ns) const {
+int64_t ClockMap::ToWallAnywhere(uint64_t cupti_ns) const {
   const Segment* g = SegmentFor(cupti_ns);
   return g ? MapIn(*g, cupti_ns) : static_cast<int64_t>(cupti_ns);
 }
 
-int64_t ClockMap::WallDuration(uint64_t start, uint64_t end) const {
+int64_t ClockMap::WallDurationAnywhere(uint64_t start, uint64_t end) const {
   const Segment* g = SegmentFor(start);
   if (!g || g->ns_clock) return Clamp(static_cast<Int128>(end) - static_cast<Int128>(start));
   return Clamp(static_cast<Int128>(MapIn(*g, end)) - static_cast<Int128>(MapIn(*g, start)));

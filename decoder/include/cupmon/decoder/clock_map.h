@@ -38,10 +38,22 @@ class ClockMap {
   void Add(const pb::Calibration& c) {
     for (const auto& s : c.samples()) Add(s);
   }
-  int64_t ToWall(uint64_t cupti_ns) const;
+  // The common cases of both are answered inline (one clock domain, and a time in the pair of
+  // samples the last one fell in, or a nanosecond domain's duration), the others out of line:
+  // the same results either way.
+  int64_t ToWall(uint64_t cupti_ns) const {
+    if (segments_.size() == 1 && segments_.front().fast.Holds(cupti_ns))
+      return segments_.front().fast.Map(cupti_ns);
+    return ToWallAnywhere(cupti_ns);
+  }
   // Wall-clock nanoseconds between two CUPTI times of one record: end - start in a nanosecond
   // domain (exactly as without calibration), scaled by the domain's rate otherwise.
-  int64_t WallDuration(uint64_t start, uint64_t end) const;
+  int64_t WallDuration(uint64_t start, uint64_t end) const {
+    if ((segments_.empty() || (segments_.size() == 1 && segments_.front().ns_clock)) &&
+        end >= start && end - start <= static_cast<uint64_t>(INT64_MAX))
+      return static_cast<int64_t>(end - start);
+    return WallDurationAnywhere(start, end);
+  }
   bool calibrated() const { return kept_ != 0; }
   uint64_t samples() const { return kept_; }
   uint64_t non_monotonic() const { return non_monotonic_; }
@@ -70,12 +82,19 @@ class ClockMap {
     struct Pair {
       uint64_t lo = 0, span = 0;  // span 0: none
       int64_t wall = 0, drift = 0;
+      bool Holds(uint64_t t) const { return t - lo < span; }
+      int64_t Map(uint64_t t) const {  // for a t it Holds
+        const auto since = static_cast<int64_t>(t - lo);
+        return wall + since + since * drift / static_cast<int64_t>(span);
+      }
     };
     mutable Pair fast;
   };
   bool Continues(const Segment& g, const Sample& s) const;
   const Segment* SegmentFor(uint64_t cupti_ns) const;
   static int64_t MapIn(const Segment& g, uint64_t cupti_ns);
+  int64_t ToWallAnywhere(uint64_t cupti_ns) const;
+  int64_t WallDurationAnywhere(uint64_t start, uint64_t end) const;
 
   static constexpr size_t kMaxSamples = 1 << 16;  // bounded: at one a minute, weeks of samples
   std::vector<Segment> segments_;
