@@ -66,6 +66,7 @@ TraceBuilder::TraceBuilder(TraceFilter filter, RowSink* sink, size_t horizon,
       ranges_(std::make_unique<NvtxRanges>(8 * static_cast<uint64_t>(horizon_))) {
   timed_filter_ = filter_.window || filter_.from_wall || filter_.to_wall || filter_.from_rel ||
                   filter_.to_rel;
+  filtered_ = timed_filter_ || filter_.device || filter_.stream || filter_.kernel;
   wall_times_ = timed_filter_ || !sink_ || sink_->NeedsWallTimes();
   sync_rows_ = sink_ && sink_->WantsSynchronization();
   reuse_row_ = sink_ && sink_->ReadsTotalsOnly() && !timed_filter_ && !filter_.device &&
@@ -347,7 +348,7 @@ void TraceBuilder::AddRecord(const RecordLayout& layout, const FieldReader& f, c
   if (e->gpu_count++ == 0) e->gpu_first = first;
 }
 
-bool TraceBuilder::Passes(const Row& row) const {
+bool TraceBuilder::PassesFilters(const Row& row) const {
   const bool gpu = row.type != RowType::kApi && row.type != RowType::kSynchronization &&
                    row.type != RowType::kRange && row.type != RowType::kMemory;
   if (row.type == RowType::kMemory && filter_.device && row.device != *filter_.device)

@@ -101,7 +101,9 @@ class TraceBuilder : public ChunkVisitor {
   // untimed span leaves start, end and duration 0.
   void PlaceInTime(Row& row, uint64_t start, uint64_t end) const;
   void Deliver(const Row& row);
-  bool Passes(const Row& row) const;
+  // Whether the filters keep `row`: at once when there are none (filtered_ false).
+  bool Passes(const Row& row) const { return !filtered_ || PassesFilters(row); }
+  bool PassesFilters(const Row& row) const;
   void ReleaseHeldSync();
   // NVTX ranges (decoder/src/trace_builder.cc, "NVTX ranges").
   void AddMarker(const FieldReader& f, const uint8_t* rec);
@@ -120,6 +122,7 @@ class TraceBuilder : public ChunkVisitor {
  private:
   TraceFilter filter_;
   bool timed_filter_ = false;
+  bool filtered_ = false;  // any filter: timed, or by device, stream or kernel name
   RowSink* sink_;
   size_t horizon_;
   ReorderOptions reorder_;
