@@ -15,6 +15,7 @@ void CsvSink::Begin(const Recording& recording, const Rank* rank) {
   rank_ = rank;
   short_names_.Clear();
   quote_free_.clear();
+  plain_api_ = {};
   recording_ = RecordingIdText(recording.id);
   if (!header_done_) {
     // launched_before_window, short_name: added last so that positional readers still work.
@@ -77,7 +78,12 @@ void CsvSink::Write(const Row& r) {
   const uint8_t quote_free = QuoteFree(r);
   if (quote_free & kNameQuoteFree) out_.CsvPlain(r.name, ',');
   else out_.Csv(r.name) << ',';
-  out_.Csv(r.api_name) << ',';
+  if (r.api_name.empty() || SameView(r.api_name, plain_api_)) {
+    out_.CsvPlain(r.api_name, ',');
+  } else {
+    if (!OutBuf::HasQuote(r.api_name)) plain_api_ = r.api_name;
+    out_.Csv(r.api_name) << ',';
+  }
   // api_start_ns,api_end_ns,pid,tid,return_value,bytes,grid,block,registers,
   out_.Reserve(kFixedRoom);
   p = out_.Cursor();

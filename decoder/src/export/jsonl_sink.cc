@@ -11,6 +11,7 @@ void JsonlSink::Begin(const Recording& recording, const Rank* rank) {
   rank_ = rank;
   short_names_.Clear();
   plain_.clear();
+  plain_api_ = {};
   recording_ = RecordingIdText(recording.id);
 }
 
@@ -103,7 +104,12 @@ void JsonlSink::WriteActivity(const Row& r) {
     if (r.has_api) {
       p = PutAt(p, ",\"api\":{\"name\":\"");
       out_.Commit(p);
-      out_.Json(r.api_name);
+      if (SameView(r.api_name, plain_api_)) {
+        out_ << r.api_name;
+      } else {
+        if (OutBuf::IsPlainJson(r.api_name)) plain_api_ = r.api_name;
+        out_.Json(r.api_name);
+      }
       out_.Reserve(kFixedRoom);
       p = out_.Cursor();
       p = PutKeyUint(p, "\",\"tid\":", r.api_tid);

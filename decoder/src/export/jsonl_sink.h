@@ -43,6 +43,9 @@ class JsonlSink {
   ShortKernelNames short_names_;
   LeadingDigits times_;  // the wall-clock times
   std::vector<uint8_t> plain_;  // by name id; kUnknown: not seen yet
+  // The API name last found plain (OutBuf::IsPlainJson): a view into the builder's names, the
+  // same storage for each row of one rank (SameView), forgotten at Begin.
+  std::string_view plain_api_;
 };
 
 }  // namespace cupmon::decoder
