@@ -234,10 +234,12 @@ class OutBuf {
   // one capacity check.
   [[gnu::always_inline]] void CsvPlain(std::string_view s, char after) {
     Reserve(s.size() + 3);
-    Put('"');
-    Put(s);
-    Put('"');
-    Put(after);
+    char* p = Cursor();
+    *p++ = '"';
+    p = PutAt(p, s);
+    p[0] = '"';
+    p[1] = after;
+    Commit(p + 2);
   }
   static bool HasQuote(std::string_view s) { return s.find('"') != std::string_view::npos; }
   // Appends `s` as a CSV field in double quotes (quotes doubled).
@@ -245,9 +247,11 @@ class OutBuf {
     // find, not memchr: an empty view's data() may be null, which memchr must not be given.
     if (s.find('"') == std::string_view::npos) {  // most names: one copy
       Reserve(s.size() + 2);
-      Put('"');
-      Put(s);
-      Put('"');
+      char* p = Cursor();
+      *p++ = '"';
+      p = PutAt(p, s);
+      *p++ = '"';
+      Commit(p);
       return *this;
     }
     *this << '"';
