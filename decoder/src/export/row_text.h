@@ -50,19 +50,22 @@ inline std::string RecordingIdText(uint64_t id) {
 // ids are its builder's). Single-threaded.
 class ShortKernelNames {
  public:
-  std::string_view Of(const Row& r) {
+  // Inline for a name seen before (nearly every row), out of line the first time.
+  [[gnu::always_inline]] std::string_view Of(const Row& r) {
     if (r.type != RowType::kKernel) return r.name;
-    if (r.name_id >= by_id_.size()) by_id_.resize(r.name_id + 1);
-    std::optional<std::string>& name = by_id_[r.name_id];
-    if (!name) {
-      const bool raw = !r.raw_name.empty() && r.name == r.raw_name;
-      name = ShortKernelName(raw ? Demangle(std::string(r.raw_name)) : r.name);
-    }
-    return *name;
+    if (r.name_id < by_id_.size() && by_id_[r.name_id]) return *by_id_[r.name_id];
+    return First(r);
   }
   void Clear() { by_id_.clear(); }
 
  private:
+  [[gnu::noinline]] std::string_view First(const Row& r) {
+    if (r.name_id >= by_id_.size()) by_id_.resize(r.name_id + 1);
+    std::optional<std::string>& name = by_id_[r.name_id];
+    const bool raw = !r.raw_name.empty() && r.name == r.raw_name;
+    name = ShortKernelName(raw ? Demangle(std::string(r.raw_name)) : r.name);
+    return *name;
+  }
   std::vector<std::optional<std::string>> by_id_;
 };
 
