@@ -134,12 +134,7 @@ Expected<std::unique_ptr<SqliteSink>> SqliteSink::Create(const std::string& path
       }
       unlink(made.c_str());
     }
-    sqlite3_stmt* s = nullptr;
-    int64_t page_size = 0;
-    if (sqlite3_prepare_v2(main.db, "PRAGMA page_size", -1, &s, nullptr) == SQLITE_OK &&
-        sqlite3_step(s) == SQLITE_ROW)
-      page_size = sqlite3_column_int64(s, 0);
-    sqlite3_finalize(s);
+    const int64_t page_size = main.PragmaInt("PRAGMA page_size");
     // Reserved bytes and the schema format are SQLite's defaults for a new database (0, and 4);
     // Finish checks them against the header.
     main.pages = std::make_unique<SqliteTablePages>(main.pages_fd, main.runs_fd,

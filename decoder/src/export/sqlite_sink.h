@@ -190,6 +190,7 @@ class SqliteSink {
     bool IndexForPages(const nsys::Index& index);  // creates it empty for `pages` if it can
     bool Open(const std::string& file);  // and the pragmas, cupmon_batch and the transaction
     bool Exec(const std::string& sql);
+    int64_t PragmaInt(const char* pragma);  // "PRAGMA page_size" and the like; 0 if it fails
     void Fail(const std::string& what);
     bool PrepareInsert(int table);  // its SELECT list, and the statement of shape 0
     sqlite3_stmt* InsertFor(int table, uint32_t shape);  // prepared on first use (shape 0: full)

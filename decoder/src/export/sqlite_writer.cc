@@ -180,6 +180,15 @@ bool SqliteSink::Conn::Exec(const std::string& sql) {
   return true;
 }
 
+int64_t SqliteSink::Conn::PragmaInt(const char* pragma) {
+  sqlite3_stmt* s = nullptr;
+  int64_t value = 0;
+  if (sqlite3_prepare_v2(db, pragma, -1, &s, nullptr) == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW)
+    value = sqlite3_column_int64(s, 0);
+  sqlite3_finalize(s);
+  return value;
+}
+
 bool SqliteSink::Conn::IndexForPages(const nsys::Index& index) {
   int table = -1;
   for (int t = 0; t < kTableCount; ++t)
@@ -210,14 +219,9 @@ std::vector<std::string> SqliteSink::PagedIndexes() const {
 bool SqliteSink::Conn::MovePagesIn() {
   if (!Exec("COMMIT")) return false;
   // Where the pages go: after the database's last page, and into each table's root page.
-  uint32_t page_count = 0;
+  const auto page_count = static_cast<uint32_t>(PragmaInt("PRAGMA page_count"));
   std::map<std::string, uint32_t> roots;
   sqlite3_stmt* s = nullptr;
-  if (sqlite3_prepare_v2(db, "PRAGMA page_count", -1, &s, nullptr) == SQLITE_OK &&
-      sqlite3_step(s) == SQLITE_ROW)
-    page_count = static_cast<uint32_t>(sqlite3_column_int64(s, 0));
-  sqlite3_finalize(s);
-  s = nullptr;
   constexpr const char* kRoots =
       "SELECT name, rootpage FROM sqlite_master WHERE type IN ('table', 'index')";
   if (sqlite3_prepare_v2(db, kRoots, -1, &s, nullptr) == SQLITE_OK) {
