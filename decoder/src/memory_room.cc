@@ -22,16 +22,16 @@ std::string ReadSmallFile(const std::string& path) {
   return in ? text.str() : std::string();
 }
 
-// The memory cgroup directories of this process, innermost first: cgroup v2 ("0::/path" in
-// /proc/self/cgroup, the unified hierarchy at /sys/fs/cgroup) and v1 ("N:memory:/path", or memory
-// among other controllers, at /sys/fs/cgroup/memory), with the names of their limit and usage
+// The memory cgroup directories named in `self_cgroup` (the text of /proc/self/cgroup), innermost
+// first: cgroup v2 ("0::/path", the unified hierarchy at `root`) and v1 ("N:memory:/path", or
+// memory among other controllers, at `root`/memory), with the names of their limit and usage
 // files; each directory's parents follow it up to the hierarchy's root.
 struct CgroupFiles {
   std::string dir, limit, usage;
 };
-std::vector<CgroupFiles> CgroupDirs() {
+std::vector<CgroupFiles> CgroupDirs(const std::string& self_cgroup, const std::string& root_dir) {
   std::vector<CgroupFiles> out;
-  std::istringstream lines(ReadSmallFile("/proc/self/cgroup"));
+  std::istringstream lines(self_cgroup);
   std::string line;
   while (std::getline(lines, line)) {
     const size_t first = line.find(':'), second = line.find(':', first + 1);
@@ -40,11 +40,11 @@ std::vector<CgroupFiles> CgroupDirs() {
     const std::string path = line.substr(second + 1);
     std::string root, limit, usage;
     if (line.rfind("0::", 0) == 0) {
-      root = "/sys/fs/cgroup";
+      root = root_dir;
       limit = "memory.max";
       usage = "memory.current";
     } else if (controllers.find(",memory,") != std::string::npos) {
-      root = "/sys/fs/cgroup/memory";
+      root = root_dir + "/memory";
       limit = "memory.limit_in_bytes";
       usage = "memory.usage_in_bytes";
     } else {
@@ -78,14 +78,26 @@ uint64_t CgroupRoom(const std::string& max, const std::string& current) {
   return limit > used ? limit - used : 1;  // 1: none left, yet known
 }
 
+namespace {
+// `room` lowered to `other` when `other` is known (not 0) and tighter.
+void Tighter(uint64_t* room, uint64_t other) {
+  if (other) *room = *room ? std::min(*room, other) : other;
+}
+}  // namespace
+
+uint64_t CgroupsRoom(const std::string& self_cgroup, const std::string& root) {
+  uint64_t room = 0;
+  for (const CgroupFiles& c : CgroupDirs(self_cgroup, root))
+    Tighter(&room,
+            CgroupRoom(ReadSmallFile(c.dir + "/" + c.limit), ReadSmallFile(c.dir + "/" + c.usage)));
+  return room;
+}
+
 uint64_t MemoryRoom() {
   uint64_t room = MeminfoAvailable(ReadSmallFile("/proc/meminfo"));
-  const auto tighter = [&room](uint64_t other) {
-    if (other) room = room ? std::min(room, other) : other;
-  };
+  const auto tighter = [&room](uint64_t other) { Tighter(&room, other); };
   // The cgroup and those above it: the tightest limit counts.
-  for (const CgroupFiles& c : CgroupDirs())
-    tighter(CgroupRoom(ReadSmallFile(c.dir + "/" + c.limit), ReadSmallFile(c.dir + "/" + c.usage)));
+  tighter(CgroupsRoom(ReadSmallFile("/proc/self/cgroup"), "/sys/fs/cgroup"));
   // The address-space limit (ulimit -v) against what the process maps now.
   rlimit as{};
   if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY) {

@@ -137,6 +137,10 @@ class OrderedParallel {
 uint64_t MemoryRoom();
 uint64_t MeminfoAvailable(const std::string& meminfo);                 // 0: no MemAvailable line
 uint64_t CgroupRoom(const std::string& max, const std::string& current);  // 0: no limit or unknown
+// The least room of the memory cgroups that `self_cgroup` (the text of /proc/self/cgroup) names
+// and those above them, their files read under `root` (/sys/fs/cgroup; v1's at root/memory); 0
+// when none is limited or known.
+uint64_t CgroupsRoom(const std::string& self_cgroup, const std::string& root);
 
 // Ranks a merged report reads at once (ReportOptions::jobs; 0 chooses): as many as the CPUs hold
 // reads of `threads_per_read` threads (DecodeThreads()), at most kMaxRankJobs and the ranks: 8 on

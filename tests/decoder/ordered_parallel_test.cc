@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <optional>
@@ -20,6 +21,7 @@
 #include <vector>
 
 #include "cupmon/decoder/reports.h"
+#include "test_util.h"
 
 namespace cupmon::decoder {
 namespace {
@@ -171,6 +173,43 @@ TEST(RankJobsTest, MemoryRoomReadsMeminfoAndCgroupLimits) {
   EXPECT_EQ(CgroupRoom("9223372036854771712\n", "5926756352\n"), 0u);  // v1: no limit
   // This machine's: /proc/meminfo has MemAvailable on every kernel since 3.14.
   EXPECT_GT(MemoryRoom(), 0u);
+}
+
+// Writes `text` to `dir`/`name`, making `dir` first.
+void WriteFileIn(const std::string& dir, const std::string& name, const std::string& text) {
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/" + name) << text;
+}
+
+TEST(RankJobsTest, TheTightestCgroupOnTheWayUpBoundsTheRoom) {
+  testing::TempDir root;
+  const std::string r = root.path();
+  // cgroup v2: the process's cgroup has no limit, its parent leaves 700, the grandparent 900.
+  WriteFileIn(r + "/job/step/task", "memory.max", "max\n");
+  WriteFileIn(r + "/job/step/task", "memory.current", "5000\n");
+  WriteFileIn(r + "/job/step", "memory.max", "1000\n");
+  WriteFileIn(r + "/job/step", "memory.current", "300\n");
+  WriteFileIn(r + "/job", "memory.max", "2000\n");
+  WriteFileIn(r + "/job", "memory.current", "1100\n");
+  EXPECT_EQ(CgroupsRoom("0::/job/step/task\n", r), 700u);
+  // v1: the memory controller's hierarchy under root/memory, memory among other controllers;
+  // the other controllers' lines are not read.
+  WriteFileIn(r + "/memory/batch/42", "memory.limit_in_bytes", "4096\n");
+  WriteFileIn(r + "/memory/batch/42", "memory.usage_in_bytes", "1024\n");
+  WriteFileIn(r + "/memory/batch", "memory.limit_in_bytes", "9223372036854771712\n");  // none
+  WriteFileIn(r + "/memory/batch", "memory.usage_in_bytes", "8192\n");
+  EXPECT_EQ(CgroupsRoom("12:cpu,cpuacct:/other\n7:pids,memory:/batch/42\n", r), 3072u);
+  // Both (a hybrid layout): the least of them.
+  EXPECT_EQ(CgroupsRoom("7:memory:/batch/42\n0::/job/step/task\n", r), 700u);
+  // Over its limit already: known, and none left.
+  WriteFileIn(r + "/full", "memory.max", "100\n");
+  WriteFileIn(r + "/full", "memory.current", "150\n");
+  EXPECT_EQ(CgroupsRoom("0::/full\n", r), 1u);
+  // Nothing known: no limit anywhere, cgroups that are not there, the root cgroup, no text.
+  EXPECT_EQ(CgroupsRoom("0::/job/step/task\n", r + "/elsewhere"), 0u);
+  EXPECT_EQ(CgroupsRoom("0::/\n", r), 0u);
+  EXPECT_EQ(CgroupsRoom("3:cpu:/job\n", r), 0u);
+  EXPECT_EQ(CgroupsRoom("", r), 0u);
 }
 
 TEST(RankJobsTest, AnAddressSpaceLimitBoundsTheRoom) {
