@@ -46,7 +46,8 @@ class ReorderStage {
   };
   // A run of held keys in (start, arrival) order.
   using KeyRun = GrowingRing<Key>;
-  static constexpr size_t kRuns = 8;  // at most 32: used_ has a bit per run
+  static constexpr size_t kRuns = 8;
+  static_assert(kRuns < 32, "used_ has a bit per run, and Add forms the mask of all of them");
 
   // The slot the next row takes: the one freed last (still in the cache), else a new one, the
   // slots grown first when all are in use. Claim and Add agree on it, so a claimed row is added

@@ -98,8 +98,8 @@ inline constexpr char kDigitPairs[201] =
 // Wall-clock nanoseconds (19 digits) written one after another share their leading digits, as
 // the rows' times are close: the digits above the last eight are kept with the value they stand
 // for, and a time with the same leading part is written as one 16-byte copy of them and eight
-// digits (about half of FormatUint's instructions for a 19-digit number). The same text as
-// PutIntAt for every value; at most 21 bytes, and 24 bytes at `p` must be writable.
+// digits. The same text as PutIntAt for every value; at most 21 bytes written at `p` (the
+// 16-byte copy included).
 class LeadingDigits {
  public:
   [[gnu::always_inline]] char* Put(char* p, int64_t v) {
