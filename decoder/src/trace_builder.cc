@@ -497,7 +497,8 @@ void TraceBuilder::EmitInto(const Pending& p, Row& row) {
           row.api_wall_end = clock_.ToWall(e->api_end);
         }
       }
-      row.api_name = names_->NameOf(names_->ApiNameId(e->api_kind, e->cbid));
+      row.api_name_id = names_->ApiNameId(e->api_kind, e->cbid);
+      row.api_name = names_->NameOf(row.api_name_id);
       if (row.api_valid_time && ranges_->labels_any() && !reuse_row_) {
         if (auto label = ranges_->Innermost(e->pid, e->tid, e->api_start))
           row.range = names_->NameOf(*label);

@@ -15,7 +15,6 @@ void CsvSink::Begin(const Recording& recording, const Rank* rank) {
   rank_ = rank;
   short_names_.Clear();
   quote_free_.clear();
-  plain_api_ = {};
   recording_ = RecordingIdText(recording.id);
   if (!header_done_) {
     // launched_before_window, short_name: added last so that positional readers still work.
@@ -27,13 +26,12 @@ void CsvSink::Begin(const Recording& recording, const Rank* rank) {
   }
 }
 
-uint8_t CsvSink::QuoteFree(const Row& r) {
-  if (r.name_id >= quote_free_.size()) quote_free_.resize(r.name_id + 1, kUnknown);
-  uint8_t& known = quote_free_[r.name_id];
+uint8_t CsvSink::QuoteFree(uint32_t id, std::string_view name, const Row* kernel) {
+  if (id >= quote_free_.size()) quote_free_.resize(id + 1, kUnknown);
+  uint8_t& known = quote_free_[id];
   if (known == kUnknown) {
-    known = OutBuf::HasQuote(r.name) ? 0 : kNameQuoteFree;
-    if (r.type == RowType::kKernel && !OutBuf::HasQuote(short_names_.Of(r)))
-      known |= kShortQuoteFree;
+    known = OutBuf::HasQuote(name) ? 0 : kNameQuoteFree;
+    if (kernel && !OutBuf::HasQuote(short_names_.Of(*kernel))) known |= kShortQuoteFree;
   }
   return known;
 }
@@ -75,15 +73,13 @@ void CsvSink::Write(const Row& r) {
   *p++ = ',';
   out_.Commit(p);
   // name,api_name,
-  const uint8_t quote_free = QuoteFree(r);
+  const uint8_t quote_free = QuoteFree(r.name_id, r.name, kernel ? &r : nullptr);
   if (quote_free & kNameQuoteFree) out_.CsvPlain(r.name, ',');
   else out_.Csv(r.name) << ',';
-  if (r.api_name.empty() || SameView(r.api_name, plain_api_)) {
+  if (r.api_name.empty() || QuoteFree(r.api_name_id, r.api_name, nullptr) & kNameQuoteFree)
     out_.CsvPlain(r.api_name, ',');
-  } else {
-    if (!OutBuf::HasQuote(r.api_name)) plain_api_ = r.api_name;
+  else
     out_.Csv(r.api_name) << ',';
-  }
   // api_start_ns,api_end_ns,pid,tid,return_value,bytes,grid,block,registers,
   out_.Reserve(kFixedRoom);
   p = out_.Cursor();

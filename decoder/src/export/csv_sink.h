@@ -28,10 +28,11 @@ class CsvSink {
   void Close() { out_.Flush(); }
 
  private:
-  // Whether the row's name (kNameQuoteFree) and a kernel's short name (kShortQuoteFree) hold no
-  // double quote, found once per name id: kernel names run to kilobytes.
+  // Whether a name (kNameQuoteFree) and, for a kernel's, its short name (kShortQuoteFree) hold
+  // no double quote, found once per name id: kernel names run to kilobytes. `kernel`: the row
+  // whose short name to check, null for a name that has none (an API name).
   static constexpr uint8_t kNameQuoteFree = 1, kShortQuoteFree = 2, kUnknown = 0x80;
-  uint8_t QuoteFree(const Row& r);
+  uint8_t QuoteFree(uint32_t id, std::string_view name, const Row* kernel);
 
   OutBuf out_;
   const Rank* rank_ = nullptr;
@@ -40,9 +41,6 @@ class CsvSink {
   ShortKernelNames short_names_;
   LeadingDigits times_;  // the wall-clock times
   std::vector<uint8_t> quote_free_;  // by name id; kUnknown: not seen yet
-  // The API name last found without a double quote: a view into the builder's names, the same
-  // storage for each row of one rank (SameView), forgotten at Begin.
-  std::string_view plain_api_;
 };
 
 }  // namespace cupmon::decoder

@@ -11,7 +11,6 @@ void JsonlSink::Begin(const Recording& recording, const Rank* rank) {
   rank_ = rank;
   short_names_.Clear();
   plain_.clear();
-  plain_api_ = {};
   recording_ = RecordingIdText(recording.id);
 }
 
@@ -43,13 +42,12 @@ void JsonlSink::Write(const Row& r) {
   out_.EndRow();
 }
 
-uint8_t JsonlSink::Plain(const Row& r) {
-  if (r.name_id >= plain_.size()) plain_.resize(r.name_id + 1, kUnknown);
-  uint8_t& known = plain_[r.name_id];
+uint8_t JsonlSink::Plain(uint32_t id, std::string_view name, const Row* kernel) {
+  if (id >= plain_.size()) plain_.resize(id + 1, kUnknown);
+  uint8_t& known = plain_[id];
   if (known == kUnknown) {
-    known = OutBuf::IsPlainJson(r.name) ? kNamePlain : 0;
-    if (r.type == RowType::kKernel && OutBuf::IsPlainJson(short_names_.Of(r)))
-      known |= kShortPlain;
+    known = OutBuf::IsPlainJson(name) ? kNamePlain : 0;
+    if (kernel && OutBuf::IsPlainJson(short_names_.Of(*kernel))) known |= kShortPlain;
   }
   return known;
 }
@@ -69,7 +67,7 @@ void JsonlSink::WriteActivity(const Row& r) {
   p = PutKeyUint(p, ",\"correlation_id\":", r.correlation);
   p = PutAt(p, ",\"name\":\"");
   out_.Commit(p);
-  const uint8_t plain = Plain(r);
+  const uint8_t plain = Plain(r.name_id, r.name, r.type == RowType::kKernel ? &r : nullptr);
   if (plain & kNamePlain) out_ << r.name;
   else out_.Json(r.name);
   if (r.type == RowType::kKernel) {
@@ -104,12 +102,8 @@ void JsonlSink::WriteActivity(const Row& r) {
     if (r.has_api) {
       p = PutAt(p, ",\"api\":{\"name\":\"");
       out_.Commit(p);
-      if (SameView(r.api_name, plain_api_)) {
-        out_ << r.api_name;
-      } else {
-        if (OutBuf::IsPlainJson(r.api_name)) plain_api_ = r.api_name;
-        out_.Json(r.api_name);
-      }
+      if (Plain(r.api_name_id, r.api_name, nullptr) & kNamePlain) out_ << r.api_name;
+      else out_.Json(r.api_name);
       out_.Reserve(kFixedRoom);
       p = out_.Cursor();
       p = PutKeyUint(p, "\",\"tid\":", r.api_tid);

@@ -29,10 +29,11 @@ class JsonlSink {
   void Close() { out_.Flush(); }
 
  private:
-  // Whether the row's name (kNamePlain) and a kernel's short name (kShortPlain) are JSON string
+  // Whether a name (kNamePlain) and, for a kernel's, its short name (kShortPlain) are JSON string
   // bodies as they are, found once per name id (kernel names run to kilobytes), not per row.
+  // `kernel`: the row whose short name to check, null for a name that has none (an API name).
   static constexpr uint8_t kNamePlain = 1, kShortPlain = 2, kUnknown = 0x80;
-  uint8_t Plain(const Row& r);
+  uint8_t Plain(uint32_t id, std::string_view name, const Row* kernel);
   void WriteActivity(const Row& r);  // a GPU activity or API call
   void WriteRange(const Row& r);
   void WriteMemory(const Row& r);
@@ -43,9 +44,6 @@ class JsonlSink {
   ShortKernelNames short_names_;
   LeadingDigits times_;  // the wall-clock times
   std::vector<uint8_t> plain_;  // by name id; kUnknown: not seen yet
-  // The API name last found plain (OutBuf::IsPlainJson): a view into the builder's names, the
-  // same storage for each row of one rank (SameView), forgotten at Begin.
-  std::string_view plain_api_;
 };
 
 }  // namespace cupmon::decoder

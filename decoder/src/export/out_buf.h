@@ -149,12 +149,6 @@ class LeadingDigits {
   return FormatUint(p, v[2]);
 }
 
-// True when `a` and `b` view the same bytes at the same address: a name the builder keeps (for a
-// rank, at one place) seen again, whose answers a writer may keep.
-inline bool SameView(std::string_view a, std::string_view b) {
-  return a.data() == b.data() && a.size() == b.size();
-}
-
 // The streaming sinks' output: rows are formatted into one large buffer (integers with
 // FormatUint, no per-row stream calls or temporary strings) that goes to the stream in ~1 MiB
 // writes. Everything a sink writes passes through here, so its order is kept.

@@ -36,6 +36,11 @@ struct Row {
   uint64_t bytes = 0;
   uint32_t copy_kind = 0, src_device = 0, dst_device = 0;
   uint8_t src_kind = 0, dst_kind = 0;  // memcpy: CUPTI memory kinds (CUpti_ActivityMemoryKind)
+  // API rows (beside the memcpy kinds, where the row has room): calls a kernel-launch join by
+  // correlation id must not find. `nested`, a driver call whose correlation id a runtime call
+  // also holds (the runtime made it); `duplicate`, a later record of one kind with a correlation
+  // id already held (counted in TraceCounts::duplicate_api_correlation, never joined).
+  bool nested = false, duplicate = false;
   uint32_t memset_value = 0;           // memset: the value set
   uint32_t name_id = 0;       // the builder's id for `name`: equal names, equal ids (see NameOf)
   std::string_view name;      // kernel (demangled unless --mangled), "[CUDA memcpy HtoD]", API name
@@ -56,11 +61,8 @@ struct Row {
   uint32_t pid = 0, tid = 0, return_value = 0, launched = 0;
   std::string_view launched_name;
   uint32_t cbid = 0;  // the CUPTI callback id
-  // Calls a kernel-launch join by correlation id must not find (still API rows): `nested`, a
-  // driver call whose correlation id a runtime call also holds (the runtime made it);
-  // `duplicate`, a later record of one kind with a correlation id already held (counted in
-  // TraceCounts::duplicate_api_correlation, never joined).
-  bool nested = false, duplicate = false;
+  // GPU rows with has_api: the builder's id for api_name (as name_id is for name).
+  uint32_t api_name_id = 0;
   // Synchronization rows: CUPTI's synchronization type, event id and event sync id, with context,
   // stream and correlation above (CUPTI_SYNCHRONIZATION_INVALID_VALUE where not applicable).
   uint32_t sync_type = 0, event_id = 0;
