@@ -95,9 +95,8 @@ uint64_t CgroupsRoom(const std::string& self_cgroup, const std::string& root) {
 
 uint64_t MemoryRoom() {
   uint64_t room = MeminfoAvailable(ReadSmallFile("/proc/meminfo"));
-  const auto tighter = [&room](uint64_t other) { Tighter(&room, other); };
   // The cgroup and those above it: the tightest limit counts.
-  tighter(CgroupsRoom(ReadSmallFile("/proc/self/cgroup"), "/sys/fs/cgroup"));
+  Tighter(&room, CgroupsRoom(ReadSmallFile("/proc/self/cgroup"), "/sys/fs/cgroup"));
   // The address-space limit (ulimit -v) against what the process maps now.
   rlimit as{};
   if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY) {
@@ -106,7 +105,7 @@ uint64_t MemoryRoom() {
     statm >> pages;
     const long page = sysconf(_SC_PAGESIZE);
     const uint64_t mapped = pages * static_cast<uint64_t>(page > 0 ? page : 4096);
-    tighter(as.rlim_cur > mapped ? as.rlim_cur - mapped : 1);
+    Tighter(&room, as.rlim_cur > mapped ? as.rlim_cur - mapped : 1);
   }
   return room;
 }
