@@ -47,6 +47,16 @@ uint32_t MakeDb(const std::string& path, int page_size, const std::vector<std::s
   return static_cast<uint32_t>(db.Int("PRAGMA page_count"));
 }
 
+// Moves `p`'s trees into the database at `path` (of `pages` pages, `roots` as MakeDb gave them)
+// and closes the leaves' file `fd`.
+void FinishInto(SqliteTablePages& p, const std::string& path, uint32_t pages,
+                const std::map<std::string, uint32_t>& roots, int fd) {
+  const int db_fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
+  ASSERT_TRUE(p.Finish(db_fd, pages, roots)) << p.error();
+  close(db_fd);
+  close(fd);
+}
+
 Column Cell(const char* name, int cell, bool not_null = false) {
   Column c;
   c.source = Column::kCell;
@@ -122,10 +132,7 @@ TEST(SqliteTablePagesTest, ThreeLevelsOfPagesReadBackThroughSqlite) {
   const int64_t one[] = {42};
   ASSERT_TRUE(p.Append(1, one, 1, 1));
   EXPECT_EQ(p.rows(0), static_cast<uint64_t>(kRows));
-  const int db_fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
-  ASSERT_TRUE(p.Finish(db_fd, pages, roots)) << p.error();
-  close(db_fd);
-  close(fd);
+  FinishInto(p, path, pages, roots, fd);
 
   Db db(path);
   EXPECT_EQ(db.Text("PRAGMA integrity_check"), "ok");
@@ -175,6 +182,96 @@ TEST(SqliteTablePagesTest, ThreeLevelsOfPagesReadBackThroughSqlite) {
   EXPECT_EQ(db.Int("SELECT COUNT(*) FROM t"), (kRows + 3000) / 2);
   EXPECT_EQ(db.Int("SELECT SUM(x) FROM one"), 85);
   EXPECT_EQ(db.Text("PRAGMA integrity_check"), "ok");
+}
+
+TEST(SqliteTablePagesTest, ConstantsAndNullsBeyondOneStepAreWrittenWhole) {
+  // Append encodes neighbouring NULLs and constants beforehand, in steps of at most 32 serial-type
+  // and 32 body bytes: here 40 NULLs in a row, texts of 0, 33 and 100 bytes, integer constants of
+  // every size, between cells. SQLite's own INSERT of the same rows into `ref` must give the same
+  // table, row by row.
+  TempDir dir;
+  const std::string path = dir.path() + "/t.sqlite";
+  std::string columns = "a INTEGER";
+  std::vector<Column> pages_columns{Cell("a", 0)};
+  std::vector<std::string> names{"a"};
+  std::vector<std::string> constants{"?1"};  // the INSERT's values; cells are ?1, ?2, ?3
+  const auto add = [&](const std::string& name, const std::string& type, Column c,
+                       const std::string& sql) {
+    columns += ", " + name + " " + type;
+    c.name = name;
+    pages_columns.push_back(c);
+    names.push_back(name);
+    constants.push_back(sql);
+  };
+  for (int i = 0; i < 40; ++i)
+    add("n" + std::to_string(i), "INTEGER", Const("", Column::kNull, 0), "NULL");
+  std::string hundred;
+  for (int i = 0; i < 10; ++i) hundred += "0123456789";
+  add("t100", "TEXT", Const("", Column::kText, 0, hundred), "'" + hundred + "'");
+  for (int i = 0; i < 16; ++i) {
+    const int64_t v = ValueOf(3 * i);  // the edges: every integer size, 0 and 1
+    add("k" + std::to_string(i), "INTEGER", Const("", Column::kInt, v), std::to_string(v));
+  }
+  add("b", "INTEGER", Cell("b", 1), "?2");
+  add("t0", "TEXT", Const("", Column::kText, 0, ""), "''");
+  add("n40", "INTEGER", Const("", Column::kNull, 0), "NULL");
+  add("t33", "TEXT", Const("", Column::kText, 0, hundred.substr(0, 33)),
+      "'" + hundred.substr(0, 33) + "'");
+  add("c", "INTEGER", Cell("c", 2), "?3");
+  std::map<std::string, uint32_t> roots;
+  const uint32_t pages =
+      MakeDb(path, 4096, {"CREATE TABLE t (" + columns + ")", "CREATE TABLE ref (" + columns + ")"},
+             &roots);
+  const int fd = open((dir.path() + "/leaves").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  ASSERT_GE(fd, 0);
+  SqliteTablePages p(fd, -1, 4096, 0, true);
+  ASSERT_TRUE(p.SetTable(0, "t", pages_columns)) << p.error();
+  constexpr int64_t kRows = 3'000;
+  std::vector<int64_t> cells;
+  for (int64_t i = 0; i < kRows; ++i) {
+    cells.push_back(ValueOf(i));
+    cells.push_back(i % 7 == 0 ? SqliteTablePages::kNullCell : -ValueOf(i + 1));
+    cells.push_back(i);
+  }
+  ASSERT_TRUE(p.Append(0, cells.data(), kRows, 3)) << p.error();
+  FinishInto(p, path, pages, roots, fd);
+
+  Db db(path);
+  EXPECT_EQ(db.Text("PRAGMA integrity_check"), "ok");
+  std::string values;
+  for (const std::string& v : constants) values += (values.empty() ? "" : ", ") + v;
+  sqlite3* raw = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &raw), SQLITE_OK);
+  sqlite3_stmt* s = nullptr;
+  ASSERT_EQ(
+      sqlite3_prepare_v2(raw, ("INSERT INTO ref VALUES (" + values + ")").c_str(), -1, &s, nullptr),
+      SQLITE_OK)
+      << sqlite3_errmsg(raw);
+  ASSERT_EQ(sqlite3_exec(raw, "BEGIN", nullptr, nullptr, nullptr), SQLITE_OK);
+  for (int64_t i = 0; i < kRows; ++i) {
+    for (int k = 0; k < 3; ++k) {
+      const int64_t v = cells[static_cast<size_t>(3 * i + k)];
+      if (v == SqliteTablePages::kNullCell)
+        sqlite3_bind_null(s, k + 1);
+      else
+        sqlite3_bind_int64(s, k + 1, v);
+    }
+    ASSERT_EQ(sqlite3_step(s), SQLITE_DONE);
+    sqlite3_reset(s);
+  }
+  sqlite3_finalize(s);
+  ASSERT_EQ(sqlite3_exec(raw, "COMMIT", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(raw);
+  EXPECT_EQ(db.Int("SELECT COUNT(*) FROM t"), kRows);
+  // Row by row and column by column, by value and by storage class (typeof).
+  std::string typed;
+  for (const std::string& n : names)
+    typed += (typed.empty() ? "" : ", ") + n + ", typeof(" + n + ")";
+  const std::string both = "SELECT rowid, " + typed + " FROM ";
+  EXPECT_EQ(db.Int("SELECT COUNT(*) FROM (" + both + "t EXCEPT " + both + "ref)"), 0);
+  EXPECT_EQ(db.Int("SELECT COUNT(*) FROM (" + both + "ref EXCEPT " + both + "t)"), 0);
+  EXPECT_EQ(db.Text("SELECT t100 || t0 || t33 FROM t WHERE rowid = 77"),
+            hundred + hundred.substr(0, 33));
 }
 
 TEST(SqliteTablePagesTest, IndexesMergedFromRunsAreTheIndexesSqliteWouldBuild) {

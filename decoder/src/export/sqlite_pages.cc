@@ -22,6 +22,7 @@ constexpr size_t kMaxIndexPayload = 3 + 8 + 8;  // header (size, two serial type
 constexpr size_t kLeafHeader = 8;
 constexpr size_t kInteriorHeader = 12;
 constexpr size_t kMaxVarint = 9;
+constexpr size_t kFixedBytes = 32;  // a fixed step's most serial-type bytes, and body bytes
 
 // SQLite's varint: big-endian groups of seven bits, the high bit set on all but the last byte; a
 // ninth byte carries eight bits.
@@ -138,14 +139,16 @@ struct SqliteTablePages::Table {
   int64_t next_rowid = 1;
   std::vector<uint8_t> record;  // one row's cell, built before it is placed
   std::vector<Index*> indexes;
-  // The columns as Append encodes them: runs of NULLs at once, constants encoded beforehand.
+  // The columns as Append encodes them. Neighbouring NULLs and constants are encoded beforehand
+  // into one kFixed step of up to kFixedBytes serial-type bytes and body bytes (more: the next
+  // step), each copied as kFixedBytes bytes whatever its size (`record` has room after both).
   struct Step {
-    enum Kind : uint8_t { kNulls, kConstant, kCell } kind = kNulls;
-    bool not_null = false;
-    uint8_t nulls = 0;                  // kNulls: how many
+    enum Kind : uint8_t { kFixed, kCell } kind = kFixed;
+    bool not_null = false;                  // kCell
+    uint8_t types_size = 0, body_size = 0;  // kFixed
     int cell = 0;                       // kCell
     const std::string* name = nullptr;  // kCell: the column's, for the NOT NULL message
-    std::string types, body;            // kConstant: its serial type and body bytes
+    uint8_t types[kFixedBytes] = {}, body[kFixedBytes] = {};  // kFixed
   };
   std::vector<Step> steps;
 };
@@ -200,37 +203,52 @@ bool SqliteTablePages::SetTable(int id, const std::string& name, std::vector<Col
     return Fail("the rows of " + name + " may not fit a page of " + std::to_string(page_size_) +
                 " bytes");
   t->columns = std::move(columns);
+  using Step = Table::Step;
+  // The fixed step that `types` and `body` bytes go into: the last step, or a new one.
+  const auto fixed_for = [&](size_t types, size_t body) -> Step& {
+    if (t->steps.empty() || t->steps.back().kind != Step::kFixed ||
+        t->steps.back().types_size + types > kFixedBytes ||
+        t->steps.back().body_size + body > kFixedBytes)
+      t->steps.emplace_back();
+    return t->steps.back();
+  };
   for (const Column& c : t->columns) {
-    using Step = Table::Step;
-    if (c.source == Column::kNull) {
-      if (t->steps.empty() || t->steps.back().kind != Step::kNulls || t->steps.back().nulls == 255)
-        t->steps.push_back(Step{});
-      ++t->steps.back().nulls;
-      continue;
-    }
-    Step& st = t->steps.emplace_back();
     if (c.source == Column::kCell) {
+      Step& st = t->steps.emplace_back();
       st.kind = Step::kCell;
       st.cell = c.cell;
       st.not_null = c.not_null;
       st.name = &c.name;  // t->columns does not change from here on
       continue;
     }
-    st.kind = Step::kConstant;
-    uint8_t scratch[kMaxVarint + 8];
-    if (c.source == Column::kText) {
-      st.types.assign(reinterpret_cast<const char*>(scratch),
-                      PutVarint(scratch, 13 + 2 * uint64_t{c.text.size()}));
-      st.body = c.text;
+    uint8_t types[kMaxVarint], body[kMaxVarint + 8];
+    size_t types_size = 1;
+    const uint8_t* body_bytes = body;
+    size_t body_size = 0;
+    if (c.source == Column::kNull) {
+      types[0] = 0;
+    } else if (c.source == Column::kInt) {
+      body_size = static_cast<size_t>(PutInt(types, body, c.value, small_ints_) - body);
     } else {
-      uint8_t type = 0;
-      const uint8_t* end = PutInt(&type, scratch, c.value, small_ints_);
-      st.types.assign(1, static_cast<char>(type));
-      st.body.assign(reinterpret_cast<const char*>(scratch), static_cast<size_t>(end - scratch));
+      types_size = PutVarint(types, 13 + 2 * uint64_t{c.text.size()});
+      body_bytes = reinterpret_cast<const uint8_t*>(c.text.data());
+      body_size = c.text.size();
+    }
+    for (size_t at = 0; at == 0 || at < body_size; at += kFixedBytes) {  // a long text: in parts
+      const size_t part = std::min(kFixedBytes, body_size - at);
+      Step& st = fixed_for(at == 0 ? types_size : 0, part);
+      if (at == 0) {
+        std::memcpy(st.types + st.types_size, types, types_size);
+        st.types_size = static_cast<uint8_t>(st.types_size + types_size);
+      }
+      std::memcpy(st.body + st.body_size, body_bytes + at, part);
+      st.body_size = static_cast<uint8_t>(st.body_size + part);
     }
   }
-  // Eight bytes of slack after the body: an integer is stored as eight bytes, then cut.
-  t->record.resize(2 * kMaxVarint + most + 8);
+  // The record: room for the cell's three varints, the serial types and the body; after each of
+  // the last two, kFixedBytes of slack (a fixed step's copy; an integer's eight-byte store).
+  t->record.resize(3 * kMaxVarint + kMaxVarint * t->columns.size() + kFixedBytes + most +
+                   kFixedBytes);
   t->leaf.assign(page_size_, 0);
   t->first.assign(page_size_, 0);
   t->content = usable_;
@@ -361,35 +379,27 @@ bool SqliteTablePages::Append(int id, const int64_t* cells, size_t rows, int str
   // largest header.
   uint8_t* const base = t.record.data();
   uint8_t* const types = base + 3 * kMaxVarint;
-  uint8_t* const body = types + kMaxVarint * ncols;
+  uint8_t* const body = types + kMaxVarint * ncols + kFixedBytes;
   for (size_t r = 0; r < rows; ++r) {
     const int64_t* row = cells + r * static_cast<size_t>(stride);
     uint8_t* tp = types;
     uint8_t* bp = body;
     for (const Table::Step& st : t.steps) {
-      switch (st.kind) {
-        case Table::Step::kNulls:
-          std::memset(tp, 0, st.nulls);
-          tp += st.nulls;
-          break;
-        case Table::Step::kConstant:
-          std::memcpy(tp, st.types.data(), st.types.size());
-          tp += st.types.size();
-          std::memcpy(bp, st.body.data(), st.body.size());
-          bp += st.body.size();
-          break;
-        case Table::Step::kCell: {
-          const int64_t v = row[st.cell];
-          if (v == kNullCell) {
-            if (st.not_null)
-              return Fail("writing " + t.name + ": NOT NULL constraint failed: " + t.name + "." +
-                          *st.name);
-            *tp++ = 0;
-          } else {
-            bp = PutInt(tp++, bp, v, small_ints_);
-          }
-          break;
-        }
+      if (st.kind == Table::Step::kFixed) {
+        std::memcpy(tp, st.types, kFixedBytes);
+        tp += st.types_size;
+        std::memcpy(bp, st.body, kFixedBytes);
+        bp += st.body_size;
+        continue;
+      }
+      const int64_t v = row[st.cell];
+      if (v == kNullCell) {
+        if (st.not_null)
+          return Fail("writing " + t.name + ": NOT NULL constraint failed: " + t.name + "." +
+                      *st.name);
+        *tp++ = 0;
+      } else {
+        bp = PutInt(tp++, bp, v, small_ints_);
       }
     }
     const size_t types_size = static_cast<size_t>(tp - types);
