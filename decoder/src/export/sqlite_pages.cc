@@ -267,6 +267,9 @@ bool SqliteTablePages::SetIndex(int id, const std::string& name, const std::stri
   auto x = std::make_unique<Index>();
   x->name = name;
   x->cell = c->cell;
+  // Room for a run at once (address space: its pages are touched only as entries arrive), rather
+  // than grown by copies up to it.
+  x->buffer.reserve(run_entries_);
   t.indexes.push_back(x.get());
   indexes_.push_back(std::move(x));
   return true;
@@ -562,19 +565,25 @@ bool SqliteTablePages::Finish(int db_fd, uint32_t db_pages,
 // divider), and the dividers are built into interior pages level by level as the tables' are.
 bool SqliteTablePages::BuildIndex(Index& x, int db_fd, uint64_t root_at, uint32_t* next_page) {
   SortEntries(x.buffer);
-  // The sources: each run through a buffer of its own, and the memory buffer.
+  // The sources: each run through its part of read_buf_, and the memory buffer.
   struct Source {
     const Entry* at = nullptr;
     const Entry* end = nullptr;
     uint64_t next = 0, left = 0;  // the rest of the run in runs_fd_: byte offset, entries
-    std::vector<Entry> buf;
+    Entry* buf = nullptr;
   };
   std::vector<Source> sources(x.runs.size() + 1);
   const size_t per_run = std::max<size_t>(
       1024, (size_t{32} << 20) / sizeof(Entry) / std::max<size_t>(1, x.runs.size()));
+  // One block for every index, left uninitialized: a block per index (zeroed, and returned to the
+  // system after each) cost a page fault per 4 KiB again for each index.
+  if (read_buf_size_ < per_run * x.runs.size()) {
+    read_buf_size_ = per_run * x.runs.size();
+    read_buf_.reset(new Entry[read_buf_size_]);
+  }
   const auto refill = [&](Source& src) {
-    const size_t n = static_cast<size_t>(std::min<uint64_t>(src.left, src.buf.size()));
-    auto* bytes = reinterpret_cast<uint8_t*>(src.buf.data());
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(src.left, per_run));
+    auto* bytes = reinterpret_cast<uint8_t*>(src.buf);
     size_t done = 0;
     while (done < n * sizeof(Entry)) {
       const ssize_t got = pread(runs_fd_, bytes + done, n * sizeof(Entry) - done,
@@ -587,14 +596,14 @@ bool SqliteTablePages::BuildIndex(Index& x, int db_fd, uint64_t root_at, uint32_
     }
     src.next += n * sizeof(Entry);
     src.left -= n;
-    src.at = src.buf.data();
+    src.at = src.buf;
     src.end = src.at + n;
     return true;
   };
   for (size_t i = 0; i < x.runs.size(); ++i) {
     sources[i].next = x.runs[i].first;
     sources[i].left = x.runs[i].second;
-    sources[i].buf.resize(per_run);
+    sources[i].buf = read_buf_.get() + i * per_run;
     if (!refill(sources[i])) return false;
   }
   sources.back().at = x.buffer.data();

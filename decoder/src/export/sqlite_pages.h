@@ -20,9 +20,9 @@
 // rows are integers and short constants). Memory: a page or two per table, 16 bytes per leaf (a
 // day of history at 10k kernels/s: about a million leaves), and per index up to kRunEntries
 // entries (16 MiB) while rows arrive; at Finish a read buffer per run (32 MiB in all up to 2,048
-// runs) and about 30 bytes per index leaf. Disk: the leaves once (copied out, then freed) and
-// 16 bytes per index entry.
-// Single-threaded: the connection's owner calls it.
+// runs, one block that every index reuses) and about 30 bytes per index leaf. Disk: the leaves once
+// (copied out, then freed) and 16 bytes per index entry. Single-threaded: the connection's owner
+// calls it.
 #pragma once
 
 #include <cstdint>
@@ -100,6 +100,8 @@ class SqliteTablePages {
   uint32_t leaves_ = 0;    // pages written to fd_
   uint64_t runs_end_ = 0;  // bytes written to runs_fd_
   size_t run_entries_ = kRunEntries;
+  std::unique_ptr<Entry[]> read_buf_;  // BuildIndex's buffers for reading the runs back
+  size_t read_buf_size_ = 0;           // entries
   std::unique_ptr<Table> tables_[kMaxTables];
   std::vector<std::unique_ptr<Index>> indexes_;
   std::string error_;
