@@ -278,87 +278,93 @@ TEST(SqliteTablePagesTest, IndexesMergedFromRunsAreTheIndexesSqliteWouldBuild) {
   // Two indexes on one table, built from sorted runs of 1,000 entries (spilled to a file) and
   // merged: values out of order, repeated, negative, NULL. integrity_check compares every
   // index entry with its row; the queries search through each index.
-  TempDir dir;
-  const std::string path = dir.path() + "/t.sqlite";
-  std::map<std::string, uint32_t> roots;
-  const uint32_t pages =
-      MakeDb(path, 512,
-             {"CREATE TABLE t (a INTEGER, b INTEGER NOT NULL, c INTEGER)",
-              "CREATE TABLE small (x INTEGER)", "CREATE INDEX t_a ON t (a)",
-              "CREATE INDEX t_b ON t (b)", "CREATE INDEX small_x ON small (x)",
-              "CREATE TABLE empty (x INTEGER)", "CREATE INDEX empty_x ON empty (x)"},
-             &roots);
-  const int fd = open((dir.path() + "/leaves").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  const int runs = open((dir.path() + "/runs").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  ASSERT_GE(runs, 0);
-  SqliteTablePages p(fd, runs, 512, 0, true);
-  p.set_run_entries(1000);
-  ASSERT_TRUE(p.SetTable(0, "t", {Cell("a", 0), Cell("b", 1, true), Cell("c", 2)}));
-  ASSERT_TRUE(p.SetTable(1, "small", {Cell("x", 0)}));
-  ASSERT_TRUE(p.SetTable(2, "empty", {Cell("x", 0)}));
-  ASSERT_TRUE(p.SetIndex(0, "t_a", "a"));
-  ASSERT_TRUE(p.SetIndex(0, "t_b", "b"));
-  ASSERT_TRUE(p.SetIndex(1, "small_x", "x"));
-  ASSERT_TRUE(p.SetIndex(2, "empty_x", "x"));
-  constexpr int64_t kRows = 20'000;
-  uint64_t state = 88172645463325252u;  // xorshift64: the same rows every run
-  std::vector<int64_t> cells;
-  std::map<int64_t, int64_t> b_counts;
-  for (int64_t i = 0; i < kRows; ++i) {
-    state ^= state << 13;
-    state ^= state >> 7;
-    state ^= state << 17;
-    const int64_t r = static_cast<int64_t>(state % 5000) - 2500;
-    cells.push_back(i % 11 == 0 ? SqliteTablePages::kNullCell : ValueOf(r + 2500));  // a
-    cells.push_back(r);                                                              // b
-    cells.push_back(i);                                                              // c
-    ++b_counts[r];
-  }
-  for (size_t at = 0; at < cells.size(); at += 3 * 777) {
-    const size_t n = std::min<size_t>(777, (cells.size() - at) / 3);
-    ASSERT_TRUE(p.Append(0, cells.data() + at, n, 3)) << p.error();
-  }
-  const int64_t small[] = {3, SqliteTablePages::kNullCell, 1};
-  ASSERT_TRUE(p.Append(1, small, 3, 1));
-  const int db_fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
-  ASSERT_TRUE(p.Finish(db_fd, pages, roots)) << p.error();
-  close(db_fd);
-  close(runs);
-  close(fd);
+  // The runs are read back as Finish reads them (chunks of many entries), and 20 and 37 bytes at
+  // a time: entries cut by the reads.
+  for (const size_t read_bytes : {size_t{0}, size_t{20}, size_t{37}}) {
+    SCOPED_TRACE(read_bytes);
+    TempDir dir;
+    const std::string path = dir.path() + "/t.sqlite";
+    std::map<std::string, uint32_t> roots;
+    const uint32_t pages =
+        MakeDb(path, 512,
+               {"CREATE TABLE t (a INTEGER, b INTEGER NOT NULL, c INTEGER)",
+                "CREATE TABLE small (x INTEGER)", "CREATE INDEX t_a ON t (a)",
+                "CREATE INDEX t_b ON t (b)", "CREATE INDEX small_x ON small (x)",
+                "CREATE TABLE empty (x INTEGER)", "CREATE INDEX empty_x ON empty (x)"},
+               &roots);
+    const int fd = open((dir.path() + "/leaves").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    const int runs = open((dir.path() + "/runs").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    ASSERT_GE(runs, 0);
+    SqliteTablePages p(fd, runs, 512, 0, true);
+    p.set_run_entries(1000);
+    p.set_read_bytes(read_bytes);
+    ASSERT_TRUE(p.SetTable(0, "t", {Cell("a", 0), Cell("b", 1, true), Cell("c", 2)}));
+    ASSERT_TRUE(p.SetTable(1, "small", {Cell("x", 0)}));
+    ASSERT_TRUE(p.SetTable(2, "empty", {Cell("x", 0)}));
+    ASSERT_TRUE(p.SetIndex(0, "t_a", "a"));
+    ASSERT_TRUE(p.SetIndex(0, "t_b", "b"));
+    ASSERT_TRUE(p.SetIndex(1, "small_x", "x"));
+    ASSERT_TRUE(p.SetIndex(2, "empty_x", "x"));
+    constexpr int64_t kRows = 20'000;
+    uint64_t state = 88172645463325252u;  // xorshift64: the same rows every run
+    std::vector<int64_t> cells;
+    std::map<int64_t, int64_t> b_counts;
+    for (int64_t i = 0; i < kRows; ++i) {
+      state ^= state << 13;
+      state ^= state >> 7;
+      state ^= state << 17;
+      const int64_t r = static_cast<int64_t>(state % 5000) - 2500;
+      cells.push_back(i % 11 == 0 ? SqliteTablePages::kNullCell : ValueOf(r + 2500));  // a
+      cells.push_back(r);                                                              // b
+      cells.push_back(i);                                                              // c
+      ++b_counts[r];
+    }
+    for (size_t at = 0; at < cells.size(); at += 3 * 777) {
+      const size_t n = std::min<size_t>(777, (cells.size() - at) / 3);
+      ASSERT_TRUE(p.Append(0, cells.data() + at, n, 3)) << p.error();
+    }
+    const int64_t small[] = {3, SqliteTablePages::kNullCell, 1};
+    ASSERT_TRUE(p.Append(1, small, 3, 1));
+    const int db_fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
+    ASSERT_TRUE(p.Finish(db_fd, pages, roots)) << p.error();
+    close(db_fd);
+    close(runs);
+    close(fd);
 
-  Db db(path);
-  EXPECT_EQ(db.Text("PRAGMA integrity_check"), "ok");
-  // Each index at least three levels deep (a root, interior pages, leaves; dbstat's paths: "/",
-  // "/000/", "/000/000/").
-  for (const char* index : {"t_a", "t_b"})
-    EXPECT_GE(db.Int(std::string("SELECT MAX(length(path) - length(replace(path, '/', ''))) FROM "
-                                 "dbstat WHERE name = '") +
-                     index + "'"),
-              3)
-        << index;
-  // Searches through each index agree with scans of the table.
-  for (int64_t b : {int64_t{-2500}, int64_t{-1}, int64_t{0}, int64_t{1234}, int64_t{2499}}) {
-    const std::string where = " WHERE b = " + std::to_string(b);
-    EXPECT_EQ(db.Int("SELECT COUNT(*) FROM t INDEXED BY t_b" + where), b_counts[b]) << b;
-    EXPECT_EQ(db.Text("SELECT group_concat(c) FROM (SELECT c FROM t INDEXED BY t_b" + where +
-                      " ORDER BY c)"),
-              db.Text("SELECT group_concat(c) FROM (SELECT c FROM t NOT INDEXED" + where +
-                      " ORDER BY c)"));
+    Db db(path);
+    EXPECT_EQ(db.Text("PRAGMA integrity_check"), "ok");
+    // Each index at least three levels deep (a root, interior pages, leaves; dbstat's paths: "/",
+    // "/000/", "/000/000/").
+    for (const char* index : {"t_a", "t_b"})
+      EXPECT_GE(db.Int(std::string("SELECT MAX(length(path) - length(replace(path, '/', ''))) FROM "
+                                   "dbstat WHERE name = '") +
+                       index + "'"),
+                3)
+          << index;
+    // Searches through each index agree with scans of the table.
+    for (int64_t b : {int64_t{-2500}, int64_t{-1}, int64_t{0}, int64_t{1234}, int64_t{2499}}) {
+      const std::string where = " WHERE b = " + std::to_string(b);
+      EXPECT_EQ(db.Int("SELECT COUNT(*) FROM t INDEXED BY t_b" + where), b_counts[b]) << b;
+      EXPECT_EQ(db.Text("SELECT group_concat(c) FROM (SELECT c FROM t INDEXED BY t_b" + where +
+                        " ORDER BY c)"),
+                db.Text("SELECT group_concat(c) FROM (SELECT c FROM t NOT INDEXED" + where +
+                        " ORDER BY c)"));
+    }
+    EXPECT_EQ(db.Int("SELECT COUNT(*) FROM t INDEXED BY t_a WHERE a IS NULL"), (kRows + 10) / 11);
+    EXPECT_EQ(db.Text("SELECT group_concat(a) FROM (SELECT a FROM t INDEXED BY t_a WHERE a > 0 "
+                      "ORDER BY a LIMIT 50)"),
+              db.Text("SELECT group_concat(a) FROM (SELECT a FROM t NOT INDEXED WHERE a > 0 "
+                      "ORDER BY a LIMIT 50)"));
+    // The index's own order is SQLite's: NULL, then values, then rowids.
+    EXPECT_EQ(db.Text("SELECT group_concat(quote(x)) FROM (SELECT x FROM small INDEXED BY small_x "
+                      "ORDER BY x)"),
+              "NULL,1,3");
+    EXPECT_EQ(db.Int("SELECT COUNT(*) FROM empty INDEXED BY empty_x"), 0);
+    // SQLite goes on with them: rows added and removed through the indexes.
+    db.Exec("INSERT INTO t SELECT a, b + 1, c FROM t WHERE c % 3 = 0");
+    db.Exec("DELETE FROM t WHERE b BETWEEN 100 AND 400");
+    EXPECT_EQ(db.Text("PRAGMA integrity_check"), "ok");
   }
-  EXPECT_EQ(db.Int("SELECT COUNT(*) FROM t INDEXED BY t_a WHERE a IS NULL"), (kRows + 10) / 11);
-  EXPECT_EQ(db.Text("SELECT group_concat(a) FROM (SELECT a FROM t INDEXED BY t_a WHERE a > 0 "
-                    "ORDER BY a LIMIT 50)"),
-            db.Text("SELECT group_concat(a) FROM (SELECT a FROM t NOT INDEXED WHERE a > 0 "
-                    "ORDER BY a LIMIT 50)"));
-  // The index's own order is SQLite's: NULL, then values, then rowids.
-  EXPECT_EQ(db.Text("SELECT group_concat(quote(x)) FROM (SELECT x FROM small INDEXED BY small_x "
-                    "ORDER BY x)"),
-            "NULL,1,3");
-  EXPECT_EQ(db.Int("SELECT COUNT(*) FROM empty INDEXED BY empty_x"), 0);
-  // SQLite goes on with them: rows added and removed through the indexes.
-  db.Exec("INSERT INTO t SELECT a, b + 1, c FROM t WHERE c % 3 = 0");
-  db.Exec("DELETE FROM t WHERE b BETWEEN 100 AND 400");
-  EXPECT_EQ(db.Text("PRAGMA integrity_check"), "ok");
 }
 
 TEST(SqliteTablePagesTest, RanksOneAfterAnotherMergeIntoOneIndex) {

@@ -157,7 +157,10 @@ struct SqliteTablePages::Index {
   std::string name;
   int cell = 0;
   std::vector<Entry> buffer;                        // entries not yet in a run
-  std::vector<std::pair<uint64_t, uint64_t>> runs;  // sorted runs: byte offset in runs_fd_, entries
+  struct Run {
+    uint64_t offset, bytes, entries;  // in runs_fd_
+  };
+  std::vector<Run> runs;  // sorted runs, delta-coded (RunCoder)
   uint64_t entries = 0;
 };
 
@@ -313,15 +316,67 @@ void SortEntries(std::vector<SqliteTablePages::Entry>& v) {
 }
 }  // namespace
 
+// A sorted run's entries on disk: each as its key's difference from the previous entry's key
+// (never negative: the run is sorted; in 64-bit unsigned arithmetic, so INT64_MIN to INT64_MAX
+// is a difference too) and its rowid's from the previous rowid (either sign, zigzag-coded), both
+// as LEB128 varints. Sixteen bytes an entry became about four on the 10M sample (start times a
+// few microseconds apart, rowids mostly one apart).
+struct SqliteTablePages::RunCoder {
+  static constexpr size_t kMaxBytes = 20;  // two varints of 64 bits
+  uint64_t key = 0, rowid = 0;             // the previous entry's
+
+  uint8_t* Put(uint8_t* p, const Entry& e) {
+    p = PutLeb(p, static_cast<uint64_t>(e.key) - key);
+    const auto d = static_cast<int64_t>(static_cast<uint64_t>(e.rowid) - rowid);
+    p = PutLeb(p, static_cast<uint64_t>(d) << 1 ^ static_cast<uint64_t>(d >> 63));
+    key = static_cast<uint64_t>(e.key);
+    rowid = static_cast<uint64_t>(e.rowid);
+    return p;
+  }
+  const uint8_t* Get(const uint8_t* p, Entry* e) {
+    uint64_t v = 0;
+    p = GetLeb(p, &v);
+    key += v;
+    p = GetLeb(p, &v);
+    rowid += (v >> 1) ^ (0 - (v & 1));
+    e->key = static_cast<int64_t>(key);
+    e->rowid = static_cast<int64_t>(rowid);
+    return p;
+  }
+
+ private:
+  static uint8_t* PutLeb(uint8_t* p, uint64_t v) {
+    while (v >= 0x80) {
+      *p++ = static_cast<uint8_t>(v | 0x80);
+      v >>= 7;
+    }
+    *p++ = static_cast<uint8_t>(v);
+    return p;
+  }
+  static const uint8_t* GetLeb(const uint8_t* p, uint64_t* v) {
+    uint64_t r = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      const uint8_t b = *p++;
+      r |= uint64_t{b & 0x7fu} << shift;
+      if (!(b & 0x80)) break;
+    }
+    *v = r;
+    return p;
+  }
+};
+
 bool SqliteTablePages::Spill(Index& x) {
   if (runs_fd_ < 0)
     return Fail("index " + x.name + " has more entries than memory holds and no file for runs");
   SortEntries(x.buffer);
-  const auto* bytes = reinterpret_cast<const uint8_t*>(x.buffer.data());
-  const size_t size = x.buffer.size() * sizeof(Entry);
-  if (const int e = WriteAll(runs_fd_, bytes, size, runs_end_))
+  spill_.resize(x.buffer.size() * RunCoder::kMaxBytes);
+  RunCoder coder;
+  uint8_t* p = spill_.data();
+  for (const Entry& e : x.buffer) p = coder.Put(p, e);
+  const size_t size = static_cast<size_t>(p - spill_.data());
+  if (const int e = WriteAll(runs_fd_, spill_.data(), size, runs_end_))
     return Fail(std::string("writing the index entries: ") + std::strerror(e));
-  x.runs.emplace_back(runs_end_, x.buffer.size());
+  x.runs.push_back({runs_end_, size, x.buffer.size()});
   runs_end_ += size;
   x.buffer.clear();
   return true;
@@ -565,12 +620,14 @@ bool SqliteTablePages::Finish(int db_fd, uint32_t db_pages,
 // divider), and the dividers are built into interior pages level by level as the tables' are.
 bool SqliteTablePages::BuildIndex(Index& x, int db_fd, uint64_t root_at, uint32_t* next_page) {
   SortEntries(x.buffer);
-  // The sources: each run through its part of read_buf_, and the memory buffer.
+  // The sources: each run decoded into its part of read_buf_, and the memory buffer.
   struct Source {
     const Entry* at = nullptr;
     const Entry* end = nullptr;
-    uint64_t next = 0, left = 0;  // the rest of the run in runs_fd_: byte offset, entries
+    uint64_t next = 0, bytes = 0,
+             left = 0;  // the rest of the run in runs_fd_: offset, bytes, entries
     Entry* buf = nullptr;
+    RunCoder coder;  // where decoding stopped
   };
   std::vector<Source> sources(x.runs.size() + 1);
   const size_t per_run = std::max<size_t>(
@@ -581,28 +638,48 @@ bool SqliteTablePages::BuildIndex(Index& x, int db_fd, uint64_t root_at, uint32_
     read_buf_size_ = per_run * x.runs.size();
     read_buf_.reset(new Entry[read_buf_size_]);
   }
+  // The next entries of `src`'s run, at most per_run: as many as its next bytes (read into
+  // spill_, per_run * 4 of them, or read_bytes_) hold whole. spill_ has an entry's most bytes
+  // after them, so that a damaged run is not decoded out of bounds.
+  const size_t chunk = read_bytes_ ? read_bytes_ : per_run * 4;
+  if (spill_.size() < chunk + RunCoder::kMaxBytes) spill_.resize(chunk + RunCoder::kMaxBytes);
   const auto refill = [&](Source& src) {
-    const size_t n = static_cast<size_t>(std::min<uint64_t>(src.left, per_run));
-    auto* bytes = reinterpret_cast<uint8_t*>(src.buf);
+    const size_t want = static_cast<size_t>(std::min<uint64_t>(src.bytes, chunk));
     size_t done = 0;
-    while (done < n * sizeof(Entry)) {
-      const ssize_t got = pread(runs_fd_, bytes + done, n * sizeof(Entry) - done,
-                                static_cast<off_t>(src.next + done));
+    while (done < want) {
+      const ssize_t got =
+          pread(runs_fd_, spill_.data() + done, want - done, static_cast<off_t>(src.next + done));
       if (got < 0 && errno == EINTR) continue;
       if (got <= 0)
         return Fail(std::string("reading the index entries back: ") +
                     std::strerror(got < 0 ? errno : EIO));
       done += static_cast<size_t>(got);
     }
-    src.next += n * sizeof(Entry);
+    // Entries whose bytes may run past what was read wait for the next read, unless the read
+    // holds the rest of the run.
+    const uint8_t* const start = spill_.data();
+    const uint8_t* const whole =
+        want == src.bytes ? start + want : start + want - (RunCoder::kMaxBytes - 1);
+    const uint8_t* p = start;
+    size_t n = 0;
+    const size_t most = static_cast<size_t>(std::min<uint64_t>(src.left, per_run));
+    while (n < most && p < whole) p = src.coder.Get(p, &src.buf[n++]);
+    if (n == 0 || p > start + want)
+      return Fail("reading the index entries back: a run ends inside an entry");
+    const auto used = static_cast<uint64_t>(p - start);
+    src.next += used;
+    src.bytes -= used;
     src.left -= n;
+    if (src.left == 0 && src.bytes != 0)
+      return Fail("reading the index entries back: a run holds more bytes than its entries");
     src.at = src.buf;
     src.end = src.at + n;
     return true;
   };
   for (size_t i = 0; i < x.runs.size(); ++i) {
-    sources[i].next = x.runs[i].first;
-    sources[i].left = x.runs[i].second;
+    sources[i].next = x.runs[i].offset;
+    sources[i].bytes = x.runs[i].bytes;
+    sources[i].left = x.runs[i].entries;
     sources[i].buf = read_buf_.get() + i * per_run;
     if (!refill(sources[i])) return false;
   }

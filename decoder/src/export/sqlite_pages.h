@@ -25,11 +25,14 @@
 // calls it.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
+
+#include "cupmon/format/raw_codec.h"  // ByteBuffer
 
 namespace cupmon::decoder {
 
@@ -73,6 +76,9 @@ class SqliteTablePages {
   bool SetIndex(int id, const std::string& name, const std::string& column);
   static constexpr size_t kRunEntries = size_t{1} << 20;  // 16 MiB per index in memory
   void set_run_entries(size_t n) { run_entries_ = n; }     // smaller runs (tests)
+  // Finish reads the runs back n bytes at a time (tests: entries cut by the reads; 0: as many
+  // as 32 MiB over the runs allow, 4 KiB or more); at least 20, an entry's most.
+  void set_read_bytes(size_t n) { read_bytes_ = n ? std::max<size_t>(n, 20) : 0; }
   // Rows `rows` of `stride` cells each, row after row, with the table's next rowids. False after
   // any error (the first one stays in error()).
   bool Append(int id, const int64_t* cells, size_t rows, int stride);
@@ -87,6 +93,7 @@ class SqliteTablePages {
   static constexpr int kMaxTables = 64;
   struct Table;
   struct Index;
+  struct RunCoder;
   bool Spill(Index& x);
   bool BuildIndex(Index& x, int db_fd, uint64_t root_at, uint32_t* next_page);
   bool Fail(std::string what);
@@ -100,8 +107,11 @@ class SqliteTablePages {
   uint32_t leaves_ = 0;    // pages written to fd_
   uint64_t runs_end_ = 0;  // bytes written to runs_fd_
   size_t run_entries_ = kRunEntries;
-  std::unique_ptr<Entry[]> read_buf_;  // BuildIndex's buffers for reading the runs back
+  size_t read_bytes_ = 0;
+  std::unique_ptr<Entry[]> read_buf_;  // BuildIndex's buffers for the runs' decoded entries
   size_t read_buf_size_ = 0;           // entries
+  // A run's bytes: Spill's to write, BuildIndex's read; pages touched only as used.
+  ByteBuffer spill_;
   std::unique_ptr<Table> tables_[kMaxTables];
   std::vector<std::unique_ptr<Index>> indexes_;
   std::string error_;
