@@ -325,11 +325,8 @@ TEST(SqliteTablePagesTest, IndexesMergedFromRunsAreTheIndexesSqliteWouldBuild) {
     }
     const int64_t small[] = {3, SqliteTablePages::kNullCell, 1};
     ASSERT_TRUE(p.Append(1, small, 3, 1));
-    const int db_fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
-    ASSERT_TRUE(p.Finish(db_fd, pages, roots)) << p.error();
-    close(db_fd);
+    FinishInto(p, path, pages, roots, fd);
     close(runs);
-    close(fd);
 
     Db db(path);
     EXPECT_EQ(db.Text("PRAGMA integrity_check"), "ok");
@@ -392,11 +389,8 @@ TEST(SqliteTablePagesTest, RanksOneAfterAnotherMergeIntoOneIndex) {
       }
     }
     ASSERT_TRUE(p.Append(0, cells.data(), cells.size() / 2, 2)) << p.error();
-    const int db_fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
-    ASSERT_TRUE(p.Finish(db_fd, pages, roots)) << p.error();
-    close(db_fd);
+    FinishInto(p, path, pages, roots, fd);
     close(runs);
-    close(fd);
     Db db(path);
     EXPECT_EQ(db.Text("PRAGMA integrity_check"), "ok") << run_entries;
     const std::string order = "SELECT group_concat(rowid) FROM (SELECT rowid FROM t ";
