@@ -2,8 +2,6 @@
 // length-prefixed requests under a deadline, and turns signals and scheduled requests into windows.
 #include "cupmon/control/control_plane.h"
 
-#include "cupmon/control/fork_child_cleanup.h"
-
 #include <fcntl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -11,18 +9,6 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <cerrno>
-#include <chrono>
-#include <cstdio>
-#include <cstring>
-#include <ctime>
-#include <exception>
-#include <climits>
-#include <map>
-#include <optional>
-#include <string_view>
-#include <utility>
-
 #include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/read.hpp>
@@ -30,7 +16,20 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/system_timer.hpp>
 #include <boost/asio/write.hpp>
+#include <cerrno>
+#include <chrono>
+#include <climits>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <exception>
+#include <map>
+#include <optional>
+#include <string_view>
+#include <utility>
 
+#include "cupmon/control/accept_waiting.h"
+#include "cupmon/control/fork_child_cleanup.h"
 #include "cupmon/control/private_dir.h"
 #include "cupmon/control/protocol.h"
 #include "cupmon/format/check.h"
@@ -110,7 +109,7 @@ class ControlPlane::Core : public std::enable_shared_from_this<ControlPlane::Cor
   struct AtomicCounters {
     std::atomic<uint64_t> connections{0}, requests{0}, error_replies{0}, refused_peers{0},
         rejected_connections{0}, malformed{0}, oversized{0}, timeouts{0}, signals{0},
-        window_errors{0}, windows_scheduled{0}, handler_exceptions{0};
+        window_errors{0}, windows_scheduled{0}, handler_exceptions{0}, accept_errors{0};
   };
   static void Bump(std::atomic<uint64_t>& c) { c.fetch_add(1, std::memory_order_relaxed); }
   AtomicCounters counters_;
@@ -443,26 +442,18 @@ void ControlPlane::Core::AcceptNext() {
 void ControlPlane::Core::OnAcceptReady(const boost::system::error_code& ec) noexcept {
   if (stopped_ || ec == asio::error::operation_aborted) return;
   try {
-    for (;;) {
-      // accept4 rather than asio's accept: the connection is close-on-exec from its first instant.
-      const int fd = ::accept4(acceptor_.native_handle(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-      if (fd >= 0) {
-        OnConnection(fd);
-        continue;
-      }
-      if (errno == EINTR || errno == ECONNABORTED) continue;
-      if (errno == EAGAIN || errno == EWOULDBLOCK) break;
-      // Out of descriptors or similar: back off instead of spinning on a readable listener.
-      accept_retry_.expires_after(std::chrono::milliseconds(100));
-      accept_retry_.async_wait([self = shared_from_this()](const boost::system::error_code& e) noexcept {
-        if (!e) self->OnAcceptReady(e);
-      });
-      return;
-    }
-    AcceptNext();
+    if (control::AcceptWaiting(acceptor_.native_handle(), [this](int fd) { OnConnection(fd); }) ==
+        control::AcceptOutcome::kDrained)
+      return AcceptNext();
+    Bump(counters_.accept_errors);
   } catch (...) {
     Bump(counters_.handler_exceptions);
   }
+  // Out of descriptors, or an exception: accepting resumes after a pause, neither spinning on a
+  // listener that stays readable nor stopping for good.
+  if (!control::ResumeAcceptingLater(accept_retry_,
+                                     [self = shared_from_this()] { self->OnAcceptReady({}); }))
+    Bump(counters_.handler_exceptions);
 }
 
 void ControlPlane::Core::OnConnection(int fd) {
@@ -722,6 +713,7 @@ ControlCounters ControlPlane::Core::Snapshot() const {
   out.window_errors = get(counters_.window_errors);
   out.windows_scheduled = get(counters_.windows_scheduled);
   out.handler_exceptions = get(counters_.handler_exceptions);
+  out.accept_errors = get(counters_.accept_errors);
   return out;
 }
 

@@ -2,8 +2,6 @@
 // are accepted with accept4(SOCK_CLOEXEC), read under one deadline and closed after one response.
 #include "cupmon/metrics/metrics_server.h"
 
-#include "cupmon/control/fork_child_cleanup.h"
-
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -12,6 +10,10 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <boost/asio/ip/address.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/write.hpp>
 #include <cerrno>
 #include <charconv>
 #include <chrono>
@@ -22,11 +24,8 @@
 #include <string>
 #include <utility>
 
-#include <boost/asio/ip/address.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/write.hpp>
-
+#include "cupmon/control/accept_waiting.h"
+#include "cupmon/control/fork_child_cleanup.h"
 #include "cupmon/format/check.h"
 
 namespace cupmon::metrics {
@@ -116,7 +115,7 @@ class MetricsServer::Core : public std::enable_shared_from_this<MetricsServer::C
   struct AtomicCounters {
     std::atomic<uint64_t> connections{0}, scrapes{0}, not_found{0}, method_not_allowed{0},
         bad_requests{0}, oversized{0}, timeouts{0}, rejected_connections{0}, source_errors{0},
-        handler_exceptions{0};
+        handler_exceptions{0}, accept_errors{0};
   };
   static void Bump(std::atomic<uint64_t>& c) { c.fetch_add(1, std::memory_order_relaxed); }
   AtomicCounters counters_;
@@ -366,26 +365,18 @@ void MetricsServer::Core::AcceptNext() {
 void MetricsServer::Core::OnAcceptReady(const boost::system::error_code& ec) noexcept {
   if (stopped_ || ec == asio::error::operation_aborted) return;
   try {
-    for (;;) {
-      // accept4 rather than asio's accept: the connection is close-on-exec from its first instant.
-      const int fd = ::accept4(acceptor_.native_handle(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-      if (fd >= 0) {
-        OnConnection(fd);
-        continue;
-      }
-      if (errno == EINTR || errno == ECONNABORTED) continue;
-      if (errno == EAGAIN || errno == EWOULDBLOCK) break;
-      // Out of descriptors or similar: back off instead of spinning on a readable listener.
-      accept_retry_.expires_after(std::chrono::milliseconds(100));
-      accept_retry_.async_wait([self = shared_from_this()](const boost::system::error_code& e) noexcept {
-        if (!e) self->OnAcceptReady(e);
-      });
-      return;
-    }
-    AcceptNext();
+    if (control::AcceptWaiting(acceptor_.native_handle(), [this](int fd) { OnConnection(fd); }) ==
+        control::AcceptOutcome::kDrained)
+      return AcceptNext();
+    Bump(counters_.accept_errors);
   } catch (...) {
     Bump(counters_.handler_exceptions);
   }
+  // Out of descriptors, or an exception: accepting resumes after a pause, neither spinning on a
+  // listener that stays readable nor stopping for good.
+  if (!control::ResumeAcceptingLater(accept_retry_,
+                                     [self = shared_from_this()] { self->OnAcceptReady({}); }))
+    Bump(counters_.handler_exceptions);
 }
 
 void MetricsServer::Core::OnConnection(int fd) {
@@ -434,6 +425,7 @@ MetricsCounters MetricsServer::Core::Snapshot() const {
   out.rejected_connections = get(counters_.rejected_connections);
   out.source_errors = get(counters_.source_errors);
   out.handler_exceptions = get(counters_.handler_exceptions);
+  out.accept_errors = get(counters_.accept_errors);
   return out;
 }
 

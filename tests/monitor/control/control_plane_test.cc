@@ -13,6 +13,7 @@
 
 #include "control_test_util.h"
 #include "cupmon/control/private_dir.h"
+#include "descriptors_used_up.h"
 
 namespace cupmon::control {
 namespace {
@@ -269,6 +270,34 @@ TEST_F(ControlPlaneTest, ConnectionsOverTheLimitAreClosed) {
   ::close(extra);
   EXPECT_EQ(Counters().rejected_connections, 1u);
   for (int fd : held) ::close(fd);
+}
+
+TEST_F(ControlPlaneTest, OutOfDescriptorsTheListenerWaitsThenServes) {
+  // A client connects while the process has no descriptor left, so accept fails with EMFILE. The
+  // listener neither spins on that nor stops: it tries again every 100 ms, and serves the client
+  // once descriptors are free.
+  ASSERT_TRUE(StartPlane().has_value());
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);  // while it still can be made
+  ASSERT_GE(fd, 0);
+  timeval tv{20, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, plane_->socket_path().c_str(), sizeof(addr.sun_path) - 1);
+  ::cupmon::testing::ConnectWhileDescriptorsAreUsedUp(
+      [&] {
+        return ::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) == 0 &&
+               WriteAll(fd, EncodeFrame(StatusRequest()));
+      },
+      [&] {
+        const ControlCounters c = Counters();
+        return std::make_pair(c.accept_errors, c.connections);
+      });
+  const auto reply = ReadReply(fd);  // accepted at the next try, and answered
+  ::close(fd);
+  ASSERT_TRUE(reply.has_value());
+  EXPECT_TRUE(reply->ok());
+  EXPECT_EQ(Counters().connections, 1u);
 }
 
 TEST_F(ControlPlaneTest, RequestDuringAndAfterStop) {

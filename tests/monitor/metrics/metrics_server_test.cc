@@ -1,5 +1,7 @@
 // Tests MetricsServer (monitor/metrics/src/metrics_server.cc) over real TCP on 127.0.0.1 with a fake
 // MetricsSource: scrapes by a raw client and by curl, bad requests, slow clients, limits, fds.
+#include "cupmon/metrics/metrics_server.h"
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -9,6 +11,9 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -21,11 +26,7 @@
 #include <string>
 #include <thread>
 
-#include <boost/asio/executor_work_guard.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/post.hpp>
-
-#include "cupmon/metrics/metrics_server.h"
+#include "descriptors_used_up.h"
 #include "exposition_parser.h"
 
 namespace cupmon::metrics {
@@ -341,6 +342,38 @@ TEST_F(MetricsServerTest, DrippingClientCannotExtendTheDeadline) {
   ::close(fd);
   EXPECT_TRUE(closed_by_server);
   EXPECT_EQ(Counters().timeouts, 1u);
+}
+
+TEST_F(MetricsServerTest, OutOfDescriptorsTheListenerWaitsThenServes) {
+  // A scrape connects while the process has no descriptor left, so accept fails with EMFILE. The
+  // listener neither spins on that nor stops: it tries again every 100 ms, and answers the scrape
+  // once descriptors are free.
+  options_.read_timeout_ms = 20000;
+  StartOrDie();
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);  // while it still can be made
+  ASSERT_GE(fd, 0);
+  timeval tv{20, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port_);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::cupmon::testing::ConnectWhileDescriptorsAreUsedUp(
+      [&] {
+        return ::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) == 0 &&
+               WriteAll(fd, "GET /metrics HTTP/1.1\r\n\r\n");
+      },
+      [&] {
+        const MetricsCounters c = Counters();
+        return std::make_pair(c.accept_errors, c.connections);
+      });
+  const auto raw = ReadToEof(fd);  // accepted at the next try, and answered
+  ::close(fd);
+  ASSERT_TRUE(raw.has_value());
+  const auto r = ParseResponse(*raw);
+  ASSERT_TRUE(r.has_value()) << *raw;
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(Counters().scrapes, 1u);
 }
 
 TEST_F(MetricsServerTest, ConnectionsOverTheLimitAreClosedAtOnce) {

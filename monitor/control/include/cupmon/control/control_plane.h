@@ -82,6 +82,7 @@ struct ControlCounters {
   uint64_t window_errors = 0;     // OpenWindow failures of signal and scheduled triggers (no reply)
   uint64_t windows_scheduled = 0;
   uint64_t handler_exceptions = 0;  // exceptions caught at the boundary (target or internal)
+  uint64_t accept_errors = 0;  // accept failed (out of descriptors or memory): retried after 100 ms
 };
 
 // The answer to one request frame, and whether the connection ends after it.

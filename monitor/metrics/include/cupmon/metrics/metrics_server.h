@@ -150,6 +150,7 @@ struct MetricsCounters {
   uint64_t rejected_connections = 0;  // over max_connections, closed at once
   uint64_t source_errors = 0;         // Snapshot() threw: 500
   uint64_t handler_exceptions = 0;    // anything else caught at an asio handler boundary
+  uint64_t accept_errors = 0;  // accept failed (out of descriptors or memory): retried after 100 ms
 };
 
 // Threading: construct anywhere; Start(), Stop(), port() and local_endpoint() are called on the

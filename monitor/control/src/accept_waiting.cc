@@ -1,0 +1,25 @@
+#include "cupmon/control/accept_waiting.h"
+
+#include <sys/socket.h>
+
+#include <cerrno>
+
+namespace cupmon::control {
+
+AcceptOutcome AcceptWaiting(int listener, const std::function<void(int fd)>& on_connection,
+                            int* error) {
+  for (;;) {
+    const int fd = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd >= 0) {
+      on_connection(fd);
+      continue;
+    }
+    const int e = errno;
+    if (e == EINTR || e == ECONNABORTED) continue;
+    if (e == EAGAIN || e == EWOULDBLOCK) return AcceptOutcome::kDrained;
+    if (error) *error = e;
+    return AcceptOutcome::kFailed;
+  }
+}
+
+}  // namespace cupmon::control
