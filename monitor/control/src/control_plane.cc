@@ -2,6 +2,9 @@
 // length-prefixed requests under a deadline, and turns signals and scheduled requests into windows.
 #include "cupmon/control/control_plane.h"
 
+#include "cupmon/control/accept_waiting.h"
+#include "cupmon/control/fork_child_cleanup.h"
+
 #include <fcntl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -9,6 +12,18 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <exception>
+#include <climits>
+#include <map>
+#include <optional>
+#include <string_view>
+#include <utility>
+
 #include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/read.hpp>
@@ -16,20 +31,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/system_timer.hpp>
 #include <boost/asio/write.hpp>
-#include <cerrno>
-#include <chrono>
-#include <climits>
-#include <cstdio>
-#include <cstring>
-#include <ctime>
-#include <exception>
-#include <map>
-#include <optional>
-#include <string_view>
-#include <utility>
 
-#include "cupmon/control/accept_waiting.h"
-#include "cupmon/control/fork_child_cleanup.h"
 #include "cupmon/control/private_dir.h"
 #include "cupmon/control/protocol.h"
 #include "cupmon/format/check.h"

@@ -2,6 +2,9 @@
 // are accepted with accept4(SOCK_CLOEXEC), read under one deadline and closed after one response.
 #include "cupmon/metrics/metrics_server.h"
 
+#include "cupmon/control/accept_waiting.h"
+#include "cupmon/control/fork_child_cleanup.h"
+
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -10,10 +13,6 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
-#include <boost/asio/ip/address.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/write.hpp>
 #include <cerrno>
 #include <charconv>
 #include <chrono>
@@ -24,8 +23,11 @@
 #include <string>
 #include <utility>
 
-#include "cupmon/control/accept_waiting.h"
-#include "cupmon/control/fork_child_cleanup.h"
+#include <boost/asio/ip/address.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/write.hpp>
+
 #include "cupmon/format/check.h"
 
 namespace cupmon::metrics {

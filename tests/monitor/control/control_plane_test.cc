@@ -12,8 +12,8 @@
 #include <set>
 
 #include "control_test_util.h"
-#include "cupmon/control/private_dir.h"
 #include "descriptors_used_up.h"
+#include "cupmon/control/private_dir.h"
 
 namespace cupmon::control {
 namespace {

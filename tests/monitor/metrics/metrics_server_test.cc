@@ -1,7 +1,5 @@
 // Tests MetricsServer (monitor/metrics/src/metrics_server.cc) over real TCP on 127.0.0.1 with a fake
 // MetricsSource: scrapes by a raw client and by curl, bad requests, slow clients, limits, fds.
-#include "cupmon/metrics/metrics_server.h"
-
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -11,9 +9,6 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-#include <boost/asio/executor_work_guard.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/post.hpp>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -26,6 +21,11 @@
 #include <string>
 #include <thread>
 
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+
+#include "cupmon/metrics/metrics_server.h"
 #include "descriptors_used_up.h"
 #include "exposition_parser.h"
 

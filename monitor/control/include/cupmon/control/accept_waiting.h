@@ -3,10 +3,11 @@
 // and the listener must then neither spin nor stop.
 #pragma once
 
-#include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <functional>
 #include <utility>
+
+#include <boost/asio/steady_timer.hpp>
 
 namespace cupmon::control {
 
