@@ -6,8 +6,7 @@
 
 namespace cupmon::control {
 
-AcceptOutcome AcceptWaiting(int listener, const std::function<void(int fd)>& on_connection,
-                            int* error) {
+AcceptOutcome AcceptWaiting(int listener, const std::function<void(int fd)>& on_connection) {
   for (;;) {
     const int fd = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (fd >= 0) {
@@ -16,9 +15,7 @@ AcceptOutcome AcceptWaiting(int listener, const std::function<void(int fd)>& on_
     }
     const int e = errno;
     if (e == EINTR || e == ECONNABORTED) continue;
-    if (e == EAGAIN || e == EWOULDBLOCK) return AcceptOutcome::kDrained;
-    if (error) *error = e;
-    return AcceptOutcome::kFailed;
+    return e == EAGAIN || e == EWOULDBLOCK ? AcceptOutcome::kDrained : AcceptOutcome::kFailed;
   }
 }
 

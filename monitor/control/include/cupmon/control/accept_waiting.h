@@ -23,10 +23,9 @@ inline constexpr std::chrono::milliseconds kAcceptRetry{100};
 // Accepts every connection waiting on `listener` (a non-blocking listening socket) and hands each
 // to `on_connection`, non-blocking and close-on-exec from its first instant (accept4: a child
 // forked meanwhile never holds it); on_connection owns it then. An interrupted accept and a
-// connection aborted before it was accepted are passed over. `error` (if not null) gets kFailed's
-// errno. An exception from on_connection propagates; the connections not yet accepted wait.
-AcceptOutcome AcceptWaiting(int listener, const std::function<void(int fd)>& on_connection,
-                            int* error = nullptr);
+// connection aborted before it was accepted are passed over. An exception from on_connection
+// propagates; the connections not yet accepted wait.
+AcceptOutcome AcceptWaiting(int listener, const std::function<void(int fd)>& on_connection);
 
 // After kFailed, or an exception while taking a connection: arms `timer` so that `resume` (which
 // accepts again) runs kAcceptRetry from now, unless the timer is cancelled first (the server's
