@@ -21,8 +21,8 @@ namespace cupmon::testing {
 
 // While it lives, the process can open no descriptor: RLIMIT_NOFILE's soft limit is lowered to
 // just above the highest descriptor open, and every free number below it is taken with dup.
-// Destroying it closes those and puts the limit back. ok() is false when the limit could not be
-// lowered or no number was left to take. Other threads of the process meet EMFILE meanwhile too.
+// Destroying it closes those and puts the limit back. ok() is false unless a new descriptor now
+// fails with EMFILE. Other threads of the process meet EMFILE meanwhile too.
 class DescriptorsUsedUp {
  public:
   DescriptorsUsedUp() {
