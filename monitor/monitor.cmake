@@ -22,6 +22,7 @@ set(CUPMON_MONITOR_SOURCES
 set(CUPMON_CUPTI_SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/src/cupti_loader.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/src/cupti_mux.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/src/import_rebind.cc
 )
 
 add_library(cupmon_monitor STATIC ${CUPMON_MONITOR_SOURCES} ${CUPMON_CUPTI_SOURCES})

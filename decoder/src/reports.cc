@@ -204,6 +204,13 @@ void PrintInfo(std::ostream& out, const TraceBuilder& b, const Recording& r,
         << (g.end && g.end >= g.begin ? FormatDuration(static_cast<double>(g.end - g.begin))
                                       : "open/unknown end")
         << (g.note.empty() ? "" : ", " + g.note) << "\n";
+  if (c.stats.stranded_buffers() || c.stats.imports_rebound() || c.stats.shared_client_records() ||
+      c.stats.shared_client_undelivered())
+    out << "  another CUPTI client: " << c.stats.stranded_buffers()
+        << " cupmon buffers stranded with it (their records lost), "
+        << c.stats.shared_client_records() << " records shared with it, "
+        << c.stats.shared_client_undelivered() << " it could not be given, "
+        << c.stats.imports_rebound() << " CUPTI imports rebound to cupmon (injection only)\n";
   out << "  stats: " << c.stats.buffers_completed() << " buffers, " << c.stats.dropped_records()
       << " dropped records, " << c.stats.pool_exhausted() << " unmet buffer requests, "
       << c.stats.zero_timestamp_records() << " zero-timestamp records, " << c.stats.write_errors()

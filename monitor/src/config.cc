@@ -182,6 +182,12 @@ void ApplyEnvironment(MonitorConfig* c, std::vector<std::string>* warnings, GetE
     else if (s == "0" || s == "off" || s == "false") c->zero_buffers = false;
     else bad("CUPMON_ZERO_BUFFERS", v, "expected 0 or 1", c->zero_buffers ? "1" : "0");
   }
+  if (const char* v = getenv_fn("CUPMON_REBIND_IMPORTS")) {
+    std::string_view s = Trim(v);
+    if (s == "1" || s == "on" || s == "true") c->rebind_imports = true;
+    else if (s == "0" || s == "off" || s == "false") c->rebind_imports = false;
+    else bad("CUPMON_REBIND_IMPORTS", v, "expected 0 or 1", c->rebind_imports ? "1" : "0");
+  }
 }
 
 void ApplyCuptiAttributeEnvironment(MonitorConfig* c, std::vector<std::string>* warnings,

@@ -68,6 +68,7 @@ void ControlLoop::Start() {
   };
   window_ = std::make_unique<TraceWindow>(io_, parts_.cupti, std::move(wo), std::move(hooks));
   watch_ = std::make_unique<CallbackWatch>(c.reclaim_ms);
+  RebindImports(/*only_new=*/false);
   cal_last_ = parts_.facts.start_calibration.samples(0);
   cal_written_ = 1;
   MaybeFault(parts_.faults, "start.control_thread");
@@ -186,7 +187,14 @@ void ControlLoop::OnFlushTick() {
   parts_.cupti.ActivityFlushAll(0);
   MarkFlushed();
   PollDropped();
+  RebindImports(/*only_new=*/true);
   CheckCallbacks();
+}
+
+void ControlLoop::RebindImports(bool only_new) {
+  if (!parts_.rebinder) return;
+  const RebindCounts n = only_new ? parts_.rebinder->ScanIfLoaded() : parts_.rebinder->Scan();
+  parts_.counters.imports_rebound.fetch_add(n.slots, std::memory_order_relaxed);
 }
 
 void ControlLoop::MarkFlushed() {
@@ -612,6 +620,12 @@ metrics::MetricsSnapshot ControlLoop::Snapshot() {
   m.files = snap.files;
   m.disk_bytes = snap.disk_bytes;
   m.gpu_uuids = snap.gpu_uuids;  // dcgm-exporter's UUID label, once the devices are known
+  m.cupti_gaps = parts_.counters.cupti_gaps.load(std::memory_order_relaxed);
+  m.stranded_buffers = parts_.counters.stranded_buffers.load(std::memory_order_relaxed);
+  m.lost_buffers = parts_.counters.lost_buffers.load(std::memory_order_relaxed);
+  m.lost_records = s.lost_records();
+  m.zero_timestamp_records = s.zero_timestamp_records();
+  m.truncated_buffers = s.truncated_buffers();
   return m;
 }
 

@@ -19,6 +19,7 @@
 
 #include "auto_window.h"
 #include "callback_watch.h"
+#include "import_rebind.h"
 #include "cupmon.pb.h"
 #include "cupmon/control/control_plane.h"
 #include "cupmon/metrics/metrics_server.h"
@@ -59,6 +60,9 @@ class ControlLoop final : public control::ControlTarget, public metrics::Metrics
     std::function<void(int)> on_termination_signal;
     // Slow steps from the writer (StepWatch); null: no automatic windows. Not owned.
     AutoWindowMailbox* auto_window = nullptr;
+    // Injection without the preload: CUPTI imports of objects loaded later are rebound on the
+    // flush timer. Null: none. Not owned.
+    ImportRebinder* rebinder = nullptr;
   };
   // How often the control thread looks for a slow step while the trigger is on: every
   // kAutoPollMs, or every flush period (CUPMON_FLUSH_MS) when that is shorter, since a slow step
@@ -146,6 +150,9 @@ class ControlLoop final : public control::ControlTarget, public metrics::Metrics
   void CheckClockDomain();
   void NoteCalibrationWritten(const pb::CalibrationSample& s);
   void CheckCallbacks();
+  // Injection without the preload: points other objects' CUPTI imports at the multiplexer (all
+  // objects at start, then those loaded since; import_rebind.h).
+  void RebindImports(bool only_new);
   void WriteGapMarker(bool begin, uint32_t gap, uint64_t cupti_ns, const std::string& note);
   void Post(std::function<void(RecordingWriter&)> task);
 

@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 #include "cupmon/monitor/cupti_api.h"
 #include "cupti_mux.h"
@@ -98,71 +99,127 @@ CuptiMux* Mux() noexcept {
   return ProcessCuptiMux();
 }
 
-}  // namespace
-}  // namespace cupmon
-
-using cupmon::Mux;
-using cupmon::Next;
-
-CUPMON_INTERPOSE CUptiResult CUPTIAPI
-cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc funcBufferRequested,
-                               CUpti_BuffersCallbackCompleteFunc funcBufferCompleted) {
+// The definitions behind the exported entry points, hidden: ImportRebinder points other objects'
+// slots at these, whose addresses no other definition of the same name can shadow.
+CUptiResult CUPTIAPI
+ActivityRegisterCallbacksEntry(CUpti_BuffersCallbackRequestFunc funcBufferRequested,
+                               CUpti_BuffersCallbackCompleteFunc funcBufferCompleted) noexcept {
   if (auto* m = Mux()) return m->ClientRegisterCallbacks(funcBufferRequested, funcBufferCompleted);
   auto next = Next<decltype(&cuptiActivityRegisterCallbacks)>("cuptiActivityRegisterCallbacks");
   return next ? next(funcBufferRequested, funcBufferCompleted) : CUPTI_ERROR_NOT_INITIALIZED;
 }
 
-CUPMON_INTERPOSE CUptiResult CUPTIAPI cuptiActivityEnable(CUpti_ActivityKind kind) {
+CUptiResult CUPTIAPI ActivityEnableEntry(CUpti_ActivityKind kind) noexcept {
   if (auto* m = Mux()) return m->ClientEnable(kind);
   auto next = Next<decltype(&cuptiActivityEnable)>("cuptiActivityEnable");
   return next ? next(kind) : CUPTI_ERROR_NOT_INITIALIZED;
 }
 
-CUPMON_INTERPOSE CUptiResult CUPTIAPI cuptiActivityDisable(CUpti_ActivityKind kind) {
+CUptiResult CUPTIAPI ActivityDisableEntry(CUpti_ActivityKind kind) noexcept {
   if (auto* m = Mux()) return m->ClientDisable(kind);
   auto next = Next<decltype(&cuptiActivityDisable)>("cuptiActivityDisable");
   return next ? next(kind) : CUPTI_ERROR_NOT_INITIALIZED;
 }
 
-CUPMON_INTERPOSE CUptiResult CUPTIAPI cuptiActivityEnableContext(CUcontext context,
-                                                                 CUpti_ActivityKind kind) {
+CUptiResult CUPTIAPI ActivityEnableContextEntry(CUcontext context,
+                                                CUpti_ActivityKind kind) noexcept {
   if (auto* m = Mux()) return m->ClientEnableContext(context, kind);
   auto next = Next<decltype(&cuptiActivityEnableContext)>("cuptiActivityEnableContext");
   return next ? next(context, kind) : CUPTI_ERROR_NOT_INITIALIZED;
 }
 
-CUPMON_INTERPOSE CUptiResult CUPTIAPI cuptiActivityDisableContext(CUcontext context,
-                                                                  CUpti_ActivityKind kind) {
+CUptiResult CUPTIAPI ActivityDisableContextEntry(CUcontext context,
+                                                 CUpti_ActivityKind kind) noexcept {
   if (auto* m = Mux()) return m->ClientDisableContext(context, kind);
   auto next = Next<decltype(&cuptiActivityDisableContext)>("cuptiActivityDisableContext");
   return next ? next(context, kind) : CUPTI_ERROR_NOT_INITIALIZED;
 }
 
-CUPMON_INTERPOSE CUptiResult CUPTIAPI cuptiActivityFlushAll(uint32_t flag) {
+CUptiResult CUPTIAPI ActivityFlushAllEntry(uint32_t flag) noexcept {
   if (auto* m = Mux()) return m->ClientFlushAll(flag);
   auto next = Next<decltype(&cuptiActivityFlushAll)>("cuptiActivityFlushAll");
   return next ? next(flag) : CUPTI_ERROR_NOT_INITIALIZED;
 }
 
-CUPMON_INTERPOSE CUptiResult CUPTIAPI cuptiActivityGetNumDroppedRecords(CUcontext context,
-                                                                        uint32_t streamId,
-                                                                        size_t* dropped) {
+CUptiResult CUPTIAPI ActivityGetNumDroppedRecordsEntry(CUcontext context, uint32_t streamId,
+                                                       size_t* dropped) noexcept {
   if (auto* m = Mux()) return m->ClientGetNumDroppedRecords(context, streamId, dropped);
   auto next =
       Next<decltype(&cuptiActivityGetNumDroppedRecords)>("cuptiActivityGetNumDroppedRecords");
   return next ? next(context, streamId, dropped) : CUPTI_ERROR_NOT_INITIALIZED;
 }
 
-CUPMON_INTERPOSE CUptiResult CUPTIAPI
-cuptiActivityRegisterTimestampCallback(CUpti_TimestampCallbackFunc funcTimestamp) {
+CUptiResult CUPTIAPI
+ActivityRegisterTimestampCallbackEntry(CUpti_TimestampCallbackFunc funcTimestamp) noexcept {
   if (auto* m = Mux()) return m->ClientRegisterTimestampCallback(funcTimestamp);
   auto next = Next<decltype(&cuptiActivityRegisterTimestampCallback)>(
       "cuptiActivityRegisterTimestampCallback");
   return next ? next(funcTimestamp) : CUPTI_ERROR_NOT_INITIALIZED;
 }
 
-CUPMON_INTERPOSE CUptiResult CUPTIAPI cuptiFinalize(void) {
+CUptiResult CUPTIAPI FinalizeEntry(void) noexcept {
   if (auto* m = Mux()) return m->ClientFinalize();
   auto next = Next<decltype(&cuptiFinalize)>("cuptiFinalize");
   return next ? next() : CUPTI_ERROR_NOT_INITIALIZED;
 }
+
+}  // namespace
+
+std::vector<ImportRebinding> InterposedEntryPoints() {
+  return {
+      {"cuptiActivityRegisterCallbacks", reinterpret_cast<void*>(&ActivityRegisterCallbacksEntry)},
+      {"cuptiActivityEnable", reinterpret_cast<void*>(&ActivityEnableEntry)},
+      {"cuptiActivityDisable", reinterpret_cast<void*>(&ActivityDisableEntry)},
+      {"cuptiActivityEnableContext", reinterpret_cast<void*>(&ActivityEnableContextEntry)},
+      {"cuptiActivityDisableContext", reinterpret_cast<void*>(&ActivityDisableContextEntry)},
+      {"cuptiActivityFlushAll", reinterpret_cast<void*>(&ActivityFlushAllEntry)},
+      {"cuptiActivityGetNumDroppedRecords",
+       reinterpret_cast<void*>(&ActivityGetNumDroppedRecordsEntry)},
+      {"cuptiActivityRegisterTimestampCallback",
+       reinterpret_cast<void*>(&ActivityRegisterTimestampCallbackEntry)},
+      {"cuptiFinalize", reinterpret_cast<void*>(&FinalizeEntry)},
+  };
+}
+
+}  // namespace cupmon
+
+CUPMON_INTERPOSE CUptiResult CUPTIAPI
+cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc funcBufferRequested,
+                               CUpti_BuffersCallbackCompleteFunc funcBufferCompleted) {
+  return cupmon::ActivityRegisterCallbacksEntry(funcBufferRequested, funcBufferCompleted);
+}
+
+CUPMON_INTERPOSE CUptiResult CUPTIAPI cuptiActivityEnable(CUpti_ActivityKind kind) {
+  return cupmon::ActivityEnableEntry(kind);
+}
+
+CUPMON_INTERPOSE CUptiResult CUPTIAPI cuptiActivityDisable(CUpti_ActivityKind kind) {
+  return cupmon::ActivityDisableEntry(kind);
+}
+
+CUPMON_INTERPOSE CUptiResult CUPTIAPI cuptiActivityEnableContext(CUcontext context,
+                                                                 CUpti_ActivityKind kind) {
+  return cupmon::ActivityEnableContextEntry(context, kind);
+}
+
+CUPMON_INTERPOSE CUptiResult CUPTIAPI cuptiActivityDisableContext(CUcontext context,
+                                                                  CUpti_ActivityKind kind) {
+  return cupmon::ActivityDisableContextEntry(context, kind);
+}
+
+CUPMON_INTERPOSE CUptiResult CUPTIAPI cuptiActivityFlushAll(uint32_t flag) {
+  return cupmon::ActivityFlushAllEntry(flag);
+}
+
+CUPMON_INTERPOSE CUptiResult CUPTIAPI cuptiActivityGetNumDroppedRecords(CUcontext context,
+                                                                        uint32_t streamId,
+                                                                        size_t* dropped) {
+  return cupmon::ActivityGetNumDroppedRecordsEntry(context, streamId, dropped);
+}
+
+CUPMON_INTERPOSE CUptiResult CUPTIAPI
+cuptiActivityRegisterTimestampCallback(CUpti_TimestampCallbackFunc funcTimestamp) {
+  return cupmon::ActivityRegisterTimestampCallbackEntry(funcTimestamp);
+}
+
+CUPMON_INTERPOSE CUptiResult CUPTIAPI cuptiFinalize(void) { return cupmon::FinalizeEntry(); }

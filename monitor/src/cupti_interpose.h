@@ -6,7 +6,10 @@
 // cupmon's. libcupmon.so needs it (DT_NEEDED), so a process has one multiplexer either way.
 #pragma once
 
+#include <vector>
+
 #include "cupmon/monitor/cupti_api.h"
+#include "import_rebind.h"
 
 namespace cupmon {
 
@@ -22,5 +25,9 @@ CUPMON_PRELOAD_API bool PreloadedByEnvironment() noexcept;
 // The process-wide multiplexer over the dlopen'd libcupti, created on first use and never
 // destroyed (CUPTI may call its trampolines until exit). Null when libcupti cannot be loaded.
 CUPMON_PRELOAD_API CuptiMux* ProcessCuptiMux() noexcept;
+
+// The interposed entry points as an ImportRebinder table: each name with the hidden definition
+// behind the exported one. For injection without the preload (docs/COEXISTENCE.md).
+CUPMON_PRELOAD_API std::vector<ImportRebinding> InterposedEntryPoints();
 
 }  // namespace cupmon

@@ -94,12 +94,23 @@ Expected<void> StartLocked(MonitorConfig config, const char* entry_point) {
   o.cupti = g_cupti;
   // Preloaded (cupmon-run --preload): other CUPTI clients' calls reach our entry points, and the
   // monitor runs on the multiplexer that shares CUPTI with them (docs/COEXISTENCE.md).
-  CuptiMux* mux = CuptiCallsInterposed() ? ProcessCuptiMux() : nullptr;
+  const bool interposed = CuptiCallsInterposed();
+  CuptiMux* mux = interposed ? ProcessCuptiMux() : nullptr;
   // Said only when another client's calls can reach the multiplexer: libcupmon.so preloaded or
   // linked in. Injected by the driver into a program with no libcupti of its own, nobody else
-  // calls CUPTI through us, so saying "sharing" there would mislead (seen on the H200).
+  // calls CUPTI through us, so saying "sharing" there would mislead.
   const bool interposed_for_clients =
       mux && (std::string_view(entry_point) != "injection" || PreloadedByEnvironment());
+  // Not interposed (injection only, or the C API loaded after libcupti): the objects already
+  // bound to libcupti (torch's) are rebound to the multiplexer's entry points, at start and, for
+  // objects loaded later, on the flush timer.
+  static ImportRebinder* rebinder = nullptr;  // leaked: its table outlives every monitor
+  if (!interposed && o.config.rebind_imports && ImportRebinder::Supported()) {
+    mux = ProcessCuptiMux();
+    if (mux && !rebinder) rebinder = new ImportRebinder(InterposedEntryPoints(), "libcupti");
+    if (mux) o.rebinder = rebinder;
+  }
+  const bool rebinding = o.rebinder != nullptr;
   if (mux) o.cupti = mux;
   o.entry_point = entry_point;
   auto m = Monitor::Start(std::move(o));
@@ -112,9 +123,17 @@ Expected<void> StartLocked(MonitorConfig config, const char* entry_point) {
   g_active_monitor.store(g_monitor, std::memory_order_release);
   static std::once_flag atexit_once;
   std::call_once(atexit_once, [] { std::atexit(StopAtExit); });
+  std::string sharing;
+  if (mux && interposed_for_clients) {
+    sharing = "; sharing CUPTI with other clients (preloaded)";
+  } else if (rebinding) {
+    const uint64_t slots = g_monitor->GetStats().imports_rebound;
+    if (slots)
+      sharing = "; sharing CUPTI with other clients (" + std::to_string(slots) +
+                " CUPTI imports rebound, no preload)";
+  }
   Say(std::string("monitoring pid ") + std::to_string(getpid()) + " (" +
-      KindList(g_monitor->enabled_kinds()) + ") into " + g_monitor->config().output_dir +
-      (mux && interposed_for_clients ? "; sharing CUPTI with other clients (preloaded)" : ""));
+      KindList(g_monitor->enabled_kinds()) + ") into " + g_monitor->config().output_dir + sharing);
   return {};
 }
 
@@ -296,6 +315,9 @@ CUPMON_API int cupmon_get_stats_sized(cupmon_stats_sized* out, size_t size) {
     full.tasks_dropped = s.tasks_dropped;
     full.window_open = s.window_open ? 1 : 0;
     full.stop_timed_out = s.stop_timed_out ? 1 : 0;
+    full.stranded_buffers = s.stranded_buffers;
+    full.truncated_buffers = s.truncated_buffers;
+    full.imports_rebound = s.imports_rebound;
     // An older caller gets the fields it knows; a newer one learns from `filled` where ours end.
     full.filled = std::min(size, sizeof(full));
     std::memcpy(out, &full, full.filled);

@@ -192,6 +192,7 @@ Expected<void> Monitor::Init() {
                            [this](pb::Stats* s) { FillStats(s); }, options_.fault_injector,
                            [this](int sig) { OnTerminationSignal(sig); }};
   parts.auto_window = auto_window_.get();
+  parts.rebinder = options_.rebinder;
   control_ = std::make_unique<ControlLoop>(std::move(parts));
   control_->Start();
   return {};
@@ -429,6 +430,7 @@ void Monitor::FillStats(pb::Stats* s) const {
   s->set_cupti_gaps(get(c.cupti_gaps));
   s->set_foreign_buffers(get(c.foreign_buffers));
   s->set_stranded_buffers(get(c.stranded_buffers));
+  s->set_imports_rebound(get(c.imports_rebound));
   s->set_writer_faults(get(c.writer_faults));
   s->set_control_faults(get(c.control_faults));
   s->set_intake_faults(get(c.intake_faults));
@@ -476,6 +478,8 @@ MonitorStats Monitor::GetStats() const {
   out.cupti_gaps = s.cupti_gaps();
   out.foreign_buffers = s.foreign_buffers();
   out.stranded_buffers = s.stranded_buffers();
+  out.imports_rebound = s.imports_rebound();
+  out.truncated_buffers = s.truncated_buffers();
   out.writer_faults = s.writer_faults();
   out.control_faults = s.control_faults();
   out.intake_faults = s.intake_faults();

@@ -89,6 +89,9 @@ class CupmonStatsSized(ctypes.Structure):
         ("tasks_dropped", ctypes.c_uint64),
         ("window_open", ctypes.c_uint32),
         ("stop_timed_out", ctypes.c_uint32),
+        ("stranded_buffers", ctypes.c_uint64),
+        ("truncated_buffers", ctypes.c_uint64),
+        ("imports_rebound", ctypes.c_uint64),
     ]
 
 

@@ -34,7 +34,7 @@ TEST(ConfigTest, GoodEnvironmentIsApplied) {
       {"CUPMON_FLUSH_MS", "250"},       {"CUPMON_FILE_SIZE", "16M"},
       {"CUPMON_RETENTION_BYTES", "1G"}, {"CUPMON_RETENTION_FILES", "7"},
       {"CUPMON_ZSTD_LEVEL", "3"},       {"CUPMON_ENCODING", "zstd"},
-      {"CUPMON_ZERO_BUFFERS", "1"}};
+      {"CUPMON_ZERO_BUFFERS", "1"},     {"CUPMON_REBIND_IMPORTS", "0"}};
   g_env = &env;
   MonitorConfig c;
   std::vector<std::string> warnings;
@@ -51,21 +51,23 @@ TEST(ConfigTest, GoodEnvironmentIsApplied) {
   EXPECT_EQ(c.zstd_level, 3);
   EXPECT_EQ(c.encoding, Encoding::kZstd);
   EXPECT_TRUE(c.zero_buffers);
+  EXPECT_FALSE(c.rebind_imports);
 }
 
 TEST(ConfigTest, BadValuesNameTheVariableAndKeepTheDefault) {
   std::map<std::string, std::string> env = {
       {"CUPMON_BUFFER_SIZE", "12Q"}, {"CUPMON_FLUSH_MS", "-5"},     {"CUPMON_ZSTD_LEVEL", "99"},
       {"CUPMON_ENCODING", "lz4"},    {"CUPMON_KINDS", "concurrent_kernel,bogus"},
-      {"CUPMON_ZERO_BUFFERS", "maybe"}};
+      {"CUPMON_ZERO_BUFFERS", "maybe"}, {"CUPMON_REBIND_IMPORTS", "sometimes"}};
   g_env = &env;
   MonitorConfig c;
   const MonitorConfig d;
   std::vector<std::string> warnings;
   ApplyEnvironment(&c, &warnings, FakeGetenv);
-  ASSERT_EQ(warnings.size(), 6u);
+  ASSERT_EQ(warnings.size(), 7u);
   for (const char* var : {"CUPMON_BUFFER_SIZE", "CUPMON_FLUSH_MS", "CUPMON_ZSTD_LEVEL",
-                          "CUPMON_ENCODING", "CUPMON_KINDS", "CUPMON_ZERO_BUFFERS"}) {
+                          "CUPMON_ENCODING", "CUPMON_KINDS", "CUPMON_ZERO_BUFFERS",
+                          "CUPMON_REBIND_IMPORTS"}) {
     bool named = false;
     for (const auto& w : warnings) named |= w.find(var) != std::string::npos;
     EXPECT_TRUE(named) << var;
@@ -76,6 +78,7 @@ TEST(ConfigTest, BadValuesNameTheVariableAndKeepTheDefault) {
   EXPECT_EQ(c.encoding, d.encoding);
   EXPECT_EQ(c.kinds, (std::vector<uint32_t>{10}));  // the good kind is kept
   EXPECT_FALSE(c.zero_buffers);
+  EXPECT_TRUE(c.rebind_imports);
 }
 
 TEST(ConfigTest, NoKnownKindKeepsTheDefaultKinds) {

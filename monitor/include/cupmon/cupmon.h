@@ -72,6 +72,9 @@ typedef struct cupmon_stats_sized {
   uint64_t tasks_dropped;    /* writer tasks dropped: the writer queue was full */
   uint32_t window_open;      /* 1 while a trace window is open */
   uint32_t stop_timed_out;   /* 1 when the stop gave up waiting (CUPMON_EXIT_TIMEOUT_MS) */
+  uint64_t stranded_buffers; /* cupmon buffers CUPTI handed to another CUPTI client */
+  uint64_t truncated_buffers; /* buffers not walked to their end (a record kind of unknown size) */
+  uint64_t imports_rebound;  /* other objects' CUPTI imports sent to cupmon (docs/COEXISTENCE.md) */
 } cupmon_stats_sized;
 
 CUPMON_API void cupmon_config_init(cupmon_config* config);

@@ -182,6 +182,24 @@ std::string RenderExposition(const std::vector<LabelledSnapshot>& processes) {
   scalar("cupmon_pool_exhausted_total", "counter",
          "Buffer requests refused because the buffer pool was exhausted.",
          &MetricsSnapshot::pool_exhausted);
+  scalar("cupmon_cupti_gaps_total", "counter",
+         "Intervals another CUPTI client held CUPTI's activity callbacks, marked in the files; no records inside.",
+         &MetricsSnapshot::cupti_gaps);
+  scalar("cupmon_stranded_buffers_total", "counter",
+         "cupmon buffers CUPTI handed to another CUPTI client; their records are lost to cupmon.",
+         &MetricsSnapshot::stranded_buffers);
+  scalar("cupmon_lost_records_total", "counter",
+         "Records taken in that never reached the files (a full disk, write errors).",
+         &MetricsSnapshot::lost_records);
+  scalar("cupmon_lost_buffers_total", "counter",
+         "Completed CUPTI buffers dropped before the writer (faults, stop).",
+         &MetricsSnapshot::lost_buffers);
+  scalar("cupmon_zero_timestamp_records_total", "counter",
+         "Records CUPTI delivered without timestamps (its timestamp pool ran out).",
+         &MetricsSnapshot::zero_timestamp_records);
+  scalar("cupmon_truncated_buffers_total", "counter",
+         "Buffers whose records could not all be walked (a record kind of unknown size).",
+         &MetricsSnapshot::truncated_buffers);
   scalar("cupmon_windows_opened_total", "counter", "Trace windows opened.",
          &MetricsSnapshot::windows_opened);
   scalar("cupmon_write_errors_total", "counter", "Failed writes of recording files.",
@@ -222,6 +240,12 @@ pb::MetricsView ToMetricsView(const MetricsSnapshot& s) {
   v.set_last_write_failed(s.last_write_failed);
   v.set_files(s.files);
   v.set_disk_bytes(s.disk_bytes);
+  v.set_cupti_gaps(s.cupti_gaps);
+  v.set_stranded_buffers(s.stranded_buffers);
+  v.set_lost_records(s.lost_records);
+  v.set_lost_buffers(s.lost_buffers);
+  v.set_zero_timestamp_records(s.zero_timestamp_records);
+  v.set_truncated_buffers(s.truncated_buffers);
   return v;
 }
 
@@ -243,6 +267,12 @@ MetricsSnapshot FromMetricsView(const pb::MetricsView& v) {
   s.last_write_failed = v.last_write_failed();
   s.files = v.files();
   s.disk_bytes = v.disk_bytes();
+  s.cupti_gaps = v.cupti_gaps();
+  s.stranded_buffers = v.stranded_buffers();
+  s.lost_records = v.lost_records();
+  s.lost_buffers = v.lost_buffers();
+  s.zero_timestamp_records = v.zero_timestamp_records();
+  s.truncated_buffers = v.truncated_buffers();
   return s;
 }
 

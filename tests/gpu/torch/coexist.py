@@ -18,11 +18,14 @@ Checks:
      preload-timestamps every one of those kernels has timestamps; the kernels without are counted
                        by phase (before / during / after the profiler's steps), and compared with
                        the same preloaded run without the profiler;
-  3. plain-gap         with `cupmon-run --no-preload`, cupmon marks the profiler's takeover as a gap with an
-                       end, and records kernels again after the profiler's session;
-     plain-short       the same with cupmon's defaults (1 s flush, reclaim after 10 s) and a run that ends
-                       right after the profiler's steps: whatever cupmon lost is marked as a gap
-                       (with or without an end), or nothing is lost;
+  3. plain-profiler    with `cupmon-run --no-preload` (injection only; cupmon rebinds torch's CUPTI
+                       imports at start), torch.profiler's kernels for its steps equal the baseline's;
+     plain-cupmon      and cupmon's files hold every kernel of the whole run, with no gap, and its
+                       start line says how many imports it rebound;
+     plain-short       the same with cupmon's defaults and a run that ends right after the
+                       profiler's steps: nothing is lost, or whatever cupmon lost is marked as a gap;
+     norebind-gap      with CUPMON_REBIND_IMPORTS=0 (what escapes the rebinding), cupmon marks the
+                       profiler's takeover as a gap with an end, and records again after it;
   4. exclusive-tool    (when compute-sanitizer exists) cupmon under compute-sanitizer: the program
                        exits 0; cupmon's stderr lines are shown.
 """
@@ -271,28 +274,58 @@ def main():
                    + (f"{sum(zero_np.values())} of {len(rows_np)}" if zero_np is not None
                       else f"run failed (exit {rc_np})"))
 
-    # 3: plain injection (--no-preload): the takeover is a marked gap, then cupmon takes CUPTI back.
+    # 3: plain injection (--no-preload): torch's CUPTI imports are rebound to cupmon's multiplexer.
     rec = os.path.join(out, "plain")
     js = os.path.join(out, "plain.json")
-    env = dict(os.environ, CUPMON_FLUSH_MS="200", CUPMON_RECLAIM_MS="2000")
-    env.pop("LD_PRELOAD", None)
-    rc = run([cupmon_run, "--no-preload", "-o", rec, "--"] + child_cmd("middle", js, "--after-s", "5"),
+    env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+    rc = run([cupmon_run, "--no-preload", "-o", rec, "--"] + child_cmd("middle", js),
              os.path.join(out, "plain.log"), env=env)
     pl = load(js)
     if rc or not pl:
-        result("plain-gap", False, f"run failed (exit {rc}); see {out}/plain.log")
+        result("plain-profiler", False, f"run failed (exit {rc}); see {out}/plain.log")
+        result("plain-cupmon", False, "no run")
     else:
+        p1 = kernels_only(pl["counts"])
+        bad = diff_counts(p0, p1)
+        result("plain-profiler", not bad and sum(p0.values()) > 0,
+               f"torch.profiler kernels for its steps: {sum(p1.values())} with cupmon injected only, "
+               f"{sum(p0.values())} without; names differing: {len(bad)}"
+               + "".join(f"\n    {n}: without {a}, with {b}" for n, a, b in bad[:10]))
+        counts, _ = cupmon_kernels(build, rec, out, "plain")
         gaps, gap_lines = cupmon_gaps(build, rec, out, "plain")
-        counts, starts = cupmon_kernels(build, rec, out, "plain")
+        said = [l.strip() for l in open(os.path.join(out, "plain.log")) if l.startswith("cupmon:")]
+        rebound = any("imports rebound" in l for l in said)
+        counts = counts or {}
+        missing = {n: v - counts.get(n, 0) for n, v in t0.items() if counts.get(n, 0) < v}
+        result("plain-cupmon", not missing and gaps == 0 and rebound and sum(t0.values()) > 0,
+               f"cupmon kernels {sum(counts.values())} for the whole run, torch.profiler (whole run) "
+               f"{sum(t0.values())}; missing {sum(missing.values())} in {len(missing)} names; gaps {gaps}"
+               + "".join(f"\n    missing {v}: {n}" for n, v in list(missing.items())[:5])
+               + "".join(f"\n    {l}" for l in gap_lines[:3])
+               + "".join(f"\n    stderr: {l}" for l in said[:4]))
+
+    # 3c: what escapes the rebinding (here: switched off) is a marked gap, then cupmon takes CUPTI back.
+    rec = os.path.join(out, "norebind")
+    js = os.path.join(out, "norebind.json")
+    env = dict(os.environ, CUPMON_FLUSH_MS="200", CUPMON_RECLAIM_MS="2000", CUPMON_REBIND_IMPORTS="0")
+    env.pop("LD_PRELOAD", None)
+    rc = run([cupmon_run, "--no-preload", "-o", rec, "--"] + child_cmd("middle", js, "--after-s", "5"),
+             os.path.join(out, "norebind.log"), env=env)
+    pl = load(js)
+    if rc or not pl:
+        result("norebind-gap", False, f"run failed (exit {rc}); see {out}/norebind.log")
+    else:
+        gaps, gap_lines = cupmon_gaps(build, rec, out, "norebind")
+        counts, starts = cupmon_kernels(build, rec, out, "norebind")
         t = pl["times"]
         starts = [s for s in (starts or []) if s is not None]
         before = sum(1 for s in starts if s < t["prof_start_ns"])
         during = sum(1 for s in starts if t["prof_start_ns"] <= s <= t["prof_end_ns"])
         after = sum(1 for s in starts if s > t["after_start_ns"])
         ended = bool(gap_lines) and "open/unknown end" not in gap_lines[0]
-        warned = [l.strip() for l in open(os.path.join(out, "plain.log")) if l.startswith("cupmon:")]
+        warned = [l.strip() for l in open(os.path.join(out, "norebind.log")) if l.startswith("cupmon:")]
         ok = bool(gaps) and ended and after > 0 and before > 0
-        result("plain-gap", ok,
+        result("norebind-gap", ok,
                f"gaps {gaps}; cupmon kernels before the profiler {before}, during {during}, after "
                f"{after} ({pl['after_steps']} steps after it); torch.profiler kernels "
                f"{sum(kernels_only(pl['counts']).values())} (without cupmon {sum(p0.values())})"

@@ -29,6 +29,12 @@ MetricsSnapshot SampleSnapshot() {
   s.last_write_failed = true;
   s.files = 8;
   s.disk_bytes = 987654321;
+  s.cupti_gaps = 9;
+  s.stranded_buffers = 10;
+  s.lost_records = 11;
+  s.lost_buffers = 12;
+  s.zero_timestamp_records = 13;
+  s.truncated_buffers = 14;
   return s;
 }
 
@@ -59,6 +65,12 @@ TEST(ExpositionTest, EveryFamilyHasHelpTypeAndTheSnapshotValue) {
       {"cupmon_write_error", {"gauge", "1"}},
       {"cupmon_files", {"gauge", "8"}},
       {"cupmon_disk_bytes", {"gauge", "987654321"}},
+      {"cupmon_cupti_gaps_total", {"counter", "9"}},
+      {"cupmon_stranded_buffers_total", {"counter", "10"}},
+      {"cupmon_lost_records_total", {"counter", "11"}},
+      {"cupmon_lost_buffers_total", {"counter", "12"}},
+      {"cupmon_zero_timestamp_records_total", {"counter", "13"}},
+      {"cupmon_truncated_buffers_total", {"counter", "14"}},
   };
   for (const auto& [name, type_value] : expected) {
     SCOPED_TRACE(name);

@@ -112,7 +112,10 @@ TEST(MonitorMetricsEndpointTest, CurlScrapeOfTheRunningMonitorPassesTheStrictPar
        {"cupmon_kernel_records_total", "cupmon_memcpy_records_total", "cupmon_memset_records_total",
         "cupmon_gpu_busy_seconds_total", "cupmon_stream_busy_seconds_total", "cupmon_raw_bytes_total",
         "cupmon_compressed_bytes_total", "cupmon_dropped_records_total",
-        "cupmon_pool_exhausted_total", "cupmon_windows_opened_total", "cupmon_write_errors_total"}) {
+        "cupmon_pool_exhausted_total", "cupmon_windows_opened_total", "cupmon_write_errors_total",
+        "cupmon_cupti_gaps_total", "cupmon_stranded_buffers_total", "cupmon_lost_records_total",
+        "cupmon_lost_buffers_total", "cupmon_zero_timestamp_records_total",
+        "cupmon_truncated_buffers_total"}) {
     SCOPED_TRACE(family);
     ASSERT_TRUE(parsed->contains(family));
     EXPECT_FALSE(parsed->at(family).type.empty());

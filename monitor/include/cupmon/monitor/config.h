@@ -32,6 +32,11 @@ struct MonitorConfig {
   // Hand CUPTI buffers that the writer zeroed (CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER=1)
   // instead of letting CUPTI zero them on the launching thread. Off until measured on a GPU.
   bool zero_buffers = false;
+  // Injected without the preload library, or started through the C API after libcupti was
+  // loaded: point other objects' imports of CUPTI's activity entry points at cupmon's
+  // multiplexer, so that another client (torch.profiler) shares CUPTI instead of taking it
+  // (docs/COEXISTENCE.md). CUPMON_REBIND_IMPORTS=0: leave them, and rely on the takeover watch.
+  bool rebind_imports = true;
   // CUPTI activity attributes (cuptiActivitySetAttribute before the buffer callbacks are
   // registered and any kind is enabled); unset: CUPTI's own default stays. docs/CONTROL.md lists
   // them, docs/PERFORMANCE.md says what they cost. After start, only the ones CUPTI accepted.

@@ -30,6 +30,9 @@
 
 namespace cupmon {
 
+class ImportRebinder;
+
+
 class ActivityIntake;
 class AutoWindowMailbox;
 class BufferPool;
@@ -63,6 +66,10 @@ struct MonitorOptions {
   // TEST HOOK: throws at named points of the monitor's threads (fault_injection.h). Null in
   // production.
   FaultInjector fault_injector;
+  // Injection without the preload library: other objects' imports of CUPTI's activity entry
+  // points are pointed at the multiplexer's (docs/COEXISTENCE.md), at start and, for objects
+  // loaded later, on the flush timer. Not owned; used by one monitor at a time. Null: none.
+  ImportRebinder* rebinder = nullptr;
 };
 
 // Counters for cupmon_get_stats and the control plane. Cumulative since start.
@@ -95,6 +102,8 @@ struct MonitorStats {
   uint64_t cupti_gaps = 0;        // intervals noticed (GAP markers in the stream)
   uint64_t foreign_buffers = 0;   // completed buffers that were not cupmon's
   uint64_t stranded_buffers = 0;  // cupmon buffers handed to the other client, never back
+  uint64_t imports_rebound = 0;   // other objects' CUPTI imports sent to the multiplexer
+  uint64_t truncated_buffers = 0;  // buffers not walked to their end (unknown record kind)
   // Faults absorbed instead of ending the host process (docs/RELIABILITY.md).
   uint64_t writer_faults = 0;
   uint64_t control_faults = 0;

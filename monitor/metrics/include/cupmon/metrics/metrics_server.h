@@ -62,6 +62,13 @@ struct MetricsSnapshot {
   bool last_write_failed = false;  // true while the most recent write attempt failed
   uint64_t files = 0;              // recording files currently on disk (after retention)
   uint64_t disk_bytes = 0;         // their total size
+  // Losses cupmon knows of beyond CUPTI's dropped records (docs/RELIABILITY.md): each a counter.
+  uint64_t cupti_gaps = 0;              // another CUPTI client held the callbacks (GAP markers)
+  uint64_t stranded_buffers = 0;        // cupmon buffers CUPTI handed to that client
+  uint64_t lost_records = 0;            // taken in, never written (a full disk, write errors)
+  uint64_t lost_buffers = 0;            // completed buffers dropped before the writer
+  uint64_t zero_timestamp_records = 0;  // records without timestamps
+  uint64_t truncated_buffers = 0;       // buffers not walked to their end (unknown kind)
 };
 
 // Implemented by the monitor. Snapshot() is called on the io_context thread, once per scrape, and
