@@ -106,6 +106,33 @@ def parse_yaml(text):
     return result
 
 
+def run_with_recipe_environment(test, injection, preload):
+    """Runs the build's cupti_preload_probe (a program linked against libcupti, as torch is) with
+    the recipe's CUDA_INJECTION64_PATH and LD_PRELOAD, their directory mapped to the build tree's
+    monitor/ (where libcupmon.so and libcupmon-preload.so lie side by side, as installed). The probe
+    exits 0 when its CUPTI calls reach libcupmon-preload.so."""
+    build = os.environ.get("CUPMON_BUILD_DIR", "")
+    probe = os.path.join(build, "tests", "monitor", "cupti_preload_probe")
+    if not build or not os.path.exists(probe):
+        test.skipTest("cupti_preload_probe is not built (CUPTI headers missing?)")
+    ldd = subprocess.run(["ldd", probe], capture_output=True, text=True).stdout
+    if "libasan" in ldd or "libtsan" in ldd:
+        test.skipTest("sanitizer build: its runtime must come first in LD_PRELOAD")
+    lib_dir = os.path.dirname(injection)
+    test.assertEqual(os.path.dirname(preload), lib_dir, "the two libraries lie side by side")
+    test.assertEqual(os.path.basename(injection), "libcupmon.so")
+    test.assertEqual(os.path.basename(preload), "libcupmon-preload.so")
+    here = os.path.join(build, "monitor")
+    env = dict(os.environ)
+    env["CUDA_INJECTION64_PATH"] = os.path.join(here, os.path.basename(injection))
+    env["LD_PRELOAD"] = os.path.join(here, os.path.basename(preload))
+    for path in (env["CUDA_INJECTION64_PATH"], env["LD_PRELOAD"]):
+        test.assertTrue(os.path.exists(path), f"{path} is not built")
+    r = subprocess.run([probe], capture_output=True, text=True, env=env, timeout=60)
+    test.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+    test.assertIn("ok: cuptiActivityEnable resolves to libcupmon-preload.so", r.stdout)
+
+
 def env_map(container):
     return {e["name"]: e for e in container.get("env", [])}
 
@@ -149,10 +176,17 @@ class KubernetesManifestTest(unittest.TestCase):
         self.assertTrue(mounts["cupmon-bin"]["readOnly"])
         # /opt/cupmon/lib/libcupmon.so in the image (Dockerfile) lands at <mount>/lib/libcupmon.so.
         self.assertEqual(env["CUDA_INJECTION64_PATH"]["value"], f"{bin_path}/lib/libcupmon.so")
+        # Preloaded as cupmon-run does: torch.profiler in the job shares CUPTI with cupmon.
+        self.assertEqual(env["LD_PRELOAD"]["value"], f"{bin_path}/lib/libcupmon-preload.so")
         for name, e in env.items():
             if name.startswith("CUPMON_"):
                 self.assertIn(name, KNOWN_CUPMON_VARS)
                 self.assertIsInstance(e["value"], str, f"{name} must be a quoted string")
+
+    def test_its_environment_makes_a_cupti_client_reach_cupmon(self):
+        env = env_map(self.main)
+        run_with_recipe_environment(self, env["CUDA_INJECTION64_PATH"]["value"],
+                                    env["LD_PRELOAD"]["value"])
 
     def test_output_goes_to_a_persistent_volume_per_pod(self):
         env = env_map(self.main)
@@ -374,6 +408,7 @@ class SystemdDropInTest(unittest.TestCase):
         env = dict(v.split("=", 1) for k, v in sections["Service"] if k == "Environment")
         keys = dict(sections["Service"])
         self.assertEqual(env["CUDA_INJECTION64_PATH"], "/opt/cupmon/lib/libcupmon.so")
+        self.assertEqual(env["LD_PRELOAD"], "/opt/cupmon/lib/libcupmon-preload.so")
         for name in env:
             if name.startswith("CUPMON_"):
                 self.assertIn(name, KNOWN_CUPMON_VARS)
@@ -383,6 +418,11 @@ class SystemdDropInTest(unittest.TestCase):
         self.assertEqual(keys["StateDirectoryMode"], "0700")
         host = env["CUPMON_METRICS_ADDRESS"].rsplit(":", 1)[0]
         self.assertEqual(host, "127.0.0.1")
+
+    def test_its_environment_makes_a_cupti_client_reach_cupmon(self):
+        sections = read_dropin()
+        env = dict(v.split("=", 1) for k, v in sections["Service"] if k == "Environment")
+        run_with_recipe_environment(self, env["CUDA_INJECTION64_PATH"], env["LD_PRELOAD"])
 
     @unittest.skipUnless(shutil.which("systemd-analyze"), "systemd-analyze is not installed")
     def test_systemd_accepts_it(self):
