@@ -9,8 +9,8 @@
 namespace cupmon::decoder {
 namespace {
 // Twice the monitor's default raw-buffer size (4 MiB); larger chunks still grow the vector.
-// Reserved once per slot: grown by resize, chunk after slightly larger chunk, the vector was
-// reallocated, copied and faulted in again (a fifth of an export's page faults).
+// Reserved once per slot: grown by resize, chunk after slightly larger chunk, the vector would be
+// reallocated, copied and faulted in again.
 constexpr size_t kRecordsReserve = size_t{8} << 20;
 }  // namespace
 

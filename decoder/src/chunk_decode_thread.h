@@ -57,8 +57,8 @@ struct DecodedChunk {
 class ChunkDecodeThread {
  public:
   // With the two threads' work per chunk about equal (summary, steps), each stalls whenever the
-  // other runs a few chunks slow; 3 slots (2 ahead) lost a fifth of the wall time to that on a
-  // 2-CPU Xeon guest, 8 did not (docs/PERFORMANCE.md, "A deeper ring"). About 3-4 MiB a slot.
+  // other runs a few chunks slow; the ring is deep enough that a few slow chunks on either side
+  // do not stall the other. About 3-4 MiB a slot.
   static constexpr size_t kSlots = 8;
 
   // `keep`, when set, is the first column selection (SetColumnSelection).

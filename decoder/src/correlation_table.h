@@ -31,18 +31,18 @@ struct CorrelationEntry {
 // the live run. CUPTI hands out correlation ids from one process-wide counter, so the live ids
 // form a mostly increasing run: an index slot `id mod index size` holds the ring position of an id
 // directly (4 bytes, no hashing). The index has 8 to 16 slots per live entry (16 at the default
-// horizon), because ids of calls that were not recorded (API calls outside windows) leave gaps: on
-// tests/data/ddp-2rank a rank's 275,000 ids spread over 1..2,436,000, and with one 64-byte slot per
-// live id 45,000 ids a rank went to a hash map, which took a tenth of an export's time. An id
+// horizon), because ids of calls that were not recorded (API calls outside windows) leave gaps: a
+// rank's ids spread over several times their number, and with one slot per live id many would go
+// to the hash map, which is far slower than the index. An id
 // whose slot holds another live id still goes to that map (`overflow_`), so arbitrary ids stay
 // correct. Single-threaded: one builder's reading thread; Make and Recycle are thread-safe.
 class CorrelationTable {
  public:
   // The ring holds exactly max_live + 1 entries (Track holds one more for a moment; the default
   // bound, 4 * 65,536 + 1, lies just above a power of two, so rounding it up doubled the ring),
-  // the index a power of two of at least 8 slots per entry. Sizes change only speed. An index of 8
-  // instead of 16 slots an entry at the default horizon (8 instead of 16 MiB) sent so many more ids
-  // to `overflow_` that a csv export of ddp-2rank took 3,100 more page faults.
+  // the index a power of two of at least 8 slots per entry. Sizes change only speed: fewer slots
+  // an entry send more ids to `overflow_`, whose allocations fault in more pages than the smaller
+  // index saves.
   explicit CorrelationTable(size_t max_live);
 
   // A table for a new builder: the one a finished builder gave back with Recycle when its bound

@@ -13,11 +13,10 @@ namespace cupmon::decoder {
 // when full (std::deque allocates a block per few dozen entries). Its storage is an UninitArray:
 // nothing is zeroed, and from 64 KiB on it lives in the kept huge mappings, so a ring that grows
 // reuses what another ring, or the previous rank's, released.
-// - Why not a std::vector: growing one zero-fills every new capacity. The reorder stage's key
-//   runs took 18% of an export's page faults that way, and the step scanner's queue 71% of a
-//   kineto export's on tests/data/ddp-2rank.
+// - Why not a std::vector: growing one zero-fills every new capacity, a page fault for each of
+//   its 4 KiB pages.
 // - The cost: the smaller mappings a ring grew through stay in that cache, resident, about as
-//   much again as the ring (`steps`: +20 MB peak RSS).
+//   much again as the ring.
 template <typename T>
 class GrowingRing {
  public:

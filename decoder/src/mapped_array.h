@@ -15,18 +15,16 @@ namespace cupmon::decoder {
 
 // An array of n elements that are never constructed or destroyed. Large ones live in huge-page
 // mappings (format/raw_codec.h): pages are faulted in only once used, one fault per 2 MiB instead
-// of one per 4 KiB. Page faults, most of them in these arrays, were a third of an export's CPU
-// time on tests/data/ddp-2rank.
+// of one per 4 KiB.
 // - kZeroed (the correlation table): the elements start zero-filled. From 2 MiB on they live in
 //   a fresh mapping (MapZeroedHugeBytes), whose untouched pages cost nothing; smaller ones are
 //   calloc'd.
 // - Otherwise the elements are indeterminate until written. From 64 KiB on they live in a kept
 //   mapping (MapHugeBytes), which hands out again what an earlier builder or another array
 //   released: the next rank's builder finds its pages faulted in. The reorder stage's key rings
-//   double from 1,024 keys (24 KiB) up to 65,536 (1.5 MiB); in fresh mappings of their own size
-//   they took 4,000 of the 7,100 page faults of a csv export of ddp-2rank, and in kept 2 MiB
-//   mappings each ring that grows reuses the one another ring or rank released. Smaller ones come
-//   from the heap.
+//   double from 1,024 keys (24 KiB) up to 65,536 (1.5 MiB): in kept 2 MiB mappings each ring
+//   that grows reuses the one another ring or rank released, where fresh mappings of their own
+//   size would each be faulted in anew. Smaller ones come from the heap.
 // Under AddressSanitizer (CUPMON_HUGE_MAPPINGS 0) every array is on the heap, where it watches
 // them.
 template <class T, bool kZeroed>

@@ -144,10 +144,10 @@ uint64_t CgroupsRoom(const std::string& self_cgroup, const std::string& root);
 
 // Ranks a merged report reads at once (ReportOptions::jobs; 0 chooses): as many as the CPUs hold
 // reads of `threads_per_read` threads (DecodeThreads()), at most kMaxRankJobs and the ranks: 8 on
-// 16 CPUs, 1 on 2, where two ranks at once gained no wall time that 9 alternated runs could tell
-// and took 8% more CPU and twice the memory (docs/PERFORMANCE.md, "Ranks read at once"). And at
-// most one read per kBytesPerRankRead of `room` (MemoryRoom(); 0: not known, no bound): a read
-// took 72-90 MiB more at its peak on synthetic ranks; real ones hold more names and windows.
+// 16 CPUs, 1 on 2, where two reads at once gain no wall time (one read's two threads already use
+// both CPUs) and take twice the memory. And at
+// most one read per kBytesPerRankRead of `room` (MemoryRoom(); 0: not known, no bound): above a
+// read's peak on synthetic ranks, with room for the names and windows real ones hold.
 // An asked number is taken as asked.
 inline constexpr size_t kMaxRankJobs = 8;
 inline constexpr uint64_t kBytesPerRankRead = uint64_t{128} << 20;

@@ -14,12 +14,12 @@ bool Later(uint64_t a_start, uint64_t a_seq, uint64_t b_start, uint64_t b_seq) {
 }
 
 // Whole cache lines per slot: the slots' storage is page-aligned, so each row is six lines and
-// no line holds parts of two rows (a row of 400 bytes touched seven or eight).
+// no line holds parts of two rows.
 static_assert(sizeof(Row) % 64 == 0, "keep Row a whole number of cache lines (row.h)");
 
 // `row = Row{}` in 16-byte blocks copied from an empty row. g++ 12 compiles the assignment to
-// `rep stosq`, whose start-up cost made it 93% of the builder's Emit samples, 4.8% of a csv
-// export's (perf annotate, the EPYC guest); g++ folds these blocks into 24 stores. They are
+// `rep stosq`, whose start-up cost outweighs clearing a row this small; g++ folds these blocks
+// into 24 stores. They are
 // written one statement each: a loop would be turned back into the same string instruction.
 using RowBlock = uint64_t __attribute__((vector_size(16), may_alias, aligned(alignof(Row))));
 static_assert(std::is_trivially_copyable_v<Row> && sizeof(Row) % sizeof(RowBlock) == 0);
@@ -31,10 +31,9 @@ void CopyRowBlocks(RowBlock* to, const RowBlock* from, std::index_sequence<I...>
 }
 
 // A held row was stored up to ReorderOptions::rows rows ago (25 MiB of rows by default) and has
-// left the cache by its release: its first read was a fifth of chrome-json's time in misses, and
-// with the next row alone fetched ahead, still a quarter of the csv writer's samples. Rows are
-// fetched a few releases ahead instead: 3 ahead took a csv export of 3M synthetic records from
-// 590 to 517 ms of CPU, 1 ahead to 530 (docs/PERFORMANCE.md).
+// left the cache by its release, so the sink would wait on its first read. Rows are fetched a
+// few releases ahead along their run; fetching the next row alone comes too late. The distance,
+// 3, was chosen by measurement (the commit that set it has the figures).
 constexpr size_t kPrefetchAhead = 3;
 
 void PrefetchRow(const Row& row) {
@@ -83,8 +82,8 @@ void ReorderStage::Add(const Row& row) {
   }
   // Rows that extend a sorted run go to that run's FIFO (O(1)); only rows that fit no run pay for
   // the heap. CUPTI delivers each buffer's records mostly in start order, but buffers of kernels
-  // and of API calls interleave, so with one run half of tests/data/ddp-2rank's rows went to the
-  // heap and popping it was the largest cost of the export after page faults. A row joins the
+  // and of API calls interleave, so with one run the rows of every other buffer would go through
+  // the heap. A row joins the
   // run whose last start is the latest at or before its own (an empty run when none fits), so
   // each interleaved stream keeps its own run. Release takes the smallest head of runs and heap.
   size_t fit = kRuns;

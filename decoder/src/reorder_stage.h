@@ -28,9 +28,9 @@ class ReorderStage {
   ReorderStage& operator=(const ReorderStage&) = delete;
 
   // An empty row (as Row{}) in the storage for the next row to Add, to be filled in place: the
-  // caller builds its row there, and Add then takes it without copying its 384 bytes (a copy in
-  // and out was a third of Add's time). Valid until the next call of Add, Flush or Claim; a
-  // claimed row that is never added (filtered out, or handed to the sink straight) costs nothing.
+  // caller builds its row there, and Add then takes it without copying its 384 bytes. Valid until
+  // the next call of Add, Flush or Claim; a claimed row that is never added (filtered out, or
+  // handed to the sink straight) costs nothing.
   Row& Claim();
   // Takes a row with a valid time (Row::valid_time), and hands the sink those now due. `row` may
   // be the one Claim returned.
@@ -66,8 +66,8 @@ class ReorderStage {
   ReorderOptions options_;
   RowSink* sink_;
   TraceCounts* counts_;
-  // Rows held, in slots [0, slots_used_) of a mapping of whole huge pages (a vector's malloc'd
-  // block began and ended on 4 KiB pages: up to 1,000 page faults a rank); doubled when full.
+  // Rows held, in slots [0, slots_used_) of a mapping of whole huge pages (a malloc'd block would
+  // begin and end on 4 KiB pages, each faulted in on its own); doubled when full.
   UninitArray<Row> slots_;
   size_t slots_used_ = 0;
   std::vector<uint32_t> free_slots_;

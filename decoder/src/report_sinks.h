@@ -52,8 +52,8 @@ class LimitedSink : public RowSink {
   // True once --limit rows are written and nothing more can reach the output: the rows past the
   // limit are dropped, and the export writes nothing at End that needs the rest of the recording
   // (text traces, csv, jsonl). The report then reads no further (a day of history printed with
-  // `--limit 20` used to be read whole). The other exports write the recording's windows, steps
-  // or tables at End, from the whole read, and answer false.
+  // `--limit 20` reads a chunk or a few, not the day). The other exports write the recording's
+  // windows, steps or tables at End, from the whole read, and answer false.
   bool LimitReachedAndFinal() const { return LimitEndsOutput() && limit_ && written_ >= *limit_; }
   // Merged (multi-rank) reports: the rank whose rows come next; call before Begin. Single
   // recordings never call it, so their output stays as it was.

@@ -619,8 +619,8 @@ class StepScanner : public ChunkVisitor {
   std::array<CacheSlot, 256> cache_{};
   // Off the stack: 4 MiB as a member put FindSteps' scanner on the stack past a 4 MiB limit
   // (`ulimit -s 4096`: a segmentation fault of `cupmon-decode steps`). Zero-filled (an ExtSlot{})
-  // by a fresh huge mapping whose pages cost nothing until an external correlation is read; a
-  // std::vector cleared all 4 MiB itself after the kernel had, in 1,000 page faults per rank.
+  // by a fresh huge mapping whose pages cost nothing until an external correlation is read (a
+  // std::vector would clear all 4 MiB again after the kernel had, page by page).
   ZeroedArray<ExtSlot> ext_{size_t{1} << 18};
   bool have_step_labels_ = false;
   // NVTX step ranges by thread (pid << 32 | tid), open ones by marker id, and the labels they

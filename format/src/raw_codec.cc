@@ -22,11 +22,9 @@ size_t WholeHugePages(size_t bytes) { return (bytes + kHugePage - 1) & ~(kHugePa
 // Huge mappings released by UnmapHugeBytes, kept for the next MapHugeBytes. A mapping's pages were
 // faulted in and cleared by the kernel when first written; a fresh mapping's are again. The decoder
 // frees its chunk slots, zstd scratch and join arrays at the end of each rank and maps the same
-// sizes for the next one: an export of tests/data/ddp-2rank had the kernel clear 204 MiB in huge
-// pages, half of it for the second rank, and on the shared 2-CPU guest that clearing
-// (clear_page_erms) was 17-37% of the export's CPU samples. Bounded: at most kEntries mappings and
-// kBytes of address space (what was touched of them stays resident until reused or the process
-// ends). Thread-safe: the decoding thread and the reading thread both allocate.
+// sizes for the next one, which the kernel would otherwise clear again. Bounded: at most kEntries
+// mappings and kBytes of address space (what was touched of them stays resident until reused or
+// the process ends). Thread-safe: the decoding thread and the reading thread both allocate.
 class HugeMappingCache {
  public:
   // A kept mapping of at least `length` bytes (whole huge pages), its excess unmapped; the
@@ -245,7 +243,7 @@ void ScatterGroup(const uint8_t* raw, const uint32_t* recs, const Group& grp, bo
 
 // Inverse of ScatterGroup: gathers the group's columns back into records at out + recs[r].
 // Two passes over slices of kSliceTiles whole tiles, each pass with few sequential streams (a
-// direct gather from up to 216 column streams was several times slower): first copy each column's
+// direct gather from up to 216 column streams is several times slower): first copy each column's
 // kTile-byte segments of the slice into a tile-major scratch (tile after tile, byte position after
 // byte position), then transpose each tile's block, which sits in L1, into its records. The
 // scratch holds one slice, so it stays in L2.
@@ -600,8 +598,8 @@ Expected<void> RawBufferDecoder::DecodeInto(uint8_t encoding, std::span<const ui
       return MakeError("zstd frame content size is missing or too large");
     if (dst->capacity() < content) {
       // Growing by resize would first copy the old bytes, all overwritten below (a ByteBuffer
-      // copies them one at a time: 2% of an export's CPU). Twice the old capacity: buffers that
-      // grow chunk after slightly larger chunk are not mapped anew each time.
+      // copies them one at a time). Twice the old capacity: buffers that grow chunk after
+      // slightly larger chunk are not mapped anew each time.
       dst->clear();
       dst->reserve(std::max<size_t>(content, 2 * dst->capacity()));
     }

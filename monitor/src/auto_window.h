@@ -96,15 +96,14 @@ class AutoWindowMailbox {
 // without one, `cupmon-decode steps`' StepDetector finds them. Each finished step is compared with
 // the median of the last kMedianSteps steps before it.
 //
-// Order: CUPTI fills one stream's kernels into buffers side by side (the bundled H200 sample:
-// two at a time, each in start order), hands a full one over at once and the others at the next
-// flush, so the delivery order is not the start order. The detector holds kernels to restore it
-// (at most 2^15), and the control thread marks the end of each periodic flush (Settle): every
-// buffer filled until then has come, so the held kernels are put through at once. A step is
-// thus timed with the flush that delivers the next step's first kernel: within CUPMON_FLUSH_MS,
-// not after 2^15 more kernels (~160 steps of a 200-kernel loop, what the H200 showed when only
-// the count bound released them). Anchor kernels are held and sorted the same way (at most
-// kMaxHeldAnchors between flushes).
+// Order: CUPTI fills one stream's kernels into buffers side by side (the bundled H200 sample: two
+// at a time, each in start order), hands a full one over at once and the others at the next flush,
+// so the delivery order is not the start order. The detector holds kernels to restore it (at most
+// 2^15), and the control thread marks the end of each periodic flush (Settle): every buffer filled
+// until then has come, so the held kernels are put through at once. A step is thus timed with the
+// flush that delivers the next step's first kernel: within CUPMON_FLUSH_MS, not after 2^15 more
+// kernels (~160 steps of a 200-kernel loop). Anchor kernels are held and sorted the same way (at
+// most kMaxHeldAnchors between flushes).
 //
 // Memory: bounded by the detector's learning buffer (~32 bytes per kernel), kMaxNames names and
 // kMedianSteps durations.

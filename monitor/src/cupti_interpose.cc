@@ -44,8 +44,8 @@ bool CuptiCallsInterposed() noexcept {
   if (!dladdr(reinterpret_cast<void*>(&CuptiCallsInterposed), &self)) return false;
   if (found.dli_fbase != self.dli_fbase) return false;
   // Being in the global scope is not enough: a libcupti loaded before us (torch imports it long
-  // before cuInit loads an injection library) has had its callers bound to it already, as seen on
-  // the H200. Only a libcupmon-preload.so loaded ahead of libcupti (LD_PRELOAD, or a
+  // before cuInit loads an injection library) has had its callers bound to it already. Only a
+  // libcupmon-preload.so loaded ahead of libcupti (LD_PRELOAD, or a
   // program linked against libcupmon.so) interposes.
   LoadOrder order;
   order.self = self.dli_fname ? self.dli_fname : "";

@@ -176,8 +176,9 @@ class CUPMON_PRELOAD_API CuptiMux final : public CuptiApi {
   // back, its callbacks are forgotten. Success.
   CUptiResult ClientFinalize() noexcept;
   // A client's own clock for CUPTI's timestamps (Kineto registers rdtsc at every session). Records
-  // still inside CUPTI are first completed by a forced flush, then the callback is registered: on
-  // the H200, the records in flight when Kineto switched the clock came out with zero timestamps.
+  // still inside CUPTI are first completed by a forced flush, then the callback is registered:
+  // CUPTI converts GPU timestamps into the new clock when it post-processes a buffer, and records
+  // captured before the switch but post-processed after it come out with zero timestamps.
   CUptiResult ClientRegisterTimestampCallback(CUpti_TimestampCallbackFunc fn) noexcept;
 
   // Counters (exact, cumulative).

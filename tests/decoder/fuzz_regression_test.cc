@@ -74,7 +74,7 @@ TEST(FuzzRegressionTest, CrashInputsNoLongerCrash) {
 // Found by cupmon_record_fuzz: a record whose end (or start) is near or past 2^63 ns, with a
 // calibration sample, overflowed ClockMap's int64 extrapolation (clock_map.cc, MapIn) into a huge
 // negative wall time, and the relative-time filter's difference after it (undefined behaviour;
-// UBSan stops there). Such times (>= 2^62 ns, after 2116) are now unknown times; and whatever the
+// UBSan stops there). Such times (>= 2^62 ns, after 2116) are unknown times; and whatever the
 // mapping does, a timed row must not end before it starts on the wall clock.
 class CollectingSink : public RowSink {
  public:

@@ -345,7 +345,7 @@ class FullDiskFileSystem final : public FileSystem {
 };
 
 // Records in chunks that a full disk never got are reported by kind, and records in = decoded +
-// lost holds (issue 13: 526,096 records lost on the H200 showed nowhere).
+// lost holds.
 TEST(RecordingReaderTest, RecordsLostBeforeDiskAreReportedByKind) {
   TempDir dir;
   FullDiskFileSystem fs;

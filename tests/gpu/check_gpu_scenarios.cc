@@ -156,9 +156,9 @@ void CheckTiming(const CollectingSink& sink, const std::map<std::string, std::st
                   N(gs::kSpinRuns + 1) + " (1 warm-up + " + N(gs::kSpinRuns) + " timed)"))
     return;
   // CUDA events bracket the kernel and also time its launch and whatever the GPU did around it,
-  // so a run's event time can jump (once in 16 runs on the H200: 2077.6 us against 2010-2030 us,
-  // while cupmon's 2000.5 us was the same in every run). Each run: cupmon's duration is valid and
-  // no longer than the events' interval; the median of the runs: within kSpinTolerance of theirs.
+  // so a run's event time can jump while cupmon's duration stays the same. Each run: cupmon's
+  // duration is valid and no longer than the events' interval; the median of the runs: within
+  // kSpinTolerance of theirs.
   std::vector<double> rels;
   for (int i = 0; i < gs::kSpinRuns; ++i) {
     const Row* r = spins[i + 1];

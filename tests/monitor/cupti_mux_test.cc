@@ -277,10 +277,9 @@ TEST_F(CuptiMuxTest, RecordsFromBeforeTheClientsSessionStayWithCupmon) {
 }
 
 TEST_F(CuptiMuxTest, ClientTimestampCallbackComesAfterRecordsInFlightAreCompleted) {
-  // On the H200 with cupmon preloaded, every kernel still inside CUPTI when torch.profiler's
-  // session registered its rdtsc timestamp callback reached cupmon with zero timestamps (4158 of
-  // 9233 kernels, all from before the session; 0 in the same run without the profiler). The mux
-  // now completes the records in flight before it forwards the callback.
+  // A record still inside CUPTI when a client (torch.profiler) registers its timestamp callback
+  // would come out with zero timestamps, so the mux completes the records in flight before it
+  // forwards the callback.
   CuptiMux mux(fake_);
   const std::string dir = TempDir("tscallback");
   auto m = Monitor::Start(Options(&mux, dir));

@@ -92,7 +92,7 @@ class DecodeCliTest(unittest.TestCase):
     def test_a_write_that_fails_is_an_error_and_leaves_the_old_file(self):
         # A file size limit makes write() fail part way with EFBIG, as a full disk does with
         # ENOSPC (SIGXFSZ ignored, as the limit would otherwise kill the process). Each -o format
-        # used to exit 0 with a truncated file.
+        # must fail rather than exit 0 with a truncated file.
         import resource
         import signal
 
@@ -127,8 +127,8 @@ class DecodeCliTest(unittest.TestCase):
     @unittest.skipUnless(os.path.exists("/dev/full") and MAKE_SAMPLE,
                          "no /dev/full or no sample maker")
     def test_an_export_stops_reading_once_its_output_fails(self):
-        # A full disk used to cost the whole read of the recording before the error: now the
-        # export stops after the chunk in which its output failed, and says how far it got.
+        # On a full disk the export stops after the chunk in which its output failed, rather than
+        # reading the whole recording before the error, and says how far it got.
         import resource
         import signal
 
@@ -256,8 +256,8 @@ class DecodeCliTest(unittest.TestCase):
 
     @unittest.skipUnless(MAKE_SAMPLE, "no sample maker")
     def test_a_limit_stops_the_read_once_its_rows_are_written(self):
-        # `gpu-trace --limit 20` of a day of history used to read the whole day. Text traces, csv
-        # and jsonl now stop reading once their last row is written; what they print is the head
+        # `gpu-trace --limit 20` of a day of history must not read the whole day. Text traces, csv
+        # and jsonl stop reading once their last row is written; what they print is the head
         # of the unlimited output, and the damage past the limit is not read, so not reported.
         def read_so_far(stderr, limit):
             return bytes_read(self, stderr,

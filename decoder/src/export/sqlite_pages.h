@@ -22,7 +22,8 @@
 // (16 MiB) while rows arrive, and a run's coded bytes (at most 20 per entry, touched as written);
 // at Finish a buffer of decoded entries per run (32 MiB in all up to 2,048 runs, one block that
 // every index reuses) and about 30 bytes per index leaf. Disk: the leaves once (copied out, then
-// freed) and the runs, delta-coded: 2.6 bytes per index entry on the 10M sample, at most 20.
+// freed) and the runs, delta-coded: at most 20 bytes per index entry, a few where keys are close
+// (docs/DECODER.md has the figures).
 // Single-threaded: the connection's owner calls it.
 #pragma once
 

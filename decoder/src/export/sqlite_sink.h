@@ -50,9 +50,9 @@ struct SqliteBatchView {
 // Threads: the caller's thread turns rows into batches of column values (names, ids and times
 // resolved there); one writer thread, started by Create, owns the SQLite connection while rows
 // stream and inserts the batches, so decoding and SQLite overlap. With `split` (off by default:
-// since the batch statements it gains no wall time and costs 12% more CPU, PERFORMANCE.md) kernel
-// rows, the costliest (nsys's 40-column table) and most of the rows, have the database's
-// connection and writer thread to themselves; the other tables are written through a second
+// with the batch statements it gains no wall time and costs more CPU) kernel rows, the costliest
+// (nsys's 40-column table) and most of the rows, have the database's connection and writer thread
+// to themselves; the other tables are written through a second
 // connection on a second writer thread, into a second temporary file (beside the output) with
 // the same tables. At Close the two build their indexes at the same time, then the second file's
 // tables are copied into the database's empty ones (INSERT INTO ... SELECT * between identical
@@ -81,8 +81,8 @@ class SqliteSink {
     // Where the second connection's temporary file goes; empty: beside the output.
     std::string split_dir;
     // The batched tables' B-trees written by cupmon (export/sqlite_pages.h) rather than through
-    // SQLite's INSERT (the same database content, PERFORMANCE.md); not with `split`. Tables the
-    // pages cannot hold (an INTEGER PRIMARY KEY) still go through SQLite.
+    // SQLite's INSERT (the same database content); not with `split`. Tables the pages cannot
+    // hold (an INTEGER PRIMARY KEY) still go through SQLite.
     bool own_pages = true;
   };
   // Creates the temporary database beside `path` (and the second connection's file) and

@@ -21,8 +21,8 @@ inline constexpr size_t kMaxShapes = 32;
 inline constexpr size_t kMinShapedRows = 64;
 // The page cache while rows go in (a larger one gained nothing), and while the indexes are
 // built: SQLite's sorter keeps as much in memory as the cache may hold and spills the rest to
-// temporary files, then merges them; 64 MiB keeps 2M rows' kernel indexes in memory (a third
-// less time for them than with 16 MiB; PERFORMANCE.md, "Second connection").
+// temporary files, then merges them; 64 MiB keeps 2M rows' kernel indexes in memory, where
+// 16 MiB spills them.
 inline constexpr const char* kCacheRows = "PRAGMA cache_size = -16384";
 inline constexpr const char* kCacheIndexes = "PRAGMA cache_size = -65536";
 

@@ -135,7 +135,7 @@ def cupmon_kernels(build, rec_dir, out_dir, name, rows_out=None):
               "-o", jsonl], os.path.join(out_dir, name + "-export.log"))
     counts, starts = collections.Counter(), []
     # Exit 1 means decoded with warnings (they are in the export log and shown by info); only 2 is
-    # unusable input. The first H200 run failed here on warnings while every kernel was present.
+    # unusable input.
     if rc not in (0, 1):
         return None, None
     with open(jsonl) as f:

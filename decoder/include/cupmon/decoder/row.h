@@ -22,7 +22,7 @@ enum class RangeKind : uint8_t { kPushPop, kStartEnd, kMark };
 // One output row. Views point into the builder's caches and stay valid until the builder dies.
 // 384 bytes, six cache lines, with no padding to spare (the order of the small fields keeps it
 // so): the reorder stage holds 65,536 of them by default, and each comes back from memory when it
-// is released, so every line counts (docs/PERFORMANCE.md).
+// is released, so every line counts.
 struct Row {
   RowType type = RowType::kKernel;
   bool valid_time = false;  // false: zero or reversed timestamps; times below are then 0
@@ -119,11 +119,11 @@ class RowSink {
   // releases and pool events, emitted as read (not reordered), filtered by time and device but
   // never by stream or kernel, kept out of first_ts/last_ts). Asked once.
   virtual bool WantsMemory() const { return false; }
-  // True when the sink reads only type, kind, name_id, valid_time, start, end and duration of
-  // GPU, API and synchronization rows (summary, info). When no filter is set and rows are not
-  // reordered, the builder then hands it one reused Row whose other fields may still hold an
-  // earlier row's values, instead of a fresh 384-byte row per record (clearing it was a third of
-  // Emit's time). Range and memory rows are always whole. Asked once, at construction.
+  // True when the sink reads only type, kind, name_id, valid_time, start, end and duration of GPU,
+  // API and synchronization rows (summary, info). When no filter is set and rows are not reordered,
+  // the builder then hands it one reused Row whose other fields may still hold an earlier row's
+  // values, instead of clearing a fresh 384-byte row per record. Range and memory rows are always
+  // whole. Asked once, at construction.
   virtual bool ReadsTotalsOnly() const { return false; }
 };
 

@@ -19,9 +19,8 @@ namespace cupmon {
 // Storage of at least kHugeMappingMin bytes for the decoder's large buffers: an anonymous mapping
 // that starts on a 2 MiB boundary and spans whole 2 MiB pages, with transparent huge pages asked
 // for (a hint: without THP it is ordinary memory). A malloc'd block of that size starts and ends on
-// 4 KiB pages, each faulted in on its own: the decoded chunks and zstd scratch of an export of
-// tests/data/ddp-2rank took half its page faults that way. Throws std::bad_alloc when the mapping
-// fails. Release with UnmapHugeBytes(p, bytes), the same `bytes`: it keeps released mappings
+// 4 KiB pages, each faulted in on its own. Throws std::bad_alloc when the mapping fails. Release
+// with UnmapHugeBytes(p, bytes), the same `bytes`: it keeps released mappings
 // (at most 32, 512 MiB of address space) and MapHugeBytes hands out the smallest that fits, its
 // excess unmapped, so memory a decoder frees between ranks is not cleared by the kernel again. The
 // bytes of such a mapping are what was last written there. Thread-safe.
@@ -47,8 +46,8 @@ void UnmapHugeBytes(void* p, size_t bytes) noexcept;
 
 // An allocator whose resize leaves new elements default-initialized: for bytes, not written at all.
 // std::vector<uint8_t>::resize zeroes what it adds, a memset of each decoded buffer's growth that
-// the decoder then overwrites (6% of `cupmon-decode summary`'s instructions). Allocations of
-// kHugeMappingMin bytes or more are huge-page mappings (MapHugeBytes).
+// the decoder then overwrites. Allocations of kHugeMappingMin bytes or more are huge-page mappings
+// (MapHugeBytes).
 template <class T>
 struct DefaultInitAllocator : std::allocator<T> {
   template <class U>

@@ -31,9 +31,9 @@ struct StepDetectorOptions {
   // many kernels are held to put them back in start order (0: the input is in order already).
   size_t reorder_kernels = size_t{1} << 17;
   // Buffers of kHugeMappingMin bytes and more in the decoder's huge mappings (MapHugeBytes, kept
-  // from one recording to the next) instead of the heap: the reorder runs of a recording's
-  // 2^17 held kernels, grown 4 KiB page by page, were 81% of the kineto export's page faults on
-  // tests/data/ddp-2rank. Off in the monitor: kept mappings would stay in the host's memory.
+  // from one recording to the next) instead of the heap, where the reorder runs of 2^17 held
+  // kernels would grow 4 KiB page by page, a fault each. Off in the monitor: kept mappings would
+  // stay in the host's memory.
   bool huge_mappings = false;
 };
 

@@ -30,7 +30,8 @@ struct MonitorConfig {
   int32_t zstd_level = 1;
   Encoding encoding = Encoding::kColumnsDeltaZstd;
   // Hand CUPTI buffers that the writer zeroed (CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER=1)
-  // instead of letting CUPTI zero them on the launching thread. Off until measured on a GPU.
+  // instead of letting CUPTI zero them on the launching thread. Off by default
+  // (docs/PERFORMANCE.md, CUPTI's own cost and its attributes).
   bool zero_buffers = false;
   // Injected without the preload library, or started through the C API after libcupti was
   // loaded: point other objects' imports of CUPTI's activity entry points at cupmon's
