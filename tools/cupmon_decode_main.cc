@@ -132,6 +132,7 @@ int main(int argc, char** argv) {
       "  cupmon-decode export job/ --format sqlite -o job.sqlite   # Nsight Systems' SQLite schema\n"
       "  sqlite3 job.sqlite 'SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_KERNEL'   # SQL written for nsys\n"
       "  cupmon-decode info rec/\n"
+      "  cupmon-decode summary job/ --format json -o summary.json   # also info; csv: summary\n"
       "  cupmon-decode summary job/rank0 job/rank1   # several ranks: per rank and in total\n"
       "  cupmon-decode export job/ --format chrome-json -o job.json   # job/rank*/: one process per rank\n"
       "  cupmon-decode info job/   # per-rank windows in wall-clock time and their spread\n"
@@ -159,6 +160,7 @@ int main(int argc, char** argv) {
   std::string timeline_format = "csv", timeline_bucket = "1s";
   uint64_t timeline_max_rows = cupmon::decoder::TimelineOptions{}.max_rows;
   std::string diff_format = "table";
+  std::string report_format = "text";
   struct DiffSideArgs {
     std::optional<uint32_t> window, rank;
     std::string from, to;
@@ -244,6 +246,36 @@ int main(int argc, char** argv) {
                     "--format kineto: give each GPU activity without a launch record a marked "
                     "zero-length CPU event (\"cupmon: launch not recorded\", args.synthetic) "
                     "with its correlation id, so that HTA puts it in the iteration it starts in");
+    }
+    if (c.kind == ReportKind::kSummary) {
+      sub->add_option("--format", report_format,
+                      "text (default), json (one document, schema cupmon.summary/1: each rank's "
+                      "header, drops, integrity and tables, and the merged ranks and totals) or "
+                      "csv (one row per rank, table and name)")
+          ->check(CLI::IsMember({"text", "json", "csv"}));
+      sub->footer(
+          "Examples:\n"
+          "  cupmon-decode summary rec/\n"
+          "  cupmon-decode summary job/ --format json -o summary.json   # per rank and merged\n"
+          "  cupmon-decode summary rec/ --format json | jq '.recordings[0].gpu_activities[0]'\n"
+          "  cupmon-decode summary job/ --format csv -o kernels.csv   # rank,pid,table,name,...\n\n"
+          "The json and csv fields, their units and the schema version rule: docs/DECODER.md, "
+          "\"Machine-readable summary and info\". Times are integer nanoseconds; warnings "
+          "still go to stderr (and into the document).");
+    }
+    if (c.kind == ReportKind::kInfo) {
+      sub->add_option("--format", report_format,
+                      "text (default) or json (one document, schema cupmon.info/1: each "
+                      "recording's files, chunks, windows, gaps, drops, integrity and warnings, "
+                      "and for several ranks the windows' begins and spread)")
+          ->check(CLI::IsMember({"text", "json"}));
+      sub->footer(
+          "Examples:\n"
+          "  cupmon-decode info rec/\n"
+          "  cupmon-decode info job/ --format json -o info.json\n"
+          "  cupmon-decode info job/ --format json | jq '.merged.windows[].spread_ns'\n\n"
+          "The json fields and the schema version rule: docs/DECODER.md, \"Machine-readable "
+          "summary and info\".");
     }
     if (c.kind == ReportKind::kSteps) {
       sub->add_option("--format", steps_format, "table (default), csv or jsonl: one row per step")
@@ -357,6 +389,9 @@ int main(int argc, char** argv) {
                : format == "kineto"   ? ExportFormat::kKineto
                : format == "sqlite"   ? ExportFormat::kSqlite
                                       : ExportFormat::kChromeJson;
+  opt.report_format = report_format == "json"  ? cupmon::decoder::ReportFormat::kJson
+                      : report_format == "csv" ? cupmon::decoder::ReportFormat::kCsv
+                                               : cupmon::decoder::ReportFormat::kText;
   opt.steps.format = steps_format == "csv"     ? cupmon::decoder::StepFormat::kCsv
                      : steps_format == "jsonl" ? cupmon::decoder::StepFormat::kJsonl
                                                : cupmon::decoder::StepFormat::kTable;

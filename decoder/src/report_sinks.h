@@ -21,6 +21,7 @@
 #include "cupmon/decoder/trace_builder.h"
 #include "duration_stat.h"
 #include "export/out_buf.h"
+#include "export/row_text.h"
 
 namespace cupmon::decoder {
 
@@ -111,6 +112,15 @@ struct ShownNames {
 // The line under a summary whose kernel names are short: how to read them, how to get them whole.
 void PrintShownNames(std::ostream& out, const ShownNames& shown);
 
+// A line of a summary table: the name rows are grouped by, the name the table shows, its stats.
+struct SummaryTableRow {
+  std::string name, shown_name;
+  Stat stat;
+};
+
+class JsonWriter;
+struct RankMessages;
+
 // `summary`: durations per name (GPU activities, API calls, NVTX ranges) and device memory.
 class SummarySink : public RowSink {
  public:
@@ -124,6 +134,13 @@ class SummarySink : public RowSink {
   // `prefix` starts the first line ("rank N (host:pid): " in merged summaries).
   void Print(std::ostream& out, const TraceBuilder& b, const Recording& rec,
              const ReadIntegrity& integrity, const std::string& prefix = {});
+  // --format json: this recording's object of the cupmon.summary document, with every figure
+  // Print shows and the warnings and notes its read wrote (summary_json.cc). Call once, as Print.
+  void WriteJson(JsonWriter& w, const TraceBuilder& b, const Rank& rank,
+                 const ReadIntegrity& integrity, const RankMessages& messages);
+  // --format csv: this recording's rows of the GPU activity, API call and NVTX range tables, each
+  // with its rank (summary_csv.cc; WriteSummaryCsvHeader writes the header).
+  void WriteCsv(std::ostream& out, const TraceBuilder& b, const Rank& rank) const;
   // This recording's rows by display name, for the merged total.
   NamedStats NamedGpu(const TraceBuilder& b) const { return Named(b, gpu_); }
   NamedStats NamedApi(const TraceBuilder& b) const { return Named(b, api_); }
@@ -133,6 +150,9 @@ class SummarySink : public RowSink {
   // order (by total time), so they stay apart and a reader sees that they are several kernels.
   static ShownNames PrintTable(std::ostream& out, const char* title, NamedStats rows,
                                bool shorten = false);
+  // The lines of such a table in its order (by total time, then name), with their shown names.
+  static std::vector<SummaryTableRow> TableRows(NamedStats rows, bool shorten,
+                                                ShownNames* shown = nullptr);
 
  private:
   static NamedStats Named(const TraceBuilder& b, const std::vector<Stat>& table);

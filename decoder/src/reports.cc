@@ -1,7 +1,8 @@
 // The reports' driver (RunReport: one recording or several ranks, several of them read at once
-// for summary and info), `info` and the merged summary. The summary is in summary_report.cc, the
-// text traces in text_traces.cc (report_sinks.h), the exports' adapters in
-// export/export_adapters.h and the export formats beside it.
+// for summary and info), `info` and the merged summary. The summary is in summary_report.cc, its
+// json and csv forms and info's json in summary_json.cc, summary_csv.cc and info_json.cc
+// (report_documents.h), the text traces in text_traces.cc (report_sinks.h), the exports'
+// adapters in export/export_adapters.h and the export formats beside it.
 #include "cupmon/decoder/reports.h"
 
 #include <algorithm>
@@ -29,7 +30,9 @@
 #include "diff_report.h"
 #include "duration_stat.h"
 #include "html_report.h"
+#include "json_writer.h"
 #include "ordered_parallel.h"
+#include "report_documents.h"
 #include "report_sinks.h"
 #include "report_text.h"
 #include "steps_report.h"
@@ -326,22 +329,6 @@ std::string JsonEscape(std::string_view s) {
 
 namespace {
 
-// What a merged report keeps of each rank once its builder is gone.
-struct RankResult {
-  const Rank* rank = nullptr;
-  struct Window {
-    uint32_t id = 0;
-    std::optional<int64_t> begin_wall;  // absent when the BEGIN marker is missing
-    std::optional<uint64_t> duration;
-  };
-  std::vector<Window> windows;
-  uint64_t records = 0, gpu_rows = 0, api_rows = 0, gpu_time = 0;
-  int64_t first_wall = 0;  // 0: no timed record
-  bool calibrated = false;
-  uint64_t samples = 0;
-  bool damaged = false;
-};
-
 std::string JobLine(const RankListing& listing, const std::vector<const Rank*>& chosen) {
   if (listing.mixed_jobs) return "recordings of several jobs (see the warning)";
   const std::string& job = chosen.front()->job;
@@ -478,15 +465,23 @@ int RunReport(ReportKind kind, const std::vector<std::string>& paths, const Repo
     err << "cupmon-decode: " << listing.error().message << "\n";
     return kExitUnusable;
   }
+  if (kind == ReportKind::kInfo && options.report_format == ReportFormat::kCsv) {
+    err << "cupmon-decode: info has no csv form (it is no one table): use --format json\n";
+    return kExitUnusable;
+  }
   bool warnings = false;
+  // Warnings that belong to no one rank, for a document's top-level "warnings".
+  std::vector<std::string> job_warnings;
   for (const auto& f : listing->ignored)
     err << "cupmon-decode: ignored (not *.cupmon): " << f << "\n";
   for (const auto& f : listing->refused) {
     err << "cupmon-decode: refused: " << f << "\n";
+    job_warnings.push_back("refused: " + f);
     warnings = true;
   }
   for (const auto& w : listing->warnings) {
     err << "cupmon-decode: warning: " << w << "\n";
+    job_warnings.push_back(w);
     warnings = true;
   }
   for (const auto& l : listing->left_out) err << "cupmon-decode: left out: " << l << "\n";
@@ -595,6 +590,18 @@ int RunReport(ReportKind kind, const std::vector<std::string>& paths, const Repo
   // Traces and exports share one sink across ranks, so they read one rank at a time.
   std::unique_ptr<OrderedParallel<RankRead>> parallel;
   const size_t jobs = trace ? 1 : RankJobs(chosen.size(), options.jobs, DecodeThreads());
+  // summary and info --format json: one document, each rank's object written once it is read.
+  const bool document = kind == ReportKind::kSummary || kind == ReportKind::kInfo;
+  const ReportFormat format = document ? options.report_format : ReportFormat::kText;
+  std::optional<JsonWriter> json;
+  if (format == ReportFormat::kJson) {
+    json.emplace(out);
+    json->BeginObject();
+    json->Key("schema").String(kind == ReportKind::kSummary ? kSummarySchema : kInfoSchema);
+    json->Key("recordings").BeginArray();
+  } else if (format == ReportFormat::kCsv) {
+    WriteSummaryCsvHeader(out);
+  }
   if (jobs > 1) {
     parallel = std::make_unique<OrderedParallel<RankRead>>(
         chosen.size(), jobs, [&](size_t i, std::atomic<uint64_t>& done) {
@@ -649,45 +656,57 @@ int RunReport(ReportKind kind, const std::vector<std::string>& paths, const Repo
       stopped = true;
       break;
     }
-    if (kind == ReportKind::kSummary) {
+    if (format == ReportFormat::kText && kind == ReportKind::kSummary) {
       if (i) out << "\n";
       summary.Print(out, builder, rec, integrity, who);
-    } else if (kind == ReportKind::kInfo) {
+    } else if (format == ReportFormat::kText && kind == ReportKind::kInfo) {
       std::ostream& to = merged ? static_cast<std::ostream&>(info_blocks) : out;
       if (i || merged) to << "\n";
       to << who;
       PrintInfo(to, builder, rec, integrity);
     }
     const auto& c = builder.counts();
-    for (const auto& m : integrity.messages) err << "cupmon-decode: warning: " << who << m << "\n";
-    for (const auto& m : c.messages) err << "cupmon-decode: warning: " << who << m << "\n";
-    for (const auto& m : c.notes) err << "cupmon-decode: note: " << who << m << "\n";
+    RankMessages said;  // as written to err, for a document
+    auto warn = [&](std::string m) {
+      err << "cupmon-decode: warning: " << who << m << "\n";
+      said.warnings.push_back(std::move(m));
+    };
+    auto note = [&](std::string m) {
+      err << "cupmon-decode: note: " << who << m << "\n";
+      said.notes.push_back(std::move(m));
+    };
+    for (const auto& m : integrity.messages) warn(m);
+    for (const auto& m : c.messages) warn(m);
+    for (const auto& m : c.notes) note(m);
     if (c.unknown_timestamps)
-      err << "cupmon-decode: warning: " << who << c.unknown_timestamps
-          << " record(s) with zero or reversed timestamps shown as unknown\n";
+      warn(std::to_string(c.unknown_timestamps) +
+           " record(s) with zero or reversed timestamps shown as unknown");
     if (c.unresolved_names)
-      err << "cupmon-decode: warning: " << who << c.unresolved_names
-          << " kernel record(s) whose name pointer has no string entry\n";
+      warn(std::to_string(c.unresolved_names) +
+           " kernel record(s) whose name pointer has no string entry");
     if (c.out_of_order)
-      err << "cupmon-decode: note: " << who << c.out_of_order
-          << " row(s) arrived later than the reorder bound allows and are out of start-time "
-             "order\n";
+      note(std::to_string(c.out_of_order) +
+           " row(s) arrived later than the reorder bound allows and are out of start-time order");
     if (c.stats.dropped_records())
-      err << "cupmon-decode: warning: " << who << "CUPTI dropped " << c.stats.dropped_records()
-          << " record(s)\n";
+      warn("CUPTI dropped " + std::to_string(c.stats.dropped_records()) + " record(s)");
     if (c.stats.chunks_lost() || c.stats.lost_records())
-      err << "cupmon-decode: warning: " << who
-          << "lost before disk: " << LostBeforeDisk(c.stats) << "\n";
+      warn("lost before disk: " + LostBeforeDisk(c.stats));
     // Damage already explains a shortfall; without it, records the writer counted but that are
     // neither decoded, lost nor deleted mean the counters or the files are wrong.
     if (c.stats_final && !integrity.HasWarnings() &&
         c.stats.records() != c.records + c.records_not_decoded + c.stats.lost_records() +
                                  c.stats.records_deleted()) {
-      err << "cupmon-decode: warning: " << who << "records: " << RecordBalance(c) << "\n";
+      warn("records: " + RecordBalance(c));
       warnings = true;
     }
     warnings |= integrity.HasWarnings() || c.HasWarnings();
     if (integrity.stopped && limit_reached()) cut_short = true;
+    // The document's object of this rank, once its warnings are known (the damaged line of a
+    // merged report below is the driver's, not the rank's read's: it is not among them).
+    if (json && kind == ReportKind::kSummary)
+      summary.WriteJson(*json, builder, rank, integrity, said);
+    if (json && kind == ReportKind::kInfo) WriteInfoJson(*json, builder, rank, integrity, said);
+    if (format == ReportFormat::kCsv) summary.WriteCsv(out, builder, rank);
     if (!merged) continue;
 
     RankResult r;
@@ -758,19 +777,35 @@ int RunReport(ReportKind kind, const std::vector<std::string>& paths, const Repo
         if (missing.empty()) continue;
         std::string list;
         for (uint32_t id : missing) list += (list.empty() ? "#" : ", #") + std::to_string(id);
-        err << "cupmon-decode: warning: " << r.rank->label
-            << (r.windows.empty() ? " has no trace window" : " lacks window(s) " + list)
-            << " that other ranks have" << (r.windows.empty() ? " (" + list + ")" : std::string())
-            << "\n";
+        const std::string line =
+            r.rank->label +
+            (r.windows.empty() ? " has no trace window" : " lacks window(s) " + list) +
+            " that other ranks have" + (r.windows.empty() ? " (" + list + ")" : std::string());
+        err << "cupmon-decode: warning: " << line << "\n";
+        job_warnings.push_back(line);
         warnings = true;
       }
     }
-    if (kind == ReportKind::kSummary)
+    if (format == ReportFormat::kText && kind == ReportKind::kSummary)
       PrintMergedSummary(out, *listing, chosen, results, total_gpu, total_api, short_names);
-    if (kind == ReportKind::kInfo) {
+    if (format == ReportFormat::kText && kind == ReportKind::kInfo) {
       PrintMergedInfo(out, *listing, chosen, results);
       out << info_blocks.str();
     }
+  }
+  if (json) {
+    json->EndArray();
+    json->Key("merged");
+    if (!merged)
+      json->Null();
+    else if (kind == ReportKind::kSummary)
+      WriteMergedSummaryJson(*json, *listing, chosen, results, total_gpu, total_api, short_names);
+    else
+      WriteMergedInfoJson(*json, *listing, chosen, results);
+    json->Key("warnings");
+    WriteStrings(*json, job_warnings);
+    json->EndObject();
+    json->End();
   }
   out.flush();
   return std::max(output_rc, warnings ? kExitWarnings : kExitClean);

@@ -94,46 +94,49 @@ void SummarySink::Print(std::ostream& out, const TraceBuilder& b, const Recordin
   if (c.memory_records || c.memory_pool_records) PrintMemory(out, b, c);
 }
 
-  // Rows are grouped by full name (one row per kernel). `shorten`: each is shown by its short
-  // name (ShortKernelName); rows whose short names are equal get " [1]", " [2]", ... in table
-  // order (by total time), so they stay apart and a reader sees that they are several kernels.
-ShownNames SummarySink::PrintTable(std::ostream& out, const char* title, NamedStats rows,
-                                    bool shorten) {
+std::vector<SummaryTableRow> SummarySink::TableRows(NamedStats rows, bool shorten,
+                                                    ShownNames* shown) {
   std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) {
     return a.second.total != b.second.total ? a.second.total > b.second.total : a.first < b.first;
   });
-  ShownNames shown;
-  if (shorten) {
-    std::vector<std::string> short_names;
-    std::unordered_map<std::string, int> sharing;
-    for (const auto& r : rows) {
-      short_names.push_back(ShortKernelName(r.first));
-      ++sharing[short_names.back()];
-      shown.shortened |= short_names.back() != r.first;
-    }
-    std::unordered_map<std::string, int> numbered;
-    for (size_t i = 0; i < rows.size(); ++i) {
-      if (sharing[short_names[i]] > 1) {
-        shown.numbered = true;
-        short_names[i] += " [" + std::to_string(++numbered[short_names[i]]) + "]";
-      }
-      rows[i].first = std::move(short_names[i]);
+  std::vector<SummaryTableRow> table;
+  table.reserve(rows.size());
+  for (const auto& [name, s] : rows) table.push_back({name, name, s});
+  if (!shorten) return table;
+  std::unordered_map<std::string, int> sharing;
+  for (auto& r : table) {
+    r.shown_name = ShortKernelName(r.name);
+    ++sharing[r.shown_name];
+    if (shown) shown->shortened |= r.shown_name != r.name;
+  }
+  std::unordered_map<std::string, int> numbered;
+  for (auto& r : table) {
+    if (sharing[r.shown_name] > 1) {
+      if (shown) shown->numbered = true;
+      r.shown_name += " [" + std::to_string(++numbered[r.shown_name]) + "]";
     }
   }
+  return table;
+}
+
+ShownNames SummarySink::PrintTable(std::ostream& out, const char* title, NamedStats rows,
+                                    bool shorten) {
+  ShownNames shown;
+  const std::vector<SummaryTableRow> table = TableRows(std::move(rows), shorten, &shown);
   uint64_t total = 0;
-  for (const auto& r : rows) total += r.second.total;
+  for (const auto& r : table) total += r.stat.total;
   bool first = true;
-  for (const auto& [name, s] : rows) {
+  for (const auto& [name, shown_name, s] : table) {
     const double pct = total ? 100.0 * static_cast<double>(s.total) / static_cast<double>(total) : 0.0;
     const std::string avg = s.timed ? FormatDuration(static_cast<double>(s.total) / static_cast<double>(s.timed)) : "-";
     const std::string mn = s.timed ? FormatDuration(static_cast<double>(s.min)) : "-";
     const std::string mx = s.timed ? FormatDuration(static_cast<double>(s.max)) : "-";
     out << Printf("%16s  %6.2f%%  %9s  %8" PRIu64 "  %9s  %9s  %9s  %s\n", first ? title : "",
                   pct, FormatDuration(static_cast<double>(s.total)).c_str(), s.calls, avg.c_str(),
-                  mn.c_str(), mx.c_str(), name.c_str());
+                  mn.c_str(), mx.c_str(), shown_name.c_str());
     first = false;
   }
-  if (rows.empty()) out << Printf("%16s  (none)\n", title);
+  if (table.empty()) out << Printf("%16s  (none)\n", title);
   return shown;
 }
 

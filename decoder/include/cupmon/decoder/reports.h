@@ -29,12 +29,17 @@ enum class ExportFormat { kChromeJson, kCsv, kJsonl, kPerfetto, kKineto, kSqlite
 // annotations when the recording has any ("step 12"), else the steps `cupmon-decode steps`
 // detects in the kernel stream; kDetected, kAnnotation: only that source; kNone: no steps.
 enum class KinetoSteps { kAuto, kDetected, kAnnotation, kNone };
+// summary and info: the text report, one JSON document (schemas cupmon.summary/1 and
+// cupmon.info/1, docs/DECODER.md), or CSV (summary's tables only; info has none).
+enum class ReportFormat { kText, kJson, kCsv };
 
 struct ReportOptions {
   TraceFilter filter;
   std::optional<uint32_t> pid;
   std::optional<uint64_t> limit;  // rows per trace/export (after filters)
   ExportFormat format = ExportFormat::kChromeJson;
+  // summary and info (kCsv: summary only).
+  ReportFormat report_format = ReportFormat::kText;
   // A progress line on `err` while large inputs are read (see ProgressLine). The tool sets it
   // when stderr is a terminal and the report's output does not stream to that terminal.
   bool progress = false;
