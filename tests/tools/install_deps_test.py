@@ -101,7 +101,7 @@ class InstallDepsTest(unittest.TestCase):
         r, calls = self.run_script(uid=0)  # --for tests is the default
         self.assertEqual(r.returncode, 0, r.stderr)
         wanted = self.installed(calls)
-        for pkg in ("libgtest-dev", "prometheus", "slurm-wlm", "munge", "python3"):
+        for pkg in ("libgtest-dev", "prometheus", "slurm-wlm", "munge", "dpkg-dev", "python3"):
             self.assertIn(pkg, wanted)
         # The commands on PATH stand for their packages here too.
         self.assertNotIn("cmake", wanted)
