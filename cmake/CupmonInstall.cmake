@@ -5,6 +5,10 @@
 #   lib/cmake/cupmon/   cupmonConfig.cmake, cupmonConfigVersion.cmake, cupmonTargets.cmake (cupmon::)
 #   lib/pkgconfig/      cupmon.pc (the C API library; only when libcupmon.so is built)
 #   share/cupmon/       docs, deploy recipes, the Python package (python/cupmon)
+# Two install components: `runtime` (the default: bin/, the shared libraries, cupmon.h, cupmon.pc and
+# share/cupmon, what a host or an image runs, and what the packages of cmake/CupmonPackage.cmake
+# hold) and `development` (the static libraries, their headers and the CMake package, for building
+# against the decoder). `cmake --install` without --component installs both.
 # The package exports what this configuration built: without CUDA there is no libcupmon.so, so no
 # cupmon::cupmon and no cupmon.pc; format and decoder are always there. Included once, at the end of
 # the top-level CMakeLists.txt, after every target exists.
@@ -35,11 +39,12 @@ set_target_properties(cupmon_proto PROPERTIES EXPORT_NAME proto)
 
 # The generated protobuf code (proto/ has no install rules of its own). The format and decoder
 # headers include "cupmon.pb.h", hence its own folder on the include path, not include/ itself.
-install(TARGETS cupmon_proto EXPORT cupmonTargets ARCHIVE DESTINATION lib)
-install(FILES ${PROJECT_BINARY_DIR}/proto/cupmon.pb.h DESTINATION include/cupmon/proto)
+install(TARGETS cupmon_proto EXPORT cupmonTargets ARCHIVE DESTINATION lib COMPONENT development)
+install(FILES ${PROJECT_BINARY_DIR}/proto/cupmon.pb.h DESTINATION include/cupmon/proto
+  COMPONENT development)
 # cupmon_warnings only carries warning flags; the static libraries name it as a link-only
 # dependency, so the export needs it too (it adds nothing to a consumer's compile).
-install(TARGETS cupmon_warnings EXPORT cupmonTargets)
+install(TARGETS cupmon_warnings EXPORT cupmonTargets COMPONENT development)
 
 if(TARGET cupmon_shared)
   set_target_properties(cupmon_shared PROPERTIES EXPORT_NAME cupmon)
@@ -57,13 +62,14 @@ if(CUPMON_SANITIZE)
   set(CUPMON_PC_SANITIZE " -fsanitize=${CUPMON_SANITIZE}")
 endif()
 
-install(EXPORT cupmonTargets NAMESPACE cupmon:: DESTINATION ${CUPMON_INSTALL_CMAKEDIR})
+install(EXPORT cupmonTargets NAMESPACE cupmon:: DESTINATION ${CUPMON_INSTALL_CMAKEDIR}
+  COMPONENT development)
 configure_package_config_file(${CMAKE_CURRENT_LIST_DIR}/cupmonConfig.cmake.in
   ${PROJECT_BINARY_DIR}/cupmonConfig.cmake INSTALL_DESTINATION ${CUPMON_INSTALL_CMAKEDIR})
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/cupmonConfigVersion.cmake
   VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/cupmonConfig.cmake ${PROJECT_BINARY_DIR}/cupmonConfigVersion.cmake
-  DESTINATION ${CUPMON_INSTALL_CMAKEDIR})
+  DESTINATION ${CUPMON_INSTALL_CMAKEDIR} COMPONENT development)
 
 if(TARGET cupmon_shared)
   configure_file(${CMAKE_CURRENT_LIST_DIR}/cupmon.pc.in ${PROJECT_BINARY_DIR}/cupmon.pc @ONLY)

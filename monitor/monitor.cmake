@@ -98,7 +98,7 @@ target_include_directories(cupmon_shared PRIVATE
   ${Protobuf_INCLUDE_DIRS}
   ${CUDAToolkit_INCLUDE_DIRS})
 target_compile_definitions(cupmon_shared PRIVATE CUPMON_VERSION_STRING="${PROJECT_VERSION}")
-target_link_libraries(cupmon_shared PRIVATE cupmon_warnings cupmon_preload Boost::headers
+target_link_libraries(cupmon_shared PRIVATE cupmon_warnings cupmon_preload cupmon::build_info Boost::headers
                       Threads::Threads ${CMAKE_DL_LIBS})
 if(CUPMON_ZSTD_STATIC)
   target_link_libraries(cupmon_shared PRIVATE ${CUPMON_ZSTD_STATIC})

@@ -19,6 +19,8 @@
 #include "cupmon/decoder/output_file.h"
 #include "cupmon/decoder/recording_reader.h"
 #include "cupmon/decoder/reports.h"
+#include "cupmon/decoder/torch_monitor_dump.h"
+#include "cupmon/format/build_info.h"
 
 namespace {
 
@@ -151,6 +153,10 @@ int main(int argc, char** argv) {
       "Exit codes: 0 clean, 1 warnings (damage, drops, skipped records), 2 unusable input or usage "
       "error, 3 diff --fail-above: a regression above the threshold."};
   app.require_subcommand(1);
+  app.set_version_flag(
+      "--version",
+      cupmon::VersionText("cupmon-decode", "pytorch-dumps: reads version " +
+                                               std::to_string(cupmon::decoder::kTorchDumpVersion)));
   CommonArgs args;
   std::string format = "chrome-json";
   std::string kineto_steps = "auto";

@@ -17,6 +17,7 @@
 
 #include "cupmon/cupmon.h"
 #include "cupmon/control/protocol.h"
+#include "cupmon/format/build_info.h"
 #include "cupmon/monitor/monitor.h"
 #include "cupti_interpose.h"
 #include "cupti_mux.h"
@@ -400,5 +401,15 @@ CUPMON_API int cupmon_annotation_pop(void) {
 }
 
 CUPMON_API const char* cupmon_last_error(void) { return cupmon::t_last_error.c_str(); }
+
+CUPMON_API const char* cupmon_version(void) {
+  try {
+    // Built once (a function-local static is thread-safe) and never freed: callers keep it.
+    static const std::string* const text = new std::string(cupmon::VersionText("libcupmon.so"));
+    return text->c_str();
+  } catch (...) {
+    return "libcupmon.so (version text unavailable: out of memory)";
+  }
+}
 
 }  // extern "C"

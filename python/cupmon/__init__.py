@@ -21,12 +21,15 @@ __all__ = [
     "annotate",
     "flush",
     "library_path",
+    "library_version",
     "start",
     "stats",
     "stop",
     "window",
 ]
 
+# The project version (CMakeLists.txt, pyproject.toml); tests/deploy checks that all three agree
+# with the library's cupmon_version().
 __version__ = "0.1.0"
 
 # cupmon_config fields that start() accepts as keyword arguments, with the C type's Python kind.
@@ -46,6 +49,15 @@ def _lib():
 def library_path():
     """The path of the libcupmon.so in use (loads it if needed; raises LibraryError)."""
     return _capi.library()[1]
+
+
+def library_version():
+    """The loaded libcupmon.so's cupmon_version() text: "libcupmon.so 0.1.0", then "revision: ...",
+    "format: ..." and "cupti: ..." lines (raises LibraryError when no library loads)."""
+    lib = _lib()
+    if not hasattr(lib, "cupmon_version"):
+        return "libcupmon.so (exports no cupmon_version(): built before the version call)"
+    return lib.cupmon_version().decode("utf-8", "replace")
 
 
 def _check(rc, what):

@@ -25,12 +25,14 @@ REQUIRED_SYMBOLS = (
 #   int cupmon_window_close(void)                                    -> 0, or -1
 #   int cupmon_annotation_push(const char* label)                    -> 0, or -1
 #   int cupmon_annotation_pop(void)                                  -> 0, or -1
+#   const char* cupmon_version(void)                                 -> "libcupmon.so 0.1.0\n..."
 OPTIONAL_SYMBOLS = (
     "cupmon_window_open",
     "cupmon_window_close",
     "cupmon_annotation_push",
     "cupmon_annotation_pop",
     "cupmon_get_stats_sized",
+    "cupmon_version",
 )
 
 
@@ -196,6 +198,9 @@ def _declare(lib):
     if hasattr(lib, "cupmon_annotation_pop"):
         lib.cupmon_annotation_pop.argtypes = []
         lib.cupmon_annotation_pop.restype = ctypes.c_int
+    if hasattr(lib, "cupmon_version"):
+        lib.cupmon_version.argtypes = []
+        lib.cupmon_version.restype = ctypes.c_char_p
 
 
 _lock = threading.Lock()

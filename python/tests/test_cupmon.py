@@ -4,7 +4,7 @@ libcupmon.so's error paths on a machine without a GPU.
 
 Run by ctest (tests/deploy/CMakeLists.txt) as `python3 -m unittest discover -s python/tests`.
 Environment: CUPMON_INCLUDE_DIR (monitor/include), CUPMON_TEST_LIB (the built libcupmon.so, optional),
-CC (a C compiler, default cc).
+CUPMON_PROJECT_VERSION (CMakeLists.txt's project version, optional), CC (a C compiler, default cc).
 """
 
 import ctypes
@@ -183,6 +183,20 @@ class LoaderTest(Scratch):
         self.assertEqual(cupmon.library_path(), stub)
 
 
+class VersionTest(unittest.TestCase):
+    """cupmon.__version__ is the project's version: pyproject.toml's and CMakeLists.txt's."""
+
+    def test_version_agrees_with_pyproject_and_cmake(self):
+        with open(os.path.join(PYTHON_DIR, "pyproject.toml")) as f:
+            pyproject = re.search(r'^version = "([^"]+)"$', f.read(), re.M).group(1)
+        self.assertEqual(cupmon.__version__, pyproject)
+        with open(os.path.join(REPO, "CMakeLists.txt")) as f:
+            cmake = re.search(r"^project\(cupmon VERSION ([0-9.]+) ", f.read(), re.M).group(1)
+        self.assertEqual(cupmon.__version__, cmake)
+        if os.environ.get("CUPMON_PROJECT_VERSION"):
+            self.assertEqual(cupmon.__version__, os.environ["CUPMON_PROJECT_VERSION"])
+
+
 class StubWrapperTest(Scratch):
     """The wrappers against the TEST STUB libcupmon (python/tests/stub_libcupmon.c)."""
 
@@ -307,6 +321,15 @@ class RealLibraryTest(Scratch):
         with self.assertRaises(cupmon.CupmonError) as ctx:
             cupmon.flush()
         self.assertRegex(str(ctx.exception), r"cupmon_flush failed: \S")
+
+    def test_library_version_agrees_with_the_module(self):
+        lines = cupmon.library_version().split("\n")
+        self.assertEqual(lines[0], f"libcupmon.so {cupmon.__version__}")
+        fields = dict(line.split(": ", 1) for line in lines[1:])
+        self.assertEqual(sorted(fields), ["cupti", "format", "revision"])
+        self.assertRegex(fields["revision"], r"^\S+$")
+        self.assertRegex(fields["format"], r"^writes 1\.[0-9]+, reads 1\.x$")
+        self.assertRegex(fields["cupti"], r"^[1-9][0-9]{5}$")  # libcupmon.so exists only with CUDA
 
     def test_start_without_a_gpu_explains_why(self):
         try:

@@ -4,6 +4,7 @@ the fields the recipe relies on; cupmon-k8s-window runs against a TEST STUB kube
 drop-in and the Dockerfile agree with the files and layout they reference.
 """
 
+import glob
 import os
 import re
 import shutil
@@ -22,6 +23,7 @@ DOCKERFILE = os.path.join(DEPLOY, "docker", "Dockerfile")
 DAEMONSET_YAML = os.path.join(DEPLOY, "kubernetes", "cupmon-agent-daemonset.yaml")
 AGENT_UNIT = os.path.join(DEPLOY, "systemd", "cupmon-agent.service")
 BUILD_DIR = os.environ.get("CUPMON_BUILD_DIR", "")
+PACKAGE_DIR = os.environ.get("CUPMON_PACKAGE_DIR", "")
 CMAKE_COMMAND = os.environ.get("CMAKE_COMMAND", "cmake")
 
 # Environment variables the monitor reads (monitor/src/config.cc) and the ones this component adds.
@@ -470,12 +472,12 @@ class DockerfileTest(unittest.TestCase):
             subdirs = re.findall(r"add_subdirectory\((\w+)\)", f.read())
         copied = {s.rstrip("/") for args in copies for s in args[:-1]}
         for d in subdirs:
-            if d == "tests" and "-DCUPMON_BUILD_TESTS=OFF" in self.text:
+            if d in ("tests", "examples") and f"-DCUPMON_BUILD_{d.upper()}=OFF" in self.text:
                 continue  # not configured, so not needed
             self.assertIn(d, copied, f"add_subdirectory({d}) is not copied into the image")
 
     def test_source_paths_used_in_the_build_stage_exist(self):
-        for path in sorted(set(re.findall(r"/src/((?!build\b)[\w./-]+)", self.text))):
+        for path in sorted(set(re.findall(r"/src/((?!build\b|package\b)[\w./-]+)", self.text))):
             with self.subTest(path=path):
                 self.assertTrue(os.path.exists(os.path.join(REPO, path)), path)
 
@@ -486,7 +488,9 @@ class DockerfileTest(unittest.TestCase):
         self.assertEqual(sorted(targets),
                          sorted(["cupmon_shared", "cupmon_preload", "cupmon-run", "cupmonctl",
                                  "cupmon-decode"]))
-        self.assertIn("cmake --install /src/build --prefix /opt/cupmon", self.text)
+        # /opt/cupmon is the package's tree (cmake/CupmonPackage.cmake), nothing copied by hand.
+        self.assertIn("cpack --config /src/build/CPackConfig.cmake -G DEB -B /src/package", self.text)
+        self.assertIn("dpkg-deb -x /src/package/cupmon_*.deb /", self.text)
         self.assertNotRegex(self.text, r"cp [^&]*/src/build/",
                             "files copied by hand from the build tree")
 
@@ -497,49 +501,48 @@ class DockerfileTest(unittest.TestCase):
         self.assertNotIn("apt-get", final)
 
     def install_run(self):
-        """The commands of the RUN instruction that installs into /opt/cupmon."""
-        run = next(i for i in self.instructions if "cmake --install" in i)
+        """The commands of the RUN instruction that unpacks the package into /opt/cupmon."""
+        run = next(i for i in self.instructions if "dpkg-deb -x" in i)
         return [c.strip() for c in run[len("RUN "):].split("&&")]
 
     def test_install_step_gives_the_layout_the_image_and_recipes_use(self):
-        """Runs the Dockerfile's own `cmake --install` on CUPMON_BUILD_DIR into a temporary prefix
-        (standing in for /opt/cupmon), applies its rm steps, and checks every /opt/cupmon path the
-        Dockerfile and the deploy/ recipes name, and that the installed binaries run."""
+        """Unpacks the .deb of CUPMON_BUILD_DIR (made by the package_build test, as the Dockerfile's
+        cpack makes it) into a temporary root as the Dockerfile's dpkg-deb -x does, and checks every
+        /opt/cupmon path the Dockerfile and the deploy/ recipes name, and that the unpacked
+        binaries run."""
         if not BUILD_DIR or not os.path.exists(os.path.join(BUILD_DIR, "monitor", "libcupmon.so")):
             self.skipTest("CUPMON_BUILD_DIR with a built libcupmon.so is not given")
+        debs = glob.glob(os.path.join(PACKAGE_DIR, "cupmon_*.deb")) if PACKAGE_DIR else []
+        if len(debs) != 1:
+            self.skipTest(f"no .deb in CUPMON_PACKAGE_DIR ({PACKAGE_DIR or 'not set'}): run through "
+                          "ctest, whose package_build test makes it (needs dpkg-dev)")
         tmp = tempfile.mkdtemp(prefix="cupmon-docker-layout-")
         self.addCleanup(shutil.rmtree, tmp, True)
-        prefix = os.path.join(tmp, "opt-cupmon")
+        prefix = os.path.join(tmp, "opt", "cupmon")
 
         def here(path):
             return path.replace("/opt/cupmon", prefix)
 
-        removed = []
+        unpacked = False
         for command in self.install_run():
             argv = command.split()
-            if argv[:2] == ["cmake", "--install"]:
-                argv = [CMAKE_COMMAND if a == "cmake" else a.replace("/src/build", BUILD_DIR)
-                        for a in argv]
-                r = subprocess.run([here(a) for a in argv], capture_output=True, text=True,
-                                   timeout=300)
-                self.assertEqual(r.returncode, 0, f"{argv}:\n{r.stdout}{r.stderr}")
-            elif argv[0] == "rm":
-                for path in (a for a in argv[1:] if a.startswith("/opt/cupmon/")):
-                    # A path the Dockerfile removes but the install does not make is stale.
-                    self.assertTrue(os.path.exists(here(path)),
-                                    f"{command}: {path} is not installed")
-                    if os.path.isdir(here(path)):
-                        shutil.rmtree(here(path))
-                    else:
-                        os.remove(here(path))
-                    removed.append(path)
+            if argv[0] == "cpack":
+                self.assertEqual(argv[argv.index("-G") + 1], "DEB")
+                package_dir = argv[argv.index("-B") + 1]
+            elif argv[:2] == ["dpkg-deb", "-x"]:
+                # The package the cpack before it made, unpacked at the root of the image.
+                self.assertEqual(argv[2:], [package_dir + "/cupmon_*.deb", "/"])
+                r = subprocess.run(["dpkg-deb", "-x", debs[0], tmp], capture_output=True,
+                                   text=True, timeout=300)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                unpacked = True
             elif argv[:2] == ["cp", "-L"]:
                 # From the build image (libprotobuf, libcupti): the destination must be the lib dir.
                 self.assertEqual(argv[-1], "/opt/cupmon/lib/")
             # patchelf and its loop: their /opt/cupmon paths are checked below.
-        self.assertTrue(removed)
+        self.assertTrue(unpacked)
         # Every /opt/cupmon path of the Dockerfile (patchelf targets, ENV PATH, the final COPY) ...
-        named = set(re.findall(r"/opt/cupmon(?:/[\w.-]+)*", self.text)) - set(removed)
+        named = set(re.findall(r"/opt/cupmon(?:/[\w.-]+)*", self.text))
         named -= {"/opt/cupmon/lib/libprotobuf.so.32", "/opt/cupmon/lib/libcupti.so.13"}
         # ... and of the recipes that run from the image.
         with open(DROPIN) as f:

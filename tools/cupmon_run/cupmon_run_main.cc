@@ -17,6 +17,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cupmon/format/build_info.h"
 #include "cupmon/monitor/cupti_library.h"
 
 namespace {
@@ -183,6 +184,7 @@ int main(int argc, char** argv) {
   app.add_flag("--no-nvtx", no_nvtx,
                "do not set NVTX_INJECTION64_PATH: NVTX ranges and marks are then not recorded");
   app.add_option("command", command, "the program and its arguments (after --)")->required();
+  app.set_version_flag("--version", cupmon::VersionText("cupmon-run"));
   CLI11_PARSE(app, argc, argv);
 
   const std::string library = FindLibrary(lib);

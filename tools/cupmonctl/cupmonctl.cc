@@ -20,6 +20,7 @@
 #include "cupmon/control/control_client.h"
 #include "cupmon/control/private_dir.h"
 #include "cupmon/control/protocol.h"
+#include "cupmon/format/build_info.h"
 #include "cupmon/metrics/metrics_server.h"
 #include "node_agent.h"
 
@@ -278,6 +279,7 @@ int main(int argc, char** argv) {
   CLI::App app{"cupmonctl: control cupmon-monitored CUDA processes on this host"};
   app.footer(kExamples);
   app.require_subcommand(1);
+  app.set_version_flag("--version", cupmon::VersionText("cupmonctl"));
   Context ctx;
   ctx.registry_dir = cupmon::control::DefaultRegistryDir();
   app.add_flag("--json", ctx.json, "Machine-readable output");

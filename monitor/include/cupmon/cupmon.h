@@ -111,6 +111,12 @@ CUPMON_API int cupmon_annotation_pop(void);
 /* The calling thread's last error message ("" if none). Valid until the thread's next call. */
 CUPMON_API const char* cupmon_last_error(void);
 
+/* What this library is, as the tools' --version print it: lines "libcupmon.so <version>",
+ * "revision: <git describe>", "format: writes <major>.<minor>, reads <major>.x" and
+ * "cupti: <CUPTI_API_VERSION built against>", separated by '\n', no final newline. Callable at any
+ * time, from any thread, without cupmon_start(); the string lives as long as the process. */
+CUPMON_API const char* cupmon_version(void);
+
 #ifdef __cplusplus
 }
 #endif
