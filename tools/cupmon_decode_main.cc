@@ -131,6 +131,7 @@ int main(int argc, char** argv) {
       "  cupmon-decode export job/ --format kineto -o hta/   # hta/rank0.json...: Kineto JSON for HTA\n"
       "  cupmon-decode export job/ --format kineto -o hta/ --kineto-steps detected \\\n"
       "      --kineto-synthetic-launches   # HTA iterations from detected steps, for every kernel\n"
+      "  cupmon-decode export rec/ --format jsonl --nvtx-scope thread   # NVTX labels as nsys\n"
       "  cupmon-decode export job/ --format sqlite -o job.sqlite   # Nsight Systems' SQLite schema\n"
       "  sqlite3 job.sqlite 'SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_KERNEL'   # SQL written for nsys\n"
       "  cupmon-decode info rec/\n"
@@ -161,6 +162,7 @@ int main(int argc, char** argv) {
   std::string format = "chrome-json";
   std::string kineto_steps = "auto";
   bool kineto_synthetic = false;
+  std::string nvtx_scope = "process";
   std::string steps_format = "table", steps_by = "auto";
   double steps_slow_factor = 1.5;
   std::string timeline_format = "csv", timeline_bucket = "1s";
@@ -248,6 +250,14 @@ int main(int argc, char** argv) {
                       "(default: step annotations when there are any, else the steps "
                       "`cupmon-decode steps --by pattern` detects), detected, annotation or none")
           ->check(CLI::IsMember({"auto", "detected", "annotation", "none"}));
+      sub->add_option("--nvtx-scope", nvtx_scope,
+                      "Which NVTX range labels a kernel (jsonl \"range\", chrome-json and perfetto "
+                      "nvtx_range): process (default: the launching thread's innermost open range, "
+                      "else the one opened last on another thread of its process, marked "
+                      "range_scope/nvtx_scope \"process\"; autograd's backward kernels then carry "
+                      "the step marked on the main thread) or thread (the launching thread's only, "
+                      "as Nsight Systems projects them)")
+          ->check(CLI::IsMember({"thread", "process"}));
       sub->add_flag("--kineto-synthetic-launches", kineto_synthetic,
                     "--format kineto: give each GPU activity without a launch record a marked "
                     "zero-length CPU event (\"cupmon: launch not recorded\", args.synthetic) "
@@ -383,6 +393,8 @@ int main(int argc, char** argv) {
   opt.filter.device = args.device;
   opt.filter.stream = args.stream;
   opt.filter.mangled = args.mangled;
+  opt.filter.nvtx_scope = nvtx_scope == "thread" ? cupmon::decoder::NvtxScope::kThread
+                                                 : cupmon::decoder::NvtxScope::kProcess;
   opt.full_names = args.full_names;
   opt.pid = args.pid;
   opt.limit = args.limit;

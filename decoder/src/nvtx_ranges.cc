@@ -74,15 +74,35 @@ uint32_t NvtxRanges::Depth(uint32_t pid, uint32_t tid, uint64_t t) const {
   return depth;
 }
 
+const NvtxRanges::ThreadRange* NvtxRanges::Latest(const std::deque<ThreadRange>& list, uint64_t t,
+                                                  const ThreadRange* best) {
+  for (const ThreadRange& r : list) {
+    if (r.start > t || (r.end != 0 && r.end < t)) continue;
+    if (!best || r.start > best->start || (r.start == best->start && r.id >= best->id)) best = &r;
+  }
+  return best;
+}
+
 std::optional<uint32_t> NvtxRanges::Innermost(uint32_t pid, uint32_t tid, uint64_t t) const {
   auto it = by_thread_.find(ThreadKey(pid, tid));
   if (it == by_thread_.end()) return std::nullopt;
   // The innermost range holding t is the one holding it that started last.
-  const ThreadRange* best = nullptr;
-  for (const ThreadRange& r : it->second)
-    if (r.start <= t && (r.end == 0 || r.end >= t) && (!best || r.start >= best->start)) best = &r;
+  const ThreadRange* best = Latest(it->second, t, nullptr);
   if (!best) return std::nullopt;
   return best->name_id;
+}
+
+std::optional<NvtxRanges::Label> NvtxRanges::LabelOf(uint32_t pid, uint32_t tid, uint64_t t,
+                                                     NvtxScope scope) const {
+  if (std::optional<uint32_t> own = Innermost(pid, tid, t)) return Label{*own, NvtxScope::kThread};
+  if (scope != NvtxScope::kProcess) return std::nullopt;
+  // The launching thread holds none at t, so its own list cannot win: every thread of the
+  // process is searched alike. Threads with ranges are few (by_thread_ keeps only those).
+  const ThreadRange* best = nullptr;
+  for (const auto& [key, list] : by_thread_)
+    if (key >> 32 == pid) best = Latest(list, t, best);
+  if (!best) return std::nullopt;
+  return Label{best->name_id, NvtxScope::kProcess};
 }
 
 std::vector<NvtxRange> NvtxRanges::TakeUnended() {

@@ -26,7 +26,8 @@ struct NvtxRange {
 // of a range, paired by the marker id (the END has no name). The builder decodes the records and
 // makes rows; this pairs STARTs with ENDs and remembers, per thread (pid, tid), the ranges whose
 // START was read, in arrival order, so that a GPU row gets the innermost range open on its
-// launching thread when the launch began, even while that range is still open.
+// launching thread when the launch began (or, under NvtxScope::kProcess, one open on another
+// thread of its process), even while that range is still open.
 // Bounded: at most kMaxOpen STARTs wait (the oldest id is given up as unended beyond that); an
 // ended range is forgotten `forget_after` records after its END, and each thread keeps at most
 // kMaxPerThread. Times are CUPTI ns. Single-threaded.
@@ -51,6 +52,15 @@ class NvtxRanges {
   uint32_t Depth(uint32_t pid, uint32_t tid, uint64_t t) const;
   // The name id of the innermost range holding time t on the thread, if any.
   std::optional<uint32_t> Innermost(uint32_t pid, uint32_t tid, uint64_t t) const;
+  // A GPU row's label: the range that labels a launch made at time t on thread (pid, tid). The
+  // thread's innermost range holding t; under NvtxScope::kProcess, when the thread has none, the
+  // range holding t that started last among the other threads of process pid (ties: the larger
+  // marker id, so the answer does not depend on hash order).
+  struct Label {
+    uint32_t name_id = 0;
+    NvtxScope scope = NvtxScope::kThread;
+  };
+  std::optional<Label> LabelOf(uint32_t pid, uint32_t tid, uint64_t t, NvtxScope scope) const;
   // False while no START has been read with a time: no GPU row has a label.
   bool labels_any() const { return !by_thread_.empty(); }
   // Every range still waiting for its END, oldest id first, as unended; none waits afterwards.
@@ -63,6 +73,9 @@ class NvtxRanges {
     uint32_t id = 0, name_id = 0;
   };
   static uint64_t ThreadKey(uint32_t pid, uint32_t tid) { return uint64_t{pid} << 32 | tid; }
+  // The range of `list` holding t that started last (ties: the larger id), or `best`.
+  static const ThreadRange* Latest(const std::deque<ThreadRange>& list, uint64_t t,
+                                   const ThreadRange* best);
 
   uint64_t forget_after_;
   std::map<uint32_t, NvtxRange> open_;  // STARTs waiting for their END, by marker id

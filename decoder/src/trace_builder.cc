@@ -500,8 +500,10 @@ void TraceBuilder::EmitInto(const Pending& p, Row& row) {
       row.api_name_id = names_->ApiNameId(e->api_kind, e->cbid);
       row.api_name = names_->NameOf(row.api_name_id);
       if (row.api_valid_time && ranges_->labels_any() && !reuse_row_) {
-        if (auto label = ranges_->Innermost(e->pid, e->tid, e->api_start))
-          row.range = names_->NameOf(*label);
+        if (auto label = ranges_->LabelOf(e->pid, e->tid, e->api_start, filter_.nvtx_scope)) {
+          row.range = names_->NameOf(label->name_id);
+          row.range_scope = label->scope;
+        }
       }
     } else {
       ++counts_.gpu_without_api;

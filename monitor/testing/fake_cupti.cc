@@ -31,9 +31,9 @@ FakeCupti::~FakeCupti() {
   worker_.join();
 }
 
-FakeCupti::Producer* FakeCupti::NewProducer() {
+FakeCupti::Producer* FakeCupti::NewProducer(uint32_t thread_id) {
   std::lock_guard<std::mutex> lk(producers_mu_);
-  producers_.push_back(std::unique_ptr<Producer>(new Producer(this)));
+  producers_.push_back(std::unique_ptr<Producer>(new Producer(this, thread_id)));
   return producers_.back().get();
 }
 
@@ -61,6 +61,7 @@ uint32_t FakeCupti::RecordSize(uint32_t kind) {
     case CUPTI_ACTIVITY_KIND_OVERHEAD: return sizeof(CUpti_ActivityOverhead3);
     case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: return sizeof(CUpti_ActivitySynchronization2);
     case CUPTI_ACTIVITY_KIND_CUDA_EVENT: return sizeof(CUpti_ActivityCudaEvent2);
+    case CUPTI_ACTIVITY_KIND_MARKER: return sizeof(CUpti_ActivityMarker2);
     default: return 0;
   }
 }
@@ -183,7 +184,7 @@ bool FakeCupti::Producer::Api(uint32_t kind, uint32_t cbid, uint32_t correlation
   a.start = start_ns;
   a.end = end_ns;
   a.processId = 1;
-  a.threadId = 1;
+  a.threadId = thread_id_;
   a.correlationId = correlation_id;
   return Append(kind, &a, sizeof(a));
 }
@@ -201,6 +202,20 @@ bool FakeCupti::Producer::Launch(uint32_t name_index, uint32_t correlation_id, u
   k.correlationId = correlation_id;
   k.name = fake_->KernelNamePointer(name_index);
   return Append(k.kind, &k, sizeof(k));
+}
+
+bool FakeCupti::Producer::Marker(uint32_t flags, uint32_t id, uint64_t timestamp_ns,
+                                 int64_t name_index) {
+  CUpti_ActivityMarker2 m{};
+  m.kind = CUPTI_ACTIVITY_KIND_MARKER;
+  m.flags = static_cast<CUpti_ActivityFlag>(flags);
+  m.timestamp = timestamp_ns;
+  m.id = id;
+  m.objectKind = CUPTI_ACTIVITY_OBJECT_THREAD;
+  m.objectId.pt.processId = 1;
+  m.objectId.pt.threadId = thread_id_;
+  if (name_index >= 0) m.name = fake_->KernelNamePointer(static_cast<uint32_t>(name_index));
+  return Append(m.kind, &m, sizeof(m));
 }
 
 std::vector<std::string> FakeCupti::calls() const {

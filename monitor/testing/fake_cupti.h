@@ -28,7 +28,8 @@ namespace cupmon::testing {
 //    of the queue it is asked for, as CUPTI does (AddDropped puts drops into any queue);
 //  - ActivityFlushAll blocks until the completion callbacks ran; a forced flush also hands back
 //    empty buffers, a non-forced one only buffers holding records;
-//  - kernel records point to name strings that the fake owns;
+//  - kernel and MARKER records point to name strings that the fake owns;
+//  - API and MARKER records carry process id 1 and their producer's thread id;
 //  - a kind must be enabled for its records to be produced;
 //  - RUNTIME/DRIVER API records honour per-cbid filters (ActivityEnableRuntimeApi/DriverApi), and
 //    enabling the kind clears that kind's filters, as real CUPTI's kind setting overrides them;
@@ -61,12 +62,18 @@ class FakeCupti final : public CuptiApi {
     // A kernel launch as CUPTI reports it: a runtime cudaLaunchKernel API record (when RUNTIME is
     // on) then the kernel, both with `correlation_id`. Returns whether the kernel was recorded.
     bool Launch(uint32_t name_index, uint32_t correlation_id, uint64_t start_ns, uint64_t end_ns);
+    // One MARKER record (CUpti_ActivityMarker2, objectKind THREAD with this producer's process
+    // and thread ids), as CUPTI writes for an NVTX call: `flags` CUPTI_ACTIVITY_FLAG_MARKER_START
+    // with the message `name_index` (a name the fake owns), _END with the START's `id` and no
+    // name, or _INSTANTANEOUS for a mark.
+    bool Marker(uint32_t flags, uint32_t id, uint64_t timestamp_ns, int64_t name_index = -1);
 
    private:
     friend class FakeCupti;
-    explicit Producer(FakeCupti* fake) : fake_(fake) {}
+    Producer(FakeCupti* fake, uint32_t thread_id) : fake_(fake), thread_id_(thread_id) {}
     bool Append(uint32_t kind, const void* record, size_t size);
     FakeCupti* fake_;
+    const uint32_t thread_id_;  // in its API and MARKER records (process id 1)
     std::mutex mu_;
     uint8_t* buffer_ = nullptr;
     size_t size_ = 0;
@@ -74,7 +81,8 @@ class FakeCupti final : public CuptiApi {
   };
 
   // The returned producer lives as long as the fake. Thread-compatible: one thread per producer.
-  Producer* NewProducer();
+  // `thread_id` is the CUPTI thread id its API and MARKER records carry.
+  Producer* NewProducer(uint32_t thread_id = 1);
   // Interns a kernel name the fake owns; records point at its characters.
   uint32_t AddKernelName(const std::string& name);
   const char* KernelNamePointer(uint32_t index) const;

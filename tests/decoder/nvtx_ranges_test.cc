@@ -1,5 +1,5 @@
 // Tests for NvtxRanges (decoder/src/nvtx_ranges.cc): START/END pairing, the labels and depths of
-// a thread's ranges, and the bounds that keep its memory flat.
+// a thread's ranges, the process-wide labels, and the bounds that keep its memory flat.
 #include "nvtx_ranges.h"
 
 #include <gtest/gtest.h>
@@ -106,6 +106,59 @@ TEST(NvtxRangesTest, AThreadForgetsLongEndedRangesAndKeepsAtMostItsBound) {
     deep.Start(Range(id, id, 10, id), id, true);
   EXPECT_EQ(deep.Depth(1, 10, 1000000), NvtxRanges::kMaxPerThread);
   EXPECT_EQ(deep.Innermost(1, 10, 1000000), NvtxRanges::kMaxPerThread + 500);
+}
+
+// Thread 10 is the main thread, 11 another thread of process 1 (autograd's backward thread),
+// 20 a thread of process 2.
+TEST(NvtxRangesTest, ALaunchOnAThreadWithoutRangesTakesTheProcessRangeOnlyUnderProcessScope) {
+  NvtxRanges ranges(1000);
+  ranges.Start(Range(1, 100, 10, 7), 1, true);  // main pushes "bwd" at 100
+  const auto thread = ranges.LabelOf(1, 11, 150, NvtxScope::kThread);
+  EXPECT_EQ(thread, std::nullopt) << "Nsight Systems' projection: thread 11 has no range";
+  const auto process = ranges.LabelOf(1, 11, 150, NvtxScope::kProcess);
+  ASSERT_TRUE(process);
+  EXPECT_EQ(process->name_id, 7u);
+  EXPECT_EQ(process->scope, NvtxScope::kProcess);
+  EXPECT_EQ(ranges.LabelOf(2, 11, 150, NvtxScope::kProcess), std::nullopt) << "another process";
+  EXPECT_EQ(ranges.LabelOf(1, 11, 99, NvtxScope::kProcess), std::nullopt) << "before the push";
+  // The launching thread's own range wins over the process's, under either scope.
+  ranges.Start(Range(2, 120, 11, 9), 2, true);
+  for (NvtxScope scope : {NvtxScope::kThread, NvtxScope::kProcess}) {
+    const auto own = ranges.LabelOf(1, 11, 130, scope);
+    ASSERT_TRUE(own);
+    EXPECT_EQ(own->name_id, 9u);
+    EXPECT_EQ(own->scope, NvtxScope::kThread);
+  }
+  ranges.End(2, 140, 1, 11, 3);
+  EXPECT_EQ(ranges.LabelOf(1, 11, 141, NvtxScope::kProcess)->scope, NvtxScope::kProcess);
+  // Closed before the launch: no label; the END's own time is still inside, as on a thread.
+  ranges.End(1, 200, 1, 10, 4);
+  EXPECT_EQ(ranges.LabelOf(1, 11, 200, NvtxScope::kProcess)->name_id, 7u);
+  EXPECT_EQ(ranges.LabelOf(1, 11, 201, NvtxScope::kProcess), std::nullopt);
+}
+
+TEST(NvtxRangesTest, NestedRangesOnAnotherThreadGiveTheInnermost) {
+  NvtxRanges ranges(1000);
+  ranges.Start(Range(1, 100, 10, 7), 1, true);     // "step 3"
+  ranges.Start(Range(2, 110, 10, 8, 1), 2, true);  // "bwd" inside it
+  EXPECT_EQ(ranges.LabelOf(1, 11, 115, NvtxScope::kProcess)->name_id, 8u);
+  ranges.End(2, 120, 1, 10, 3);
+  EXPECT_EQ(ranges.LabelOf(1, 11, 125, NvtxScope::kProcess)->name_id, 7u) << "bwd popped";
+}
+
+TEST(NvtxRangesTest, SeveralThreadsWithOpenRangesGiveTheOneOpenedLast) {
+  NvtxRanges ranges(1000);
+  ranges.Start(Range(1, 100, 10, 7), 1, true);  // main: "step"
+  ranges.Start(Range(2, 130, 12, 8), 2, true);  // a loader thread: "load", opened later
+  ranges.Start(Range(3, 110, 13, 9), 3, true);  // a third thread, opened in between
+  EXPECT_EQ(ranges.LabelOf(1, 11, 140, NvtxScope::kProcess)->name_id, 8u);
+  EXPECT_EQ(ranges.LabelOf(1, 11, 120, NvtxScope::kProcess)->name_id, 9u) << "load not open yet";
+  ranges.End(2, 150, 1, 12, 4);
+  EXPECT_EQ(ranges.LabelOf(1, 11, 160, NvtxScope::kProcess)->name_id, 9u);
+  // Two opened at the same time: the larger marker id, whatever the order threads are kept in.
+  ranges.Start(Range(5, 170, 14, 20), 5, true);
+  ranges.Start(Range(4, 170, 15, 21), 6, true);
+  EXPECT_EQ(ranges.LabelOf(1, 11, 175, NvtxScope::kProcess)->name_id, 20u);
 }
 
 }  // namespace

@@ -1,9 +1,11 @@
 // NVTX ranges from CUPTI MARKER records: START/END pairing, nesting depth, marks, unended and
-// unpaired ranges, GPU rows labelled with the range open on their launching thread, and JSONL.
+// unpaired ranges, GPU rows labelled with the range open on their launching thread or process,
+// and the exports.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "cupmon/decoder/reports.h"
@@ -49,10 +51,13 @@ class CollectingSink : public RowSink {
   bool ranges_;
 };
 
-TraceCounts Build(const std::string& dir, CollectingSink* sink, size_t horizon = 1 << 16) {
+TraceCounts Build(const std::string& dir, CollectingSink* sink, size_t horizon = 1 << 16,
+                  NvtxScope scope = NvtxScope::kProcess) {
   auto listing = ListRecordings(dir);
   EXPECT_TRUE(listing.has_value());
-  TraceBuilder b(TraceFilter{}, sink, horizon);
+  TraceFilter filter;
+  filter.nvtx_scope = scope;
+  TraceBuilder b(std::move(filter), sink, horizon);
   ReadIntegrity integrity;
   ReadRecording(listing->recordings.at(0), b, &integrity);
   b.Finish();
@@ -169,6 +174,165 @@ TEST(TraceBuilderNvtxTest, RangeEndedOnAnotherThreadIsAStartEndRange) {
   EXPECT_EQ(sink.rows[0].row.range_kind, RangeKind::kStartEnd);
   EXPECT_EQ(sink.rows[0].row.tid, 101u);  // the thread that started it
   EXPECT_FALSE(c.HasWarnings());
+}
+
+// A training step marked on the main thread (101) while other threads launch: "step 1" with
+// "bwd" nested in it, a loader thread (103) with its own range "load" opened later, and launches
+// (correlation ids) on the backward thread (102) and on the main thread:
+//   corr 1 at 22 on 102, inside bwd;           corr 3 at 25 on 101, inside bwd (its own);
+//   corr 5 at 34 on 102, step 1 and load open; corr 2 at 37 on 102, inside step 1 only;
+//   corr 4 at 45 on 102, after every range closed.
+void WriteBackwardThreadRecording(const std::string& dir) {
+  RecordingWriter w(testing::WriterOptions(dir), testing::SyntheticHeader());
+  ASSERT_TRUE(w.Open().has_value());
+  std::vector<pb::StringEntry> e(4);
+  e[0].set_pointer(0x10), e[0].set_text("step 1");
+  e[1].set_pointer(0x11), e[1].set_text("bwd");
+  e[2].set_pointer(0x12), e[2].set_text("load");
+  e[3].set_pointer(0x20), e[3].set_text("_Z4gemmv");
+  w.AddStrings(e);
+  BufferBuilder main, backward, loader, gpu;
+  main.Marker(kMarkerStart, Us(10), 1, 0x10)
+      .Marker(kMarkerStart, Us(20), 2, 0x11)
+      .Runtime(Us(25), Us(26), 3, 211)
+      .Marker(kMarkerEnd, Us(30), 2, 0)
+      .Marker(kMarkerEnd, Us(40), 1, 0);
+  loader.Marker(kMarkerStart, Us(32), 3, 0x12, 103).Marker(kMarkerEnd, Us(36), 3, 0, 103);
+  backward.Runtime(Us(22), Us(23), 1, 211, 102)
+      .Runtime(Us(34), Us(35), 5, 211, 102)
+      .Runtime(Us(37), Us(38), 2, 211, 102)
+      .Runtime(Us(45), Us(46), 4, 211, 102);
+  for (uint32_t corr = 1; corr <= 5; ++corr)
+    gpu.Kernel(Us(50 + 10 * corr), Us(55 + 10 * corr), corr, 0x20);
+  // Per-thread buffers, completed in this order (CUDA 13 keeps a buffer per thread).
+  w.WriteRawBuffer(backward.bytes(), 0, 0);
+  w.WriteRawBuffer(main.bytes(), 0, 0);
+  w.WriteRawBuffer(loader.bytes(), 0, 0);
+  w.WriteRawBuffer(gpu.bytes(), 1, 7);
+  w.Close(0);
+}
+
+TEST(TraceBuilderNvtxTest, ThreadScopeLabelsOnlyLaunchesOnTheThreadThatPushed) {
+  TempDir dir;
+  WriteBackwardThreadRecording(dir.path());
+  CollectingSink sink(true);
+  Build(dir.path(), &sink, 1 << 16, NvtxScope::kThread);
+  for (uint32_t corr : {1u, 2u, 4u, 5u}) {
+    ASSERT_TRUE(sink.Kernel(corr));
+    EXPECT_EQ(sink.Kernel(corr)->range, "") << "corr " << corr;
+  }
+  ASSERT_TRUE(sink.Kernel(3));
+  EXPECT_EQ(sink.Kernel(3)->range, "bwd");
+  EXPECT_EQ(sink.Kernel(3)->row.range_scope, NvtxScope::kThread);
+}
+
+TEST(TraceBuilderNvtxTest, ProcessScopeLabelsLaunchesOfThreadsWithoutRanges) {
+  TempDir dir;
+  WriteBackwardThreadRecording(dir.path());
+  CollectingSink sink(true);
+  Build(dir.path(), &sink);  // the default scope
+  const std::pair<uint32_t, const char*> expected[] = {
+      {1, "bwd"}, {5, "load"}, {2, "step 1"}};  // load: opened last of the two open at 34
+  for (const auto& [corr, name] : expected) {
+    ASSERT_TRUE(sink.Kernel(corr));
+    EXPECT_EQ(sink.Kernel(corr)->range, name) << "corr " << corr;
+    EXPECT_EQ(sink.Kernel(corr)->row.range_scope, NvtxScope::kProcess) << "corr " << corr;
+  }
+  // The launching thread's own range stays as it was; after every END, no label.
+  EXPECT_EQ(sink.Kernel(3)->range, "bwd");
+  EXPECT_EQ(sink.Kernel(3)->row.range_scope, NvtxScope::kThread);
+  EXPECT_EQ(sink.Kernel(4)->range, "");
+  // Labels do not change the range rows: still on the main and loader threads.
+  EXPECT_EQ(sink.Find(RowType::kRange, "bwd")->row.tid, 101u);
+  EXPECT_EQ(sink.Find(RowType::kRange, "load")->row.tid, 103u);
+}
+
+TEST(TraceBuilderNvtxTest, ExportsMarkLabelsTakenFromTheProcess) {
+  TempDir dir;
+  WriteBackwardThreadRecording(dir.path());
+  auto count = [](const std::string& s, const std::string& word) {
+    size_t n = 0;
+    for (size_t p = s.find(word); p != std::string::npos; p = s.find(word, p + 1)) ++n;
+    return n;
+  };
+  size_t perfetto_process_words[2] = {0, 0};
+  for (NvtxScope scope : {NvtxScope::kThread, NvtxScope::kProcess}) {
+    const bool process = scope == NvtxScope::kProcess;
+    ReportOptions o;
+    o.filter.nvtx_scope = scope;
+    o.format = ExportFormat::kJsonl;
+    std::ostringstream jsonl, chrome, perfetto, err;
+    EXPECT_EQ(RunReport(ReportKind::kExport, dir.path(), o, jsonl, err), kExitClean) << err.str();
+    o.format = ExportFormat::kChromeJson;
+    RunReport(ReportKind::kExport, dir.path(), o, chrome, err);
+    o.format = ExportFormat::kPerfetto;
+    RunReport(ReportKind::kExport, dir.path(), o, perfetto, err);
+    const std::string j = jsonl.str(), c = chrome.str(), p = perfetto.str();
+    EXPECT_EQ(j.find("\"correlation_id\":1,") != std::string::npos, true);
+    EXPECT_EQ(j.find("\"range\":\"bwd\",\"range_scope\":\"process\"") != std::string::npos, process)
+        << j;
+    EXPECT_EQ(j.find("\"range\":\"step 1\",\"range_scope\":\"process\"") != std::string::npos,
+              process)
+        << j;
+    EXPECT_EQ(j.find("\"range_scope\":\"thread\""), std::string::npos) << "thread: unmarked";
+    EXPECT_NE(j.find("\"range\":\"bwd\"}"), std::string::npos) << "corr 3, its own thread's";
+    EXPECT_EQ(c.find("\"nvtx_range\":\"step 1\",\"nvtx_scope\":\"process\"") != std::string::npos,
+              process)
+        << c;
+    EXPECT_EQ(c.find("\"nvtx_range\":\"bwd\"}}") != std::string::npos, true) << c;
+    // Perfetto interns the annotation name nvtx_scope at the first label from the process (a
+    // trace without one keeps its bytes), and writes "process" on each of those three kernels.
+    EXPECT_EQ(p.find("nvtx_scope") != std::string::npos, process);
+    perfetto_process_words[process] = count(p, "process");
+  }
+  EXPECT_EQ(perfetto_process_words[1], perfetto_process_words[0] + 3);
+}
+
+// tests/data/h200-torch-nvtx: 20 steps, "step N" and "forward" pushed on the main thread;
+// autograd runs each backward pass on its own thread, which pushes no range. Nsight Systems'
+// projection leaves those kernels unlabelled; the process scope gives them their step.
+TEST(TraceBuilderNvtxTest, TorchBackwardKernelsTakeTheStepOpenOnTheMainThread) {
+  const std::string rec = std::string(CUPMON_SOURCE_DIR) + "/tests/data/h200-torch-nvtx";
+  struct Tally {
+    std::map<uint64_t, size_t> kernels_by_thread;
+    std::map<std::pair<uint64_t, std::string>, size_t> labels;  // (thread, label "scope:name")
+  };
+  auto tally = [&](NvtxScope scope) {
+    CollectingSink sink(true);
+    Build(rec, &sink, 1 << 16, scope);
+    Tally t;
+    std::vector<const OwnedRow*> steps;
+    for (const OwnedRow& r : sink.rows)
+      if (r.row.type == RowType::kRange && r.name.starts_with("step ")) steps.push_back(&r);
+    for (const OwnedRow& r : sink.rows) {
+      if (r.row.type != RowType::kKernel || !r.row.has_api) continue;
+      // A step label names the step range that held the launch, never a neighbour.
+      for (const OwnedRow* s : steps) {
+        if (r.range.starts_with("step ") && s->row.start <= r.row.api_start &&
+            r.row.api_start <= s->row.end) {
+          EXPECT_EQ(r.range, s->name) << "launch at " << r.row.api_start;
+        }
+      }
+      ++t.kernels_by_thread[r.row.api_tid];
+      std::string label = r.range;
+      if (label.starts_with("step ")) label = "step N";  // one per step: counted together
+      if (!label.empty())
+        label = (r.row.range_scope == NvtxScope::kProcess ? "process:" : "thread:") + label;
+      ++t.labels[{r.row.api_tid, label}];
+    }
+    return t;
+  };
+  const Tally thread = tally(NvtxScope::kThread), process = tally(NvtxScope::kProcess);
+  ASSERT_FALSE(HasFailure());
+  constexpr uint64_t kMain = 3296379200, kAutograd = 1592616640;
+  EXPECT_EQ(thread.kernels_by_thread, (std::map<uint64_t, size_t>{{kAutograd, 800}, {kMain, 700}}));
+  using Key = std::pair<uint64_t, std::string>;
+  EXPECT_EQ(thread.labels, (std::map<Key, size_t>{{{kAutograd, ""}, 800},
+                                                  {{kMain, "thread:forward"}, 520},
+                                                  {{kMain, "thread:step N"}, 180}}));
+  EXPECT_EQ(process.labels, (std::map<Key, size_t>{{{kAutograd, "process:step N"}, 800},
+                                                   {{kMain, "thread:forward"}, 520},
+                                                   {{kMain, "thread:step N"}, 180}}));
 }
 
 TEST(TraceBuilderNvtxTest, JsonlHasRangeRowsAndLabelsAndSampleHasNone) {

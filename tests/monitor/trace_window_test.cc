@@ -781,6 +781,69 @@ TEST(AnnotationTest, CallsAfterStopAreErrors) {
   EXPECT_FALSE((*m)->PopAnnotation());
 }
 
+// ---- 6b. NVTX ranges across threads ----
+
+// A step marked on the main thread while another thread launches, as autograd runs a backward
+// pass (the test double's records, not a GPU's: tests/gpu/torch/nvtx_threads.py checks a real
+// torch job): the decoder labels those kernels only under the process scope.
+TEST(TraceWindowTest, KernelsOfAThreadWithoutRangesTakeTheProcessRangeWhenDecoded) {
+  FakeCupti fake;
+  const std::string dir = TempDir("nvtx-threads");
+  const uint32_t kernel = fake.AddKernelName("_Z4gemmv");
+  const uint32_t bwd = fake.AddKernelName("bwd");
+  auto m = Monitor::Start(FakeOptions(&fake, dir));
+  ASSERT_TRUE(m) << m.error().message;
+  ASSERT_TRUE((*m)->RequestWindow(60'000, {}, pb::TRIGGER_API));
+  ASSERT_TRUE(fake.kind_enabled(CUPTI_ACTIVITY_KIND_MARKER)) << "marker is a default window kind";
+  FakeCupti::Producer* main = fake.NewProducer(100);
+  const uint64_t t0 = NowNs();
+  ASSERT_TRUE(main->Marker(CUPTI_ACTIVITY_FLAG_MARKER_START, 1, t0, bwd));
+  ASSERT_TRUE(main->Launch(kernel, 1, t0 + 10, t0 + 20));  // the main thread's own launch
+  std::thread backward([&] {
+    FakeCupti::Producer* p = fake.NewProducer(200);
+    for (uint32_t corr = 2; corr <= 4; ++corr)
+      EXPECT_TRUE(p->Launch(kernel, corr, t0 + 100 * corr, t0 + 100 * corr + 50));
+    EXPECT_TRUE(p->Launch(kernel, 5, t0 + 2000, t0 + 2050));  // after the pop below
+  });
+  backward.join();
+  ASSERT_TRUE(main->Marker(CUPTI_ACTIVITY_FLAG_MARKER_END, 1, t0 + 1000));
+  ASSERT_TRUE((*m)->RequestCloseWindow());
+  (*m)->Stop();
+
+  auto labels = [&](decoder::NvtxScope scope) {
+    struct Sink : decoder::RowSink {
+      std::map<uint32_t, std::string> labels;  // kernel correlation -> "scope:range"
+      void OnRow(const decoder::Row& r) override {
+        if (r.type != decoder::RowType::kKernel) return;
+        labels[r.correlation] =
+            r.range.empty()
+                ? ""
+                : (r.range_scope == decoder::NvtxScope::kProcess ? "process:" : "thread:") +
+                      std::string(r.range);
+      }
+    } sink;
+    decoder::TraceFilter filter;
+    filter.nvtx_scope = scope;
+    decoder::TraceBuilder builder(std::move(filter), &sink);
+    auto listing = decoder::ListRecordings(dir);
+    EXPECT_TRUE(listing && listing->recordings.size() == 1u);
+    if (!listing || listing->recordings.empty()) return sink.labels;
+    decoder::ReadIntegrity integrity;
+    decoder::ReadRecording(listing->recordings[0], builder, &integrity);
+    builder.Finish();
+    EXPECT_EQ(builder.counts().ranges, 1u);
+    return sink.labels;
+  };
+  using Labels = std::map<uint32_t, std::string>;
+  EXPECT_EQ(labels(decoder::NvtxScope::kThread),
+            (Labels{{1, "thread:bwd"}, {2, ""}, {3, ""}, {4, ""}, {5, ""}}));
+  EXPECT_EQ(
+      labels(decoder::NvtxScope::kProcess),
+      (Labels{
+          {1, "thread:bwd"}, {2, "process:bwd"}, {3, "process:bwd"}, {4, "process:bwd"}, {5, ""}}));
+  std::filesystem::remove_all(dir);
+}
+
 // ---- 7. Metrics endpoint ----
 
 std::string HttpGet(uint16_t port, const std::string& path) {

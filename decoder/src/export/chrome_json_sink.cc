@@ -163,6 +163,8 @@ void ChromeJsonSink::WriteEvents(const Row& r) {
   if (!r.range.empty()) {
     out_ << ",\"nvtx_range\":\"";
     out_.Json(r.range) << '"';
+    // Absent: the launching thread's own range (row.h, NvtxScope).
+    if (r.range_scope == NvtxScope::kProcess) out_ << ",\"nvtx_scope\":\"process\"";
   }
   out_ << "}}";
   // A flow arrow from the launch call to this activity (one per activity: graphs fan out).

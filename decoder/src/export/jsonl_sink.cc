@@ -120,6 +120,8 @@ void JsonlSink::WriteActivity(const Row& r) {
     if (!r.range.empty()) {
       out_ << ",\"range\":\"";
       out_.Json(r.range) << '"';
+      // Absent: the launching thread's own range (row.h, NvtxScope).
+      if (r.range_scope == NvtxScope::kProcess) out_ << ",\"range_scope\":\"process\"";
     }
   }
   if (!r.annotation.empty()) {

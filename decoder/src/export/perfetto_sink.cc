@@ -113,12 +113,14 @@ enum AnnotationName : uint64_t {
   kAnnNvtxRange,
   kAnnDomain,
   kAnnDepth,
-  kAnnUnended
+  kAnnUnended,
+  kAnnNvtxScope  // "process" on a kernel whose range was open on another thread (row.h); interned
+                 // at the first such kernel
 };
 constexpr const char* kAnnotationNames[] = {"",           "correlation", "launch", "bytes",
                                             "annotation", "return",      "source", "note",
                                             "launched_before_window", "nvtx_range", "domain",
-                                            "depth", "unended"};
+                                            "depth", "unended", "nvtx_scope"};
 
 constexpr size_t kFlushAt = 1 << 20;
 constexpr size_t kFlowSlots = 1 << 16;
@@ -204,6 +206,7 @@ void PerfettoSink::Begin(const TraceBuilder& builder, const Recording& recording
   std::fill(flow_slots_.begin(), flow_slots_.end(), FlowSlot{});
   annotations_.clear();
   nvtx_interned_ = false;
+  nvtx_scope_interned_ = false;
   range_tracks_.clear();
   memory_ = MemoryUsage{};
 
@@ -474,15 +477,21 @@ void PerfettoSink::Write(const Row& r) {
   bool new_launch = false;
   if (r.type == RowType::kKernel) launch_iid = LaunchIid(r, &new_launch);
   const bool new_nvtx = !r.range.empty() && !nvtx_interned_;
+  const bool new_scope =
+      !r.range.empty() && r.range_scope == NvtxScope::kProcess && !nvtx_scope_interned_;
 
   StartPacket();
   Stamp(start);
   w_.Varint(kPacketSequenceFlags, kSeqNeedsIncrementalState);  // interned names, clock
-  if (new_name || new_launch || new_nvtx) {
+  if (new_name || new_launch || new_nvtx || new_scope) {
     const size_t at = w_.BeginNested(kPacketInternedData);
     if (new_name) Intern(w_, kInternedEventNames, r.name_id + 1ull, r.name);
     if (new_launch) Intern(w_, kInternedAnnotationStrings, launch_iid, LaunchText(r));
     if (new_nvtx) InternNvtx();
+    if (new_scope) {
+      Intern(w_, kInternedAnnotationNames, kAnnNvtxScope, kAnnotationNames[kAnnNvtxScope]);
+      nvtx_scope_interned_ = true;
+    }
     w_.EndNested(at);
   }
   const size_t ev = w_.BeginNested(kPacketTrackEvent);
@@ -535,7 +544,10 @@ void PerfettoSink::Write(const Row& r) {
     }
     if (!r.annotation.empty()) AnnotateString(w_, kAnnAnnotation, r.annotation);
     if (r.launched_before_window) AnnotateUint(w_, kAnnLaunchedBeforeWindow, 1);
-    if (!r.range.empty()) AnnotateString(w_, kAnnNvtxRange, r.range);
+    if (!r.range.empty()) {
+      AnnotateString(w_, kAnnNvtxRange, r.range);
+      if (r.range_scope == NvtxScope::kProcess) AnnotateString(w_, kAnnNvtxScope, "process");
+    }
     if (r.has_api && r.api_valid_time) {
       FlowSlot& slot = flow_slots_[r.correlation & (kFlowSlots - 1)];
       if (!slot.used || slot.correlation != r.correlation) slot = FlowSlot{r.correlation, 0, true};

@@ -195,6 +195,9 @@ class PerfettoSink {
   // Annotation label -> [first start, last end] of the rows carrying it (as chrome-json).
   std::map<std::string, std::pair<int64_t, int64_t>> annotations_;
   bool nvtx_interned_ = false;
+  // "nvtx_scope" is interned apart, at the first label taken from another thread, so that a
+  // trace without one keeps its bytes.
+  bool nvtx_scope_interned_ = false;
   std::map<std::pair<uint32_t, uint32_t>, TrackGroup> range_tracks_;  // start/end ranges
   MemoryUsage memory_;  // the recording's memory rows, replayed by End
 

@@ -7,7 +7,8 @@ without ranges, then a window holding STEPS steps, each inside range_push("step 
 pass inside a nested range_push("forward"). Checks on `cupmon-decode export --format jsonl`: one
 "step N" range per step at depth 0 and STEPS "forward" ranges at depth 1, each inside its step;
 every kernel whose launch call falls inside a forward range carries the label "forward", the same
-number in every step; no warm-up kernel carries a label. Prints a table; exits 1 on any failure.
+number in every step; every kernel launched inside a step by another thread (autograd's backward
+thread) carries the step's name, marked range_scope "process"; no warm-up kernel carries a label. Prints a table; exits 1 on any failure.
 Usage: nvtx_check.py --lib build/monitor/libcupmon.so --decode build/tools/cupmon-decode --out DIR
        nvtx_check.py --recording tests/data/h200-torch-nvtx --decode ... --out DIR
          (no GPU: checks a recording this script made on the H200, kept in tests/data)
@@ -121,6 +122,19 @@ def check(args, rec):
         labelled += k.get("range") == "forward"
         per_step[f["start_ns"]] += 1
     check("kernels launched in forward ranges, labelled", in_forward, labelled)
+    # Autograd's backward thread pushes no range: under the default --nvtx-scope process its
+    # kernels take the step open on the main thread, marked range_scope "process".
+    off_thread = off_labelled = 0
+    for k in kernels:
+        api = k.get("api")
+        if not api or "start_ns" not in api:
+            continue
+        s = next((s for s in steps if s["tid"] != api["tid"] and s["start_ns"] <= api["start_ns"] <= s["end_ns"]), None)
+        if s is None:
+            continue
+        off_thread += 1
+        off_labelled += k.get("range") == s["name"] and k.get("range_scope") == "process"
+    check("off-thread kernels in a step, labelled", off_thread, off_labelled)
     check("forward kernels: same count in every step", True,
           len(per_step) == args.steps and len(set(per_step.values())) == 1 and in_forward > 0)
     first_window_api = min((k["api"]["start_ns"] for k in kernels if k.get("api", {}).get("start_ns")),
@@ -131,7 +145,8 @@ def check(args, rec):
     for name, expected, got, ok in results:
         print(f"{name:44} {str(expected):>10} {str(got):>10}  {'ok' if ok else 'FAIL'}")
     print(f"{len(ranges)} range rows, {len(kernels)} kernel rows, {in_forward} kernels in forward "
-          f"ranges ({sorted(set(per_step.values()))} per step); NVTX_INJECTION64_PATH={os.environ.get('NVTX_INJECTION64_PATH', '(not set here)')}")
+          f"ranges ({sorted(set(per_step.values()))} per step), {off_thread} launched inside a step "
+          f"off its thread; NVTX_INJECTION64_PATH={os.environ.get('NVTX_INJECTION64_PATH', '(not set here)')}")
     if not all(ok for *_, ok in results):
         # What a failure looks like, for the log: kernels of the window without their launch
         # record, and kernels launched inside a forward range that carry another label.

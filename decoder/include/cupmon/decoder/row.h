@@ -19,6 +19,13 @@ enum class RowType : uint8_t { kKernel, kMemcpy, kMemset, kApi, kSynchronization
 // its START can only be a start/end range; every other range is taken as push/pop.
 enum class RangeKind : uint8_t { kPushPop, kStartEnd, kMark };
 
+// Which NVTX ranges label a GPU row (TraceFilter::nvtx_scope), and where a row's label came from
+// (Row::range_scope). kThread: only the ranges of the thread that launched it (Nsight Systems'
+// projection). kProcess: those first; when none is open on that thread at the launch, the range
+// opened last among those open on the other threads of its process (autograd's backward thread
+// then takes the step its main thread marked). docs/DECODER.md, "NVTX ranges", argues the rule.
+enum class NvtxScope : uint8_t { kThread, kProcess };
+
 // One output row. Views point into the builder's caches and stay valid until the builder dies.
 // 384 bytes, six cache lines, with no padding to spare (the order of the small fields keeps it
 // so): the reorder stage holds 65,536 of them by default, and each comes back from memory when it
@@ -70,8 +77,10 @@ struct Row {
   // User annotation from external correlation ("" when none).
   std::string_view annotation;
   uint64_t external_id = 0;
-  // GPU rows: the innermost NVTX range open on the launching thread (api_pid, api_tid) when the
-  // launch call began (api_start); "" when none, or when the launch record is unknown.
+  // GPU rows: the NVTX range open when the launch call began (api_start): the innermost one on
+  // the launching thread (api_pid, api_tid), else under NvtxScope::kProcess one open on another
+  // thread of that process (range_scope says which); "" when none, or when the launch record is
+  // unknown.
   std::string_view range;
   // Range rows (RowType::kRange): `name` is the range's message, pid/tid the thread that started
   // it, start/end its START and END times (end == start for a mark). A range whose END was never
@@ -91,6 +100,9 @@ struct Row {
                             // 3 trimmed (CUPTI's operation types)
   uint8_t memory_kind = 0;  // CUpti_ActivityMemoryKind (MEMORY2 only)
   uint8_t pool_type = 0;    // CUpti_ActivityMemoryPoolType (0: not from a pool)
+  // GPU rows with a range: kThread when it is the launching thread's own, kProcess when it was
+  // open on another thread of the process (the last byte of padding after range_id).
+  NvtxScope range_scope = NvtxScope::kThread;
   uint64_t address = 0;        // the allocation's (pool rows: the pool's) address
   uint64_t pool_address = 0;   // MEMORY2: the pool it came from (0: none)
 };

@@ -32,6 +32,9 @@ struct TraceFilter {
   // text reports show (ShortKernelName), so patterns with template arguments keep working.
   std::optional<std::regex> kernel;
   bool mangled = false;
+  // Like `mangled`, how rows read rather than which are kept: the NVTX ranges that label GPU rows
+  // (Row::range). kProcess (the default) adds the process-wide projection to the thread's own.
+  NvtxScope nvtx_scope = NvtxScope::kProcess;
 };
 
 // Parts of the builder, private to decoder/src.
