@@ -32,6 +32,9 @@ struct StepOptions {
   // first_record, as without it. Its counts, device times and label stay empty, annotations are
   // not read (`source` counts as kPattern, annotated_steps is 0), and the scan costs less.
   bool times_only = false;
+  // Steps' wall-clock times (start_ns, end_ns, the drill ranges) are their CUPTI times: the
+  // recording's calibration is not applied (`--clock cupti`, as TraceFilter::cupti_clock).
+  bool cupti_clock = false;
 };
 
 // One device's share of a step.

@@ -32,6 +32,10 @@ struct TraceFilter {
   // text reports show (ShortKernelName), so patterns with template arguments keep working.
   std::optional<std::regex> kernel;
   bool mangled = false;
+  // Rows' wall_* times are the CUPTI times as recorded: the recording's calibration is read but
+  // not applied (`--clock cupti`). A figure computed from an export so made is in the time base of
+  // `steps`' busy and gap figures (tests/decoder/figures_reference.py).
+  bool cupti_clock = false;
 };
 
 // Parts of the builder, private to decoder/src.
@@ -81,6 +85,7 @@ class TraceBuilder : public ChunkVisitor {
   const std::map<uint32_t, WindowSpan>& gaps() const;
   const pb::RecordingHeader& header() const { return header_; }
   const ClockMap& clock() const { return clock_; }
+  const TraceFilter& filter() const { return filter_; }
   // Earliest start and latest end of valid GPU/API records (CUPTI ns; 0 when none).
   uint64_t first_ts() const { return first_ts_; }
   uint64_t last_ts() const { return last_ts_; }
