@@ -38,6 +38,7 @@ struct CommonArgs {
   size_t reorder_rows = 1 << 16;
   std::optional<int> threads;
   size_t jobs = 0;
+  std::string clock = "wall";
 };
 
 void AddCommon(CLI::App* app, CommonArgs* a) {
@@ -89,6 +90,11 @@ void AddCommon(CLI::App* app, CommonArgs* a) {
                   "at --threads each, at most 8 and one per 128 MiB of memory left; 1 reads them "
                   "one after another). The output is the same, in rank order")
       ->check(CLI::Range(1, 1024));
+  app->add_option("--clock", a->clock,
+                  "wall (default): times in unix ns through the recording's calibration; cupti: "
+                  "times as CUPTI recorded them, the calibration not applied (to check one "
+                  "command's figures against another's: they then share one time base)")
+      ->check(CLI::IsMember({"wall", "cupti"}));
 }
 
 // CUPMON_DECODE_THREADS, when set, must be 1 or 2 (as --threads): "" when it is fine, else why not.
@@ -395,6 +401,7 @@ int main(int argc, char** argv) {
   opt.filter.mangled = args.mangled;
   opt.filter.nvtx_scope = nvtx_scope == "thread" ? cupmon::decoder::NvtxScope::kThread
                                                  : cupmon::decoder::NvtxScope::kProcess;
+  opt.filter.cupti_clock = opt.steps.cupti_clock = args.clock == "cupti";
   opt.full_names = args.full_names;
   opt.pid = args.pid;
   opt.limit = args.limit;

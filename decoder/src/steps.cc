@@ -38,9 +38,14 @@ struct Activity {
   bool comm;
 };
 
-// Places activities in steps whose boundaries arrive separately. An activity waits until every
-// step that could hold it is known (`settled`), so other streams' records may arrive ahead of the
-// stream the steps are cut on.
+// Places activities in steps whose boundaries arrive separately, and measures each device's
+// busy time and longest gap in each step. An activity waits until every step that could hold it is
+// known (`settled`), so other streams' records may arrive ahead of the stream the steps are cut on.
+// CUPTI delivers records out of start order (a kernel is recorded when it ends, streams fill
+// buffers side by side), so activities are also held until kReorder later ones have come and then
+// released in start order: each device's union of intervals is then swept from left to right,
+// which is what makes its busy time and gaps exact. An activity further out of order than that is
+// late: counted, and left out of its device's figures where it would overlap what was swept.
 class StepAccumulator {
  public:
   // times_only: each step's end alone (StepOptions::times_only).
@@ -54,25 +59,41 @@ class StepAccumulator {
     steps_.push_back(std::move(s));
   }
   void Add(const Activity& a) {
-    pending_.push_back(a);
-    if (pending_.size() > kMaxPending) ReleaseOne();
+    // The run with the latest tail at or before a.start (the tightest fit keeps runs few).
+    size_t fit = kRuns;
+    for (size_t r = 0; r < kRuns; ++r) {
+      if (runs_[r].empty()) {
+        if (fit == kRuns) fit = r;
+      } else if (tails_[r] <= a.start &&
+                 (fit == kRuns || runs_[fit].empty() || tails_[r] > tails_[fit])) {
+        fit = r;
+      }
+    }
+    if (fit < kRuns) {
+      runs_[fit].push_back(a);
+      tails_[fit] = a.start;
+    } else {
+      heap_.push_back(a);
+      std::push_heap(heap_.begin(), heap_.end(), StartsLater);
+    }
+    if (++held_ > kMaxPending) ReleaseFirst();
   }
+  // Releases, in start order, the activities held beyond the reorder window whose steps are known.
   void Release(uint64_t settled) {
-    while (!pending_.empty() && pending_.front().start <= settled) ReleaseOne();
+    while (held() > kReorder && FirstStart() <= settled) ReleaseFirst();
   }
   // Releases everything and closes the steps; `labels` holds the text of each label id.
   std::vector<Step> Finish(const std::vector<std::string>& labels) {
-    while (!pending_.empty()) ReleaseOne();
+    while (held()) ReleaseFirst();
     for (Merge& m : merges_) Flush(m);
     label_of_.resize(steps_.size(), kNoLabel);
     for (size_t i = 0; i < steps_.size(); ++i) {
       Step& s = steps_[i];
       s.end = std::max(s.end, s.start);
       s.since = i ? std::min(steps_[i - 1].end, s.start) : s.start;
-      for (StepDeviceTime& d : s.devices) {
-        d.max_gap_ns = std::max({d.max_gap_ns, d.first_start > s.since ? d.first_start - s.since : 0,
-                                 s.end > d.last_end ? s.end - d.last_end : 0});
-      }
+      // The lead-in and the tail are gaps too: [since, first start] and [last end, end].
+      for (StepDeviceTime& d : s.devices)
+        d.max_gap_ns = std::max({d.max_gap_ns, d.first_start - s.since, s.end - d.last_end});
       if (label_of_[i] != kNoLabel) s.label = labels[label_of_[i]];
     }
     return std::move(steps_);
@@ -80,23 +101,56 @@ class StepAccumulator {
   uint64_t before() const { return before_; }
   uint64_t end_before() const { return end_before_; }
   size_t size() const { return steps_.size(); }
+  uint64_t late() const { return late_; }
+  uint64_t late_busy_ns() const { return late_busy_ns_; }
 
  private:
-  // Union of one device's busy intervals in its current step.
+  // Activities held in start order before they are placed: at least this many, while the steps'
+  // boundaries allow (the trace builder's reorder window, ReorderOptions' default).
+  static constexpr size_t kReorder = size_t{1} << 16;
+
+  // The piece of one device's union being swept: [begin, end] in step `step`.
   struct Merge {
     uint32_t device = 0;
     size_t step = SIZE_MAX;
     uint64_t begin = 0, end = 0;
   };
-  void ReleaseOne() {
-    const Activity a = pending_.front();
-    pending_.pop_front();
+  static bool StartsLater(const Activity& x, const Activity& y) { return x.start > y.start; }
+  size_t held() const { return held_; }
+  // Where the earliest held activity is: a run, or kRuns for the heap. Only while some are held.
+  size_t First() const {
+    size_t first = kRuns;
+    uint64_t start = heap_.empty() ? UINT64_MAX : heap_.front().start;  // starts are below 2^62
+    for (size_t r = 0; r < kRuns; ++r)
+      if (!runs_[r].empty() && runs_[r].front().start < start)
+        first = r, start = runs_[r].front().start;
+    return first;
+  }
+  uint64_t FirstStart() const {
+    const size_t r = First();
+    return r < kRuns ? runs_[r].front().start : heap_.front().start;
+  }
+  void ReleaseFirst() {
+    const size_t r = First();
+    --held_;
+    if (r < kRuns) {
+      const Activity a = runs_[r].front();
+      runs_[r].pop_front();
+      Place(a);
+    } else {
+      std::pop_heap(heap_.begin(), heap_.end(), StartsLater);
+      const Activity a = heap_.back();
+      heap_.pop_back();
+      Place(a);
+    }
+  }
+  void Place(const Activity& a) {
     if (steps_.empty() || a.start < steps_.front().start) {
       before_ += a.type == ActivityType::kKernel;
       end_before_ = std::max(end_before_, a.end);
       return;
     }
-    // Activities come out roughly in time order: try the step of the previous one first.
+    // Activities come out in time order: try the step of the previous one first.
     size_t i = std::min(cursor_, steps_.size() - 1);
     if (a.start < steps_[i].start || (i + 1 < steps_.size() && a.start >= steps_[i + 1].start)) {
       if (i + 2 < steps_.size() && a.start >= steps_[i + 1].start && a.start < steps_[i + 2].start) {
@@ -109,10 +163,8 @@ class StepAccumulator {
     }
     cursor_ = i;
     Step& s = steps_[i];
-    if (times_only_) {
-      if (a.end > s.end) s.end = a.end;
-      return;
-    }
+    if (a.end > s.end) s.end = a.end;
+    if (times_only_) return;
     if (label_of_.size() < steps_.size()) label_of_.resize(steps_.size(), kNoLabel);
     if (a.type == ActivityType::kKernel) {
       ++s.kernels;
@@ -124,7 +176,10 @@ class StepAccumulator {
     } else {
       ++s.memsets;
     }
-    if (a.end > s.end) s.end = a.end;
+    Sweep(a, i);
+  }
+  // Extends device a.device's union in step i by [a.start, a.end], in start order.
+  void Sweep(const Activity& a, size_t i) {
     Merge* m = nullptr;
     for (Merge& x : merges_)
       if (x.device == a.device) {
@@ -132,25 +187,32 @@ class StepAccumulator {
         break;
       }
     if (!m) m = &merges_.emplace_back(Merge{a.device});
+    uint64_t start = a.start;
+    if (m->step != SIZE_MAX && (i < m->step || (i == m->step && start < m->begin))) {
+      // Behind the sweep (further out of order than kReorder): what lies before the piece being
+      // swept may overlap pieces already counted, so it is left out rather than counted twice.
+      ++late_;
+      const uint64_t swept = i < m->step ? a.end : std::min(a.end, m->begin);
+      late_busy_ns_ += swept - start;
+      if (i < m->step || a.end <= m->begin) return;
+      start = m->begin;
+    }
     if (m->step != i) {
       Flush(*m);
       m->step = i;
-      m->begin = a.start;
+      m->begin = start;
       m->end = a.end;
-      StepDeviceTime& d = Device(s, a.device);
-      if (!d.first_start || a.start < d.first_start) d.first_start = a.start;
-    } else if (a.start <= m->end) {
+      StepDeviceTime& d = Device(steps_[i], a.device);
+      d.first_start = start;
+    } else if (start <= m->end) {
       m->end = std::max(m->end, a.end);
-    } else if (a.start >= m->begin) {
-      StepDeviceTime& d = Device(s, a.device);
-      d.max_gap_ns = std::max(d.max_gap_ns, a.start - m->end);
+    } else {
+      StepDeviceTime& d = Device(steps_[i], a.device);
+      d.max_gap_ns = std::max(d.max_gap_ns, start - m->end);
       Flush(*m);
       m->step = i;
-      m->begin = a.start;
+      m->begin = start;
       m->end = a.end;
-    } else {
-      // Earlier than the interval being merged (streams' records interleave): counted apart.
-      Device(s, a.device).busy_ns += std::min(a.end, m->begin) - a.start;
     }
   }
   void Flush(Merge& m) {
@@ -171,9 +233,16 @@ class StepAccumulator {
   bool times_only_;
   std::vector<Step> steps_;
   std::vector<uint32_t> label_of_;
-  GrowingRing<Activity> pending_;
+  // Held activities: those that extend one of the sorted runs in its FIFO (one run per buffer
+  // filled side by side, mostly), the others in a min-heap by start.
+  static constexpr size_t kRuns = 8;
+  std::array<GrowingRing<Activity>, kRuns> runs_;
+  std::array<uint64_t, kRuns> tails_{};  // the start of each run's last activity
+  std::vector<Activity> heap_;
+  size_t held_ = 0;
   std::vector<Merge> merges_;
   uint64_t before_ = 0, end_before_ = 0;
+  uint64_t late_ = 0, late_busy_ns_ = 0;
   size_t cursor_ = 0;
 };
 
@@ -213,6 +282,7 @@ class StepScanner : public ChunkVisitor {
     windows_.push_back(std::move(w));
   }
   void OnCalibration(const pb::Calibration& c) override {
+    if (options_.cupti_clock) return;  // a ClockMap without samples passes CUPTI times through
     clock_.Add(c);
     calibrations_.push_back(c);
   }
@@ -268,6 +338,9 @@ class StepScanner : public ChunkVisitor {
                  &out.steps);
     out.kernels_before =
         use_labels ? annotated_before_ + (annotated_ ? annotated_->before() : 0) : pattern_.before();
+    const StepAccumulator& used = use_labels && annotated_ ? *annotated_ : pattern_;
+    out.late_activities = used.late();
+    out.late_busy_ns = used.late_busy_ns();
     out.activities = activities_;
     if (activities_) {
       out.first_wall = clock_.ToWall(first_start_);

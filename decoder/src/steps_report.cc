@@ -358,6 +358,11 @@ int RunStepsReport(const std::vector<const Rank*>& chosen, const std::vector<std
     if (r.list.unresolved_names)
       err << "cupmon-decode: warning: " << who << r.list.unresolved_names
           << " kernel record(s) whose name pointer has no string entry\n";
+    if (r.list.late_activities)
+      err << "cupmon-decode: note: " << who << r.list.late_activities
+          << " activit(ies) further out of start order than the step scanner holds: "
+          << FormatDuration(static_cast<double>(r.list.late_busy_ns))
+          << " of their time is left out of busy, so that no overlap counts twice\n";
     warnings |= r.list.integrity.HasWarnings() || r.list.unresolved_names;
     r.medians = RollingMedians(r.list.steps, options.steps.rolling);
     r.slow = SlowSteps(r.list.steps, r.medians, options.steps);

@@ -121,6 +121,7 @@ void TraceBuilder::OnCalibration(const pb::Calibration& c) {
     counts_.calibration_offset_min = std::min(counts_.calibration_offset_min, offset);
     counts_.calibration_offset_max = std::max(counts_.calibration_offset_max, offset);
   }
+  if (filter_.cupti_clock) return;  // a ClockMap without samples passes CUPTI times through
   clock_.Add(c);
   counts_.calibration_samples = clock_.samples();
   if (clock_.non_monotonic() != counts_.calibration_non_monotonic) {

@@ -11,6 +11,8 @@
 //                                                 checker's self-test), or a wrong variant
 //   cupmon-make-sample --steps DIR 10000000       a training loop of N records, to time `steps`
 //   cupmon-make-sample --steps DIR 100000 2       the same loop with gemm_wgrad 2x slower (`diff`)
+//   cupmon-make-sample --overlapping-steps DIR    a training loop whose streams overlap and whose
+//                                                 records come when kernels end, out of start order
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -359,6 +361,17 @@ int main(int argc, char** argv) {
                 argv[2]);
     return 0;
   }
+  if (argc == 3 && std::strcmp(argv[1], "--overlapping-steps") == 0) {
+    cupmon::testing::StepStreamSpec spec;
+    spec.overlap_streams = true;
+    spec.annotate = true;
+    spec.steps = 40;
+    const auto truth = cupmon::testing::WriteStepRecording(argv[2], spec);
+    std::printf(
+        "wrote a synthetic training loop (%llu records, %zu steps, CUPTI test double) to %s\n",
+        static_cast<unsigned long long>(truth.records), truth.step_starts.size(), argv[2]);
+    return 0;
+  }
   if ((argc == 4 || argc == 5) && std::strcmp(argv[1], "--steps") == 0) {
     // The MLP of tests/gpu/torch/train_mlp.py in shape (24 layers), one slow step, noise.
     cupmon::testing::StepStreamSpec spec;
@@ -382,8 +395,9 @@ int main(int argc, char** argv) {
       spec.wgrad_factor = static_cast<uint32_t>(factor);
     }
     const auto truth = cupmon::testing::WriteStepRecording(argv[2], spec);
-    std::printf("wrote a synthetic training loop (%llu records, %zu steps, CUPTI test double) to %s\n",
-                static_cast<unsigned long long>(truth.records), truth.step_starts.size(), argv[2]);
+    std::printf(
+        "wrote a synthetic training loop (%llu records, %zu steps, CUPTI test double) to %s\n",
+        static_cast<unsigned long long>(truth.records), truth.step_starts.size(), argv[2]);
     return 0;
   }
   if (argc == 5 && std::strcmp(argv[1], "--ranks") == 0) {
@@ -412,7 +426,8 @@ int main(int argc, char** argv) {
         help ? stdout : stderr,
         "usage: %s DIR [RECORDS] | --ranks RANKS DIR RECORDS | --overlap DIR |\n"
         "       --annotated-steps DIR | --nvtx DIR | --memory DIR |\n"
-        "       --memory-check DIR [--wrong] | --steps DIR RECORDS [SLOWER]\n"
+        "       --memory-check DIR [--wrong] | --steps DIR RECORDS [SLOWER] |\n"
+        "       --overlapping-steps DIR\n"
         "Writes a synthetic recording (CUPTI test double, not GPU data) into DIR: the small\n"
         "sample, RECORDS records of a training-like mix for timing cupmon-decode,\n"
         "(--ranks) RANKS such recordings of one job in DIR/rank0, DIR/rank1, ...,\n"
@@ -423,7 +438,8 @@ int main(int argc, char** argv) {
         "(--memory-check) the records tests/gpu/memory_check.cu should make, its JSON line\n"
         "on stdout (--wrong: one release missing), or\n"
         "(--steps) a training loop of about RECORDS records for timing cupmon-decode steps\n"
-        "(SLOWER: its gemm_wgrad kernel lasts SLOWER times longer, a regression for diff).\n"
+        "(SLOWER: its gemm_wgrad kernel lasts SLOWER times longer, a regression for diff), or\n"
+        "(--overlapping-steps) such a loop whose streams overlap, recorded out of start order.\n"
         "  %s /tmp/sample\n  %s /tmp/big 10000000\n  %s --ranks 8 /tmp/job 1000000\n"
         "  %s --memory /tmp/mem\n",
         argv[0], argv[0], argv[0], argv[0], argv[0]);

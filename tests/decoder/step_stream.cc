@@ -28,6 +28,8 @@ struct Rec {
   uint64_t start, end;
   uint32_t corr, name, stream;
   uint64_t label;  // external id, 0: none
+  uint32_t device_offset = 0;  // its device is the rank's plus this
+  bool deliver_last = false;
 };
 
 struct Rank {
@@ -78,15 +80,23 @@ StepStreamTruth WriteStepRecording(const std::string& dir, const StepStreamSpec&
       for (uint32_t l = 0; l < spec.layers; ++l) {
         kernel(r, kGemmFwd, dur + next() % 2'000, forward_label);
         if (l == 0) r.recs.push_back(Rec{false, r.t, r.t + 5'000, r.corr++, 0, 7, step_label});
+        if (spec.overlap_streams && l == 1)
+          r.recs.push_back(Rec{true, r.t, r.t + 3 * dur, r.corr++, kSideNoise, 21, 0, 1});
         kernel(r, kBiasAdd, dur / 2, forward_label);
         kernel(r, kRelu, dur / 2, forward_label);
       }
       if (spec.noise) {  // a side stream's prefetch somewhere in the step
         r.recs.push_back(Rec{true, step_t + 20'000, step_t + 30'000, r.corr++, kSideNoise, 9, 0});
       }
+      if (k == spec.late_step)
+        r.recs.push_back(
+            Rec{true, step_t + 40'000, step_t + 45'000, r.corr++, kSideNoise, 9, 0, 0, true});
       kernel(r, kMse, dur, forward_label);
       kernel(r, kMean, dur, forward_label);
       for (uint32_t l = 0; l < spec.layers; ++l) {
+        if (spec.overlap_streams && l == spec.layers / 2)  // runs past the backward pass
+          r.recs.push_back(Rec{true, r.t, r.t + 3 * dur * (spec.layers - l) + 40'000, r.corr++,
+                               kAllReduce, 13, step_label});
         kernel(r, kReluBwd, dur / 2, step_label);
         kernel(r, kGemmDgrad, dur, step_label);
         if (spec.noise && k % 7 == 3 && l == spec.layers / 2) kernel(r, kNoise, dur, step_label);
@@ -108,6 +118,8 @@ StepStreamTruth WriteStepRecording(const std::string& dir, const StepStreamSpec&
         for (uint32_t i = 0; i < spec.first_step_extra; ++i) kernel(r, kFillZeros, 2'000, step_label);
       kernel(r, kAdamA, dur, step_label);
       kernel(r, kAdamB, dur, step_label);
+      if (spec.overlap_streams && k % 5 == 0)  // longer than the wait before the next step
+        r.recs.push_back(Rec{true, r.t, r.t + 500'000, r.corr++, kSideNoise, 9, 0});
     }
     records = 0;
     for (const Rank& r : ranks) records += r.recs.size() * (spec.annotate ? 2 : 1);
@@ -148,6 +160,12 @@ StepStreamTruth WriteStepRecording(const std::string& dir, const StepStreamSpec&
     sample->set_realtime_ns(static_cast<int64_t>(kT0) + 2000);
     sample->set_monotonic_ns(1000);
     w.WriteCalibration(cal);
+    std::stable_partition(r.recs.begin(), r.recs.end(),
+                          [](const Rec& x) { return !x.deliver_last; });
+    // CUPTI records a kernel when it ends.
+    if (spec.overlap_streams)
+      std::stable_sort(r.recs.begin(), r.recs.end(),
+                       [](const Rec& x, const Rec& y) { return x.end < y.end; });
     // Two buffers filled side by side (records alternate in runs of five), the first delivered
     // first; external correlations in their own buffer after them, as CUPTI hands them over.
     BufferBuilder a, b, ext;
@@ -159,7 +177,7 @@ StepStreamTruth WriteStepRecording(const std::string& dir, const StepStreamSpec&
         BufferBuilder& to = (i / 5) % 2 ? b : a;
         if (x.kernel)
           to.Kernel(x.start, x.end, x.corr, kNameBase + 0x100u * x.name, x.stream,
-                    static_cast<uint32_t>(ri));
+                    static_cast<uint32_t>(ri) + x.device_offset);
         else to.Memcpy(x.start, x.end, x.corr, 1, spec.memcpy_bytes, 7);
         if (x.label) ext.External(x.corr, x.label);
       }

@@ -29,6 +29,14 @@ struct StepStreamSpec {
   size_t buffer_records = 4000;  // records per raw buffer, delivered as CUPTI does: two buffers
                                  // filled side by side, so the stream is not in start order
   uint64_t max_records = 0;      // >0: stop after about this many records (benchmarks)
+  // Streams that overlap, recorded as CUPTI records kernels (when they end), so that records
+  // arrive far out of start order: an all-reduce on stream 13 launched halfway through the
+  // backward pass and running past it, a kernel on device rank+1 beside the forward pass, and in
+  // every 5th step a side-stream kernel after the optimizer that runs into the next step.
+  bool overlap_streams = false;
+  // >0: that step (1-based) has a side-stream kernel whose record comes after every other record
+  // of the recording (further out of start order than `steps` holds, on a long recording).
+  uint32_t late_step = 0;
 };
 
 struct StepStreamTruth {

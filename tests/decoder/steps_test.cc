@@ -259,6 +259,35 @@ TEST_F(StepsTest, SyntheticLoopExactCountStartsBytesAndSlowStepFirst) {
   EXPECT_GE(l.steps[slow[0]].duration(), spec.slow_gap_ns);
 }
 
+// Records out of start order within the scanner's window are placed exactly (figures_test.py
+// checks every figure); one further behind is counted and kept out of its device's union, so that
+// busy time never counts an overlap twice and the longest gap still fits in the idle time.
+TEST_F(StepsTest, ActivityBeyondTheReorderWindowIsCountedAndGapsFitInIdleTime) {
+  testing::StepStreamSpec spec;
+  // About 250,000 records: the late one comes after more than the step detector's reorder stage
+  // (131,072 kernels, which settles the steps' boundaries) and the scanner's 65,536 hold.
+  spec.steps = 4000;
+  spec.late_step = 100;
+  const auto truth = testing::WriteStepRecording(tmp_.path(), spec);
+  const StepList l = FindSteps(Only(tmp_.path()), StepOptions{});
+  ASSERT_EQ(l.steps.size(), spec.steps);
+  EXPECT_EQ(l.late_activities, 1u);
+  EXPECT_EQ(l.late_busy_ns, 5'000u);  // all of it: its step was swept long before
+  const Step& late = l.steps[spec.late_step - 1];
+  EXPECT_EQ(late.kernels, truth.kernels_per_step + 2 + (late.number % 7 == 3));  // still counted
+  for (const Step& s : l.steps)
+    for (const StepDeviceTime& d : s.devices) {
+      EXPECT_LE(d.busy_ns, s.duration()) << "step " << s.number;
+      EXPECT_LE(d.max_gap_ns, s.duration() - d.busy_ns) << "step " << s.number;
+    }
+  int rc = 0;
+  Run({tmp_.path()}, &rc);
+  EXPECT_NE(err_.find("1 activit(ies) further out of start order than the step scanner holds: "
+                      "5.0000us of their time is left out of busy"),
+            std::string::npos)
+      << err_;
+}
+
 TEST_F(StepsTest, ReportListsTheSlowStepFirstWithADrillDownCommand) {
   testing::StepStreamSpec spec;
   spec.steps = 100;

@@ -62,11 +62,13 @@ StepOptions DetectedKinetoSteps::Options() const {
   options.source = StepSource::kPattern;
   options.detector = detector_;
   options.times_only = true;  // Steps() reads number and drill range alone
+  options.cupti_clock = cupti_clock_;
   return options;
 }
 
-void DetectedKinetoSteps::Begin(const TraceBuilder&, const Recording& recording) {
+void DetectedKinetoSteps::Begin(const TraceBuilder& builder, const Recording& recording) {
   recording_ = &recording;
+  cupti_clock_ = builder.filter().cupti_clock;
   finder_.reset();
 }
 

@@ -70,6 +70,7 @@ class DetectedKinetoSteps : public KinetoStepSource {
  private:
   StepOptions Options() const;
   StepDetectorOptions detector_;
+  bool cupti_clock_ = false;  // the builder's (TraceFilter::cupti_clock): steps in the rows' time
   const Recording* recording_ = nullptr;
   std::unique_ptr<StepFinder> finder_;  // fed by the export's pass, when it asked
 };

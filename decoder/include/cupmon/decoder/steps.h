@@ -32,14 +32,23 @@ struct StepOptions {
   // first_record, as without it. Its counts, device times and label stay empty, annotations are
   // not read (`source` counts as kPattern, annotated_steps is 0), and the scan costs less.
   bool times_only = false;
+  // Steps' wall-clock times (start_ns, end_ns, the drill ranges) are their CUPTI times: the
+  // recording's calibration is not applied (`--clock cupti`, as TraceFilter::cupti_clock).
+  bool cupti_clock = false;
 };
 
 // One device's share of a step.
+// A step's activities are the kernels, memcpys and memsets that start in it (at or after its
+// start, before the next step's); its span is [since, end] (Step). Per device with one of them:
+// busy_ns is the length of the union of their intervals, and max_gap_ns the longest stretch of the
+// span that union leaves uncovered (the lead-in from `since` to the first start and the tail from
+// the last end to `end` included). So idle = duration - busy_ns is the sum of the uncovered
+// stretches, and max_gap_ns <= idle (docs/DECODER.md, "Training steps", Figures).
 struct StepDeviceTime {
   uint32_t device = 0;
-  uint64_t busy_ns = 0;     // union of its kernels, memcpys and memsets that start in the step
-  uint64_t max_gap_ns = 0;  // longest idle stretch in the step's span (its edges included)
-  uint64_t first_start = 0, last_end = 0;  // CUPTI ns
+  uint64_t busy_ns = 0;
+  uint64_t max_gap_ns = 0;
+  uint64_t first_start = 0, last_end = 0;  // CUPTI ns: of the union
 };
 
 struct Step {
@@ -87,6 +96,9 @@ struct StepList {
   // final calibration: the span a chart over the whole recording covers.
   int64_t first_wall = 0, last_wall = 0;
   uint64_t unresolved_names = 0;
+  // Activities that came further out of start order than the scanner holds (steps.cc's kReorder
+  // later ones), and the part of their time left out of busy_ns so that no overlap counts twice.
+  uint64_t late_activities = 0, late_busy_ns = 0;
   ReadIntegrity integrity;
 };
 

@@ -35,6 +35,10 @@ struct TraceFilter {
   // Like `mangled`, how rows read rather than which are kept: the NVTX ranges that label GPU rows
   // (Row::range). kProcess (the default) adds the process-wide projection to the thread's own.
   NvtxScope nvtx_scope = NvtxScope::kProcess;
+  // Rows' wall_* times are the CUPTI times as recorded: the recording's calibration is read but
+  // not applied (`--clock cupti`). A figure computed from an export so made is in the time base of
+  // `steps`' busy and gap figures (tests/decoder/figures_reference.py).
+  bool cupti_clock = false;
 };
 
 // Parts of the builder, private to decoder/src.
@@ -84,6 +88,7 @@ class TraceBuilder : public ChunkVisitor {
   const std::map<uint32_t, WindowSpan>& gaps() const;
   const pb::RecordingHeader& header() const { return header_; }
   const ClockMap& clock() const { return clock_; }
+  const TraceFilter& filter() const { return filter_; }
   // Earliest start and latest end of valid GPU/API records (CUPTI ns; 0 when none).
   uint64_t first_ts() const { return first_ts_; }
   uint64_t last_ts() const { return last_ts_; }
