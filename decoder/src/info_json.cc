@@ -123,6 +123,14 @@ void WriteInfoJson(JsonWriter& w, const TraceBuilder& b, const Rank& rank,
     w.EndObject();
   }
   w.EndArray();
+  // The other client's side of sharing CUPTI, and what a takeover cost (docs/COEXISTENCE.md).
+  w.Key("other_cupti_client").BeginObject();
+  w.Key("stranded_buffers").Uint(c.stats.stranded_buffers());
+  w.Key("foreign_buffers").Uint(c.stats.foreign_buffers());
+  w.Key("shared_records").Uint(c.stats.shared_client_records());
+  w.Key("undelivered_records").Uint(c.stats.shared_client_undelivered());
+  w.Key("imports_rebound").Uint(c.stats.imports_rebound());
+  w.EndObject();
 
   w.Key("stats").BeginObject();
   w.Key("buffers_completed").Uint(c.stats.buffers_completed());

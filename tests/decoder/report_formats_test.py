@@ -368,6 +368,15 @@ class InfoJsonTest(unittest.TestCase):
                 self.assertIn("%d GPU activities launched before it opened" % w["launched_before"],
                               text)
         self.assertIn("no records inside): %d\n" % len(rec["gaps"]), text)
+        o = rec["other_cupti_client"]
+        if any(o[k] for k in ("stranded_buffers", "imports_rebound", "shared_records",
+                              "undelivered_records")):
+            self.assertIn("another CUPTI client: %d cupmon buffers stranded with it (their records "
+                          "lost), %d records shared with it, %d it could not be given, %d CUPTI "
+                          "imports rebound" % (o["stranded_buffers"], o["shared_records"],
+                                               o["undelivered_records"], o["imports_rebound"]), text)
+        else:
+            self.assertNotIn("another CUPTI client:", text)
         s = rec["stats"]
         self.assertIn("stats: %d buffers, %d dropped records, %d unmet buffer requests, %d "
                       "zero-timestamp records, %d write errors, %d chunks lost, %d files deleted "
