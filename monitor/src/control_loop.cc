@@ -344,7 +344,11 @@ void ControlLoop::CheckCallbacks() {
   uint64_t now_cupti = 0;
   parts_.cupti.GetTimestamp(&now_cupti);
   const uint64_t calls = parts_.counters.callback_calls.load(std::memory_order_relaxed);
-  const uint64_t in_flight = pool.in_use();
+  // Inside CUPTI: the pool's buffers less those the writer holds (a writer held up by the disk
+  // while the job is idle must not read as a takeover).
+  const uint64_t in_use = pool.in_use();
+  const uint64_t at_writer = parts_.counters.buffers_at_writer.load(std::memory_order_relaxed);
+  const uint64_t in_flight = in_use > at_writer ? in_use - at_writer : 0;
   // Did CUPTI write into any of our buffers since the last tick? (About 12 KiB read per buffer.)
   bool grew = false;
   fill_.resize(pool.count(), 0);
@@ -399,7 +403,9 @@ void ControlLoop::CheckCallbacks() {
         for (uint32_t kind : parts_.facts.enabled_kinds)
           parts_.cupti.ActivityEnable(static_cast<CUpti_ActivityKind>(kind));
       }
-      watch_->Reclaimed(pool.in_use());
+      const uint64_t at_writer_now =
+          parts_.counters.buffers_at_writer.load(std::memory_order_relaxed);
+      watch_->Reclaimed(pool.in_use() > at_writer_now ? pool.in_use() - at_writer_now : 0);
       parts_.counters.stranded_buffers.store(watch_->stranded(), std::memory_order_relaxed);
       const std::string note =
           r == CUPTI_SUCCESS

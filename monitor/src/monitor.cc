@@ -263,7 +263,10 @@ void Monitor::Abandon() noexcept {
         std::vector<WriterItem> left;
         while (queue_->PopAll(&left))
           for (WriterItem& item : left)
-            if (item.buffer) pool_->Release(item.buffer);
+            if (item.buffer) {
+              pool_->Release(item.buffer);
+              counters_->buffers_at_writer.fetch_sub(1, std::memory_order_relaxed);
+            }
       }
     }
     if (writer_thread_ && writer_thread_->joinable()) writer_thread_->join();
