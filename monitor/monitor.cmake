@@ -10,6 +10,7 @@ set(CUPMON_MONITOR_SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/src/control_loop.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/src/driver_probe.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/src/monitor.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/src/monitor_clock.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/src/recording_pipeline.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/src/session_facts.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/src/string_table.cc
@@ -35,7 +36,8 @@ target_link_libraries(cupmon_monitor PUBLIC cupmon::format cupmon::control cupmo
 target_compile_definitions(cupmon_monitor PRIVATE CUPMON_VERSION_STRING="${PROJECT_VERSION}")
 
 # TEST DOUBLE for CPU tests: a fake CUPTI (never part of libcupmon.so).
-add_library(cupmon_monitor_testing STATIC ${CMAKE_CURRENT_SOURCE_DIR}/testing/fake_cupti.cc)
+add_library(cupmon_monitor_testing STATIC ${CMAKE_CURRENT_SOURCE_DIR}/testing/fake_cupti.cc
+            ${CMAKE_CURRENT_SOURCE_DIR}/testing/manual_clock.cc)
 target_include_directories(cupmon_monitor_testing PUBLIC ${PROJECT_SOURCE_DIR})
 target_link_libraries(cupmon_monitor_testing PUBLIC cupmon::monitor PRIVATE cupmon_warnings)
 

@@ -60,22 +60,42 @@ void ClockMap::Add(const pb::CalibrationSample& in) {
     }
   }
   if (found < segments_.size() && s.cupti <= segments_[found].samples.back().cupti) {
-    ++non_monotonic_;  // same domain, but CUPTI time did not increase
+    // A sample seen before (each file's preamble restates the last ones written) adds nothing;
+    // any other is CUPTI time that did not increase within the domain.
+    const std::vector<Sample>& v = segments_[found].samples;
+    const auto it = std::lower_bound(v.begin(), v.end(), s.cupti,
+                                     [](const Sample& a, uint64_t t) { return a.cupti < t; });
+    if (it == v.end() || it->cupti != s.cupti || it->wall != s.wall) ++non_monotonic_;
     return;
   }
-  if (kept_ >= kMaxSamples) return;
+  if (held_ >= kMaxSamples) Thin();
   if (found == segments_.size()) segments_.emplace_back();
   if (!segments_.empty() && found != current_ && kept_ != 0) ++domain_changes_;
   current_ = found;
   Segment& g = segments_[found];
   g.samples.push_back(s);
   ++kept_;
+  ++held_;
   const Sample& first = g.samples.front();
   const Int128 span_wall = static_cast<Int128>(s.wall) - static_cast<Int128>(first.wall);
   if (span_wall >= kRateSpan) {
     g.rate = static_cast<double>(s.cupti - first.cupti) / static_cast<double>(span_wall);
     g.rate_known = true;
     g.ns_clock = std::fabs(g.rate - 1.0) <= 0.01;
+  }
+}
+
+void ClockMap::Thin() {
+  held_ = 0;
+  for (Segment& g : segments_) {
+    std::vector<Sample>& v = g.samples;
+    size_t out = 0;
+    for (size_t i = 0; i < v.size(); i += 2) v[out++] = v[i];
+    if (v.size() % 2 == 0 && v.size() > 1) v[out++] = v.back();  // the last sample stays
+    v.resize(out);
+    held_ += out;
+    g.hint = 0;
+    g.fast = Segment::Pair{};
   }
 }
 

@@ -125,6 +125,12 @@ std::vector<uint8_t> RecordingWriter::Preamble(uint32_t file_index) {
   // both; it still comes before any raw buffer, which needs its record-size table.
   FrameMessage(ChunkType::kMetadata, header_, &out);
   ++chunks_in_file_;
+  // The last calibration samples written before this file: with retention, the oldest file left
+  // maps its first records between samples instead of extrapolating from a later one.
+  if (recent_calibration_.samples_size() > 0) {
+    FrameMessage(ChunkType::kCalibration, recent_calibration_, &out);
+    ++chunks_in_file_;
+  }
   StampAll(&out);
   return out;
 }
@@ -258,6 +264,12 @@ void RecordingWriter::WriteCalibration(const pb::Calibration& calibration) {
   std::vector<uint8_t> out;
   FrameMessage(ChunkType::kCalibration, calibration, &out);
   Emit(out, 0, 0);
+  // The last two samples, restated in the next file's preamble.
+  for (const pb::CalibrationSample& s : calibration.samples()) {
+    if (recent_calibration_.samples_size() == 2)
+      recent_calibration_.mutable_samples()->DeleteSubrange(0, 1);
+    *recent_calibration_.add_samples() = s;
+  }
 }
 
 void RecordingWriter::WriteStats(int64_t realtime_ns) {

@@ -78,7 +78,9 @@ void ActivityIntake::OnBufferCompleted(uint8_t* buffer, size_t valid_size) noexc
     WriterItem item;
     item.buffer = buffer;
     item.valid = valid_size;
+    counters_.buffers_at_writer.fetch_add(1, std::memory_order_relaxed);
     if (queue_.Push(std::move(item))) return;
+    counters_.buffers_at_writer.fetch_sub(1, std::memory_order_relaxed);
     // The writer has stopped (a late buffer after stop): the records are lost, the buffer is not.
   } catch (...) {
     // Out of memory while copying names: lose this buffer rather than throw into CUPTI.

@@ -40,7 +40,7 @@ std::string UpperKindName(uint32_t kind) {
 }  // namespace
 
 ControlLoop::ControlLoop(Parts parts)
-    : parts_(std::move(parts)), work_(boost::asio::make_work_guard(io_)) {}
+    : parts_(std::move(parts)), work_(boost::asio::make_work_guard(io_)), clock_(*parts_.clock) {}
 
 ControlLoop::~ControlLoop() {
   if (thread_.joinable()) {
@@ -66,7 +66,8 @@ void ControlLoop::Start() {
     MarkFlushed();
     PollDropped();
   };
-  window_ = std::make_unique<TraceWindow>(io_, parts_.cupti, std::move(wo), std::move(hooks));
+  window_ =
+      std::make_unique<TraceWindow>(io_, parts_.cupti, std::move(wo), std::move(hooks), clock_);
   watch_ = std::make_unique<CallbackWatch>(c.reclaim_ms);
   RebindImports(/*only_new=*/false);
   cal_last_ = parts_.facts.start_calibration.samples(0);
@@ -159,11 +160,10 @@ void ControlLoop::Post(std::function<void(RecordingWriter&)> task) {
 
 // ---- Timers ----
 
-void ControlLoop::SchedulePeriodic(boost::asio::steady_timer& timer, uint32_t period_ms,
+void ControlLoop::SchedulePeriodic(ClockTimer& timer, uint32_t period_ms,
                                    void (ControlLoop::*tick)()) {
   if (period_ms == 0) return;
-  timer.expires_after(std::chrono::milliseconds(period_ms));
-  timer.async_wait([this, &timer, period_ms, tick](const boost::system::error_code& ec) noexcept {
+  auto on_tick = [this, &timer, period_ms, tick](const boost::system::error_code& ec) noexcept {
     if (ec || stopping_.load()) return;
     // The tick's faults are counted and the timer re-armed: a fault never stops the flushing.
     try {
@@ -176,7 +176,8 @@ void ControlLoop::SchedulePeriodic(boost::asio::steady_timer& timer, uint32_t pe
     } catch (...) {
       parts_.counters.control_faults.fetch_add(1, std::memory_order_relaxed);
     }
-  });
+  };
+  timer.ExpiresAfterWait(std::chrono::milliseconds(period_ms), std::move(on_tick));
 }
 
 void ControlLoop::OnFlushTick() {
@@ -222,11 +223,11 @@ void ControlLoop::OnAutoTick() {
   const std::optional<SlowStep> slow = parts_.auto_window->Take();
   if (!slow) return;
   const MonitorConfig& c = parts_.facts.config;
-  const auto now = std::chrono::steady_clock::now();
+  const int64_t now = clock_.SteadyNs();
   // Never while a window is open (whoever opened it), and, for CUPMON_AUTO_WINDOW, at most one
   // per MIN_GAP: a job that stays slow gets one window, not one per step.
-  const bool in_gap = !slow->once && last_auto_ &&
-                      now - *last_auto_ < std::chrono::milliseconds(c.auto_window_min_gap_ms);
+  const int64_t min_gap_ns = static_cast<int64_t>(c.auto_window_min_gap_ms) * 1'000'000;
+  const bool in_gap = !slow->once && last_auto_ns_ && now - *last_auto_ns_ < min_gap_ns;
   if (window_->is_open() || in_gap) {
     parts_.counters.auto_windows_skipped.fetch_add(1, std::memory_order_relaxed);
     return;
@@ -235,7 +236,7 @@ void ControlLoop::OnAutoTick() {
   r.duration_ms = c.window_ms;
   if (slow->once && once_request_) r = *once_request_;  // cupmonctl's duration and kinds
   r.source = pb::TRIGGER_AUTO;
-  r.received_realtime_ns = ClockNs(CLOCK_REALTIME);
+  r.received_realtime_ns = clock_.RealtimeNs();
   r.trigger_step = slow->step;
   r.trigger_step_ns = slow->duration_ns;
   r.trigger_median_ns = slow->median_ns;
@@ -246,7 +247,7 @@ void ControlLoop::OnAutoTick() {
          " not opened: " + opened.error().message);
     return;
   }
-  last_auto_ = now;
+  last_auto_ns_ = now;
   auto_opened_.fetch_add(1, std::memory_order_relaxed);
   if (slow->once) {
     parts_.auto_window->Disarm();
@@ -270,12 +271,13 @@ Expected<void> ControlLoop::ArmWhenSlower(double factor) {
 void ControlLoop::OnStatsTick() {
   PollDropped();
   pb::Calibration cal;
-  *cal.add_samples() = TakeCalibrationSample(parts_.cupti);
+  *cal.add_samples() = TakeCalibrationSample(parts_.cupti, clock_);
   NoteCalibrationWritten(cal.samples(0));
-  Post([fill = parts_.fill_stats, cal = std::move(cal)](RecordingWriter& w) {
+  Post([fill = parts_.fill_stats, cal = std::move(cal), now = clock_.RealtimeNs()](
+           RecordingWriter& w) {
     fill(&w.stats());
     w.WriteCalibration(cal);
-    w.WriteStats(ClockNs(CLOCK_REALTIME));
+    w.WriteStats(now);
   });
 }
 
@@ -301,7 +303,7 @@ void ControlLoop::CheckClockDomain() {
   // domain, else one CUPTI unit per ns). A TSC domain thus gets two samples in two ticks, then
   // only the periodic ones.
   if (cal_written_ == 0) return;
-  const pb::CalibrationSample now = TakeCalibrationSample(parts_.cupti);
+  const pb::CalibrationSample now = TakeCalibrationSample(parts_.cupti, clock_);
   const auto& a = cal_last_;
   double rate = 1.0;
   if (cal_written_ == 2) {
@@ -326,7 +328,7 @@ pb::WindowMarker ControlLoop::GapMarker(bool begin, uint32_t gap, uint64_t cupti
   m.set_window_id(gap);
   m.set_edge(begin ? pb::WindowMarker::GAP_BEGIN : pb::WindowMarker::GAP_END);
   m.set_cupti_ns(cupti_ns);
-  m.set_realtime_ns(ClockNs(CLOCK_REALTIME));
+  m.set_realtime_ns(RealClock().RealtimeNs());
   m.set_note(std::move(note));
   return m;
 }
@@ -350,7 +352,11 @@ void ControlLoop::CheckCallbacks() {
   uint64_t now_cupti = 0;
   parts_.cupti.GetTimestamp(&now_cupti);
   const uint64_t calls = parts_.counters.callback_calls.load(std::memory_order_relaxed);
-  const uint64_t in_flight = pool.in_use();
+  // Inside CUPTI: the pool's buffers less those the writer holds (a writer held up by the disk
+  // while the job is idle must not read as a takeover).
+  const uint64_t in_use = pool.in_use();
+  const uint64_t at_writer = parts_.counters.buffers_at_writer.load(std::memory_order_relaxed);
+  const uint64_t in_flight = in_use > at_writer ? in_use - at_writer : 0;
   // Did CUPTI write into any of our buffers since the last tick? (About 12 KiB read per buffer.)
   bool grew = false;
   fill_.resize(pool.count(), 0);
@@ -360,7 +366,7 @@ void ControlLoop::CheckCallbacks() {
     grew = grew || filled > fill_[slot];
     fill_[slot] = filled;
   }
-  const int64_t now_ms = ClockNs(CLOCK_MONOTONIC) / 1'000'000;
+  const int64_t now_ms = clock_.SteadyNs() / 1'000'000;
   const uint64_t since = last_active_cupti_ns_ ? last_active_cupti_ns_ : now_cupti;
   const CallbackWatch::Action action = watch_->Tick(calls, in_flight, grew, now_ms);
   if (!watch_->in_gap()) last_active_cupti_ns_ = now_cupti;
@@ -405,7 +411,9 @@ void ControlLoop::CheckCallbacks() {
         for (uint32_t kind : parts_.facts.enabled_kinds)
           parts_.cupti.ActivityEnable(static_cast<CUpti_ActivityKind>(kind));
       }
-      watch_->Reclaimed(pool.in_use());
+      const uint64_t at_writer_now =
+          parts_.counters.buffers_at_writer.load(std::memory_order_relaxed);
+      watch_->Reclaimed(pool.in_use() > at_writer_now ? pool.in_use() - at_writer_now : 0);
       parts_.counters.stranded_buffers.store(watch_->stranded(), std::memory_order_relaxed);
       const std::string note =
           r == CUPTI_SUCCESS
@@ -534,7 +542,9 @@ pb::StatusReply ControlLoop::Status() {
 
 Expected<uint32_t> ControlLoop::OpenWindow(const control::WindowRequest& request) {
   // Received on the control thread: the latency probe's first timestamp.
-  const int64_t received = ClockNs(CLOCK_REALTIME);
+  const int64_t received = clock_.RealtimeNs();
+  if (request.source == pb::TRIGGER_SIGNAL)
+    trigger_signals_.fetch_add(1, std::memory_order_relaxed);
   TraceWindow::Request r;
   r.duration_ms = request.duration_ms;
   r.source = request.source;
@@ -567,34 +577,36 @@ Expected<void> ControlLoop::CloseWindow() { return window_->Close("closed"); }
 
 Expected<void> ControlLoop::Flush() {
   if (stopping_.load()) return MakeError("the monitor is stopping");
-  const auto now = std::chrono::steady_clock::now();
-  if (now - last_flush_ < kMinFlushInterval) {
+  const int64_t now = clock_.SteadyNs();
+  if (last_flush_ns_ &&
+      now - *last_flush_ns_ < std::chrono::nanoseconds(kMinFlushInterval).count()) {
     parts_.counters.requests_limited.fetch_add(1, std::memory_order_relaxed);
     return MakeError("a flush ran less than 100 ms ago; at most one flush per 100 ms");
   }
-  last_flush_ = now;
+  last_flush_ns_ = now;
   // Non-forced and without waiting for the writer: this runs on the control thread.
   parts_.cupti.ActivityFlushAll(0);
   MarkFlushed();
   PollDropped();
-  Post([fill = parts_.fill_stats](RecordingWriter& w) {
+  Post([fill = parts_.fill_stats, now = clock_.RealtimeNs()](RecordingWriter& w) {
     fill(&w.stats());
-    w.WriteStats(ClockNs(CLOCK_REALTIME));
+    w.WriteStats(now);
   });
   return {};
 }
 
 Expected<void> ControlLoop::Rotate() {
   if (stopping_.load()) return MakeError("the monitor is stopping");
-  const auto now = std::chrono::steady_clock::now();
-  if (now - last_rotate_ < kMinRotateInterval) {
+  const int64_t now = clock_.SteadyNs();
+  if (last_rotate_ns_ &&
+      now - *last_rotate_ns_ < std::chrono::nanoseconds(kMinRotateInterval).count()) {
     parts_.counters.requests_limited.fetch_add(1, std::memory_order_relaxed);
     return MakeError("a rotation ran less than 1 s ago; at most one rotation per second");
   }
   WriterItem item;
   item.task = [](RecordingWriter& w) { w.Rotate(); };
   if (!parts_.queue.Push(std::move(item))) return MakeError("the writer has stopped or is full");
-  last_rotate_ = now;
+  last_rotate_ns_ = now;
   return {};
 }
 
@@ -617,6 +629,7 @@ metrics::MetricsSnapshot ControlLoop::Snapshot() {
   m.dropped_records = parts_.counters.dropped_records.load(std::memory_order_relaxed);
   m.pool_exhausted = parts_.pool.exhausted();
   m.windows_opened = windows_opened();
+  m.windows_refused = windows_refused();
   m.files = snap.files;
   m.disk_bytes = snap.disk_bytes;
   m.gpu_uuids = snap.gpu_uuids;  // dcgm-exporter's UUID label, once the devices are known

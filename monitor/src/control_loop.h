@@ -15,7 +15,6 @@
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/steady_timer.hpp>
 
 #include "auto_window.h"
 #include "callback_watch.h"
@@ -26,6 +25,7 @@
 #include "cupmon/monitor/buffer_pool.h"
 #include "cupmon/monitor/cupti_api.h"
 #include "cupmon/monitor/fault_injection.h"
+#include "cupmon/monitor/monitor_clock.h"
 #include "cupmon/monitor/trace_window.h"
 #include "monitor_counters.h"
 #include "recording_pipeline.h"
@@ -63,6 +63,8 @@ class ControlLoop final : public control::ControlTarget, public metrics::Metrics
     // Injection without the preload: CUPTI imports of objects loaded later are rebound on the
     // flush timer. Null: none. Not owned.
     ImportRebinder* rebinder = nullptr;
+    // The timers' schedule and the stamps of markers, stats and samples (monitor_clock.h).
+    MonitorClock* clock = &RealClock();
   };
   // How often the control thread looks for a slow step while the trigger is on: every
   // kAutoPollMs, or every flush period (CUPMON_FLUSH_MS) when that is shorter, since a slow step
@@ -114,6 +116,9 @@ class ControlLoop final : public control::ControlTarget, public metrics::Metrics
   std::string control_socket_path() const;
   uint16_t metrics_port() const { return metrics_port_.load(); }
   uint64_t windows_opened() const { return window_ ? window_->windows_opened() : 0; }
+  uint64_t windows_refused() const { return window_ ? window_->windows_refused() : 0; }
+  // Trigger signals the control plane received (each opened a window or was refused).
+  uint64_t trigger_signals() const { return trigger_signals_.load(std::memory_order_relaxed); }
   bool window_open() const { return window_ && window_->is_open(); }
   // Called once at stop, after the thread joined: the takeover gap still open, if any.
   void EndOpenGap();
@@ -141,7 +146,7 @@ class ControlLoop final : public control::ControlTarget, public metrics::Metrics
   void StartEndpoints();
   void ShutdownEndpoints() noexcept;
   // Arms `timer` to run `tick` every `period_ms` (0: never) on the control thread.
-  void SchedulePeriodic(boost::asio::steady_timer& timer, uint32_t period_ms,
+  void SchedulePeriodic(ClockTimer& timer, uint32_t period_ms,
                         void (ControlLoop::*tick)());
   void OnFlushTick();
   void OnStatsTick();
@@ -159,9 +164,10 @@ class ControlLoop final : public control::ControlTarget, public metrics::Metrics
   Parts parts_;
   boost::asio::io_context io_;
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
-  boost::asio::steady_timer flush_timer_{io_};
-  boost::asio::steady_timer stats_timer_{io_};
-  boost::asio::steady_timer auto_timer_{io_};
+  MonitorClock& clock_;
+  ClockTimer flush_timer_{io_, clock_};
+  ClockTimer stats_timer_{io_, clock_};
+  ClockTimer auto_timer_{io_, clock_};
   std::thread thread_;
   std::atomic<bool> stopping_{false};
 
@@ -177,15 +183,18 @@ class ControlLoop final : public control::ControlTarget, public metrics::Metrics
   // The last two calibration samples written (start, stats timer, CheckClockDomain).
   pb::CalibrationSample cal_last_, cal_prev_;
   int cal_written_ = 0;
-  std::chrono::steady_clock::time_point last_flush_{}, last_rotate_{};
+  // Steady times (clock_) of the last flush and rotation requests and of the last automatic
+  // window.
+  std::optional<int64_t> last_flush_ns_, last_rotate_ns_;
   bool auto_timer_running_ = false;
-  std::optional<std::chrono::steady_clock::time_point> last_auto_;  // last automatic window
+  std::optional<int64_t> last_auto_ns_;
   std::atomic<uint64_t> auto_opened_{0};
   std::optional<TraceWindow::Request> once_request_;  // armed by --when-slower
 
   // Written on the control thread while Start() waits for it; read by any thread after.
   std::string control_socket_;
   std::atomic<uint16_t> metrics_port_{0};
+  std::atomic<uint64_t> trigger_signals_{0};  // written on the control thread
 };
 
 }  // namespace cupmon

@@ -118,7 +118,7 @@ Expected<void> Monitor::Init() {
   if (CUptiResult rv = cupti_.GetVersion(&version); rv != CUPTI_SUCCESS)
     return MakeError(std::string("cuptiGetVersion failed: ") + cupti_.ResultString(rv));
   facts_ = std::make_unique<SessionFacts>(ProbeSessionFacts(
-      cupti_, options_.config, options_.entry_point, options_.synthetic, &warnings));
+      cupti_, options_.config, options_.entry_point, options_.synthetic, &warnings, clock()));
   for (const auto& w : warnings) Warn(w);
   SessionFacts& f = *facts_;
   const MonitorConfig& c = f.config;
@@ -193,6 +193,7 @@ Expected<void> Monitor::Init() {
                            [this](int sig) { OnTerminationSignal(sig); }};
   parts.auto_window = auto_window_.get();
   parts.rebinder = options_.rebinder;
+  parts.clock = &clock();
   control_ = std::make_unique<ControlLoop>(std::move(parts));
   control_->Start();
   return {};
@@ -263,7 +264,10 @@ void Monitor::Abandon() noexcept {
         std::vector<WriterItem> left;
         while (queue_->PopAll(&left))
           for (WriterItem& item : left)
-            if (item.buffer) pool_->Release(item.buffer);
+            if (item.buffer) {
+              pool_->Release(item.buffer);
+              counters_->buffers_at_writer.fetch_sub(1, std::memory_order_relaxed);
+            }
       }
     }
     if (writer_thread_ && writer_thread_->joinable()) writer_thread_->join();
@@ -305,10 +309,10 @@ bool Monitor::Stop(std::chrono::milliseconds timeout) {
         MarkBuffersNotReturned(w, pool_->in_use() - known, last_active_ns);
       FillStats(&w.stats());
       pb::Calibration cal;
-      *cal.add_samples() = TakeCalibrationSample(cupti_);
+      *cal.add_samples() = TakeCalibrationSample(cupti_, clock());
       w.WriteCalibration(cal);
-      w.WriteStats(ClockNs(CLOCK_REALTIME));
-      w.Close(ClockNs(CLOCK_REALTIME));
+      w.WriteStats(clock().RealtimeNs());
+      w.Close(clock().RealtimeNs());
     }));
   } catch (...) {
     counters_->writer_faults.fetch_add(1, std::memory_order_relaxed);
@@ -405,7 +409,7 @@ void Monitor::FlushAndWait() {
   WriterItem item;
   item.task = [this](RecordingWriter& w) {
     FillStats(&w.stats());
-    w.WriteStats(ClockNs(CLOCK_REALTIME));
+    w.WriteStats(clock().RealtimeNs());
   };
   // Also when there is no file yet (no buffer came so far) or the task faulted: the caller is
   // woken in every case. Publish now: GetStats and the metrics endpoint read the published copy,
@@ -426,7 +430,11 @@ void Monitor::FillStats(pb::Stats* s) const {
   s->set_pool_exhausted(pool_->exhausted());
   s->set_buffers_in_flight(pool_->in_use());
   s->set_buffers_free(pool_->free_count());
-  if (control_) s->set_windows_opened(control_->windows_opened());
+  if (control_) {
+    s->set_windows_opened(control_->windows_opened());
+    s->set_windows_refused(control_->windows_refused());
+    s->set_trigger_signals(control_->trigger_signals());
+  }
   s->set_cupti_gaps(get(c.cupti_gaps));
   s->set_foreign_buffers(get(c.foreign_buffers));
   s->set_stranded_buffers(get(c.stranded_buffers));
@@ -489,6 +497,8 @@ MonitorStats Monitor::GetStats() const {
   out.stop_timed_out = stop_timed_out_.load();
   if (control_) {
     out.windows_opened = control_->windows_opened();
+    out.windows_refused = control_->windows_refused();
+    out.trigger_signals = control_->trigger_signals();
     out.window_open = control_->window_open();
     out.auto_windows_opened = control_->auto_windows_opened();
   }

@@ -12,6 +12,9 @@ struct MonitorCounters {
   std::atomic<uint64_t> callback_calls{0};    // intake: request + completed calls (CallbackWatch)
   std::atomic<uint64_t> foreign_buffers{0};   // intake: completed buffers that are not ours
   std::atomic<uint64_t> lost_buffers{0};      // intake/writer: buffers dropped before the files
+  // intake/writer: completed buffers queued to the writer and not yet back in the pool (the
+  // takeover watch counts only the pool's buffers that are inside CUPTI).
+  std::atomic<uint64_t> buffers_at_writer{0};
   std::atomic<uint64_t> intake_faults{0};     // intake: exceptions caught in the completion path
   std::atomic<uint64_t> writer_faults{0};     // writer: exceptions caught
   std::atomic<uint64_t> control_faults{0};    // control: exceptions caught

@@ -119,7 +119,7 @@ void RecordingPipeline::Run() noexcept {
         if (item.buffer) counters_.lost_buffers.fetch_add(1, std::memory_order_relaxed);
         if (item.flush_mark) TakeFlushMark();
       }
-      if (item.buffer) pool_.Release(item.buffer);
+      if (item.buffer) ReleaseBuffer(item.buffer);
       if (item.after) {
         try {
           item.after();
@@ -137,12 +137,17 @@ void RecordingPipeline::Run() noexcept {
   }
   // Buffers that were queued when the loop ended (a fault in PopAll's swap) go back to the pool.
   for (WriterItem& item : batch)
-    if (item.buffer) pool_.Release(item.buffer);
+    if (item.buffer) ReleaseBuffer(item.buffer);
   {
     std::lock_guard<std::mutex> lk(finished_mu_);
     finished_.store(true, std::memory_order_release);
   }
   finished_cv_.notify_all();
+}
+
+void RecordingPipeline::ReleaseBuffer(uint8_t* buffer) {
+  pool_.Release(buffer);
+  counters_.buffers_at_writer.fetch_sub(1, std::memory_order_relaxed);
 }
 
 void RecordingPipeline::Process(WriterItem& item) {

@@ -90,6 +90,7 @@ class RecordingPipeline {
 
  private:
   void Process(WriterItem& item);
+  void ReleaseBuffer(uint8_t* buffer);  // back to the pool, no longer the writer's
   void WatchSteps(const uint8_t* buffer, size_t valid);
   void MakeStepWatch();
   void NoteStepStrings();

@@ -62,7 +62,7 @@ int64_t ClockNs(int clock_id) {
   return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
 }
 
-pb::CalibrationSample TakeCalibrationSample(CuptiApi& cupti) {
+pb::CalibrationSample TakeCalibrationSample(CuptiApi& cupti, MonitorClock& clock) {
   // Two realtime readings bracket the CUPTI one and the midpoint is taken, so a sample's error is
   // at most half the bracket. One slow read (the first cuptiGetTimestamp of a process, the thread
   // descheduled) makes that hundreds of microseconds, and every time the decoder maps near the
@@ -72,20 +72,21 @@ pb::CalibrationSample TakeCalibrationSample(CuptiApi& cupti) {
   int64_t best_bracket = INT64_MAX;
   for (int i = 0; i < kTries; ++i) {
     uint64_t cupti_ns = 0;
-    const int64_t before = ClockNs(CLOCK_REALTIME);
+    const int64_t before = clock.RealtimeNs();
     cupti.GetTimestamp(&cupti_ns);
-    const int64_t after = ClockNs(CLOCK_REALTIME);
+    const int64_t after = clock.RealtimeNs();
     if (after - before >= best_bracket) continue;
     best_bracket = after - before;
     s.set_cupti_ns(cupti_ns);
     s.set_realtime_ns(before + (after - before) / 2);
   }
-  s.set_monotonic_ns(ClockNs(CLOCK_MONOTONIC));
+  s.set_monotonic_ns(clock.SteadyNs());
   return s;
 }
 
 SessionFacts ProbeSessionFacts(CuptiApi& cupti, MonitorConfig config, std::string entry_point,
-                               bool synthetic, std::vector<std::string>* warnings) {
+                               bool synthetic, std::vector<std::string>* warnings,
+                               MonitorClock& clock) {
   SessionFacts f;
   f.config = std::move(config);
   f.entry_point = std::move(entry_point);
@@ -145,7 +146,7 @@ SessionFacts ProbeSessionFacts(CuptiApi& cupti, MonitorConfig config, std::strin
   std::random_device rd;
   f.recording_id =
       (uint64_t{rd()} << 32) ^ rd() ^ static_cast<uint64_t>(ClockNs(CLOCK_REALTIME));
-  *f.start_calibration.add_samples() = TakeCalibrationSample(cupti);
+  *f.start_calibration.add_samples() = TakeCalibrationSample(cupti, clock);
   f.launcher = ReadLauncherIdentity();
   return f;
 }

@@ -11,6 +11,7 @@
 #include "cupmon/format/record_sizes.h"
 #include "cupmon/monitor/config.h"
 #include "cupmon/monitor/cupti_api.h"
+#include "cupmon/monitor/monitor_clock.h"
 
 namespace cupmon {
 
@@ -63,11 +64,13 @@ struct SessionFacts {
 // Probes the record sizes and fills the offsets, the API filter and the recording id. Warnings
 // (size probe failed, unknown API names) go to `warnings`. Starting thread, before any callback is
 // registered.
+// The start calibration sample is read from `clock`.
 SessionFacts ProbeSessionFacts(CuptiApi& cupti, MonitorConfig config, std::string entry_point,
-                               bool synthetic, std::vector<std::string>* warnings);
+                               bool synthetic, std::vector<std::string>* warnings,
+                               MonitorClock& clock = RealClock());
 
 // One {cuptiGetTimestamp, CLOCK_REALTIME midpoint, CLOCK_MONOTONIC} sample. Any thread.
-pb::CalibrationSample TakeCalibrationSample(CuptiApi& cupti);
+pb::CalibrationSample TakeCalibrationSample(CuptiApi& cupti, MonitorClock& clock = RealClock());
 int64_t ClockNs(int clock_id);
 
 // Process facts read from /proc (any thread; small reads, at most 1 MiB).

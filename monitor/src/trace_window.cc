@@ -15,12 +15,6 @@
 namespace cupmon {
 namespace {
 
-int64_t RealtimeNs() {
-  timespec ts{};
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
-}
-
 bool Contains(const std::vector<uint32_t>& v, uint32_t x) {
   return std::find(v.begin(), v.end(), x) != v.end();
 }
@@ -74,23 +68,27 @@ void ResolveApiFilter(CuptiApi& cupti, const std::vector<std::string>& names,
 }
 
 TraceWindow::TraceWindow(boost::asio::io_context& io, CuptiApi& cupti, Options options,
-                         Hooks hooks)
-    : io_(io), cupti_(cupti), options_(std::move(options)), hooks_(std::move(hooks)), timer_(io) {}
+                         Hooks hooks, MonitorClock& clock)
+    : io_(io),
+      cupti_(cupti),
+      options_(std::move(options)),
+      hooks_(std::move(hooks)),
+      clock_(clock),
+      timer_(io, clock) {}
 
 TraceWindow::~TraceWindow() = default;
 
 int64_t TraceWindow::remaining_ms() const {
   if (!is_open()) return 0;
-  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-      ends_at_ - std::chrono::steady_clock::now());
-  return std::max<int64_t>(0, left.count());
+  return std::max<int64_t>(0, (ends_at_ns_ - clock_.SteadyNs()) / 1'000'000);
 }
 
 Expected<uint32_t> TraceWindow::Open(const Request& request) {
   const int64_t received_ns = request.received_realtime_ns ? request.received_realtime_ns
-                                                           : RealtimeNs();
+                                                           : clock_.RealtimeNs();
   if (shut_down_) return MakeError("the monitor is stopping; no new trace window");
   if (is_open()) {
+    refused_.fetch_add(1, std::memory_order_relaxed);
     return MakeError("a trace window is already open (window " + std::to_string(id()) +
                      ", opened by " + TriggerName(source_) + ", ends in " +
                      std::to_string(remaining_ms()) +
@@ -107,7 +105,7 @@ Expected<uint32_t> TraceWindow::Open(const Request& request) {
   // BEGIN's timestamp precedes the first enable (the edge rule in the header).
   uint64_t begin_cupti = 0;
   cupti_.GetTimestamp(&begin_cupti);
-  const int64_t begin_realtime = RealtimeNs();
+  const int64_t begin_realtime = clock_.RealtimeNs();
   std::vector<uint32_t> enabled;
   std::string failed;
   for (uint32_t kind : kinds) {
@@ -137,14 +135,14 @@ Expected<uint32_t> TraceWindow::Open(const Request& request) {
   };
   apply_filters(CUPTI_ACTIVITY_KIND_RUNTIME, options_.runtime_filter, true);
   apply_filters(CUPTI_ACTIVITY_KIND_DRIVER, options_.driver_filter, false);
-  const int64_t enabled_ns = RealtimeNs();
+  const int64_t enabled_ns = clock_.RealtimeNs();
 
   const uint32_t window_id = id() + 1;
   kinds_ = kinds;
   enabled_ = std::move(enabled);
   source_ = request.source;
   requested_ms_ = request.duration_ms;
-  ends_at_ = std::chrono::steady_clock::now() + std::chrono::milliseconds(request.duration_ms);
+  ends_at_ns_ = clock_.SteadyNs() + int64_t{request.duration_ms} * 1'000'000;
   id_.store(window_id, std::memory_order_release);
   open_.store(true, std::memory_order_release);
   opened_.fetch_add(1, std::memory_order_relaxed);
@@ -172,10 +170,10 @@ Expected<uint32_t> TraceWindow::Open(const Request& request) {
   m.set_note(std::move(note));
   hooks_.write_marker(m);
 
-  timer_.expires_after(std::chrono::milliseconds(request.duration_ms));
-  timer_.async_wait([this, window_id](const boost::system::error_code& ec) noexcept {
-    OnTimer(window_id, ec);
-  });
+  timer_.ExpiresAfterWait(std::chrono::milliseconds(request.duration_ms),
+                          [this, window_id](const boost::system::error_code& ec) noexcept {
+                            OnTimer(window_id, ec);
+                          });
   return window_id;
 }
 
@@ -190,12 +188,12 @@ void TraceWindow::OnTimer(uint32_t window_id, const boost::system::error_code& e
 
 Expected<void> TraceWindow::Close(const std::string& note) {
   if (!is_open()) return MakeError("no trace window is open");
-  timer_.cancel();
+  timer_.Cancel();
   for (auto it = enabled_.rbegin(); it != enabled_.rend(); ++it)
     cupti_.ActivityDisable(static_cast<CUpti_ActivityKind>(*it));
   uint64_t end_cupti = 0;
   cupti_.GetTimestamp(&end_cupti);  // after the last disable (edge rule)
-  const int64_t end_realtime = RealtimeNs();
+  const int64_t end_realtime = clock_.RealtimeNs();
   open_.store(false, std::memory_order_release);
   // Non-forced: the window's complete records are handed over and queued before END; a kernel
   // still running stays in CUPTI's buffer and arrives with a later flush.
@@ -219,7 +217,7 @@ void TraceWindow::Shutdown() {
   if (shut_down_) return;
   shut_down_ = true;
   if (is_open()) Close("stop");
-  timer_.cancel();
+  timer_.Cancel();
 }
 
 }  // namespace cupmon

@@ -20,7 +20,29 @@ struct InCallbackScope {
 };
 }  // namespace
 
-FakeCupti::FakeCupti() : worker_([this] { WorkerLoop(); }) {}
+FakeCupti::FakeCupti(MonitorClock& clock, int64_t drift_ppb)
+    : clock_(clock),
+      drift_ppb_(drift_ppb),
+      drift_origin_ns_(clock.RealtimeNs()),
+      worker_([this] { WorkerLoop(); }) {}
+
+uint64_t FakeCupti::CuptiNsAt(int64_t realtime_ns) const {
+  // 128-bit intermediates: a week at any drift stays exact to the nanosecond (floor division).
+  const __int128 since = static_cast<__int128>(realtime_ns) - drift_origin_ns_;
+  __int128 extra = since * drift_ppb_;
+  extra = extra >= 0 ? extra / 1'000'000'000 : -((-extra + 999'999'999) / 1'000'000'000);
+  return static_cast<uint64_t>(static_cast<__int128>(realtime_ns) + extra);
+}
+
+int64_t FakeCupti::RealtimeNsAt(uint64_t cupti_ns) const {
+  // The smallest wall time whose CUPTI time reaches cupti_ns (CuptiNsAt is non-decreasing).
+  const __int128 since = static_cast<__int128>(cupti_ns) - drift_origin_ns_;
+  int64_t wall = static_cast<int64_t>(drift_origin_ns_ +
+                                      since * 1'000'000'000 / (1'000'000'000 + drift_ppb_));
+  while (CuptiNsAt(wall) > cupti_ns) --wall;
+  while (CuptiNsAt(wall) < cupti_ns) ++wall;
+  return wall;
+}
 
 FakeCupti::~FakeCupti() {
   {
@@ -466,10 +488,7 @@ CUptiResult FakeCupti::ActivityGetNextRecord(uint8_t* buffer, size_t valid_size,
 CUptiResult FakeCupti::GetTimestamp(uint64_t* timestamp) {
   if (delayed_timestamps_.load() > 0 && delayed_timestamps_.fetch_sub(1) > 0)
     std::this_thread::sleep_for(std::chrono::microseconds(timestamp_delay_us_.load()));
-  timespec ts{};
-  clock_gettime(CLOCK_REALTIME, &ts);
-  *timestamp = static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec) +
-               static_cast<uint64_t>(timestamp_shift_.load());
+  *timestamp = CuptiNow() + static_cast<uint64_t>(timestamp_shift_.load());
   return CUPTI_SUCCESS;
 }
 

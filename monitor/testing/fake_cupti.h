@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cupmon/monitor/cupti_api.h"
+#include "cupmon/monitor/monitor_clock.h"
 
 namespace cupmon::testing {
 
@@ -41,7 +42,10 @@ namespace cupmon::testing {
 // The fake calls callbacks while holding its own producer lock, as real CUPTI holds its lock.
 class FakeCupti final : public CuptiApi {
  public:
-  FakeCupti();
+  // GetTimestamp reads `clock`'s wall time (not owned; it outlives the fake), running
+  // `drift_ppb` parts per billion fast from the moment of construction: real CUPTI's default clock
+  // is CLOCK_REALTIME, and a test of long recordings lets it drift as a device clock would.
+  explicit FakeCupti(MonitorClock& clock = RealClock(), int64_t drift_ppb = 0);
   ~FakeCupti() override;
 
   class Producer {
@@ -115,6 +119,12 @@ class FakeCupti final : public CuptiApi {
   // CUPTI's clock moves to another domain when a client registers a timestamp callback
   // (cuptiActivityRegisterTimestampCallback). Records keep the times the test gives them.
   void ShiftTimestampDomain(int64_t shift_ns) { timestamp_shift_.store(shift_ns); }
+  // The CUPTI time GetTimestamp gives at wall time `realtime_ns` (shift aside), and the exact
+  // inverse: the wall time at which the fake's CUPTI clock read `cupti_ns`. Any thread.
+  uint64_t CuptiNsAt(int64_t realtime_ns) const;
+  int64_t RealtimeNsAt(uint64_t cupti_ns) const;
+  // GetTimestamp without the test hooks (delay, shift): the CUPTI time now.
+  uint64_t CuptiNow() const { return CuptiNsAt(clock_.RealtimeNs()); }
   // Test-double behaviour: the next `calls` GetTimestamp calls take `delay_us` before they read
   // the clock (a first cuptiGetTimestamp that initializes, or a thread descheduled mid-read).
   void DelayNextTimestamps(int calls, int delay_us) {
@@ -165,6 +175,9 @@ class FakeCupti final : public CuptiApi {
   void WorkerLoop();
   static uint32_t RecordSize(uint32_t kind);
 
+  MonitorClock& clock_;
+  const int64_t drift_ppb_;
+  const int64_t drift_origin_ns_;  // wall time at which the drifting clock equals the wall clock
   std::atomic<CUpti_BuffersCallbackRequestFunc> request_{nullptr};
   std::atomic<CUpti_BuffersCallbackCompleteFunc> complete_{nullptr};
   std::atomic<uint64_t> enabled_mask_lo_{0}, enabled_mask_hi_{0};

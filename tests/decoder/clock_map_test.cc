@@ -40,8 +40,11 @@ TEST(ClockMapTest, NonMonotonicSamplesAreDroppedAndCounted) {
   ClockMap m;
   m.Add(S(2000, 12000));
   m.Add(S(1000, 99999));  // goes back
-  m.Add(S(2000, 12000));  // repeats
+  m.Add(S(2000, 13000));  // same CUPTI time, another wall time
   m.Add(S(0, 5));         // zero
+  EXPECT_EQ(m.samples(), 1u);
+  EXPECT_EQ(m.non_monotonic(), 3u);
+  m.Add(S(2000, 12000));  // the sample again (files restate the last samples): dropped, not counted
   EXPECT_EQ(m.samples(), 1u);
   EXPECT_EQ(m.non_monotonic(), 3u);
   EXPECT_EQ(m.ToWall(2500), 12500);
@@ -300,6 +303,36 @@ TEST(ClockMapTest, AbsurdCalibrationClampsInsteadOfOverflowing) {
   far.Add(S(1'000, INT64_MAX - 10));
   EXPECT_EQ(far.ToWall(1'000 + 5), INT64_MAX - 5);
   EXPECT_EQ(far.ToWall(UINT64_MAX), INT64_MAX);
+}
+
+
+// A week of samples from a CUPTI clock 50 ppm fast, one every 5 s (CUPMON_STATS_MS=5000: more
+// samples than the map holds at once): every time in the week, its last hour included, maps within
+// 1 us. Linear interpolation of a clock of constant rate is exact, so the only way to be off is to
+// stop following the samples (a map that dropped those beyond its bound extrapolated the last
+// hours with one offset: 50 ppm of a day is 4.3 ms).
+TEST(ClockMapTest, AWeekOfSamplesFromAClock50PpmFastMapsWithin1us) {
+  constexpr int64_t kWall0 = 1'800'000'000'000'000'000;
+  constexpr int64_t kWeek = int64_t{7} * 24 * 3600 * 1'000'000'000;
+  constexpr int64_t kEvery = 5'000'000'000;
+  auto cupti_at = [](int64_t wall) {
+    const Int128 since = static_cast<Int128>(wall) - kWall0;
+    return static_cast<uint64_t>(wall + static_cast<int64_t>(since * 50'000 / 1'000'000'000));
+  };
+  ClockMap m;
+  for (int64_t w = kWall0; w <= kWall0 + kWeek; w += kEvery) m.Add(S(cupti_at(w), w));
+  EXPECT_EQ(m.domains(), 1u);
+  EXPECT_EQ(m.samples(), static_cast<uint64_t>(kWeek / kEvery + 1));
+  std::mt19937_64 rng(50);
+  int64_t worst = 0;
+  for (int i = 0; i < 200'000; ++i) {
+    // Half of them in the last day.
+    const int64_t wall = kWall0 + static_cast<int64_t>(rng() % static_cast<uint64_t>(kWeek)) /
+                                      (i % 2 ? 1 : 7) + (i % 2 ? 0 : kWeek - kWeek / 7);
+    const int64_t error = m.ToWall(cupti_at(wall)) - wall;
+    worst = std::max(worst, error < 0 ? -error : error);
+  }
+  EXPECT_LE(worst, 1000) << "ns";
 }
 
 }  // namespace

@@ -5,6 +5,12 @@
 //                                            (unbuffered), so a killer knows what had run
 //   chaos_loop flood N                       N empty kernels as fast as they go (sync every 10k);
 //                                            prints "kernels N"
+//   chaos_loop soak SECONDS PROGRESS         the highest record rate for SECONDS: steps of one
+//                                            StepAnchor kernel then a CUDA graph of 1000 empty
+//                                            kernels; every 45 s one step 50 ms slower (a slow step
+//                                            for CUPMON_AUTO_WINDOW); appends "<kernels completed>
+//                                            <steps> <CLOCK_REALTIME ns>" to PROGRESS each second;
+//                                            prints "kernels K steps S slow N"
 //   chaos_loop forkstorm CHILDREN            launches kernels while forking CHILDREN children that
 //                                            call exit(0) at once (atexit handlers included); waits
 //                                            for each with a 10 s bound; prints
@@ -24,6 +30,7 @@
 #include <thread>
 
 __global__ void Empty() {}
+__global__ void StepAnchor() {}
 
 namespace {
 
@@ -73,6 +80,56 @@ int Flood(long n) {
   return 0;
 }
 
+int Soak(double seconds, const char* progress) {
+  const int fd = open(progress, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) return 2;
+  cudaStream_t stream;
+  if (!Check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream")) return 1;
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  constexpr int kGraphKernels = 1000;
+  if (!Check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "capture")) return 1;
+  for (int i = 0; i < kGraphKernels; ++i) Empty<<<1, 1, 0, stream>>>();
+  if (!Check(cudaStreamEndCapture(stream, &graph), "end capture") ||
+      !Check(cudaGraphInstantiate(&exec, graph, 0), "instantiate"))
+    return 1;
+  const int64_t t0 = NowNs(CLOCK_MONOTONIC);
+  int64_t next_slow = t0 + 45'000'000'000, next_progress = t0 + 1'000'000'000;
+  uint64_t steps = 0, slow = 0, done = 0;
+  for (;;) {
+    const int64_t now = NowNs(CLOCK_MONOTONIC);
+    if (now - t0 >= static_cast<int64_t>(seconds * 1e9)) break;
+    if (now >= next_slow) {  // one slow step: the queue drains, then 50 ms of nothing
+      if (!Check(cudaStreamSynchronize(stream), "synchronize")) return 1;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      next_slow += 45'000'000'000;
+      ++slow;
+    }
+    StepAnchor<<<1, 1, 0, stream>>>();
+    if (!Check(cudaGraphLaunch(exec, stream), "graph launch")) return 1;
+    ++steps;
+    if (steps % 32 == 0) {  // bounded queue depth; completed kernels are known here
+      if (!Check(cudaStreamSynchronize(stream), "synchronize")) return 1;
+      done = steps * (kGraphKernels + 1);
+      if (NowNs(CLOCK_MONOTONIC) >= next_progress) {
+        next_progress += 1'000'000'000;
+        char line[96];
+        const int n = std::snprintf(line, sizeof(line), "%llu %llu %lld\n",
+                                    static_cast<unsigned long long>(done),
+                                    static_cast<unsigned long long>(steps),
+                                    static_cast<long long>(NowNs(CLOCK_REALTIME)));
+        if (write(fd, line, static_cast<size_t>(n)) != n) return 2;
+      }
+    }
+  }
+  if (!Check(cudaStreamSynchronize(stream), "synchronize")) return 1;
+  done = steps * (kGraphKernels + 1);
+  close(fd);
+  std::printf("kernels %llu steps %llu slow %llu\n", static_cast<unsigned long long>(done),
+              static_cast<unsigned long long>(steps), static_cast<unsigned long long>(slow));
+  return 0;
+}
+
 int ForkStorm(int children) {
   uint64_t kernels = 0;
   int failed = 0;
@@ -107,8 +164,10 @@ int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
   if (mode == "paced" && argc == 5) return Paced(std::atol(argv[2]), std::atof(argv[3]), argv[4]);
   if (mode == "flood" && argc == 3) return Flood(std::atol(argv[2]));
+  if (mode == "soak" && argc == 4) return Soak(std::atof(argv[2]), argv[3]);
   if (mode == "forkstorm" && argc == 3) return ForkStorm(std::atoi(argv[2]));
   std::fprintf(stderr,
-               "usage: chaos_loop paced RATE SECONDS PROGRESS | flood N | forkstorm CHILDREN\n");
+               "usage: chaos_loop paced RATE SECONDS PROGRESS | flood N | soak SECONDS PROGRESS | "
+               "forkstorm CHILDREN\n");
   return 2;
 }

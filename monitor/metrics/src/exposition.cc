@@ -202,6 +202,9 @@ std::string RenderExposition(const std::vector<LabelledSnapshot>& processes) {
          &MetricsSnapshot::truncated_buffers);
   scalar("cupmon_windows_opened_total", "counter", "Trace windows opened.",
          &MetricsSnapshot::windows_opened);
+  scalar("cupmon_windows_refused_total", "counter",
+         "Trace window requests refused because a window was open (one window at a time).",
+         &MetricsSnapshot::windows_refused);
   scalar("cupmon_write_errors_total", "counter", "Failed writes of recording files.",
          &MetricsSnapshot::write_errors);
   Family(out, "cupmon_write_error", "gauge", "1 while the most recent write failed, else 0.");
@@ -236,6 +239,7 @@ pb::MetricsView ToMetricsView(const MetricsSnapshot& s) {
   v.set_dropped_records(s.dropped_records);
   v.set_pool_exhausted(s.pool_exhausted);
   v.set_windows_opened(s.windows_opened);
+  v.set_windows_refused(s.windows_refused);
   v.set_write_errors(s.write_errors);
   v.set_last_write_failed(s.last_write_failed);
   v.set_files(s.files);
@@ -263,6 +267,7 @@ MetricsSnapshot FromMetricsView(const pb::MetricsView& v) {
   s.dropped_records = v.dropped_records();
   s.pool_exhausted = v.pool_exhausted();
   s.windows_opened = v.windows_opened();
+  s.windows_refused = v.windows_refused();
   s.write_errors = v.write_errors();
   s.last_write_failed = v.last_write_failed();
   s.files = v.files();

@@ -25,6 +25,7 @@ MetricsSnapshot SampleSnapshot() {
   s.dropped_records = 4;
   s.pool_exhausted = 5;
   s.windows_opened = 6;
+  s.windows_refused = 61;
   s.write_errors = 7;
   s.last_write_failed = true;
   s.files = 8;
@@ -61,6 +62,7 @@ TEST(ExpositionTest, EveryFamilyHasHelpTypeAndTheSnapshotValue) {
       {"cupmon_dropped_records_total", {"counter", "4"}},
       {"cupmon_pool_exhausted_total", {"counter", "5"}},
       {"cupmon_windows_opened_total", {"counter", "6"}},
+      {"cupmon_windows_refused_total", {"counter", "61"}},
       {"cupmon_write_errors_total", {"counter", "7"}},
       {"cupmon_write_error", {"gauge", "1"}},
       {"cupmon_files", {"gauge", "8"}},

@@ -27,7 +27,8 @@ namespace cupmon::decoder {
 // the segment's average rate. A timestamp is mapped with the segment whose CUPTI range is nearest
 // to it (domains differ by orders of magnitude, so the choice is unambiguous in practice). A
 // sample inside a segment whose CUPTI time does not increase over the segment's last sample is
-// dropped and counted (non_monotonic()), as is a zero CUPTI time.
+// dropped and counted (non_monotonic()), as is a zero CUPTI time; a sample equal to one the segment
+// holds (a file's preamble restates the last samples written) is dropped silently.
 // Not thread-safe; one decoding thread.
 class ClockMap {
  public:
@@ -96,8 +97,13 @@ class ClockMap {
   int64_t ToWallAnywhere(uint64_t cupti_ns) const;
   int64_t WallDurationAnywhere(uint64_t start, uint64_t end) const;
 
-  static constexpr size_t kMaxSamples = 1 << 16;  // bounded: at one a minute, weeks of samples
+  // Memory is bounded: when the segments hold kMaxSamples, every second sample of each is let go
+  // (its first and last kept), so the map keeps following the clock to the end of any recording at
+  // half the resolution, instead of extrapolating from the last sample it could hold.
+  static constexpr size_t kMaxSamples = 1 << 16;
+  void Thin();
   std::vector<Segment> segments_;
+  size_t held_ = 0;     // samples in segments_
   size_t current_ = 0;  // segment of the last accepted sample
   uint64_t kept_ = 0;
   uint64_t non_monotonic_ = 0;

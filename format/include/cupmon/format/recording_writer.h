@@ -83,6 +83,7 @@ class RecordingWriter {
   RawBufferEncoder encoder_;
   pb::Stats stats_;
   pb::StringTable strings_;  // every string so far, restated in each file's preamble
+  pb::Calibration recent_calibration_;  // the last two samples written, restated likewise
   uint64_t sequence_ = 0;
   uint64_t chunks_in_file_ = 0;
   bool closed_ = false;

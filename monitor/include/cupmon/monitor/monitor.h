@@ -27,6 +27,7 @@
 #include "cupmon/monitor/config.h"
 #include "cupmon/monitor/cupti_api.h"
 #include "cupmon/monitor/fault_injection.h"
+#include "cupmon/monitor/monitor_clock.h"
 
 namespace cupmon {
 
@@ -70,6 +71,10 @@ struct MonitorOptions {
   // points are pointed at the multiplexer's (docs/COEXISTENCE.md), at start and, for objects
   // loaded later, on the flush timer. Not owned; used by one monitor at a time. Null: none.
   ImportRebinder* rebinder = nullptr;
+  // What the timers, markers, stats and calibration samples read time from (monitor_clock.h).
+  // Null: the process's clocks. Not owned; must outlive the monitor. Stop()'s bounds stay on real
+  // time whatever the clock.
+  MonitorClock* clock = nullptr;
 };
 
 // Counters for cupmon_get_stats and the control plane. Cumulative since start.
@@ -92,6 +97,10 @@ struct MonitorStats {
   uint64_t lost_records = 0;
   uint64_t lost_kernel_records = 0;
   uint64_t windows_opened = 0;
+  // Requests refused because a window was open, and trigger signals received (each opened a window
+  // or was refused).
+  uint64_t windows_refused = 0;
+  uint64_t trigger_signals = 0;
   bool window_open = false;
   // Windows that open themselves (CUPMON_AUTO_WINDOW): steps the writer timed, windows opened by
   // a slow step, and slow steps that opened none (a window was open, or MIN_GAP not passed).
@@ -181,6 +190,7 @@ class Monitor final {
 
  private:
   explicit Monitor(MonitorOptions options);
+  MonitorClock& clock() const { return options_.clock ? *options_.clock : RealClock(); }
   Expected<void> Init();
   void Abandon() noexcept;
   void OnTerminationSignal(int sig);

@@ -10,11 +10,11 @@
 #include <vector>
 
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/steady_timer.hpp>
 
 #include "cupmon.pb.h"
 #include "cupmon/format/error.h"
 #include "cupmon/monitor/cupti_api.h"
+#include "cupmon/monitor/monitor_clock.h"
 
 namespace cupmon {
 
@@ -56,7 +56,9 @@ class TraceWindow {
     double trigger_factor = 0;
   };
 
-  TraceWindow(boost::asio::io_context& io, CuptiApi& cupti, Options options, Hooks hooks);
+  // `clock` times the windows and stamps the markers' realtime_ns; it outlives the window.
+  TraceWindow(boost::asio::io_context& io, CuptiApi& cupti, Options options, Hooks hooks,
+              MonitorClock& clock = RealClock());
   ~TraceWindow();
   TraceWindow(const TraceWindow&) = delete;
   TraceWindow& operator=(const TraceWindow&) = delete;
@@ -78,6 +80,8 @@ class TraceWindow {
   bool is_open() const { return open_.load(std::memory_order_acquire); }
   uint32_t id() const { return id_.load(std::memory_order_acquire); }  // last opened, 0: none
   uint64_t windows_opened() const { return opened_.load(std::memory_order_relaxed); }
+  // Requests refused because a window was open (a flood of trigger signals lands here).
+  uint64_t windows_refused() const { return refused_.load(std::memory_order_relaxed); }
   // Control thread only.
   const std::vector<uint32_t>& kinds() const { return kinds_; }
   int64_t remaining_ms() const;
@@ -90,19 +94,21 @@ class TraceWindow {
   CuptiApi& cupti_;
   const Options options_;
   const Hooks hooks_;
-  boost::asio::steady_timer timer_;
+  MonitorClock& clock_;
+  ClockTimer timer_;
 
   // Control thread only.
   std::vector<uint32_t> kinds_;     // requested kinds of the open window
   std::vector<uint32_t> enabled_;   // the extra kinds this window enabled (disabled at close)
   pb::TriggerSource source_ = pb::TRIGGER_UNKNOWN;
   uint32_t requested_ms_ = 0;
-  std::chrono::steady_clock::time_point ends_at_{};
+  int64_t ends_at_ns_ = 0;  // clock_'s steady time
   bool shut_down_ = false;
 
   std::atomic<bool> open_{false};
   std::atomic<uint32_t> id_{0};
   std::atomic<uint64_t> opened_{0};
+  std::atomic<uint64_t> refused_{0};
 };
 
 // Resolves API names to cbids with cuptiGetCallbackName over every runtime and driver cbid of the

@@ -58,6 +58,7 @@ struct MetricsSnapshot {
   uint64_t dropped_records = 0;   // CUPTI's dropped-record count, accumulated
   uint64_t pool_exhausted = 0;    // buffer requests refused because the pool was empty
   uint64_t windows_opened = 0;
+  uint64_t windows_refused = 0;    // requests refused because a window was open
   uint64_t write_errors = 0;
   bool last_write_failed = false;  // true while the most recent write attempt failed
   uint64_t files = 0;              // recording files currently on disk (after retention)
