@@ -26,6 +26,7 @@
 #include "cupmon/monitor/monitor.h"
 #include "monitor/testing/fake_cupti.h"
 #include "monitor_fixture.h"
+#include "process_probe.h"
 #include "test_dir.h"
 
 namespace cupmon::testing {
@@ -46,37 +47,6 @@ constexpr bool kSanitized = false;
 // Sanitizer builds keep the rate (1000/s) for 3 s instead of 10.
 constexpr int kStormMs = kSanitized ? 3000 : 10000;
 
-int64_t RssBytes() {
-  std::ifstream in("/proc/self/statm");
-  uint64_t size = 0, resident = 0;
-  in >> size >> resident;
-  return static_cast<int64_t>(resident) * sysconf(_SC_PAGESIZE);
-}
-
-size_t ThreadCount() {
-  size_t n = 0;
-  for (const auto& e : std::filesystem::directory_iterator("/proc/self/task")) (void)e, ++n;
-  return n;
-}
-
-std::string Scrape(uint16_t port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return {};
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(port);
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  std::string reply;
-  if (::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) == 0) {
-    const std::string req = "GET /metrics HTTP/1.0\r\n\r\n";
-    if (::write(fd, req.data(), req.size()) == static_cast<ssize_t>(req.size())) {
-      char buf[16384];
-      for (ssize_t n; (n = ::read(fd, buf, sizeof(buf))) > 0;) reply.append(buf, n);
-    }
-  }
-  ::close(fd);
-  return reply;
-}
 
 uint64_t MetricValue(const std::string& body, const std::string& name) {
   const size_t at = body.find("\n" + name + " ");
