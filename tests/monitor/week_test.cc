@@ -372,9 +372,12 @@ TEST(WeekTest, SevenDaysOfVirtualTimeThenABurstAccountForEveryRecord) {
   // Every second of the week that had a kernel (one a second, none during the 19 s of each slow
   // step's pause).
   EXPECT_EQ(seconds_checked, static_cast<uint64_t>(seconds));
-  // Memory and threads flat.
-  EXPECT_LE(std::abs(rss_after_week - rss_after_first_hour), 5 << 20);
-  EXPECT_LE(std::abs(rss_after_burst - rss_after_first_hour), 5 << 20);
+  // Memory and threads flat. Under a sanitizer RSS says nothing about cupmon: ASan keeps freed
+  // blocks in its quarantine and TSan grows its shadow, so only the plain build checks it.
+  if (!kSanitized) {
+    EXPECT_LE(std::abs(rss_after_week - rss_after_first_hour), 5 << 20);
+    EXPECT_LE(std::abs(rss_after_burst - rss_after_first_hour), 5 << 20);
+  }
   EXPECT_EQ(threads_after_week, threads_after_first_hour);
   EXPECT_EQ(threads_after_burst, threads_after_first_hour);
 }
