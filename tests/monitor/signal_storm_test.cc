@@ -198,7 +198,9 @@ TEST(SignalStormTest, OneWindowAtATimeTheRestRefusedAndCountedNoGrowth) {
   EXPECT_EQ(max_threads, threads_before);
   EXPECT_EQ(threads_after, threads_before);
   // Under a sanitizer RSS says nothing about cupmon (ASan's quarantine, TSan's shadow).
-  if (!kSanitized) EXPECT_LE(rss_after - rss_before, 2 << 20);
+  if (!kSanitized) {
+    EXPECT_LE(rss_after - rss_before, 2 << 20);
+  }
 }
 
 }  // namespace
