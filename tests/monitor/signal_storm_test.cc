@@ -32,18 +32,6 @@
 namespace cupmon::testing {
 namespace {
 
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
-constexpr bool kSanitized = true;
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
-constexpr bool kSanitized = true;
-#else
-constexpr bool kSanitized = false;
-#endif
-#else
-constexpr bool kSanitized = false;
-#endif
-
 // Sanitizer builds keep the rate (1000/s) for 3 s instead of 10.
 constexpr int kStormMs = kSanitized ? 3000 : 10000;
 

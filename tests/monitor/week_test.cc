@@ -38,18 +38,6 @@
 namespace cupmon::testing {
 namespace {
 
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
-constexpr bool kSanitized = true;
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
-constexpr bool kSanitized = true;
-#else
-constexpr bool kSanitized = false;
-#endif
-#else
-constexpr bool kSanitized = false;
-#endif
-
 // Sanitizer builds run a tenth of the schedule so that the CI's TSan and ASan jobs stay within
 // minutes; the checks are the same.
 constexpr int64_t kDays = kSanitized ? 1 : 7;
