@@ -123,6 +123,19 @@ void WriteInfoJson(JsonWriter& w, const TraceBuilder& b, const Rank& rank,
     w.EndObject();
   }
   w.EndArray();
+  // CUPTI's worker could not keep up: records inside may be missing, not counted as dropped.
+  w.Key("cupti_behind").BeginArray();
+  for (const auto& [id, g] : b.behind()) {
+    w.BeginObject().Key("id").Uint(id).Key("begin_unix_ns");
+    if (g.begin) w.Int(b.clock().ToWall(g.begin));
+    else w.Null();
+    w.Key("duration_ns");
+    WriteDuration(w, g);
+    w.Key("note");
+    WriteStringOrNull(w, g.note);
+    w.EndObject();
+  }
+  w.EndArray();
   // The other client's side of sharing CUPTI, and what a takeover cost (docs/COEXISTENCE.md).
   w.Key("other_cupti_client").BeginObject();
   w.Key("stranded_buffers").Uint(c.stats.stranded_buffers());

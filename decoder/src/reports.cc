@@ -207,6 +207,15 @@ void PrintInfo(std::ostream& out, const TraceBuilder& b, const Recording& r,
         << (g.end && g.end >= g.begin ? FormatDuration(static_cast<double>(g.end - g.begin))
                                       : "open/unknown end")
         << (g.note.empty() ? "" : ", " + g.note) << "\n";
+  // CUPTI's worker could not keep up: records inside may be missing, not counted as dropped.
+  out << "  CUPTI behind its own records (records inside may be missing, not counted by CUPTI): "
+      << b.behind().size() << "\n";
+  for (const auto& [id, g] : b.behind())
+    out << "    behind #" << id << " " << (g.begin ? IsoTime(b.clock().ToWall(g.begin)) : "?")
+        << " + "
+        << (g.end && g.end >= g.begin ? FormatDuration(static_cast<double>(g.end - g.begin))
+                                      : "open/unknown end")
+        << (g.note.empty() ? "" : ", " + g.note) << "\n";
   if (c.stats.stranded_buffers() || c.stats.imports_rebound() || c.stats.shared_client_records() ||
       c.stats.shared_client_undelivered())
     out << "  another CUPTI client: " << c.stats.stranded_buffers()
@@ -689,6 +698,10 @@ int RunReport(ReportKind kind, const std::vector<std::string>& paths, const Repo
            " row(s) arrived later than the reorder bound allows and are out of start-time order");
     if (c.stats.dropped_records())
       warn("CUPTI dropped " + std::to_string(c.stats.dropped_records()) + " record(s)");
+    if (c.stats.cupti_behind())
+      warn("CUPTI fell behind its own records " + std::to_string(c.stats.cupti_behind()) +
+           " time(s): records in those intervals may be missing without being counted as "
+           "dropped (cupmon-decode info lists them)");
     if (c.stats.chunks_lost() || c.stats.lost_records())
       warn("lost before disk: " + LostBeforeDisk(c.stats));
     // Damage already explains a shortfall; without it, records the writer counted but that are

@@ -81,6 +81,7 @@ TraceBuilder::~TraceBuilder() { CorrelationTable::Recycle(std::move(corr_)); }
 
 const std::map<uint32_t, WindowSpan>& TraceBuilder::windows() const { return windows_->windows(); }
 const std::map<uint32_t, WindowSpan>& TraceBuilder::gaps() const { return windows_->gaps(); }
+const std::map<uint32_t, WindowSpan>& TraceBuilder::behind() const { return windows_->behind(); }
 std::string_view TraceBuilder::NameOf(uint32_t id) const { return names_->NameOf(id); }
 size_t TraceBuilder::name_count() const { return names_->size(); }
 

@@ -185,11 +185,80 @@ void ControlLoop::OnFlushTick() {
   // Before the flush, so that the sample precedes the records it completes in the stream.
   CheckClockDomain();
   // Non-forced: only buffers whose records are complete come back.
+  uint64_t began_cupti = 0;
+  parts_.cupti.GetTimestamp(&began_cupti);
+  const int64_t began = clock_.SteadyNs();
+  flush_began_steady_ns_.store(began, std::memory_order_relaxed);
+  flush_began_cupti_ns_.store(began_cupti ? began_cupti : 1, std::memory_order_release);
   parts_.cupti.ActivityFlushAll(0);
+  flush_began_cupti_ns_.store(0, std::memory_order_release);
+  NoteFlushTime(clock_.SteadyNs() - began, began_cupti);
   MarkFlushed();
   PollDropped();
   RebindImports(/*only_new=*/true);
   CheckCallbacks();
+}
+
+int64_t ControlLoop::BehindThresholdNs(uint32_t flush_ms) {
+  // A non-forced flush only hands over what CUPTI completed; taking longer than the period that
+  // calls it means CUPTI's own worker is behind. At least a second, so that a short period set
+  // for a test or a burst does not read as a backlog.
+  return std::max<int64_t>(flush_ms, 1000) * 1'000'000;
+}
+
+int64_t ControlLoop::flush_running_for_ns() const {
+  if (!flush_began_cupti_ns_.load(std::memory_order_acquire)) return 0;
+  return clock_.SteadyNs() - flush_began_steady_ns_.load(std::memory_order_relaxed);
+}
+
+pb::WindowMarker ControlLoop::BehindMarker(bool begin, uint32_t id, uint64_t cupti_ns,
+                                           std::string note) {
+  pb::WindowMarker m;
+  m.set_window_id(id);
+  m.set_edge(begin ? pb::WindowMarker::BEHIND_BEGIN : pb::WindowMarker::BEHIND_END);
+  m.set_cupti_ns(cupti_ns);
+  m.set_realtime_ns(RealClock().RealtimeNs());
+  m.set_note(std::move(note));
+  return m;
+}
+
+void ControlLoop::NoteFlushTime(int64_t took_ns, uint64_t began_cupti_ns) {
+  const uint32_t flush_ms = parts_.facts.config.flush_ms;
+  const int64_t threshold = BehindThresholdNs(flush_ms);
+  const std::string took = std::to_string(took_ns / 1'000'000) + " ms";
+  if (!behind_ && took_ns > threshold) {
+    behind_ = true;
+    behind_id_ = static_cast<uint32_t>(
+        parts_.counters.cupti_behind.fetch_add(1, std::memory_order_relaxed) + 1);
+    const std::string why = "a periodic cuptiActivityFlushAll(0) took " + took +
+                            " (flush period " + std::to_string(flush_ms) +
+                            " ms): CUPTI's worker is behind its own records and may lose some "
+                            "without counting them";
+    Post([m = BehindMarker(true, behind_id_, began_cupti_ns, why)](RecordingWriter& w) {
+      w.WriteWindowMarker(m);
+    });
+    static std::atomic<bool> warned{false};
+    if (!warned.exchange(true))
+      Warn(why + "; marked in the files (cupmon-decode info), counted as cupti_behind");
+  } else if (behind_ && took_ns < threshold / 2) {
+    behind_ = false;
+    uint64_t now_cupti = 0;
+    parts_.cupti.GetTimestamp(&now_cupti);
+    Post([m = BehindMarker(false, behind_id_, now_cupti, "CUPTI caught up: a flush took " + took)](
+             RecordingWriter& w) { w.WriteWindowMarker(m); });
+  }
+}
+
+void ControlLoop::EndBehind() {
+  if (!behind_) return;
+  behind_ = false;
+  uint64_t now_cupti = 0;
+  parts_.cupti.GetTimestamp(&now_cupti);
+  Post([m = BehindMarker(false, behind_id_, now_cupti,
+                         "recording stopped while CUPTI was behind: what it still held is lost "
+                         "unless the final flush delivered it")](RecordingWriter& w) {
+    w.WriteWindowMarker(m);
+  });
 }
 
 void ControlLoop::RebindImports(bool only_new) {

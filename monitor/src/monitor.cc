@@ -289,7 +289,17 @@ bool Monitor::Stop(std::chrono::milliseconds timeout) {
   // came back.
   const bool gap_marked = !in_time || control_->gap_open();
   const uint64_t last_active_ns = in_time ? control_->last_active_cupti_ns() : 0;
-  if (in_time) control_->EndOpenGap();
+  if (in_time) {
+    control_->EndOpenGap();
+    control_->EndBehind();
+  }
+  // The control thread did not stop in time because a periodic flush has not returned for longer
+  // than a flush may take: CUPTI is behind (or hung) from that flush's start to here.
+  const uint64_t stuck_since =
+      !in_time && control_->flush_running_for_ns() >
+                      ControlLoop::BehindThresholdNs(facts_->config.flush_ms)
+          ? control_->flush_running_since_cupti_ns()
+          : 0;
   const bool flushed = FinalFlushWithin(deadline, timeout);
   if (!flushed) {
     in_time = false;
@@ -299,8 +309,9 @@ bool Monitor::Stop(std::chrono::milliseconds timeout) {
   }
   control_->PollDropped();
   try {
-    queue_->Push(RecordingPipeline::FinalTask([this, gap_marked, flushed,
-                                               last_active_ns](RecordingWriter& w) {
+    queue_->Push(RecordingPipeline::FinalTask([this, gap_marked, flushed, last_active_ns,
+                                               stuck_since](RecordingWriter& w) {
+      if (stuck_since) MarkStuckFlush(w, stuck_since);
       // Every buffer CUPTI completed to cupmon is written by now (this task comes after them).
       // Buffers an earlier, reclaimed gap left with the other client are counted already. After
       // a flush that never returned, CUPTI holds the rest itself: no takeover to mark.
@@ -374,6 +385,21 @@ bool Monitor::FinalFlushWithin(std::chrono::steady_clock::time_point deadline,
          std::future_status::ready;
 }
 
+void Monitor::MarkStuckFlush(RecordingWriter& w, uint64_t since_cupti_ns) {
+  const uint32_t id =
+      static_cast<uint32_t>(counters_->cupti_behind.fetch_add(1, std::memory_order_relaxed) + 1);
+  uint64_t now_cupti = 0;
+  cupti_.GetTimestamp(&now_cupti);
+  const std::string why =
+      "at stop a periodic cuptiActivityFlushAll(0) had not returned for longer than a flush "
+      "period: CUPTI was behind its own records (or hung) and may have lost some without "
+      "counting them";
+  Warn(why);
+  w.WriteWindowMarker(ControlLoop::BehindMarker(true, id, since_cupti_ns, why));
+  w.WriteWindowMarker(ControlLoop::BehindMarker(false, id, std::max(now_cupti, since_cupti_ns),
+                                                "recording stopped while CUPTI was behind"));
+}
+
 void Monitor::MarkBuffersNotReturned(RecordingWriter& w, uint64_t held, uint64_t last_active_ns) {
   const uint32_t gap = static_cast<uint32_t>(counters_->cupti_gaps.fetch_add(1) + 1);
   counters_->stranded_buffers.fetch_add(held, std::memory_order_relaxed);
@@ -439,6 +465,7 @@ void Monitor::FillStats(pb::Stats* s) const {
   s->set_foreign_buffers(get(c.foreign_buffers));
   s->set_stranded_buffers(get(c.stranded_buffers));
   s->set_imports_rebound(get(c.imports_rebound));
+  s->set_cupti_behind(get(c.cupti_behind));
   s->set_writer_faults(get(c.writer_faults));
   s->set_control_faults(get(c.control_faults));
   s->set_intake_faults(get(c.intake_faults));
@@ -487,6 +514,7 @@ MonitorStats Monitor::GetStats() const {
   out.foreign_buffers = s.foreign_buffers();
   out.stranded_buffers = s.stranded_buffers();
   out.imports_rebound = s.imports_rebound();
+  out.cupti_behind = s.cupti_behind();
   out.truncated_buffers = s.truncated_buffers();
   out.writer_faults = s.writer_faults();
   out.control_faults = s.control_faults();

@@ -22,6 +22,7 @@ struct MonitorCounters {
   std::atomic<uint64_t> cupti_gaps{0};        // control: takeover intervals
   std::atomic<uint64_t> stranded_buffers{0};  // control: buffers handed to another client
   std::atomic<uint64_t> imports_rebound{0};   // control: GOT slots sent to the multiplexer
+  std::atomic<uint64_t> cupti_behind{0};      // control/stop: intervals CUPTI was behind
   std::atomic<uint64_t> requests_limited{0};  // control: flush/rotate refused by the rate limit
   std::atomic<uint64_t> auto_windows_skipped{0};  // control/writer: slow steps, no window
   std::atomic<uint64_t> auto_steps_timed{0};      // writer: steps the step watch timed

@@ -420,9 +420,13 @@ CUptiResult FakeCupti::ActivityFlushAll(uint32_t flag) {
     }
   }
   // Blocking, like cuptiActivityFlushAll: returns once everything queued so far was delivered.
-  std::unique_lock<std::mutex> lk(worker_mu_);
-  const uint64_t target = queued_;
-  worker_cv_.wait(lk, [&] { return delivered_ >= target; });
+  {
+    std::unique_lock<std::mutex> lk(worker_mu_);
+    const uint64_t target = queued_;
+    worker_cv_.wait(lk, [&] { return delivered_ >= target; });
+  }
+  if (const int64_t delay = flush_delay_ms_.load(); !forced && delay > 0)
+    std::this_thread::sleep_for(std::chrono::milliseconds(delay));
   return CUPTI_SUCCESS;
 }
 

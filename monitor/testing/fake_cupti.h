@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -108,6 +109,9 @@ class FakeCupti final : public CuptiApi {
   // Test-double behaviour: `n` records dropped in queue (context, stream), as real CUPTI counts
   // per context and stream. Counted in dropped_total().
   void AddDropped(CUcontext context, uint32_t stream, uint64_t n);
+  // A CUPTI whose worker is behind: each non-forced ActivityFlushAll sleeps this long (real time)
+  // before it returns, as cuptiActivityFlushAll(0) does while CUPTI's worker cannot keep up.
+  void SetFlushDelay(std::chrono::milliseconds d) { flush_delay_ms_.store(d.count()); }
   // ActivityGetNumDroppedRecords calls made from inside a buffer callback the fake was running
   // (CUPTI_NOTES.md: never do that while holding a lock the callbacks take).
   uint64_t dropped_queries_inside_callbacks() const { return dropped_in_callback_.load(); }
@@ -184,6 +188,7 @@ class FakeCupti final : public CuptiApi {
   std::atomic<uint64_t> produced_{0}, dropped_total_{0}, dropped_in_callback_{0};
   std::atomic<uint64_t> produced_by_kind_[64] = {};
   std::atomic<uint64_t> forced_flushes_{0};
+  std::atomic<int64_t> flush_delay_ms_{0};
   std::atomic<int64_t> timestamp_shift_{0};
   std::atomic<int> delayed_timestamps_{0}, timestamp_delay_us_{0};
   std::atomic<uint64_t> timestamp_callbacks_{0}, pending_at_ts_{0};

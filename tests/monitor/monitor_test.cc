@@ -15,6 +15,7 @@
 #include <sstream>
 #include <thread>
 
+#include "cupmon/decoder/recording_reader.h"
 #include "cupmon/decoder/reports.h"
 #include "monitor/testing/fake_cupti.h"
 #include "monitor_fixture.h"
@@ -240,6 +241,108 @@ TEST(MonitorTest, StressAccountsForEveryRecordExactly) {
   EXPECT_EQ(stats.buffers_in_flight, 0u);
   EXPECT_EQ(fake.forced_flushes(), 1u);
   std::filesystem::remove_all(dir);
+}
+
+struct BehindMarkers : decoder::ChunkVisitor {
+  void OnWindowMarker(const pb::WindowMarker& m) override {
+    if (m.edge() == pb::WindowMarker::BEHIND_BEGIN || m.edge() == pb::WindowMarker::BEHIND_END)
+      markers.push_back(m);
+  }
+  std::vector<pb::WindowMarker> markers;
+};
+
+BehindMarkers ReadBehindMarkers(const std::string& dir) {
+  BehindMarkers v;
+  auto listing = decoder::ListRecordings(dir);
+  if (!listing || listing->recordings.size() != 1) return v;
+  decoder::ReadIntegrity integrity;
+  decoder::ReadRecording(listing->recordings[0], v, &integrity);
+  return v;
+}
+
+// CUPTI's worker behind its own records (on the GPU: a sustained 0.7 M kernels/s of graph replay,
+// docs/RELIABILITY.md) shows as a periodic non-forced flush that takes longer than the flush
+// period; CUPTI may then lose records without counting them, so the interval is marked.
+TEST(MonitorTest, ACuptiBehindItsRecordsIsMarkedAndCounted) {
+  FakeCupti fake;
+  const std::string dir = TempDir("behind");
+  const uint32_t name = fake.AddKernelName("k");
+  MonitorOptions o = FakeOptions(&fake, dir);
+  o.config.flush_ms = 50;  // the threshold is still 1 s (ControlLoop::BehindThresholdNs)
+  auto m = Monitor::Start(o);
+  ASSERT_TRUE(m) << m.error().message;
+  FakeCupti::Producer* p = fake.NewProducer();
+  for (int i = 0; i < 100; ++i) ASSERT_TRUE(p->Kernel(name, 100 + i, 101 + i));
+  fake.SetFlushDelay(std::chrono::milliseconds(1100));
+  ASSERT_TRUE(testing::WaitFor([&] { return (*m)->GetStats().cupti_behind == 1; }));
+  fake.SetFlushDelay(std::chrono::milliseconds(0));
+  for (int i = 0; i < 100; ++i) ASSERT_TRUE(p->Kernel(name, 300 + i, 301 + i));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // fast flushes: caught up
+  (*m)->Stop();
+  EXPECT_EQ((*m)->GetStats().cupti_behind, 1u);
+  const auto rb = ReadRecording(dir);
+  EXPECT_EQ(rb.records, 200u);
+  EXPECT_EQ(rb.last_stats.cupti_behind(), 1u);
+  const BehindMarkers v = ReadBehindMarkers(dir);
+  ASSERT_EQ(v.markers.size(), 2u);
+  EXPECT_EQ(v.markers[0].edge(), pb::WindowMarker::BEHIND_BEGIN);
+  EXPECT_EQ(v.markers[1].edge(), pb::WindowMarker::BEHIND_END);
+  EXPECT_EQ(v.markers[0].window_id(), 1u);
+  EXPECT_EQ(v.markers[1].window_id(), 1u);
+  EXPECT_LT(v.markers[0].cupti_ns(), v.markers[1].cupti_ns());
+  EXPECT_NE(v.markers[0].note().find("cuptiActivityFlushAll(0) took 1"), std::string::npos)
+      << v.markers[0].note();
+  EXPECT_NE(v.markers[1].note().find("caught up"), std::string::npos) << v.markers[1].note();
+}
+
+TEST(MonitorTest, AStopWhileCuptiIsBehindClosesTheMarkedInterval) {
+  FakeCupti fake;
+  const std::string dir = TempDir("behind-at-stop");
+  const uint32_t name = fake.AddKernelName("k");
+  MonitorOptions o = FakeOptions(&fake, dir);
+  o.config.flush_ms = 50;
+  auto m = Monitor::Start(o);
+  ASSERT_TRUE(m) << m.error().message;
+  FakeCupti::Producer* p = fake.NewProducer();
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(p->Kernel(name, 100 + i, 101 + i));
+  fake.SetFlushDelay(std::chrono::milliseconds(1100));
+  ASSERT_TRUE(testing::WaitFor([&] { return (*m)->GetStats().cupti_behind == 1; }));
+  (*m)->Stop(std::chrono::seconds(10));
+  const BehindMarkers v = ReadBehindMarkers(dir);
+  ASSERT_EQ(v.markers.size(), 2u);
+  EXPECT_EQ(v.markers[1].edge(), pb::WindowMarker::BEHIND_END);
+  EXPECT_NE(v.markers[1].note().find("recording stopped while CUPTI was behind"),
+            std::string::npos)
+      << v.markers[1].note();
+  EXPECT_EQ(ReadRecording(dir).records, 10u);
+}
+
+TEST(MonitorTest, AFlushStillRunningAtStopIsMarkedBehindUpToTheStop) {
+  // CUPTI's worker so far behind that a periodic flush has not returned when the job stops: the
+  // control thread cannot stop in time, and the stop marks the interval from that flush's start.
+  FakeCupti fake;
+  const std::string dir = TempDir("behind-stuck");
+  const uint32_t name = fake.AddKernelName("k");
+  MonitorOptions o = FakeOptions(&fake, dir);
+  o.config.flush_ms = 50;
+  auto m = Monitor::Start(o);
+  ASSERT_TRUE(m) << m.error().message;
+  FakeCupti::Producer* p = fake.NewProducer();
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(p->Kernel(name, 100 + i, 101 + i));
+  fake.SetFlushDelay(std::chrono::milliseconds(4000));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  EXPECT_FALSE((*m)->Stop(std::chrono::milliseconds(1000)));  // the control thread is in CUPTI
+  EXPECT_EQ((*m)->GetStats().cupti_behind, 1u);
+  const BehindMarkers v = ReadBehindMarkers(dir);
+  ASSERT_EQ(v.markers.size(), 2u);
+  EXPECT_EQ(v.markers[0].edge(), pb::WindowMarker::BEHIND_BEGIN);
+  EXPECT_EQ(v.markers[1].edge(), pb::WindowMarker::BEHIND_END);
+  EXPECT_LE(v.markers[0].cupti_ns(), v.markers[1].cupti_ns());
+  EXPECT_NE(v.markers[0].note().find("had not returned"), std::string::npos)
+      << v.markers[0].note();
+  EXPECT_EQ(ReadRecording(dir).records, 10u);
+  fake.SetFlushDelay(std::chrono::milliseconds(0));
+  std::this_thread::sleep_for(std::chrono::milliseconds(3000));  // the flush returns; thread ends
 }
 
 TEST(MonitorTest, SecondStartIsRefused) {

@@ -112,6 +112,7 @@ struct MonitorStats {
   uint64_t foreign_buffers = 0;   // completed buffers that were not cupmon's
   uint64_t stranded_buffers = 0;  // cupmon buffers handed to the other client, never back
   uint64_t imports_rebound = 0;   // other objects' CUPTI imports sent to the multiplexer
+  uint64_t cupti_behind = 0;      // intervals CUPTI was behind its own records (BEHIND markers)
   uint64_t truncated_buffers = 0;  // buffers not walked to their end (unknown record kind)
   // Faults absorbed instead of ending the host process (docs/RELIABILITY.md).
   uint64_t writer_faults = 0;
@@ -198,6 +199,9 @@ class Monitor final {
   // Stop, writer thread: `held` buffers that never came back from CUPTI's forced flush, with no
   // takeover seen, are a lost interval: a GAP_BEGIN/GAP_END pair, counted as a gap and as stranded.
   void MarkBuffersNotReturned(RecordingWriter& w, uint64_t held, uint64_t last_active_ns);
+  // Stop, writer thread: a periodic flush still running at stop, begun at `since_cupti_ns`: a
+  // BEHIND_BEGIN/BEHIND_END pair up to now, counted as cupti_behind.
+  void MarkStuckFlush(RecordingWriter& w, uint64_t since_cupti_ns);
   // Stop: CUPTI's disable and forced flush, on a thread of their own; false when they had not
   // returned by the deadline (they may still, later: their buffers then go back to the pool).
   bool FinalFlushWithin(std::chrono::steady_clock::time_point deadline,
