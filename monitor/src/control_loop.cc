@@ -226,25 +226,39 @@ void ControlLoop::NoteFlushTime(int64_t took_ns, uint64_t began_cupti_ns) {
   const uint32_t flush_ms = parts_.facts.config.flush_ms;
   const int64_t threshold = BehindThresholdNs(flush_ms);
   const std::string took = std::to_string(took_ns / 1'000'000) + " ms";
-  if (!behind_ && took_ns > threshold) {
+  // A flush that returns after a stop that gave up on this thread: the stop marked it.
+  if (stopping_.load()) return;
+  // Records without timestamps (start = end = 0) mean CUPTI's device buffers are full. After its
+  // worker saturated, CUPTI was seen to stop recording most kernels while flushes were fast
+  // again and only such records came: so they keep an interval open, and open one.
+  const uint64_t zero_ts = parts_.pipeline.Snapshot().stats.zero_timestamp_records();
+  const uint64_t new_zero_ts = zero_ts > zero_ts_seen_ ? zero_ts - zero_ts_seen_ : 0;
+  zero_ts_seen_ = zero_ts;
+  if (!behind_ && (took_ns > threshold || new_zero_ts > 0)) {
     behind_ = true;
     behind_id_ = static_cast<uint32_t>(
         parts_.counters.cupti_behind.fetch_add(1, std::memory_order_relaxed) + 1);
-    const std::string why = "a periodic cuptiActivityFlushAll(0) took " + took +
-                            " (flush period " + std::to_string(flush_ms) +
-                            " ms): CUPTI's worker is behind its own records and may lose some "
-                            "without counting them";
+    const std::string why =
+        (took_ns > threshold
+             ? "a periodic cuptiActivityFlushAll(0) took " + took + " (flush period " +
+                   std::to_string(flush_ms) + " ms)"
+             : std::to_string(new_zero_ts) +
+                   " records without timestamps since the last flush (CUPTI's device buffers "
+                   "are full)") +
+        ": CUPTI's worker is behind its own records and may lose some without counting them";
     Post([m = BehindMarker(true, behind_id_, began_cupti_ns, why)](RecordingWriter& w) {
       w.WriteWindowMarker(m);
     });
     static std::atomic<bool> warned{false};
     if (!warned.exchange(true))
       Warn(why + "; marked in the files (cupmon-decode info), counted as cupti_behind");
-  } else if (behind_ && took_ns < threshold / 2) {
+  } else if (behind_ && took_ns < threshold / 2 && new_zero_ts == 0) {
     behind_ = false;
     uint64_t now_cupti = 0;
     parts_.cupti.GetTimestamp(&now_cupti);
-    Post([m = BehindMarker(false, behind_id_, now_cupti, "CUPTI caught up: a flush took " + took)](
+    Post([m = BehindMarker(false, behind_id_, now_cupti,
+                           "CUPTI caught up: a flush took " + took +
+                               ", no record without timestamps since the last")](
              RecordingWriter& w) { w.WriteWindowMarker(m); });
   }
 }

@@ -130,8 +130,10 @@ class ControlLoop final : public control::ControlTarget, public metrics::Metrics
   uint64_t last_active_cupti_ns() const { return last_active_cupti_ns_; }
   // CUPTI behind its own records: a periodic cuptiActivityFlushAll(0) that took longer than
   // BehindThresholdNs() (CUPTI's worker thread cannot keep up; it may then lose records without
-  // counting them). Marked BEHIND_BEGIN from the start of that flush and BEHIND_END at the first
-  // flush that takes under half the threshold; counted (cupti_behind) and warned about once.
+  // counting them), or records without timestamps since the last flush (its device buffers are
+  // full). Marked BEHIND_BEGIN from the start of that flush and BEHIND_END at the first flush
+  // that takes under half the threshold with no such record since the last; counted
+  // (cupti_behind) and warned about once.
   static pb::WindowMarker BehindMarker(bool begin, uint32_t id, uint64_t cupti_ns, std::string note);
   static int64_t BehindThresholdNs(uint32_t flush_ms);
   // Called once at stop, after the thread joined: the "behind" interval still open, if any.
@@ -197,6 +199,7 @@ class ControlLoop final : public control::ControlTarget, public metrics::Metrics
   bool gap_warned_ = false;
   bool behind_ = false;        // a BEHIND_BEGIN written, its END not yet
   uint32_t behind_id_ = 0;
+  uint64_t zero_ts_seen_ = 0;  // zero-timestamp records the writer had counted at the last flush
   // The periodic flush in progress (0: none): written on the control thread, read at stop.
   std::atomic<uint64_t> flush_began_cupti_ns_{0};
   std::atomic<int64_t> flush_began_steady_ns_{0};

@@ -317,6 +317,33 @@ TEST(MonitorTest, AStopWhileCuptiIsBehindClosesTheMarkedInterval) {
   EXPECT_EQ(ReadRecording(dir).records, 10u);
 }
 
+TEST(MonitorTest, RecordsWithoutTimestampsMarkCuptiBehindUntilTheyStop) {
+  // On the GPU, once CUPTI's worker had saturated, flushes were fast again while CUPTI recorded
+  // almost no kernel and only records without timestamps came (docs/RELIABILITY.md).
+  FakeCupti fake;
+  const std::string dir = TempDir("behind-zero-ts");
+  const uint32_t name = fake.AddKernelName("k");
+  MonitorOptions o = FakeOptions(&fake, dir);
+  o.config.flush_ms = 50;
+  auto m = Monitor::Start(o);
+  ASSERT_TRUE(m) << m.error().message;
+  FakeCupti::Producer* p = fake.NewProducer();
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(p->Kernel(name, 100 + i, 101 + i));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ((*m)->GetStats().cupti_behind, 0u);  // fast flushes, timestamps: nothing marked
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(p->Kernel(name, 0, 0));
+  ASSERT_TRUE(testing::WaitFor([&] { return (*m)->GetStats().cupti_behind == 1; }));
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(p->Kernel(name, 300 + i, 301 + i));
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  (*m)->Stop();
+  const BehindMarkers v = ReadBehindMarkers(dir);
+  ASSERT_EQ(v.markers.size(), 2u);
+  EXPECT_NE(v.markers[0].note().find("5 records without timestamps"), std::string::npos)
+      << v.markers[0].note();
+  EXPECT_NE(v.markers[1].note().find("caught up"), std::string::npos) << v.markers[1].note();
+  EXPECT_EQ((*m)->GetStats().cupti_behind, 1u);
+}
+
 TEST(MonitorTest, AFlushStillRunningAtStopIsMarkedBehindUpToTheStop) {
   // CUPTI's worker so far behind that a periodic flush has not returned when the job stops: the
   // control thread cannot stop in time, and the stop marks the interval from that flush's start.
@@ -332,6 +359,8 @@ TEST(MonitorTest, AFlushStillRunningAtStopIsMarkedBehindUpToTheStop) {
   fake.SetFlushDelay(std::chrono::milliseconds(4000));
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   EXPECT_FALSE((*m)->Stop(std::chrono::milliseconds(1000)));  // the control thread is in CUPTI
+  // The stop's time went to the control thread: the writer closes the files after it returned.
+  ASSERT_TRUE(testing::WaitFor([&] { return ReadBehindMarkers(dir).markers.size() == 2; }));
   EXPECT_EQ((*m)->GetStats().cupti_behind, 1u);
   const BehindMarkers v = ReadBehindMarkers(dir);
   ASSERT_EQ(v.markers.size(), 2u);
