@@ -8,7 +8,7 @@
 #include <unordered_map>
 #include <utility>
 
-#include "cupmon/format/check.h"
+#include "cupmon/base/check.h"
 #include "mapped_array.h"
 
 namespace cupmon::decoder {

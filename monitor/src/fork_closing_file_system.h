@@ -6,8 +6,8 @@
 // that calls it; the registry itself is lock-free.
 #pragma once
 
+#include "cupmon/base/file_system.h"
 #include "cupmon/control/fork_child_cleanup.h"
-#include "cupmon/format/file_system.h"
 
 namespace cupmon {
 

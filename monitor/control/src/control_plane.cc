@@ -32,9 +32,9 @@
 #include <boost/asio/system_timer.hpp>
 #include <boost/asio/write.hpp>
 
+#include "cupmon/base/check.h"
 #include "cupmon/control/private_dir.h"
 #include "cupmon/control/protocol.h"
-#include "cupmon/format/check.h"
 
 #ifndef CUPMON_VERSION_STRING
 #define CUPMON_VERSION_STRING "unknown"

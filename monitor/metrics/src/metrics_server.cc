@@ -28,7 +28,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
 
-#include "cupmon/format/check.h"
+#include "cupmon/base/check.h"
 
 namespace cupmon::metrics {
 namespace {

@@ -10,8 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include "cupmon/base/error.h"
 #include "cupmon/format/chunk.h"
-#include "cupmon/format/error.h"
 #include "cupmon/format/record_sizes.h"
 
 namespace cupmon {
