@@ -9,7 +9,7 @@
 #include <utility>
 
 #include "cupmon/base/check.h"
-#include "mapped_array.h"
+#include "cupmon/base/mapped_array.h"
 
 namespace cupmon::decoder {
 
