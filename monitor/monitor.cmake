@@ -57,6 +57,7 @@ set_target_properties(cupmon_preload PROPERTIES
   LINK_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/src/libcupmon-preload.map)
 target_include_directories(cupmon_preload PRIVATE
   ${CMAKE_CURRENT_SOURCE_DIR}/include
+  $<TARGET_PROPERTY:cupmon_base,INTERFACE_INCLUDE_DIRECTORIES>
   $<TARGET_PROPERTY:cupmon_format,INTERFACE_INCLUDE_DIRECTORIES>
   ${CUDAToolkit_INCLUDE_DIRS})
 target_link_libraries(cupmon_preload PRIVATE cupmon_warnings Threads::Threads ${CMAKE_DL_LIBS})
@@ -69,7 +70,7 @@ target_link_options(cupmon_preload PRIVATE
   -Wl,--gc-sections -Wl,-z,nodelete -Wl,--no-undefined)
 install(TARGETS cupmon_preload EXPORT cupmonTargets LIBRARY DESTINATION lib)
 
-# libcupmon.so: the monitor plus format and proto objects, with zstd linked statically (protobuf:
+# libcupmon.so: the monitor plus base, format and proto objects, with zstd linked statically (protobuf:
 # see below) and every symbol hidden except InitializeInjection and cupmon_* (libcupmon.map), so that the copies
 # of zstd/protobuf inside torch or the application cannot clash with ours.
 # protobuf is linked dynamically: the distribution's libprotobuf.a (3.21, Ubuntu 24.04 / Debian 12)
@@ -78,12 +79,13 @@ install(TARGETS cupmon_preload EXPORT cupmonTargets LIBRARY DESTINATION lib)
 add_library(cupmon_shared SHARED
   ${CUPMON_MONITOR_SOURCES}
   ${CMAKE_CURRENT_SOURCE_DIR}/src/entry_points.cc
+  $<TARGET_OBJECTS:cupmon_base>
   $<TARGET_OBJECTS:cupmon_format>
   $<TARGET_OBJECTS:cupmon_proto>
   $<TARGET_OBJECTS:cupmon_control>
   $<TARGET_OBJECTS:cupmon_metrics>
 )
-add_dependencies(cupmon_shared cupmon_format cupmon_proto cupmon_control cupmon_metrics)
+add_dependencies(cupmon_shared cupmon_base cupmon_format cupmon_proto cupmon_control cupmon_metrics)
 set_target_properties(cupmon_shared PROPERTIES
   OUTPUT_NAME cupmon
   # libcupmon-preload.so lies beside it, in the build tree and installed.
@@ -93,6 +95,7 @@ set_target_properties(cupmon_shared PROPERTIES
   LINK_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/src/libcupmon.map)
 target_include_directories(cupmon_shared PRIVATE
   ${CMAKE_CURRENT_SOURCE_DIR}/include
+  $<TARGET_PROPERTY:cupmon_base,INTERFACE_INCLUDE_DIRECTORIES>
   $<TARGET_PROPERTY:cupmon_format,INTERFACE_INCLUDE_DIRECTORIES>
   $<TARGET_PROPERTY:cupmon_proto,INTERFACE_INCLUDE_DIRECTORIES>
   $<TARGET_PROPERTY:cupmon_control,INTERFACE_INCLUDE_DIRECTORIES>

@@ -4,7 +4,7 @@
 
 #include <system_error>
 
-#include "cupmon/format/check.h"
+#include "cupmon/base/check.h"
 
 namespace cupmon::decoder {
 namespace {

@@ -11,8 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "cupmon/base/check.h"
 #include "cupmon/decoder/reports.h"
-#include "cupmon/format/check.h"
 
 namespace cupmon::decoder {
 

@@ -6,7 +6,7 @@
 #include <algorithm>
 
 #include "correlation_table.h"
-#include "growing_ring.h"
+#include "cupmon/base/growing_ring.h"
 #include "hex_text.h"
 #include "name_table.h"
 #include "nvtx_ranges.h"

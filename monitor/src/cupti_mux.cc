@@ -4,7 +4,7 @@
 
 #include <cstring>
 
-#include "cupmon/format/check.h"
+#include "cupmon/base/check.h"
 
 namespace cupmon {
 namespace {

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "cupmon.pb.h"
-#include "cupmon/format/error.h"
+#include "cupmon/base/error.h"
 #include "cupmon/monitor/fault_injection.h"
 #include "session_facts.h"
 

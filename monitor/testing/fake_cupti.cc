@@ -7,7 +7,7 @@
 #include <cstring>
 #include <thread>
 
-#include "cupmon/format/check.h"
+#include "cupmon/base/check.h"
 
 namespace cupmon::testing {
 namespace {

@@ -13,12 +13,12 @@
 #include <string_view>
 #include <vector>
 
+#include "cupmon/base/error.h"
+#include "cupmon/decoder/output_file.h"
 #include "cupmon/decoder/rank_listing.h"
 #include "cupmon/decoder/reports.h"
-#include "cupmon/decoder/output_file.h"
 #include "cupmon/decoder/steps.h"
 #include "cupmon/decoder/trace_builder.h"
-#include "cupmon/format/error.h"
 #include "export/out_buf.h"
 #include "export/trace_event_json.h"
 

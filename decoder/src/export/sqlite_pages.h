@@ -34,7 +34,7 @@
 #include <string>
 #include <vector>
 
-#include "cupmon/format/raw_codec.h"  // ByteBuffer
+#include "cupmon/base/huge_pages.h"  // ByteBuffer
 
 namespace cupmon::decoder {
 

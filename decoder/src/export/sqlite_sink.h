@@ -19,9 +19,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include "cupmon/base/error.h"
 #include "cupmon/decoder/rank_listing.h"
 #include "cupmon/decoder/trace_builder.h"
-#include "cupmon/format/error.h"
 #include "export/nsys_schema.h"
 #include "export/sqlite_pages.h"
 

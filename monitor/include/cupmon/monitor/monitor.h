@@ -20,9 +20,9 @@
 #include <vector>
 
 #include "cupmon.pb.h"
+#include "cupmon/base/error.h"
+#include "cupmon/base/file_system.h"
 #include "cupmon/control/control_plane.h"
-#include "cupmon/format/error.h"
-#include "cupmon/format/file_system.h"
 #include "cupmon/format/record_sizes.h"
 #include "cupmon/monitor/config.h"
 #include "cupmon/monitor/cupti_api.h"

@@ -1,13 +1,13 @@
-// GrowingRing: the FIFO of the decoder's reading thread (the join ring, the reorder stage's key
-// runs, the step scanner's queues), in one growing power-of-two ring.
+// GrowingRing: a FIFO in one growing power-of-two ring (the decoder's join ring, the reorder
+// stage's key runs, the step scanner's queues).
 #pragma once
 
 #include <algorithm>
 #include <cstddef>
 
-#include "mapped_array.h"
+#include "cupmon/base/mapped_array.h"
 
-namespace cupmon::decoder {
+namespace cupmon {
 
 // A FIFO of trivially copyable elements in one ring whose capacity is a power of two, doubled
 // when full (std::deque allocates a block per few dozen entries). Its storage is an UninitArray:
@@ -55,4 +55,4 @@ class GrowingRing {
   size_t head_ = 0, size_ = 0;
 };
 
-}  // namespace cupmon::decoder
+}  // namespace cupmon

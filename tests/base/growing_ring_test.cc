@@ -1,13 +1,13 @@
-// Tests for GrowingRing (decoder/src/growing_ring.h): FIFO order across wrap-around and growth,
+// Tests for GrowingRing (base/include/cupmon/base/growing_ring.h): FIFO order across wrap-around and growth,
 // and the capacity PushSlot asks for.
-#include "growing_ring.h"
+#include "cupmon/base/growing_ring.h"
 
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <deque>
 
-namespace cupmon::decoder {
+namespace cupmon {
 namespace {
 
 struct Item {
@@ -72,4 +72,4 @@ TEST(GrowingRingTest, ClearEmptiesAndTheRingIsUsableAgain) {
 }
 
 }  // namespace
-}  // namespace cupmon::decoder
+}  // namespace cupmon

@@ -1,6 +1,6 @@
 // POSIX FileSystem: vetted directories held by descriptor, files created 0600 relative to them,
 // O_CLOEXEC everywhere, partial writes retried, a failed append truncated back.
-#include "cupmon/format/file_system.h"
+#include "cupmon/base/file_system.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -1,10 +1,10 @@
-#include "cupmon/control/accept_waiting.h"
+#include "cupmon/base/accept_waiting.h"
 
 #include <sys/socket.h>
 
 #include <cerrno>
 
-namespace cupmon::control {
+namespace cupmon {
 
 AcceptOutcome AcceptWaiting(int listener, const std::function<void(int fd)>& on_connection) {
   for (;;) {
@@ -19,4 +19,4 @@ AcceptOutcome AcceptWaiting(int listener, const std::function<void(int fd)>& on_
   }
 }
 
-}  // namespace cupmon::control
+}  // namespace cupmon

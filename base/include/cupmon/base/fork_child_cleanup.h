@@ -6,7 +6,7 @@
 
 #include <signal.h>
 
-namespace cupmon::control {
+namespace cupmon {
 
 // Registration, from normal (non-signal) context; the first call installs a pthread_atfork child
 // handler that closes every registered descriptor and puts back every registered disposition.
@@ -20,4 +20,4 @@ void ForgetForkedChildFd(int fd) noexcept;
 bool RestoreInForkedChild(int sig, const struct sigaction& previous) noexcept;
 void ForgetForkedChildSignal(int sig) noexcept;
 
-}  // namespace cupmon::control
+}  // namespace cupmon

@@ -1,6 +1,6 @@
-// control::AcceptWaiting (monitor/control/src/accept_waiting.cc) on a real listening socket: what
+// AcceptWaiting (base/src/accept_waiting.cc) on a real listening socket: what
 // it hands over, what it leaves waiting, and what it reports when the process has no descriptor.
-#include "cupmon/control/accept_waiting.h"
+#include "cupmon/base/accept_waiting.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -16,7 +16,7 @@
 
 #include "descriptors_used_up.h"
 
-namespace cupmon::control {
+namespace cupmon {
 namespace {
 
 // A non-blocking listener on an abstract unix socket, and clients connected to it.
@@ -98,4 +98,4 @@ TEST_F(AcceptWaitingTest, OutOfDescriptorsFailsAndTheConnectionWaits) {
 }
 
 }  // namespace
-}  // namespace cupmon::control
+}  // namespace cupmon

@@ -7,9 +7,7 @@
 #include <functional>
 #include <utility>
 
-#include <boost/asio/steady_timer.hpp>
-
-namespace cupmon::control {
+namespace cupmon {
 
 enum class AcceptOutcome {
   kDrained,  // no connection is waiting: wait until the listener is readable again
@@ -30,13 +28,13 @@ AcceptOutcome AcceptWaiting(int listener, const std::function<void(int fd)>& on_
 // After kFailed, or an exception while taking a connection: arms `timer` so that `resume` (which
 // accepts again) runs kAcceptRetry from now, unless the timer is cancelled first (the server's
 // Stop). False when it could not be armed (out of memory). `resume` must keep the server alive
-// (hold its shared_ptr) and must not throw.
-template <class Resume>
-bool ResumeAcceptingLater(boost::asio::steady_timer& timer, Resume resume) noexcept {
+// (hold its shared_ptr) and must not throw. `Timer`: boost::asio::steady_timer.
+template <class Timer, class Resume>
+bool ResumeAcceptingLater(Timer& timer, Resume resume) noexcept {
   try {
     timer.expires_after(kAcceptRetry);
     timer.async_wait(
-        [resume = std::move(resume)](const boost::system::error_code& e) mutable noexcept {
+        [resume = std::move(resume)](const auto& e) mutable noexcept {
           if (!e) resume();
         });
     return true;
@@ -45,4 +43,4 @@ bool ResumeAcceptingLater(boost::asio::steady_timer& timer, Resume resume) noexc
   }
 }
 
-}  // namespace cupmon::control
+}  // namespace cupmon

@@ -1,5 +1,5 @@
 // Fixed tables of descriptors and signal dispositions undone in a forked child.
-#include "cupmon/control/fork_child_cleanup.h"
+#include "cupmon/base/fork_child_cleanup.h"
 
 #include <pthread.h>
 #include <unistd.h>
@@ -7,7 +7,7 @@
 #include <atomic>
 #include <mutex>
 
-namespace cupmon::control {
+namespace cupmon {
 namespace {
 
 constexpr int kFds = 16;
@@ -88,4 +88,4 @@ void ForgetForkedChildSignal(int sig) noexcept {
   }
 }
 
-}  // namespace cupmon::control
+}  // namespace cupmon

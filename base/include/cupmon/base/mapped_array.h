@@ -1,5 +1,5 @@
-// MappedArray: storage for the trace builder's large arrays of trivially copyable elements (the
-// join ring, the correlation table, the reorder stage's rows and key rings), on the reading thread.
+// MappedArray: storage for large arrays of trivially copyable elements, in huge-page mappings (the
+// decoder's join ring, correlation table, and the reorder stage's rows and key rings).
 #pragma once
 
 #include <cstddef>
@@ -9,12 +9,12 @@
 #include <type_traits>
 #include <utility>
 
-#include "cupmon/format/raw_codec.h"
+#include "cupmon/base/huge_pages.h"
 
-namespace cupmon::decoder {
+namespace cupmon {
 
 // An array of n elements that are never constructed or destroyed. Large ones live in huge-page
-// mappings (format/raw_codec.h): pages are faulted in only once used, one fault per 2 MiB instead
+// mappings (huge_pages.h): pages are faulted in only once used, one fault per 2 MiB instead
 // of one per 4 KiB.
 // - kZeroed (the correlation table): the elements start zero-filled. From 2 MiB on they live in
 //   a fresh mapping (MapZeroedHugeBytes), whose untouched pages cost nothing; smaller ones are
@@ -78,4 +78,4 @@ using ZeroedArray = MappedArray<T, true>;
 template <class T>
 using UninitArray = MappedArray<T, false>;
 
-}  // namespace cupmon::decoder
+}  // namespace cupmon

@@ -8,7 +8,7 @@
 #include <span>
 #include <string>
 
-#include "cupmon/format/error.h"
+#include "cupmon/base/error.h"
 
 namespace cupmon {
 

@@ -1,7 +1,7 @@
 // Tests the vetting of recording and control directories and the descriptor-relative file
-// operations (format/src/file_system.cc), and that RollingFileSink creates, rotates and deletes
+// operations (base/src/file_system.cc), and that RollingFileSink creates, rotates and deletes
 // through them, on real directories (chmod, symlinks; chown to another uid when run as root).
-#include "cupmon/format/file_system.h"
+#include "cupmon/base/file_system.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
