@@ -260,30 +260,47 @@ BehindMarkers ReadBehindMarkers(const std::string& dir) {
   return v;
 }
 
+// A monitor on the test double with a 50 ms flush period (the behind threshold stays 1 s:
+// ControlLoop::BehindThresholdNs), its producer, and `n` kernels with timestamps recorded.
+struct BehindJob {
+  BehindJob(const std::string& name, int n) : dir(TempDir(name)) {
+    kernel = fake.AddKernelName("k");
+    MonitorOptions o = FakeOptions(&fake, dir);
+    o.config.flush_ms = 50;
+    auto started = Monitor::Start(o);
+    if (!started) {
+      ADD_FAILURE() << started.error().message;
+      return;
+    }
+    m = std::move(*started);
+    p = fake.NewProducer();
+    for (int i = 0; i < n; ++i) EXPECT_TRUE(p->Kernel(kernel, 100 + i, 101 + i));
+  }
+  uint64_t behind() const { return m->GetStats().cupti_behind; }
+  FakeCupti fake;
+  std::string dir;
+  uint32_t kernel = 0;
+  std::unique_ptr<Monitor> m;
+  FakeCupti::Producer* p = nullptr;
+};
+
 // CUPTI's worker behind its own records (on the GPU: a sustained 0.7 M kernels/s of graph replay,
 // docs/RELIABILITY.md) shows as a periodic non-forced flush that takes longer than the flush
 // period; CUPTI may then lose records without counting them, so the interval is marked.
 TEST(MonitorTest, ACuptiBehindItsRecordsIsMarkedAndCounted) {
-  FakeCupti fake;
-  const std::string dir = TempDir("behind");
-  const uint32_t name = fake.AddKernelName("k");
-  MonitorOptions o = FakeOptions(&fake, dir);
-  o.config.flush_ms = 50;  // the threshold is still 1 s (ControlLoop::BehindThresholdNs)
-  auto m = Monitor::Start(o);
-  ASSERT_TRUE(m) << m.error().message;
-  FakeCupti::Producer* p = fake.NewProducer();
-  for (int i = 0; i < 100; ++i) ASSERT_TRUE(p->Kernel(name, 100 + i, 101 + i));
-  fake.SetFlushDelay(std::chrono::milliseconds(1100));
-  ASSERT_TRUE(testing::WaitFor([&] { return (*m)->GetStats().cupti_behind == 1; }));
-  fake.SetFlushDelay(std::chrono::milliseconds(0));
-  for (int i = 0; i < 100; ++i) ASSERT_TRUE(p->Kernel(name, 300 + i, 301 + i));
+  BehindJob job("behind", 100);
+  ASSERT_TRUE(job.m);
+  job.fake.SetFlushDelay(std::chrono::milliseconds(1100));
+  ASSERT_TRUE(testing::WaitFor([&] { return job.behind() == 1; }));
+  job.fake.SetFlushDelay(std::chrono::milliseconds(0));
+  for (int i = 0; i < 100; ++i) ASSERT_TRUE(job.p->Kernel(job.kernel, 300 + i, 301 + i));
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // fast flushes: caught up
-  (*m)->Stop();
-  EXPECT_EQ((*m)->GetStats().cupti_behind, 1u);
-  const auto rb = ReadRecording(dir);
+  job.m->Stop();
+  EXPECT_EQ(job.behind(), 1u);
+  const auto rb = ReadRecording(job.dir);
   EXPECT_EQ(rb.records, 200u);
   EXPECT_EQ(rb.last_stats.cupti_behind(), 1u);
-  const BehindMarkers v = ReadBehindMarkers(dir);
+  const BehindMarkers v = ReadBehindMarkers(job.dir);
   ASSERT_EQ(v.markers.size(), 2u);
   EXPECT_EQ(v.markers[0].edge(), pb::WindowMarker::BEHIND_BEGIN);
   EXPECT_EQ(v.markers[1].edge(), pb::WindowMarker::BEHIND_END);
@@ -296,82 +313,61 @@ TEST(MonitorTest, ACuptiBehindItsRecordsIsMarkedAndCounted) {
 }
 
 TEST(MonitorTest, AStopWhileCuptiIsBehindClosesTheMarkedInterval) {
-  FakeCupti fake;
-  const std::string dir = TempDir("behind-at-stop");
-  const uint32_t name = fake.AddKernelName("k");
-  MonitorOptions o = FakeOptions(&fake, dir);
-  o.config.flush_ms = 50;
-  auto m = Monitor::Start(o);
-  ASSERT_TRUE(m) << m.error().message;
-  FakeCupti::Producer* p = fake.NewProducer();
-  for (int i = 0; i < 10; ++i) ASSERT_TRUE(p->Kernel(name, 100 + i, 101 + i));
-  fake.SetFlushDelay(std::chrono::milliseconds(1100));
-  ASSERT_TRUE(testing::WaitFor([&] { return (*m)->GetStats().cupti_behind == 1; }));
-  (*m)->Stop(std::chrono::seconds(10));
-  const BehindMarkers v = ReadBehindMarkers(dir);
+  BehindJob job("behind-at-stop", 10);
+  ASSERT_TRUE(job.m);
+  job.fake.SetFlushDelay(std::chrono::milliseconds(1100));
+  ASSERT_TRUE(testing::WaitFor([&] { return job.behind() == 1; }));
+  job.m->Stop(std::chrono::seconds(10));
+  const BehindMarkers v = ReadBehindMarkers(job.dir);
   ASSERT_EQ(v.markers.size(), 2u);
   EXPECT_EQ(v.markers[1].edge(), pb::WindowMarker::BEHIND_END);
   EXPECT_NE(v.markers[1].note().find("recording stopped while CUPTI was behind"),
             std::string::npos)
       << v.markers[1].note();
-  EXPECT_EQ(ReadRecording(dir).records, 10u);
+  EXPECT_EQ(ReadRecording(job.dir).records, 10u);
 }
 
 TEST(MonitorTest, RecordsWithoutTimestampsMarkCuptiBehindUntilTheyStop) {
   // On the GPU, once CUPTI's worker had saturated, flushes were fast again while CUPTI recorded
   // almost no kernel and only records without timestamps came (docs/RELIABILITY.md).
-  FakeCupti fake;
-  const std::string dir = TempDir("behind-zero-ts");
-  const uint32_t name = fake.AddKernelName("k");
-  MonitorOptions o = FakeOptions(&fake, dir);
-  o.config.flush_ms = 50;
-  auto m = Monitor::Start(o);
-  ASSERT_TRUE(m) << m.error().message;
-  FakeCupti::Producer* p = fake.NewProducer();
-  for (int i = 0; i < 10; ++i) ASSERT_TRUE(p->Kernel(name, 100 + i, 101 + i));
+  BehindJob job("behind-zero-ts", 10);
+  ASSERT_TRUE(job.m);
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  EXPECT_EQ((*m)->GetStats().cupti_behind, 0u);  // fast flushes, timestamps: nothing marked
-  for (int i = 0; i < 5; ++i) ASSERT_TRUE(p->Kernel(name, 0, 0));
-  ASSERT_TRUE(testing::WaitFor([&] { return (*m)->GetStats().cupti_behind == 1; }));
-  for (int i = 0; i < 10; ++i) ASSERT_TRUE(p->Kernel(name, 300 + i, 301 + i));
+  EXPECT_EQ(job.behind(), 0u);  // fast flushes, timestamps: nothing marked
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(job.p->Kernel(job.kernel, 0, 0));
+  ASSERT_TRUE(testing::WaitFor([&] { return job.behind() == 1; }));
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(job.p->Kernel(job.kernel, 300 + i, 301 + i));
   std::this_thread::sleep_for(std::chrono::milliseconds(400));
-  (*m)->Stop();
-  const BehindMarkers v = ReadBehindMarkers(dir);
+  job.m->Stop();
+  const BehindMarkers v = ReadBehindMarkers(job.dir);
   ASSERT_EQ(v.markers.size(), 2u);
   EXPECT_NE(v.markers[0].note().find("5 records without timestamps"), std::string::npos)
       << v.markers[0].note();
   EXPECT_NE(v.markers[1].note().find("caught up"), std::string::npos) << v.markers[1].note();
-  EXPECT_EQ((*m)->GetStats().cupti_behind, 1u);
+  EXPECT_EQ(job.behind(), 1u);
 }
 
 TEST(MonitorTest, AFlushStillRunningAtStopIsMarkedBehindUpToTheStop) {
   // CUPTI's worker so far behind that a periodic flush has not returned when the job stops: the
   // control thread cannot stop in time, and the stop marks the interval from that flush's start.
-  FakeCupti fake;
-  const std::string dir = TempDir("behind-stuck");
-  const uint32_t name = fake.AddKernelName("k");
-  MonitorOptions o = FakeOptions(&fake, dir);
-  o.config.flush_ms = 50;
-  auto m = Monitor::Start(o);
-  ASSERT_TRUE(m) << m.error().message;
-  FakeCupti::Producer* p = fake.NewProducer();
-  for (int i = 0; i < 10; ++i) ASSERT_TRUE(p->Kernel(name, 100 + i, 101 + i));
-  fake.SetFlushDelay(std::chrono::milliseconds(4000));
+  BehindJob job("behind-stuck", 10);
+  ASSERT_TRUE(job.m);
+  job.fake.SetFlushDelay(std::chrono::milliseconds(4000));
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
-  EXPECT_FALSE((*m)->Stop(std::chrono::milliseconds(1000)));  // the control thread is in CUPTI
+  EXPECT_FALSE(job.m->Stop(std::chrono::milliseconds(1000)));  // the control thread is in CUPTI
   // The stop's time went to the control thread: the writer closes the files after it returned.
-  ASSERT_TRUE(testing::WaitFor([&] { return ReadBehindMarkers(dir).markers.size() == 2; }));
-  EXPECT_EQ((*m)->GetStats().cupti_behind, 1u);
-  const BehindMarkers v = ReadBehindMarkers(dir);
+  ASSERT_TRUE(testing::WaitFor([&] { return ReadBehindMarkers(job.dir).markers.size() == 2; }));
+  const BehindMarkers v = ReadBehindMarkers(job.dir);
   ASSERT_EQ(v.markers.size(), 2u);
   EXPECT_EQ(v.markers[0].edge(), pb::WindowMarker::BEHIND_BEGIN);
   EXPECT_EQ(v.markers[1].edge(), pb::WindowMarker::BEHIND_END);
   EXPECT_LE(v.markers[0].cupti_ns(), v.markers[1].cupti_ns());
   EXPECT_NE(v.markers[0].note().find("had not returned"), std::string::npos)
       << v.markers[0].note();
-  EXPECT_EQ(ReadRecording(dir).records, 10u);
-  fake.SetFlushDelay(std::chrono::milliseconds(0));
+  EXPECT_EQ(ReadRecording(job.dir).records, 10u);
+  job.fake.SetFlushDelay(std::chrono::milliseconds(0));
   std::this_thread::sleep_for(std::chrono::milliseconds(3000));  // the flush returns; thread ends
+  EXPECT_EQ(job.behind(), 1u);  // the late flush is not counted again
 }
 
 TEST(MonitorTest, SecondStartIsRefused) {
