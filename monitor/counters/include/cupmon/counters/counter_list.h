@@ -106,7 +106,8 @@
   X(windows_refused, 51, PART, NO_C, 0, PROM, "cupmon_windows_refused_total",                      \
     "Trace window requests refused because a window was open (one window at a time).")            \
   X(trigger_signals, 52, PART, NO_C, 0, NO_PROM, "",                                               \
-    "Trigger signals received (each opened a window or was refused).")
+    "Trigger signals received (each opened a window or was refused).")                            \
+  /* A new counter goes above this line, with the next free Stats field number. */
 
 // Keeps its arguments in the rows of one kind and drops them in the others, for generating code
 // from a subset: CUPMON_COUNTER_IF_<kind>_##column(code...). Every value of a column must have a
