@@ -31,6 +31,7 @@ add_library(cupmon::monitor ALIAS cupmon_monitor)
 target_include_directories(cupmon_monitor PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/include
                            ${CUDAToolkit_INCLUDE_DIRS})
 target_link_libraries(cupmon_monitor PUBLIC cupmon::format cupmon::control cupmon::metrics
+                      cupmon::counters
                       Boost::headers Threads::Threads
                       ${CMAKE_DL_LIBS} PRIVATE cupmon_warnings)
 target_compile_definitions(cupmon_monitor PRIVATE CUPMON_VERSION_STRING="${PROJECT_VERSION}")
@@ -100,6 +101,7 @@ target_include_directories(cupmon_shared PRIVATE
   $<TARGET_PROPERTY:cupmon_proto,INTERFACE_INCLUDE_DIRECTORIES>
   $<TARGET_PROPERTY:cupmon_control,INTERFACE_INCLUDE_DIRECTORIES>
   $<TARGET_PROPERTY:cupmon_metrics,INTERFACE_INCLUDE_DIRECTORIES>
+  $<TARGET_PROPERTY:cupmon_counters,INTERFACE_INCLUDE_DIRECTORIES>
   ${Protobuf_INCLUDE_DIRS}
   ${CUDAToolkit_INCLUDE_DIRS})
 target_compile_definitions(cupmon_shared PRIVATE CUPMON_VERSION_STRING="${PROJECT_VERSION}")

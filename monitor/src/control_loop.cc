@@ -663,7 +663,7 @@ Expected<void> ControlLoop::Flush() {
   const int64_t now = clock_.SteadyNs();
   if (last_flush_ns_ &&
       now - *last_flush_ns_ < std::chrono::nanoseconds(kMinFlushInterval).count()) {
-    parts_.counters.requests_limited.fetch_add(1, std::memory_order_relaxed);
+    parts_.counters.control_requests_limited.fetch_add(1, std::memory_order_relaxed);
     return MakeError("a flush ran less than 100 ms ago; at most one flush per 100 ms");
   }
   last_flush_ns_ = now;
@@ -683,7 +683,7 @@ Expected<void> ControlLoop::Rotate() {
   const int64_t now = clock_.SteadyNs();
   if (last_rotate_ns_ &&
       now - *last_rotate_ns_ < std::chrono::nanoseconds(kMinRotateInterval).count()) {
-    parts_.counters.requests_limited.fetch_add(1, std::memory_order_relaxed);
+    parts_.counters.control_requests_limited.fetch_add(1, std::memory_order_relaxed);
     return MakeError("a rotation ran less than 1 s ago; at most one rotation per second");
   }
   WriterItem item;
@@ -699,29 +699,17 @@ metrics::MetricsSnapshot ControlLoop::Snapshot() {
   metrics::MetricsSnapshot m;
   m.version = CUPMON_VERSION_STRING;
   m.output_dir = parts_.facts.config.output_dir;
-  const pb::Stats& s = snap.stats;
-  m.kernel_records = s.kernel_records();
-  m.memcpy_records = s.memcpy_records();
-  m.memset_records = s.memset_records();
-  m.raw_bytes = s.raw_bytes();
-  m.compressed_bytes = s.compressed_bytes();
-  m.write_errors = s.write_errors();
+  // The counters as the status reply and the stats chunks have them: the writer's, plus every
+  // part's (the pool, the windows, the atomics).
+  pb::Stats s = snap.stats;
+  parts_.fill_stats(&s);
+  metrics::CopyCounters(s, &m);
   m.last_write_failed = !snap.last_write_error.empty();
   m.device_busy = snap.device_busy;
   m.stream_busy = snap.stream_busy;
-  m.dropped_records = parts_.counters.dropped_records.load(std::memory_order_relaxed);
-  m.pool_exhausted = parts_.pool.exhausted();
-  m.windows_opened = windows_opened();
-  m.windows_refused = windows_refused();
   m.files = snap.files;
   m.disk_bytes = snap.disk_bytes;
   m.gpu_uuids = snap.gpu_uuids;  // dcgm-exporter's UUID label, once the devices are known
-  m.cupti_gaps = parts_.counters.cupti_gaps.load(std::memory_order_relaxed);
-  m.stranded_buffers = parts_.counters.stranded_buffers.load(std::memory_order_relaxed);
-  m.lost_buffers = parts_.counters.lost_buffers.load(std::memory_order_relaxed);
-  m.lost_records = s.lost_records();
-  m.zero_timestamp_records = s.zero_timestamp_records();
-  m.truncated_buffers = s.truncated_buffers();
   return m;
 }
 

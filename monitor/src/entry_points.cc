@@ -7,12 +7,14 @@
 #include <atomic>
 #include <cctype>
 #include <chrono>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "cupmon/cupmon.h"
@@ -259,18 +261,44 @@ CUPMON_API int cupmon_flush(void) {
 
 namespace cupmon {
 namespace {
+
+// The C structs as the counter list places its counters (the size-versioned ABI): each BASE or
+// SIZED row is a uint64_t at its c_offset, and the counters together with the fields that are not
+// counters (strings, running, reserved; filled, window_open, stop_timed_out) fill each struct, so
+// a field that cupmon.h has and the list lacks fails here too (python/tests/test_counter_list.py
+// names it).
+#define CUPMON_C_PLACE(name, field, source, c_struct, c_offset, prom, prom_name, help)      \
+  CUPMON_COUNTER_IF_BASE_##c_struct(                                                            \
+      static_assert(std::is_same_v<decltype(cupmon_stats::name), uint64_t> &&                   \
+                        offsetof(cupmon_stats, name) == (c_offset),                             \
+                    "cupmon_stats." #name " is not a uint64_t at the counter list's c_offset");) \
+  CUPMON_COUNTER_IF_SIZED_##c_struct(                                                           \
+      static_assert(std::is_same_v<decltype(cupmon_stats_sized::name), uint64_t> &&             \
+                        offsetof(cupmon_stats_sized, name) == (c_offset),                       \
+                    "cupmon_stats_sized." #name                                                 \
+                    " is not a uint64_t at the counter list's c_offset");)
+CUPMON_COUNTERS(CUPMON_C_PLACE)
+#undef CUPMON_C_PLACE
+#define CUPMON_C_BASE_BYTES(name, field, source, c_struct, c_offset, prom, prom_name, help) \
+  CUPMON_COUNTER_IF_BASE_##c_struct(+sizeof(uint64_t))
+#define CUPMON_C_SIZED_BYTES(name, field, source, c_struct, c_offset, prom, prom_name, help) \
+  CUPMON_COUNTER_IF_SIZED_##c_struct(+sizeof(uint64_t))
+static_assert(sizeof(cupmon_stats) == 0 CUPMON_COUNTERS(CUPMON_C_BASE_BYTES) +
+                                          sizeof(uint64_t) + 2 * sizeof(uint32_t),
+              "cupmon_stats has a field the counter list does not place as BASE, or lacks one");
+static_assert(sizeof(cupmon_stats_sized) == sizeof(uint64_t) + sizeof(cupmon_stats) +
+                                                0 CUPMON_COUNTERS(CUPMON_C_SIZED_BYTES) +
+                                                2 * sizeof(uint32_t),
+              "cupmon_stats_sized has a field the counter list does not place as SIZED, or lacks "
+              "one");
+#undef CUPMON_C_BASE_BYTES
+#undef CUPMON_C_SIZED_BYTES
+
 void FillBase(const MonitorStats& s, const Monitor& m, cupmon_stats* out) {
-  out->buffers_completed = s.buffers_completed;
-  out->records = s.records;
-  out->raw_bytes = s.raw_bytes;
-  out->compressed_bytes = s.compressed_bytes;
-  out->dropped_records = s.dropped_records;
-  out->pool_exhausted = s.pool_exhausted;
-  out->zero_timestamp_records = s.zero_timestamp_records;
-  out->write_errors = s.write_errors;
-  out->chunks_lost = s.chunks_lost;
-  out->buffers_free = s.buffers_free;
-  out->buffers_in_flight = s.buffers_in_flight;
+#define CUPMON_FILL_BASE(name, field, source, c_struct, c_offset, prom, prom_name, help) \
+  CUPMON_COUNTER_IF_BASE_##c_struct(out->name = s.name;)
+  CUPMON_COUNTERS(CUPMON_FILL_BASE)
+#undef CUPMON_FILL_BASE
   out->strings = s.strings;
   out->running = m.stopped() || Monitor::InForkedChild() ? 0 : 1;
 }
@@ -303,22 +331,12 @@ CUPMON_API int cupmon_get_stats_sized(cupmon_stats_sized* out, size_t size) {
     const cupmon::MonitorStats s = m->GetStats();
     cupmon_stats_sized full{};
     cupmon::FillBase(s, *m, &full.base);
-    full.lost_buffers = s.lost_buffers;
-    full.lost_records = s.lost_records;
-    full.lost_kernel_records = s.lost_kernel_records;
-    full.windows_opened = s.windows_opened;
-    full.cupti_gaps = s.cupti_gaps;
-    full.writer_faults = s.writer_faults;
-    full.control_faults = s.control_faults;
-    full.intake_faults = s.intake_faults;
-    full.strings_refused = s.strings_refused;
-    full.labels_refused = s.labels_refused;
-    full.tasks_dropped = s.tasks_dropped;
+#define CUPMON_FILL_SIZED(name, field, source, c_struct, c_offset, prom, prom_name, help) \
+  CUPMON_COUNTER_IF_SIZED_##c_struct(full.name = s.name;)
+    CUPMON_COUNTERS(CUPMON_FILL_SIZED)
+#undef CUPMON_FILL_SIZED
     full.window_open = s.window_open ? 1 : 0;
     full.stop_timed_out = s.stop_timed_out ? 1 : 0;
-    full.stranded_buffers = s.stranded_buffers;
-    full.truncated_buffers = s.truncated_buffers;
-    full.imports_rebound = s.imports_rebound;
     // An older caller gets the fields it knows; a newer one learns from `filled` where ours end.
     full.filled = std::min(size, sizeof(full));
     std::memcpy(out, &full, full.filled);
