@@ -13,6 +13,7 @@
 
 #include "cupmon/decoder/reports.h"
 #include "cupmon/format/check.h"
+#include "text/json.h"
 
 namespace cupmon::decoder {
 

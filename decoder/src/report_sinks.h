@@ -20,8 +20,8 @@
 #include "cupmon/decoder/reports.h"
 #include "cupmon/decoder/trace_builder.h"
 #include "duration_stat.h"
-#include "export/out_buf.h"
-#include "export/row_text.h"
+#include "text/out_buf.h"
+#include "text/row_text.h"
 
 namespace cupmon::decoder {
 

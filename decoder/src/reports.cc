@@ -25,8 +25,8 @@
 #include "cupmon/decoder/progress_line.h"
 #include "cupmon/decoder/rank_listing.h"
 #include "export/export_adapters.h"
-#include "export/out_buf.h"
-#include "export/row_text.h"
+#include "text/out_buf.h"
+#include "text/row_text.h"
 #include "diff_report.h"
 #include "duration_stat.h"
 #include "html_report.h"
@@ -307,24 +307,6 @@ bool ParseTimeArg(const std::string& text, std::optional<int64_t>* rel, std::opt
   else return false;
   *rel = static_cast<int64_t>(v * scale);
   return true;
-}
-
-std::string JsonEscape(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
-      default:
-        if (c < 0x20) out += Printf("\\u%04x", c);
-        else out += static_cast<char>(c);
-    }
-  }
-  return out;
 }
 
 namespace {

@@ -5,8 +5,8 @@
 #include <set>
 #include <string>
 
-#include "cupmon/decoder/reports.h"
-#include "export/row_text.h"
+#include "text/json.h"
+#include "text/row_text.h"
 
 namespace cupmon::decoder {
 

@@ -12,7 +12,7 @@
 #include "cupmon/decoder/memory_usage.h"
 #include "cupmon/decoder/rank_listing.h"
 #include "cupmon/decoder/trace_builder.h"
-#include "export/out_buf.h"
+#include "text/out_buf.h"
 #include "export/trace_event_json.h"
 
 namespace cupmon::decoder {

@@ -46,8 +46,8 @@ uint8_t JsonlSink::Plain(uint32_t id, std::string_view name, const Row* kernel) 
   if (id >= plain_.size()) plain_.resize(id + 1, kUnknown);
   uint8_t& known = plain_[id];
   if (known == kUnknown) {
-    known = OutBuf::IsPlainJson(name) ? kNamePlain : 0;
-    if (kernel && OutBuf::IsPlainJson(short_names_.Of(*kernel))) known |= kShortPlain;
+    known = IsPlainJson(name) ? kNamePlain : 0;
+    if (kernel && IsPlainJson(short_names_.Of(*kernel))) known |= kShortPlain;
   }
   return known;
 }

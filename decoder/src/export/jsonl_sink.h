@@ -10,8 +10,8 @@
 
 #include "cupmon/decoder/rank_listing.h"
 #include "cupmon/decoder/trace_builder.h"
-#include "export/out_buf.h"
-#include "export/row_text.h"
+#include "text/out_buf.h"
+#include "text/row_text.h"
 
 namespace cupmon::decoder {
 

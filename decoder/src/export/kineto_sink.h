@@ -19,7 +19,7 @@
 #include "cupmon/decoder/steps.h"
 #include "cupmon/decoder/trace_builder.h"
 #include "cupmon/format/error.h"
-#include "export/out_buf.h"
+#include "text/out_buf.h"
 #include "export/trace_event_json.h"
 
 namespace cupmon::decoder {

@@ -22,7 +22,7 @@
 #include "export/nsys_schema.h"
 #include "export/sqlite_tables.h"
 #include "hex_text.h"
-#include "report_text.h"
+#include "text/utc_time.h"
 
 #ifndef CUPMON_VERSION_STRING
 #define CUPMON_VERSION_STRING "unknown"

@@ -11,7 +11,7 @@
 #include <utility>
 
 #include "cupmon/decoder/trace_builder.h"
-#include "export/out_buf.h"
+#include "text/out_buf.h"
 
 namespace cupmon::decoder {
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cupmon/decoder/diff.h"
+#include "cupmon/decoder/export_format.h"
 #include "cupmon/decoder/steps.h"
 #include "cupmon/decoder/timeline.h"
 #include "cupmon/decoder/trace_builder.h"
@@ -20,15 +21,6 @@ namespace cupmon::decoder {
 // (decoder/src/html_report.cc).
 enum class ReportKind { kSummary, kGpuTrace, kApiTrace, kKernExec, kExport, kInfo, kSteps,
                         kTimeline, kDiff, kReport };
-// kPerfetto: Perfetto's protobuf trace format (.pftrace), binary. kKineto: one Kineto-shaped
-// JSON trace per rank in ReportOptions::output_dir, for Holistic Trace Analysis. kSqlite: an
-// SQLite database in the Nsight Systems export schema, written to ReportOptions::output_path
-// (never to a stream).
-enum class ExportFormat { kChromeJson, kCsv, kJsonl, kPerfetto, kKineto, kSqlite };
-// export --format kineto: where its ProfilerStep#N (HTA's iterations) come from. kAuto: step
-// annotations when the recording has any ("step 12"), else the steps `cupmon-decode steps`
-// detects in the kernel stream; kDetected, kAnnotation: only that source; kNone: no steps.
-enum class KinetoSteps { kAuto, kDetected, kAnnotation, kNone };
 // summary and info: the text report, one JSON document (schemas cupmon.summary/1 and
 // cupmon.info/1, docs/DECODER.md), or CSV (summary's tables only; info has none).
 enum class ReportFormat { kText, kJson, kCsv };
@@ -107,7 +99,5 @@ std::string FormatDuration(double ns);
 // Sets exactly one of *rel / *wall.
 bool ParseTimeArg(const std::string& text, std::optional<int64_t>* rel,
                   std::optional<int64_t>* wall);
-// Escapes `s` for a JSON string body.
-std::string JsonEscape(std::string_view s);
 
 }  // namespace cupmon::decoder
