@@ -1,6 +1,11 @@
-// The formats of `cupmon-decode export` and the choices they take (ReportOptions in reports.h
-// carries them; decoder/src/export/registry.h names and builds each format).
+// The formats of `cupmon-decode export`, their names, and the choices they take (ReportOptions in
+// reports.h carries them; decoder/src/export/registry.cc lists and builds each format).
 #pragma once
+
+#include <string_view>
+#include <vector>
+
+#include "cupmon/format/error.h"
 
 namespace cupmon::decoder {
 
@@ -13,5 +18,16 @@ enum class ExportFormat { kChromeJson, kCsv, kJsonl, kPerfetto, kKineto, kSqlite
 // annotations when the recording has any ("step 12"), else the steps `cupmon-decode steps`
 // detects in the kernel stream; kDetected, kAnnotation: only that source; kNone: no steps.
 enum class KinetoSteps { kAuto, kDetected, kAnnotation, kNone };
+
+// The names `export --format` takes ("chrome-json", "perfetto", ...), in the order its help lists
+// them.
+std::vector<std::string_view> ExportFormatNames();
+// The format called `name`; an unknown name gives the message the command line prints for it.
+Expected<ExportFormat> ExportFormatNamed(std::string_view name);
+// --format's value for `format`.
+std::string_view ExportFormatName(ExportFormat format);
+
+// Whether this build has the SQLite export (SQLite was found when it was built).
+bool SqliteExportBuilt();
 
 }  // namespace cupmon::decoder

@@ -49,7 +49,7 @@ struct ReportOptions {
   size_t jobs = 0;
   // Exports that write a directory (kKineto: DIR/rank0.json, ...); created when missing.
   std::string output_dir;
-  // export --format kineto (decoder/src/export/kineto_sink.h): the steps written, and whether
+  // export --format kineto (decoder/src/export/kineto/): the steps written, and whether
   // GPU activities without a launch record get a marked zero-length CPU event that HTA
   // correlates with them (so that they take the iteration of the step they start in).
   KinetoSteps kineto_steps = KinetoSteps::kAuto;
@@ -67,9 +67,6 @@ struct ReportOptions {
   // filter.mangled is. Exports always carry the full names.
   bool full_names = false;
 };
-
-// Whether this build has the SQLite export (SQLite was found when it was built).
-bool SqliteExportBuilt();
 
 // Exit codes of cupmon-decode.
 inline constexpr int kExitClean = 0;
