@@ -12,7 +12,9 @@
 #include <vector>
 
 #include "cupmon/base/check.h"
+#include "cupmon/base/check.h"
 #include "cupmon/decoder/reports.h"
+#include "text/json.h"
 
 namespace cupmon::decoder {
 

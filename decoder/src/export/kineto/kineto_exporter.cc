@@ -1,10 +1,10 @@
-// The Kineto JSON export (see kineto_sink.h). The trace shape follows what Kineto's
+// The Kineto JSON export (see kineto_exporter.h). The trace shape follows what Kineto's
 // ChromeTraceLogger writes (pytorch/kineto libkineto/src/output_json.cpp) and what HTA reads
 // (facebookresearch/HolisticTraceAnalysis: hta/common/trace_file.py finds the rank with
 // `"rank":\s+(\d+)`, trace_parser.py and trace_filter.py take events with a stream >= 0 as GPU
 // work and `cat` kernel/gpu_mem* as kernels, types.py matches "nccl*" kernels as communication
 // and "ProfilerStep#N" as iterations).
-#include "export/kineto_sink.h"
+#include "export/kineto/kineto_exporter.h"
 
 #include <unistd.h>
 
@@ -358,9 +358,18 @@ void KinetoTraceWriter::End(const TraceBuilder& builder, const Recording& record
   out_.Flush();
 }
 
-// ---- KinetoSink ----
+// ---- KinetoExporter ----
 
-Expected<void> KinetoSink::PrepareDirectory(const std::string& dir) {
+Expected<std::unique_ptr<Exporter>> KinetoExporter::Make(std::ostream&,
+                                                         const std::vector<const Rank*>& ranks,
+                                                         const ExportSettings& settings) {
+  if (auto dir = PrepareDirectory(settings.output_dir); !dir) return unexpected(dir.error());
+  return std::make_unique<KinetoExporter>(
+      settings.output_dir, ranks, std::vector<KinetoStepSource*>{},
+      KinetoOptions{settings.kineto_steps, settings.kineto_synthetic_launches});
+}
+
+Expected<void> KinetoExporter::PrepareDirectory(const std::string& dir) {
   namespace fs = std::filesystem;
   if (dir.empty())
     return unexpected(Error{"--format kineto writes one file per rank: give -o DIR", 0});
@@ -379,8 +388,8 @@ Expected<void> KinetoSink::PrepareDirectory(const std::string& dir) {
   return {};
 }
 
-KinetoSink::KinetoSink(std::string dir, const std::vector<const Rank*>& ranks,
-                       std::vector<KinetoStepSource*> steps, KinetoOptions options)
+KinetoExporter::KinetoExporter(std::string dir, const std::vector<const Rank*>& ranks,
+                               std::vector<KinetoStepSource*> steps, KinetoOptions options)
     : dir_(std::move(dir)), ranks_(ranks), step_sources_(std::move(steps)), options_(options) {
   // One time axis for all ranks: from the earliest process start, as the merged chrome-json
   // export (each rank's times are mapped to wall clock through its own calibration).
@@ -397,9 +406,10 @@ KinetoSink::KinetoSink(std::string dir, const std::vector<const Rank*>& ranks,
 }
 
 // An export cut short leaves no partial file behind: file_'s temporary goes with it.
-KinetoSink::~KinetoSink() = default;
+KinetoExporter::~KinetoExporter() = default;
 
-void KinetoSink::Begin(const TraceBuilder& builder, const Recording& recording, size_t index) {
+void KinetoExporter::Begin(const TraceBuilder& builder, const Recording& recording, size_t index,
+                           const Rank*) {
   index_ = index;
   const Rank* rank = index < ranks_.size() ? ranks_[index] : nullptr;
   KinetoRank info;
@@ -439,15 +449,16 @@ void KinetoSink::Begin(const TraceBuilder& builder, const Recording& recording, 
   writer_->Begin(builder, recording, info, source);
 }
 
-ChunkVisitor* KinetoSink::ChunksWanted() {
+ChunkVisitor* KinetoExporter::ChunksWanted() {
   return writer_ && source_ ? source_->ChunksWanted() : nullptr;
 }
 
-void KinetoSink::Write(const Row& row) {
+void KinetoExporter::Write(const Row& row) {
   if (writer_) writer_->Write(row);
 }
 
-void KinetoSink::End(const TraceBuilder& builder, const Recording& recording) {
+void KinetoExporter::End(const TraceBuilder& builder, const Recording& recording,
+                         const ReadIntegrity&) {
   if (!writer_) return;
   writer_->End(builder, recording);
   events_ += writer_->events();
@@ -473,7 +484,7 @@ void KinetoSink::End(const TraceBuilder& builder, const Recording& recording) {
   files_.push_back(path_);
 }
 
-void KinetoSink::Close() {
+void KinetoExporter::Close() {
   // Other traces in DIR: HTA reads every .json and .gz file there as one rank's trace.
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(dir_, ec)) {
@@ -485,12 +496,14 @@ void KinetoSink::Close() {
   }
 }
 
-int KinetoSink::Report(std::ostream& err) const {
+ExportOutcome KinetoExporter::Conclude(std::ostream& err) {
   for (const auto& f : files_) err << "cupmon-decode: wrote " << f << "\n";
   for (const auto& n : notes_) err << "cupmon-decode: note: " << n << "\n";
   for (const auto& w : warnings_) err << "cupmon-decode: warning: " << w << "\n";
   for (const auto& e : errors_) err << "cupmon-decode: " << e << "\n";
-  return !errors_.empty() ? kExitUnusable : !warnings_.empty() ? kExitWarnings : kExitClean;
+  return !errors_.empty()     ? ExportOutcome::kIncomplete
+         : !warnings_.empty() ? ExportOutcome::kWarnings
+                              : ExportOutcome::kWritten;
 }
 
 }  // namespace cupmon::decoder

@@ -1,7 +1,7 @@
 // `cupmon-decode export --format kineto -o DIR`: one JSON trace per rank (DIR/rank0.json, ...) in
 // the shape PyTorch's profiler (Kineto) writes, so that Holistic Trace Analysis (HTA) and other
-// Kineto readers take cupmon's history. Private to the decoder; the report driver (reports.cc)
-// feeds it.
+// Kineto readers take cupmon's history. Private to the decoder; built by the export registry
+// (export/registry.cc).
 #pragma once
 
 #include <cstdint>
@@ -14,13 +14,14 @@
 #include <vector>
 
 #include "cupmon/base/error.h"
+#include "cupmon/decoder/export_format.h"
 #include "cupmon/decoder/output_file.h"
 #include "cupmon/decoder/rank_listing.h"
-#include "cupmon/decoder/reports.h"
 #include "cupmon/decoder/steps.h"
 #include "cupmon/decoder/trace_builder.h"
-#include "export/out_buf.h"
+#include "export/exporter.h"
 #include "export/trace_event_json.h"
+#include "text/out_buf.h"
 
 namespace cupmon::decoder {
 
@@ -79,7 +80,8 @@ class DetectedKinetoSteps : public KinetoStepSource {
 // (pid_max is at most 2^22), so that it is never a real thread's.
 inline constexpr uint32_t kDetectedStepsTid = 0x7ffffffe;
 
-// What KinetoTraceWriter writes besides the rows (see ReportOptions).
+// What KinetoTraceWriter writes besides the rows (ExportSettings: --kineto-steps and
+// --kineto-synthetic-launches).
 struct KinetoOptions {
   KinetoSteps steps = KinetoSteps::kAuto;
   // GPU activities without a launch record get a zero-duration CPU event at their start, on the
@@ -174,10 +176,15 @@ class KinetoTraceWriter {
 
 // The whole export: one KinetoTraceWriter per rank, each into DIR/rank<N>.json, written as
 // rank<N>.json.tmp and renamed when complete (a reader never sees half a trace; an export that
-// fails leaves the previous file). Use: PrepareDirectory before reading anything, then Begin,
-// Write..., End per recording, Close once, then Report.
-class KinetoSink {
+// fails leaves the previous file). The decode pass's `out` is not used. Steps come from
+// annotations or, per KinetoOptions::steps, from the step detector (`cupmon-decode steps`), run
+// per rank in the export's own pass (ChunksWanted).
+class KinetoExporter final : public Exporter {
  public:
+  // PrepareDirectory(settings.output_dir), then the exporter over `ranks`.
+  static Expected<std::unique_ptr<Exporter>> Make(std::ostream& out,
+                                                  const std::vector<const Rank*>& ranks,
+                                                  const ExportSettings& settings);
   // Creates `dir` (and missing parents); an error when it is not a directory or cannot be
   // written. Call before reading: an unwritable DIR fails at once.
   static Expected<void> PrepareDirectory(const std::string& dir);
@@ -185,25 +192,29 @@ class KinetoSink {
   // `ranks`: the recordings in output order (their rank numbers and labels). `steps`: one per
   // rank, or empty: then, unless options.steps is kAnnotation or kNone, each recording gets a
   // DetectedKinetoSteps. Not owned.
-  KinetoSink(std::string dir, const std::vector<const Rank*>& ranks,
-             std::vector<KinetoStepSource*> steps = {}, KinetoOptions options = {});
-  ~KinetoSink();
+  KinetoExporter(std::string dir, const std::vector<const Rank*>& ranks,
+                 std::vector<KinetoStepSource*> steps = {}, KinetoOptions options = {});
+  ~KinetoExporter() override;
 
-  void Begin(const TraceBuilder& builder, const Recording& recording, size_t index);
+  bool WantsRanges() const override { return true; }
+  // `rank` is not used: the ranks given at construction, by `index`, name the files.
+  void Begin(const TraceBuilder& builder, const Recording& recording, size_t index,
+             const Rank* rank) override;
   // After Begin: the visitor of this recording's step source that the caller's read of the
   // recording should feed too (KinetoStepSource::ChunksWanted), or nullptr.
-  ChunkVisitor* ChunksWanted();
-  void Write(const Row& row);
-  void End(const TraceBuilder& builder, const Recording& recording);
-  void Close();
-  // Prints the files written and problems to `err`; returns the exit code they make (0, 1:
-  // warnings such as other traces in DIR, 2: a file could not be written).
-  int Report(std::ostream& err) const;
+  ChunkVisitor* ChunksWanted() override;
+  void Write(const Row& row) override;
+  void End(const TraceBuilder& builder, const Recording& recording,
+           const ReadIntegrity& integrity) override;
+  void Close() override;
+  // Prints the files written, notes and problems: kWarnings for other traces in DIR, kIncomplete
+  // when a file could not be written.
+  ExportOutcome Conclude(std::ostream& err) override;
 
-  // True once a write to the rank's file has failed (a full disk, a size limit: Report says why
+  // True once a write to the rank's file has failed (a full disk, a size limit: Conclude says why
   // once the file is closed); the read can stop. A rank whose file could not be created is not a
   // failure here: its rows are dropped and the other ranks are still written.
-  bool Failed() const { return file_ && file_->stream().fail(); }
+  bool Failed() const override { return file_ && file_->stream().fail(); }
   const std::vector<std::string>& files() const { return files_; }
   uint64_t events() const { return events_; }
 

@@ -1,12 +1,13 @@
 // `cupmon-decode export --format perfetto`: rows written as a Perfetto protobuf trace (.pftrace),
-// the format ui.perfetto.dev and trace_processor read natively. Private to the decoder; the
-// report driver (reports.cc) feeds it.
+// the format ui.perfetto.dev and trace_processor read natively. Private to the decoder; built by
+// the export registry (export/registry.cc).
 #pragma once
 
 #include <algorithm>
 #include <array>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <ostream>
 #include <queue>
 #include <string>
@@ -14,10 +15,12 @@
 #include <unordered_map>
 #include <vector>
 
+#include "cupmon/base/error.h"
 #include "cupmon/decoder/memory_usage.h"
 #include "cupmon/decoder/rank_listing.h"
 #include "cupmon/decoder/trace_builder.h"
-#include "export/proto_wire.h"
+#include "export/exporter.h"
+#include "export/perfetto/proto_wire.h"
 
 namespace cupmon::decoder {
 
@@ -48,21 +51,27 @@ namespace cupmon::decoder {
 // a ClockSnapshot ties to CLOCK_REALTIME; a row that arrives later than the builder's reorder
 // bound is stamped absolutely in CLOCK_REALTIME instead.
 //
-// Use: Begin (per recording, before its rows), Write (per row), End (after the recording's rows),
-// Close once. Single-threaded.
-class PerfettoSink {
+// Single-threaded.
+class PerfettoExporter final : public Exporter {
  public:
-  explicit PerfettoSink(std::ostream& out);
-  ~PerfettoSink();
-  PerfettoSink(const PerfettoSink&) = delete;
-  PerfettoSink& operator=(const PerfettoSink&) = delete;
+  static Expected<std::unique_ptr<Exporter>> Make(std::ostream& out,
+                                                  const std::vector<const Rank*>& ranks,
+                                                  const ExportSettings& settings);
+  explicit PerfettoExporter(std::ostream& out);
+  ~PerfettoExporter() override;
+  PerfettoExporter(const PerfettoExporter&) = delete;
+  PerfettoExporter& operator=(const PerfettoExporter&) = delete;
 
+  bool WantsRanges() const override { return true; }
+  bool WantsMemory() const override { return true; }
   // `rank` is null for a single recording; `index` is the recording's position in the output.
   void Begin(const TraceBuilder& builder, const Recording& recording, size_t index,
-             const Rank* rank);
-  void Write(const Row& row);
-  void End(const TraceBuilder& builder, const Recording& recording);
-  void Close();
+             const Rank* rank) override;
+  void Write(const Row& row) override;
+  void End(const TraceBuilder& builder, const Recording& recording,
+           const ReadIntegrity& integrity) override;
+  void Close() override;
+  bool Failed() const override { return out_.fail(); }
 
   // What was written (for the benchmark): slices and packets so far.
   uint64_t slices() const { return slices_; }

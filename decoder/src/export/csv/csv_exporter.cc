@@ -1,5 +1,5 @@
-// The CSV export (see csv_sink.h).
-#include "export/csv_sink.h"
+// The CSV export (see csv_exporter.h).
+#include "export/csv/csv_exporter.h"
 
 namespace cupmon::decoder {
 namespace {
@@ -11,7 +11,14 @@ constexpr size_t kFixedRoom = 512;
 
 }  // namespace
 
-void CsvSink::Begin(const Recording& recording, const Rank* rank) {
+Expected<std::unique_ptr<Exporter>> CsvExporter::Make(std::ostream& out,
+                                                      const std::vector<const Rank*>&,
+                                                      const ExportSettings&) {
+  return std::make_unique<CsvExporter>(out);
+}
+
+void CsvExporter::Begin(const TraceBuilder&, const Recording& recording, size_t,
+                        const Rank* rank) {
   rank_ = rank;
   short_names_.Clear();
   quote_free_.clear();
@@ -26,7 +33,7 @@ void CsvSink::Begin(const Recording& recording, const Rank* rank) {
   }
 }
 
-uint8_t CsvSink::QuoteFree(uint32_t id, std::string_view name, const Row* kernel) {
+uint8_t CsvExporter::QuoteFree(uint32_t id, std::string_view name, const Row* kernel) {
   if (id >= quote_free_.size()) quote_free_.resize(id + 1, kUnknown);
   uint8_t& known = quote_free_[id];
   if (known == kUnknown) {
@@ -36,7 +43,7 @@ uint8_t CsvSink::QuoteFree(uint32_t id, std::string_view name, const Row* kernel
   return known;
 }
 
-void CsvSink::Write(const Row& r) {
+void CsvExporter::Write(const Row& r) {
   const bool api = r.type == RowType::kApi;
   const bool kernel = r.type == RowType::kKernel;
   const bool api_time = r.has_api && r.api_valid_time;

@@ -1,7 +1,7 @@
 // SQLite table B-trees without SQLite (see sqlite_pages.h). The layout follows "Database File
 // Format" (https://www.sqlite.org/fileformat2.html): sections 1.3 (the header), 1.6 (B-tree
 // pages), 2.1 (records) and the varint of 1.6.
-#include "export/sqlite_pages.h"
+#include "export/sqlite/sqlite_pages.h"
 
 #include <fcntl.h>
 #include <unistd.h>

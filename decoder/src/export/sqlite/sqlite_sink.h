@@ -1,7 +1,7 @@
-// `cupmon-decode export --format sqlite`: rows written as an SQLite database in the Nsight Systems
-// export schema (export/nsys_schema.h), so that SQL written for `nsys export --type sqlite` runs
-// on cupmon's history. Built only where SQLite is found (CUPMON_HAVE_SQLITE). Private to the
-// decoder; the report driver (reports.cc) feeds it.
+// The database writer of `cupmon-decode export --format sqlite` (sqlite_exporter.h): rows written
+// as an SQLite database in the Nsight Systems export schema (nsys_schema.h), through writer
+// threads of its own. Built only where SQLite is found (CUPMON_HAVE_SQLITE). Private to the
+// decoder.
 #pragma once
 
 #include <atomic>
@@ -20,10 +20,11 @@
 #include <vector>
 
 #include "cupmon/base/error.h"
+#include "cupmon/base/error.h"
 #include "cupmon/decoder/rank_listing.h"
 #include "cupmon/decoder/trace_builder.h"
-#include "export/nsys_schema.h"
-#include "export/sqlite_pages.h"
+#include "export/sqlite/nsys_schema.h"
+#include "export/sqlite/sqlite_pages.h"
 
 struct sqlite3;
 struct sqlite3_stmt;

@@ -1,6 +1,6 @@
-// The SQLite export (see sqlite_sink.h): the nsys tables and CUPMON_* tables of
-// export/nsys_schema.h, filled from the report driver's rows.
-#include "export/sqlite_sink.h"
+// The SQLite export's database writer (see sqlite_sink.h): the nsys tables and CUPMON_* tables of
+// nsys_schema.h, filled from the export's rows.
+#include "export/sqlite/sqlite_sink.h"
 
 #include <fcntl.h>
 #include <sqlite3.h>
@@ -19,10 +19,10 @@
 
 #include "cupmon/decoder/api_names.h"
 #include "cupmon/decoder/record_layout.h"
-#include "export/nsys_schema.h"
-#include "export/sqlite_tables.h"
+#include "export/sqlite/nsys_schema.h"
+#include "export/sqlite/sqlite_tables.h"
 #include "hex_text.h"
-#include "report_text.h"
+#include "text/utc_time.h"
 
 #ifndef CUPMON_VERSION_STRING
 #define CUPMON_VERSION_STRING "unknown"

@@ -1,5 +1,5 @@
-// The JSON Lines export (see jsonl_sink.h).
-#include "export/jsonl_sink.h"
+// The JSON Lines export (see jsonl_exporter.h).
+#include "export/jsonl/jsonl_exporter.h"
 
 #include <iterator>
 
@@ -7,7 +7,14 @@
 
 namespace cupmon::decoder {
 
-void JsonlSink::Begin(const Recording& recording, const Rank* rank) {
+Expected<std::unique_ptr<Exporter>> JsonlExporter::Make(std::ostream& out,
+                                                        const std::vector<const Rank*>&,
+                                                        const ExportSettings&) {
+  return std::make_unique<JsonlExporter>(out);
+}
+
+void JsonlExporter::Begin(const TraceBuilder&, const Recording& recording, size_t,
+                          const Rank* rank) {
   rank_ = rank;
   short_names_.Clear();
   plain_.clear();
@@ -23,7 +30,7 @@ constexpr size_t kFixedRoom = 1024;
 
 }  // namespace
 
-void JsonlSink::Write(const Row& r) {
+void JsonlExporter::Write(const Row& r) {
   out_.Reserve(kFixedRoom);
   char* p = out_.Cursor();
   p = PutAt(p, "{\"recording\":\"");
@@ -42,18 +49,18 @@ void JsonlSink::Write(const Row& r) {
   out_.EndRow();
 }
 
-uint8_t JsonlSink::Plain(uint32_t id, std::string_view name, const Row* kernel) {
+uint8_t JsonlExporter::Plain(uint32_t id, std::string_view name, const Row* kernel) {
   if (id >= plain_.size()) plain_.resize(id + 1, kUnknown);
   uint8_t& known = plain_[id];
   if (known == kUnknown) {
-    known = OutBuf::IsPlainJson(name) ? kNamePlain : 0;
-    if (kernel && OutBuf::IsPlainJson(short_names_.Of(*kernel))) known |= kShortPlain;
+    known = IsPlainJson(name) ? kNamePlain : 0;
+    if (kernel && IsPlainJson(short_names_.Of(*kernel))) known |= kShortPlain;
   }
   return known;
 }
 
 // Called from Write, in the room it reserved.
-void JsonlSink::WriteActivity(const Row& r) {
+void JsonlExporter::WriteActivity(const Row& r) {
   char* p = out_.Cursor();
   if (r.valid_time) {
     p = PutAt(p, ",\"start_ns\":");
@@ -132,7 +139,7 @@ void JsonlSink::WriteActivity(const Row& r) {
 }
 
 // An NVTX range or mark: end_ns and duration_ns are null for a range never ended.
-void JsonlSink::WriteRange(const Row& r) {
+void JsonlExporter::WriteRange(const Row& r) {
   out_ << ",\"nvtx\":\"" << RangeKindName(r.range_kind) << "\",\"name\":\"";
   out_.Json(r.name) << "\",\"domain\":\"";
   out_.Json(r.range_domain) << "\",\"pid\":" << r.pid << ",\"tid\":" << r.tid;
@@ -147,7 +154,7 @@ void JsonlSink::WriteRange(const Row& r) {
 
 // A MEMORY2 allocation or release, or a MEMORY_POOL event, as recorded (in delivery order: the
 // summary's sums replay them in time order; bytes in use are not in the row).
-void JsonlSink::WriteMemory(const Row& r) {
+void JsonlExporter::WriteMemory(const Row& r) {
   const bool pool = r.kind == kKindMemoryPool;
   static constexpr const char* kOps[] = {"invalid", "allocation", "release"};
   static constexpr const char* kPoolOps[] = {"invalid", "created", "destroyed", "trimmed"};

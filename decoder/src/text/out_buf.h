@@ -1,5 +1,6 @@
-// The exports' text output buffer: what the CSV, JSONL, Chrome-trace and Kineto writers format goes
-// through here to their stream. Private to the decoder (decoder/src).
+// The text output buffer and its number formatting: what the CSV, JSONL, Chrome-trace and Kineto
+// exports and the timeline format goes through here to their stream. Private to the decoder
+// (decoder/src).
 #pragma once
 
 #include <charconv>
@@ -12,7 +13,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "cupmon/decoder/reports.h"
+#include "text/csv.h"
+#include "text/json.h"
 
 namespace cupmon::decoder {
 
@@ -210,18 +212,9 @@ class OutBuf {
   [[gnu::always_inline]] void PutMicros(int64_t ns) { Commit(PutMicrosAt(Cursor(), ns)); }
   // "a,b,c": three counts (a grid or block size) at most 62 bytes.
   [[gnu::always_inline]] void PutUint3(const uint32_t v[3]) { Commit(PutUint3At(Cursor(), v)); }
-  // True when `s` is a JSON string body as it is (no quote, backslash or control character).
-  static bool IsPlainJson(std::string_view s) {
-    for (char c : s)
-      if (!NeedsNoEscape(static_cast<unsigned char>(c))) return false;
-    return true;
-  }
-  static bool NeedsNoEscape(unsigned char c) { return c >= 0x20 && c != '"' && c != '\\'; }
-  // Appends `s` escaped for a JSON string body.
+  // Appends `s` escaped for a JSON string body (JsonEscape, text/json.h).
   OutBuf& Json(std::string_view s) {
-    size_t plain = 0;
-    while (plain < s.size() && NeedsNoEscape(static_cast<unsigned char>(s[plain]))) ++plain;
-    if (plain == s.size()) return *this << s;
+    if (IsPlainJson(s)) return *this << s;
     return *this << JsonEscape(s);
   }
   // Csv(s) for an `s` known to hold no double quote (a name whose answer was kept), and `after`,
@@ -236,7 +229,7 @@ class OutBuf {
     Commit(p + 2);
   }
   static bool HasQuote(std::string_view s) { return s.find('"') != std::string_view::npos; }
-  // Appends `s` as a CSV field in double quotes (quotes doubled).
+  // Appends `s` as a CSV field (text/csv.h: in double quotes, quotes doubled).
   OutBuf& Csv(std::string_view s) {
     // find, not memchr: an empty view's data() may be null, which memchr must not be given.
     if (s.find('"') == std::string_view::npos) {  // most names: one copy
@@ -248,13 +241,7 @@ class OutBuf {
       Commit(p);
       return *this;
     }
-    *this << '"';
-    for (char c : s) {
-      if (c == '"') *this << '"';
-      *this << c;
-    }
-    *this << '"';
-    return *this;
+    return *this << CsvQuote(s);
   }
   // Call after each row: writes the buffer out once it is large.
   void EndRow() {
@@ -300,7 +287,7 @@ class PlainJsonNames {
   bool Plain(uint32_t name_id, std::string_view name) {
     if (name_id >= known_.size()) known_.resize(name_id + 1, -1);
     int8_t& known = known_[name_id];
-    if (known < 0) known = OutBuf::IsPlainJson(name) ? 1 : 0;
+    if (known < 0) known = IsPlainJson(name) ? 1 : 0;
     return known == 1;
   }
   void Clear() { known_.clear(); }

@@ -1,25 +1,33 @@
-// The Chrome Trace Event Format export (see chrome_json_sink.h).
-#include "export/chrome_json_sink.h"
+// The Chrome Trace Event Format export (see chrome_json_exporter.h).
+#include "export/chrome/chrome_json_exporter.h"
 
 #include <algorithm>
 #include <set>
 #include <string>
 
-#include "cupmon/decoder/reports.h"
-#include "export/row_text.h"
+#include "text/json.h"
+#include "text/row_text.h"
 
 namespace cupmon::decoder {
 
-ChromeJsonSink::ChromeJsonSink(std::ostream& out) : out_(out), ev_(out_) {
+Expected<std::unique_ptr<Exporter>> ChromeJsonExporter::Make(std::ostream& out,
+                                                             const std::vector<const Rank*>& ranks,
+                                                             const ExportSettings&) {
+  auto exporter = std::make_unique<ChromeJsonExporter>(out);
+  if (ranks.size() > 1) exporter->SetCommonBase(EarliestProcessStart(ranks));
+  return exporter;
+}
+
+ChromeJsonExporter::ChromeJsonExporter(std::ostream& out) : out_(out), ev_(out_) {
   out_ << "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n";
 }
 
-void ChromeJsonSink::SetCommonBase(int64_t base) {
+void ChromeJsonExporter::SetCommonBase(int64_t base) {
   common_base_ = true;
   ev_.set_base(base);
 }
 
-void ChromeJsonSink::Begin(const TraceBuilder& b, const Recording& r, size_t index,
+void ChromeJsonExporter::Begin(const TraceBuilder& b, const Recording& r, size_t index,
                            const Rank* rank) {
   rank_ = rank;
   builder_ = &b;
@@ -41,7 +49,7 @@ void ChromeJsonSink::Begin(const TraceBuilder& b, const Recording& r, size_t ind
   annotations_.Clear();
 }
 
-void ChromeJsonSink::End(const TraceBuilder& b, const Recording& r) {
+void ChromeJsonExporter::End(const TraceBuilder& b, const Recording& r, const ReadIntegrity&) {
   if (!ev_.base()) ev_.set_base(b.origin_wall());
   const uint32_t pid = rank_ ? rank_pid_ : r.header.pid();
   std::string cmd;
@@ -96,17 +104,17 @@ void ChromeJsonSink::End(const TraceBuilder& b, const Recording& r) {
     ev_.Slice(key.first, "annotation", pid, 1, span.start, span.end - span.start, "");
 }
 
-void ChromeJsonSink::Close() {
+void ChromeJsonExporter::Close() {
   out_ << "\n]}\n";
   out_.Flush();
 }
 
-void ChromeJsonSink::Write(const Row& r) {
+void ChromeJsonExporter::Write(const Row& r) {
   WriteEvents(r);
   out_.EndRow();
 }
 
-void ChromeJsonSink::WriteEvents(const Row& r) {
+void ChromeJsonExporter::WriteEvents(const Row& r) {
   if (r.type == RowType::kMemory) {
     memory_.Add(r);  // drawn as counters by End, in time order
     return;
@@ -174,7 +182,7 @@ void ChromeJsonSink::WriteEvents(const Row& r) {
 
 // An NVTX range: a slice of category "nvtx" on its thread (it nests with the thread's API
 // calls); an unended one lasts to the recording's last record; a mark is an instant event.
-void ChromeJsonSink::WriteRange(const Row& r) {
+void ChromeJsonExporter::WriteRange(const Row& r) {
   cpu_threads_.insert(r.tid);
   last_tid_ = r.tid;
   const uint32_t pid = CpuPid(r.pid);

@@ -1,31 +1,40 @@
 // `cupmon-decode export --format csv`: one line per GPU activity and API call, with a header line.
-// Private to the decoder; the report driver (reports.cc) feeds it.
+// Private to the decoder; built by the export registry (export/registry.cc).
 #pragma once
 
-#include <ostream>
 #include <cstdint>
+#include <memory>
+#include <ostream>
 #include <string>
 #include <vector>
 
+#include "cupmon/base/error.h"
 #include "cupmon/decoder/rank_listing.h"
 #include "cupmon/decoder/trace_builder.h"
-#include "export/out_buf.h"
-#include "export/row_text.h"
+#include "export/exporter.h"
+#include "text/out_buf.h"
+#include "text/row_text.h"
 
 namespace cupmon::decoder {
 
 // Writes the rows of one or several recordings (ranks) as CSV, streaming: the header line once,
 // before the first recording's rows, then one line per row (its columns are in the header; a
-// merged export adds "rank"). Text fields are in double quotes; times are wall-clock ns. Use:
-// Begin (per recording, before its rows), Write (per row), Close once. Single-threaded.
-class CsvSink {
+// merged export adds "rank"). Text fields are in double quotes; times are wall-clock ns. Writes
+// rows only: --limit ends its output. Single-threaded.
+class CsvExporter final : public Exporter {
  public:
-  explicit CsvSink(std::ostream& out) : out_(out) {}
+  static Expected<std::unique_ptr<Exporter>> Make(std::ostream& out,
+                                                  const std::vector<const Rank*>& ranks,
+                                                  const ExportSettings& settings);
+  explicit CsvExporter(std::ostream& out) : out_(out) {}
 
+  bool LimitEndsOutput() const override { return true; }
   // `rank` is null for a single recording; it must be null for every recording or for none.
-  void Begin(const Recording& recording, const Rank* rank);
-  void Write(const Row& row);
-  void Close() { out_.Flush(); }
+  void Begin(const TraceBuilder& builder, const Recording& recording, size_t index,
+             const Rank* rank) override;
+  void Write(const Row& row) override;
+  void Close() override { out_.Flush(); }
+  bool Failed() const override { return out_.failed(); }
 
  private:
   // Whether a name (kNameQuoteFree) and, for a kernel's, its short name (kShortQuoteFree) hold

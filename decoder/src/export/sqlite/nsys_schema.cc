@@ -3,7 +3,7 @@
 // release 2026.4): every column of each table, in order, with its type and constraints; which of
 // them cupmon fills is in docs/DECODER.md. The ENUM_* values are those nsys exports (the CUPTI
 // enums for memcpy kinds and synchronization types, nsys's own numbering for memory kinds).
-#include "export/nsys_schema.h"
+#include "export/sqlite/nsys_schema.h"
 
 #include "cupmon/decoder/kernel_names.h"
 

@@ -1,8 +1,8 @@
-// The Perfetto protobuf export (see perfetto_sink.h). Field numbers are those of Perfetto's
+// The Perfetto protobuf export (see perfetto_exporter.h). Field numbers are those of Perfetto's
 // protos/perfetto/trace/perfetto_trace.proto (google/perfetto at ec5d16b1); each constant below
 // names its message and field. The schema is not needed to build: tests/decoder/perfetto_check.py
 // parses our output with it.
-#include "export/perfetto_sink.h"
+#include "export/perfetto/perfetto_exporter.h"
 
 #include <algorithm>
 #include <limits>
@@ -165,16 +165,22 @@ std::string LaunchText(const Row& r) {
 
 }  // namespace
 
-PerfettoSink::PerfettoSink(std::ostream& out) : out_(out), flow_slots_(kFlowSlots) {}
+Expected<std::unique_ptr<Exporter>> PerfettoExporter::Make(std::ostream& out,
+                                                           const std::vector<const Rank*>&,
+                                                           const ExportSettings&) {
+  return std::make_unique<PerfettoExporter>(out);
+}
 
-PerfettoSink::~PerfettoSink() = default;
+PerfettoExporter::PerfettoExporter(std::ostream& out) : out_(out), flow_slots_(kFlowSlots) {}
 
-void PerfettoSink::StartPacket() {
+PerfettoExporter::~PerfettoExporter() = default;
+
+void PerfettoExporter::StartPacket() {
   packet_at_ = w_.BeginNested(kTracePacket);
   w_.Varint(kPacketSequenceId, seq_id_);
 }
 
-void PerfettoSink::FinishPacket() {
+void PerfettoExporter::FinishPacket() {
   w_.EndNested(packet_at_);
   ++packets_;
   if (w_.size() >= kFlushAt) {
@@ -183,9 +189,11 @@ void PerfettoSink::FinishPacket() {
   }
 }
 
-uint32_t PerfettoSink::PidOf(uint32_t record_pid) const { return rank_ ? rank_pid_ : record_pid; }
+uint32_t PerfettoExporter::PidOf(uint32_t record_pid) const {
+  return rank_ ? rank_pid_ : record_pid;
+}
 
-void PerfettoSink::Begin(const TraceBuilder& builder, const Recording& recording, size_t index,
+void PerfettoExporter::Begin(const TraceBuilder& builder, const Recording& recording, size_t index,
                          const Rank* rank) {
   builder_ = &builder;
   recording_ = &recording;
@@ -247,7 +255,7 @@ void PerfettoSink::Begin(const TraceBuilder& builder, const Recording& recording
   EmitProcessDescriptor(process_uuid_, rank_pid_, name);
 }
 
-void PerfettoSink::EmitProcessDescriptor(uint64_t uuid, uint32_t pid, const std::string& name) {
+void PerfettoExporter::EmitProcessDescriptor(uint64_t uuid, uint32_t pid, const std::string& name) {
   StartPacket();
   const size_t at = w_.BeginNested(kPacketTrackDescriptor);
   w_.Varint(kTrackUuid, uuid);
@@ -259,7 +267,7 @@ void PerfettoSink::EmitProcessDescriptor(uint64_t uuid, uint32_t pid, const std:
   FinishPacket();
 }
 
-void PerfettoSink::EmitThreadDescriptor(uint64_t uuid, uint32_t pid, uint32_t tid,
+void PerfettoExporter::EmitThreadDescriptor(uint64_t uuid, uint32_t pid, uint32_t tid,
                                         const std::string& name) {
   StartPacket();
   const size_t at = w_.BeginNested(kPacketTrackDescriptor);
@@ -273,7 +281,7 @@ void PerfettoSink::EmitThreadDescriptor(uint64_t uuid, uint32_t pid, uint32_t ti
   FinishPacket();
 }
 
-void PerfettoSink::EmitTrackDescriptor(uint64_t uuid, uint64_t parent, const std::string& name,
+void PerfettoExporter::EmitTrackDescriptor(uint64_t uuid, uint64_t parent, const std::string& name,
                                        const std::string& description) {
   StartPacket();
   const size_t at = w_.BeginNested(kPacketTrackDescriptor);
@@ -285,7 +293,7 @@ void PerfettoSink::EmitTrackDescriptor(uint64_t uuid, uint64_t parent, const std
   FinishPacket();
 }
 
-uint64_t PerfettoSink::DeviceUuid(uint32_t device) {
+uint64_t PerfettoExporter::DeviceUuid(uint32_t device) {
   auto it = device_uuids_.find(device);
   if (it != device_uuids_.end()) return it->second;
   const uint64_t uuid = NewUuid();
@@ -299,7 +307,7 @@ uint64_t PerfettoSink::DeviceUuid(uint32_t device) {
   return uuid;
 }
 
-PerfettoSink::TrackGroup& PerfettoSink::GpuTrack(uint32_t device, uint32_t context,
+PerfettoExporter::TrackGroup& PerfettoExporter::GpuTrack(uint32_t device, uint32_t context,
                                                  uint32_t stream) {
   const GpuKey key{device, context, stream};
   if (last_gpu_ && key == last_gpu_key_) return *last_gpu_;
@@ -316,7 +324,7 @@ PerfettoSink::TrackGroup& PerfettoSink::GpuTrack(uint32_t device, uint32_t conte
   return it->second;
 }
 
-PerfettoSink::TrackGroup& PerfettoSink::CpuTrack(uint32_t pid, uint32_t tid) {
+PerfettoExporter::TrackGroup& PerfettoExporter::CpuTrack(uint32_t pid, uint32_t tid) {
   const std::pair<uint32_t, uint32_t> key{pid, tid};
   if (last_cpu_ && key == last_cpu_key_) return *last_cpu_;
   auto [it, inserted] = cpu_tracks_.try_emplace(key);
@@ -332,7 +340,7 @@ PerfettoSink::TrackGroup& PerfettoSink::CpuTrack(uint32_t pid, uint32_t tid) {
   return it->second;
 }
 
-bool PerfettoSink::Lane::FitsGap(int64_t start, int64_t end) const {
+bool PerfettoExporter::Lane::FitsGap(int64_t start, int64_t end) const {
   if (start < forgotten_end) return false;  // may overlap a slice no longer remembered
   for (size_t i = 0; i < recent_size; ++i) {
     const auto& [s, e] = recent[i];
@@ -343,7 +351,7 @@ bool PerfettoSink::Lane::FitsGap(int64_t start, int64_t end) const {
   return true;
 }
 
-void PerfettoSink::Lane::Remember(int64_t start, int64_t end) {
+void PerfettoExporter::Lane::Remember(int64_t start, int64_t end) {
   if (recent_size == kRecent) {
     forgotten_end = std::max(forgotten_end, recent[recent_head].second);
   } else {
@@ -353,7 +361,7 @@ void PerfettoSink::Lane::Remember(int64_t start, int64_t end) {
   recent_head = (recent_head + 1) % kRecent;
 }
 
-uint64_t PerfettoSink::LaneFor(TrackGroup& group, int64_t start, int64_t end) {
+uint64_t PerfettoExporter::LaneFor(TrackGroup& group, int64_t start, int64_t end) {
   // A lane's last end is its latest end, so a slice starting at or after it overlaps nothing
   // there. An earlier slice (a late row) can only take a remembered gap: every slice that ends
   // at or before its start has had its end written already (ends are written once a later slice
@@ -381,7 +389,7 @@ uint64_t PerfettoSink::LaneFor(TrackGroup& group, int64_t start, int64_t end) {
   return lane.uuid;
 }
 
-void PerfettoSink::EnsureClock(int64_t t) {
+void PerfettoExporter::EnsureClock(int64_t t) {
   if (clock_ready_) return;
   // The sequence's incremental clock starts at the first slice's wall-clock time; REALTIME is
   // the trace's clock, so trace time is wall-clock time on every rank.
@@ -405,7 +413,7 @@ void PerfettoSink::EnsureClock(int64_t t) {
   FinishPacket();
 }
 
-void PerfettoSink::Stamp(int64_t t) {
+void PerfettoExporter::Stamp(int64_t t) {
   if (t >= clock_now_) {
     w_.Varint(kPacketTimestamp, static_cast<uint64_t>(t - clock_now_));
     clock_now_ = t;
@@ -417,7 +425,7 @@ void PerfettoSink::Stamp(int64_t t) {
   }
 }
 
-void PerfettoSink::WriteEnd(const PendingEnd& e) {
+void PerfettoExporter::WriteEnd(const PendingEnd& e) {
   StartPacket();
   // No SEQ_NEEDS_INCREMENTAL_STATE here (2 bytes of every end): an end names no interned
   // data, and its sequence's state is never lost in a file (the flag only lets a reader drop
@@ -430,7 +438,7 @@ void PerfettoSink::WriteEnd(const PendingEnd& e) {
   FinishPacket();
 }
 
-void PerfettoSink::FlushEndsUpTo(int64_t t) {
+void PerfettoExporter::FlushEndsUpTo(int64_t t) {
   while (!ends_.empty() && ends_.top().time <= t) {
     const PendingEnd e = ends_.top();
     ends_.pop();
@@ -438,7 +446,7 @@ void PerfettoSink::FlushEndsUpTo(int64_t t) {
   }
 }
 
-uint64_t PerfettoSink::LaunchIid(const Row& r, bool* fresh) {
+uint64_t PerfettoExporter::LaunchIid(const Row& r, bool* fresh) {
   const LaunchKey key{
       {r.grid[0], r.grid[1], r.grid[2], r.block[0], r.block[1], r.block[2], r.registers}};
   auto [it, inserted] = launches_.try_emplace(key, next_launch_iid_);
@@ -449,7 +457,7 @@ uint64_t PerfettoSink::LaunchIid(const Row& r, bool* fresh) {
   return it->second;
 }
 
-void PerfettoSink::Write(const Row& r) {
+void PerfettoExporter::Write(const Row& r) {
   if (r.type == RowType::kMemory) {
     memory_.Add(r);  // counters, written by End in time order
     return;
@@ -562,14 +570,14 @@ void PerfettoSink::Write(const Row& r) {
   ++slices_;
 }
 
-void PerfettoSink::InternNvtx() {
+void PerfettoExporter::InternNvtx() {
   Intern(w_, kInternedCategories, kCatNvtx, kCategoryNames[kCatNvtx]);
   for (uint64_t i = kAnnNvtxRange; i <= kAnnUnended; ++i)
     Intern(w_, kInternedAnnotationNames, i, kAnnotationNames[i]);
   nvtx_interned_ = true;
 }
 
-uint64_t PerfettoSink::FirstLane(TrackGroup& group) {
+uint64_t PerfettoExporter::FirstLane(TrackGroup& group) {
   if (group.lanes.empty()) {
     Lane lane;
     lane.uuid = NewUuid();
@@ -580,7 +588,7 @@ uint64_t PerfettoSink::FirstLane(TrackGroup& group) {
   return group.lanes.front().uuid;
 }
 
-void PerfettoSink::WriteRange(const Row& r) {
+void PerfettoExporter::WriteRange(const Row& r) {
   const int64_t start = r.wall_start;
   // An unended range lasts to the recording's last record (it arrives from Finish, when that
   // is known).
@@ -632,7 +640,7 @@ void PerfettoSink::WriteRange(const Row& r) {
   ++slices_;
 }
 
-void PerfettoSink::WholeSlice(uint64_t track, std::string_view name, uint64_t category,
+void PerfettoExporter::WholeSlice(uint64_t track, std::string_view name, uint64_t category,
                               int64_t start, int64_t end,
                               const std::vector<std::pair<uint64_t, std::string>>& strings) {
   EnsureClock(start);
@@ -651,7 +659,7 @@ void PerfettoSink::WholeSlice(uint64_t track, std::string_view name, uint64_t ca
   ++slices_;
 }
 
-void PerfettoSink::WriteMemoryCounters(const TraceBuilder& b) {
+void PerfettoExporter::WriteMemoryCounters(const TraceBuilder& b) {
   memory_.Finish();
   std::map<uint32_t, uint64_t> tracks;  // by device
   for (const auto& [device, stats] : memory_.devices()) {
@@ -684,7 +692,7 @@ void PerfettoSink::WriteMemoryCounters(const TraceBuilder& b) {
   }
 }
 
-void PerfettoSink::End(const TraceBuilder& b, const Recording&) {
+void PerfettoExporter::End(const TraceBuilder& b, const Recording&, const ReadIntegrity&) {
   FlushEndsUpTo(std::numeric_limits<int64_t>::max());
   WriteMemoryCounters(b);
   TrackGroup windows;
@@ -709,7 +717,7 @@ void PerfettoSink::End(const TraceBuilder& b, const Recording&) {
                span.second, {});
 }
 
-void PerfettoSink::Close() {
+void PerfettoExporter::Close() {
   if (w_.size())
     out_.write(reinterpret_cast<const char*>(w_.data()), static_cast<std::streamsize>(w_.size()));
   w_.Clear();

@@ -1,7 +1,7 @@
 // A minimal protocol-buffers wire-format writer (varints, fixed64, length-delimited fields and
 // nested messages) for the Perfetto export. Hand-written rather than generated so that the
 // decoder needs no Perfetto schema and no extra protoc step at build time: the export writes a
-// handful of fields of a few messages, and their numbers are cited where perfetto_sink.cc uses
+// handful of fields of a few messages, and their numbers are cited where perfetto_exporter.cc uses
 // them. Private to decoder/src/export.
 #pragma once
 

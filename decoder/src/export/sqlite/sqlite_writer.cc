@@ -1,5 +1,5 @@
 // The SQLite export's writer side (see sqlite_sink.h): one connection per writer thread, which
-// hands each batch of rows to the table pages (export/sqlite_pages.h) or turns it into one INSERT
+// hands each batch of rows to the table pages (sqlite_pages.h) or turns it into one INSERT
 // INTO T SELECT ... FROM cupmon_batch. The caller's side, rows into batches and Close, is
 // sqlite_sink.cc.
 #include <fcntl.h>
@@ -16,9 +16,9 @@
 #include <string_view>
 #include <vector>
 
-#include "export/nsys_schema.h"
-#include "export/sqlite_sink.h"
-#include "export/sqlite_tables.h"
+#include "export/sqlite/nsys_schema.h"
+#include "export/sqlite/sqlite_sink.h"
+#include "export/sqlite/sqlite_tables.h"
 
 namespace cupmon::decoder {
 namespace {

@@ -1,19 +1,23 @@
 // `cupmon-decode export --format chrome-json`: the rows as a Chrome Trace Event Format JSON
-// document (chrome://tracing, ui.perfetto.dev). Private to the decoder; the report driver
-// (reports.cc) feeds it.
+// document (chrome://tracing, ui.perfetto.dev). Private to the decoder; built by the export
+// registry (export/registry.cc).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <ostream>
 #include <set>
 #include <utility>
+#include <vector>
 
+#include "cupmon/base/error.h"
 #include "cupmon/decoder/memory_usage.h"
 #include "cupmon/decoder/rank_listing.h"
 #include "cupmon/decoder/trace_builder.h"
-#include "export/out_buf.h"
+#include "export/exporter.h"
 #include "export/trace_event_json.h"
+#include "text/out_buf.h"
 
 namespace cupmon::decoder {
 
@@ -24,25 +28,33 @@ namespace cupmon::decoder {
 // process (in a merged trace: one process per rank under its OS pid), each device to a process
 // of its own with a thread per stream. Times are microseconds since the process start (merged:
 // SetCommonBase). What it holds grows with tracks, labels and memory changes, not with rows.
-// Use: Begin (per recording, before its rows), Write (per row), End (after its rows), Close
-// once. Single-threaded.
-class ChromeJsonSink {
+// Single-threaded.
+class ChromeJsonExporter final : public Exporter {
  public:
+  // Several ranks share one axis from the earliest process start (SetCommonBase).
+  static Expected<std::unique_ptr<Exporter>> Make(std::ostream& out,
+                                                  const std::vector<const Rank*>& ranks,
+                                                  const ExportSettings& settings);
   // Writes the document's opening.
-  explicit ChromeJsonSink(std::ostream& out);
-  ChromeJsonSink(const ChromeJsonSink&) = delete;
-  ChromeJsonSink& operator=(const ChromeJsonSink&) = delete;
+  explicit ChromeJsonExporter(std::ostream& out);
+  ChromeJsonExporter(const ChromeJsonExporter&) = delete;
+  ChromeJsonExporter& operator=(const ChromeJsonExporter&) = delete;
 
   // Merged timelines: every rank's times count from `base` (the earliest process start), so the
   // ranks share one wall-clock axis. 0: the first rank's first record. Before the first Begin.
   void SetCommonBase(int64_t base);
+
+  bool WantsRanges() const override { return true; }
+  bool WantsMemory() const override { return true; }
   // `rank` is null for a single recording; `index` is the recording's position in the output.
   void Begin(const TraceBuilder& builder, const Recording& recording, size_t index,
-             const Rank* rank);
-  void Write(const Row& row);
-  void End(const TraceBuilder& builder, const Recording& recording);
+             const Rank* rank) override;
+  void Write(const Row& row) override;
+  void End(const TraceBuilder& builder, const Recording& recording,
+           const ReadIntegrity& integrity) override;
   // Closes the document and flushes.
-  void Close();
+  void Close() override;
+  bool Failed() const override { return out_.failed(); }
 
  private:
   void WriteEvents(const Row& r);

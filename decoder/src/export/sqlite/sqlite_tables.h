@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "export/sqlite_sink.h"
+#include "export/sqlite/sqlite_sink.h"
 
 namespace cupmon::decoder {
 
