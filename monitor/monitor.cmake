@@ -1,5 +1,13 @@
 # cupmon::monitor (static, for tests and tools) and libcupmon.so (the injectable library). Both need
 # the CUPTI headers; libcupti itself is loaded with dlopen at run time, never linked.
+# The shared libraries refuse undefined symbols (-Wl,--no-undefined), except where clang
+# sanitizes them: clang links its sanitizer runtime into the executable only, and the libraries'
+# calls into it resolve there when they are loaded (GCC links libtsan.so into each of them).
+set(CUPMON_NO_UNDEFINED -Wl,--no-undefined)
+if(CUPMON_SANITIZE AND CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+  set(CUPMON_NO_UNDEFINED "")
+endif()
+
 set(CUPMON_MONITOR_SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/src/activity_intake.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/src/auto_window.cc
@@ -68,7 +76,7 @@ target_link_libraries(cupmon_preload PRIVATE cupmon_warnings Threads::Threads ${
 target_link_options(cupmon_preload PRIVATE
   -Wl,--version-script=${CMAKE_CURRENT_SOURCE_DIR}/src/libcupmon-preload.map
   -static-libstdc++ -static-libgcc -Wl,--exclude-libs,ALL
-  -Wl,--gc-sections -Wl,-z,nodelete -Wl,--no-undefined)
+  -Wl,--gc-sections -Wl,-z,nodelete ${CUPMON_NO_UNDEFINED})
 install(TARGETS cupmon_preload EXPORT cupmonTargets LIBRARY DESTINATION lib)
 
 # libcupmon.so: the monitor plus base, format and proto objects, with zstd linked statically (protobuf:
@@ -116,7 +124,7 @@ endif()
 target_link_libraries(cupmon_shared PRIVATE protobuf::libprotobuf)
 target_link_options(cupmon_shared PRIVATE
   -Wl,--version-script=${CMAKE_CURRENT_SOURCE_DIR}/src/libcupmon.map
-  -Wl,--exclude-libs,ALL -Wl,--gc-sections -Wl,-z,nodelete -Wl,--no-undefined)
+  -Wl,--exclude-libs,ALL -Wl,--gc-sections -Wl,-z,nodelete ${CUPMON_NO_UNDEFINED})
 # Exported as cupmon::cupmon (cmake/CupmonInstall.cmake); consumers include <cupmon/cupmon.h>.
 install(TARGETS cupmon_shared EXPORT cupmonTargets LIBRARY DESTINATION lib INCLUDES DESTINATION include)
 install(FILES ${CMAKE_CURRENT_SOURCE_DIR}/include/cupmon/cupmon.h DESTINATION include/cupmon)

@@ -5,8 +5,9 @@
 
 #include <array>
 #include <cstdint>
-#include <mutex>
 #include <new>
+
+#include "cupmon/base/thread_annotations.h"
 
 namespace cupmon {
 namespace {
@@ -24,7 +25,7 @@ class HugeMappingCache {
   // A kept mapping of at least `length` bytes (whole huge pages), its excess unmapped; the
   // smallest that fits. Null when none does.
   void* Take(size_t length) {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     size_t best = count_;
     for (size_t i = 0; i < count_; ++i)
       if (kept_[i].length >= length && (best == count_ || kept_[i].length < kept_[best].length))
@@ -39,7 +40,7 @@ class HugeMappingCache {
   }
   // Keeps the mapping when there is room; false when the caller must unmap it.
   bool Keep(void* p, size_t length) {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     if (count_ == kEntries || length > kBytes - bytes_) return false;
     kept_[count_++] = Kept{p, length};
     bytes_ += length;
@@ -53,9 +54,10 @@ class HugeMappingCache {
     void* p;
     size_t length;
   };
-  std::mutex mutex_;
-  std::array<Kept, kEntries> kept_{};
-  size_t count_ = 0, bytes_ = 0;
+  Mutex mutex_;
+  std::array<Kept, kEntries> kept_ CUPMON_GUARDED_BY(mutex_){};
+  size_t count_ CUPMON_GUARDED_BY(mutex_) = 0;
+  size_t bytes_ CUPMON_GUARDED_BY(mutex_) = 0;
 };
 
 // Never destroyed: a ByteBuffer may be freed while statics are torn down.

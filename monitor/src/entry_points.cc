@@ -11,12 +11,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <type_traits>
 #include <vector>
 
+#include "cupmon/base/thread_annotations.h"
 #include "cupmon/cupmon.h"
 #include "cupmon/control/protocol.h"
 #include "cupmon/format/build_info.h"
@@ -30,16 +30,18 @@ namespace {
 // g_mu serialises start/stop/flush from the entry points; CUPTI callbacks never take it, and the
 // monitor's Stop()/Flush() only call CUPTI without holding the monitor's own callback locks. Timed,
 // so that exit never waits without end for an application thread that holds it.
-std::timed_mutex g_mu;
-Monitor* g_monitor = nullptr;  // never freed: CUPTI may call back until exit
+TimedMutex g_mu;
+// Never freed: CUPTI may call back until exit.
+Monitor* g_monitor CUPMON_GUARDED_BY(g_mu) = nullptr;
 // g_monitor for the annotation calls, which do not take g_mu. Stopped monitors are retired, never
 // freed, so a pointer read here stays valid however a concurrent stop and restart interleave.
 std::atomic<Monitor*> g_active_monitor{nullptr};
 // Restarts through the C API keep the stopped monitor; its stop gave the pool's pages back when
 // CUPTI held none of its buffers (a restart is refused otherwise). Bounded.
 constexpr int kMaxStarts = 64;
-int g_starts = 0;
-CuptiApi* g_cupti = nullptr;  // leaked on purpose: libcupti is never unloaded
+int g_starts CUPMON_GUARDED_BY(g_mu) = 0;
+// Leaked on purpose: libcupti is never unloaded.
+CuptiApi* g_cupti CUPMON_GUARDED_BY(g_mu) = nullptr;
 thread_local std::string t_last_error;
 
 void Say(const std::string& line) { std::fprintf(stderr, "cupmon: %s\n", line.c_str()); }
@@ -57,12 +59,12 @@ void StopAtExit() {
   Monitor* m = g_active_monitor.load(std::memory_order_acquire);
   if (!m) return;
   const auto timeout = std::chrono::milliseconds(m->config().exit_timeout_ms);
-  std::unique_lock<std::timed_mutex> g(g_mu, std::defer_lock);
-  if (!g.try_lock_for(timeout)) {
+  if (!g_mu.TryLockFor(timeout)) {
     Say("exit: an application thread is inside a cupmon call; not waiting for it (the last "
         "flush period of records may be lost)");
     return;
   }
+  TimedMutexLock g(g_mu, std::adopt_lock);
   if (!g_monitor) return;
   // Preloaded: the other client's statics may already be destroyed at exit, so its callbacks are
   // never called from cupmon's final flush, and the multiplexer stays attached (detaching would
@@ -72,7 +74,7 @@ void StopAtExit() {
 }
 
 // Starts the process-wide monitor. Caller holds g_mu.
-Expected<void> StartLocked(MonitorConfig config, const char* entry_point) {
+Expected<void> StartLocked(MonitorConfig config, const char* entry_point) CUPMON_REQUIRES(g_mu) {
   if (Monitor::InForkedChild())
     return MakeError("monitoring is off in a forked child of a monitored process");
   if (g_monitor) {
@@ -161,7 +163,7 @@ CUPMON_API int InitializeInjection(void) {
     std::vector<std::string> warnings;
     cupmon::ApplyEnvironment(&config, &warnings);
     for (const auto& w : warnings) cupmon::Say(w);
-    std::lock_guard<std::timed_mutex> g(g_mu);
+    cupmon::TimedMutexLock g(g_mu);
     if (auto r = cupmon::StartLocked(std::move(config), "injection"); !r) {
       cupmon::Say(r.error().message + "; the application runs unmonitored");
       return 1;
@@ -221,7 +223,7 @@ CUPMON_API int cupmon_start(const cupmon_config* c) {
     cupmon::ApplyControlEnvironment(&config, &warnings);
     cupmon::ApplyCuptiAttributeEnvironment(&config, &warnings);
     for (const auto& w : warnings) cupmon::Say(w);
-    std::lock_guard<std::timed_mutex> g(g_mu);
+    cupmon::TimedMutexLock g(g_mu);
     if (auto r = cupmon::StartLocked(std::move(config), "api"); !r)
       return cupmon::Fail(r.error().message);
     cupmon::t_last_error.clear();
@@ -236,7 +238,7 @@ CUPMON_API int cupmon_start(const cupmon_config* c) {
 CUPMON_API int cupmon_stop(void) {
   try {
     if (cupmon::Monitor::InForkedChild()) return cupmon::Fail("monitoring is off in a forked child");
-    std::lock_guard<std::timed_mutex> g(g_mu);
+    cupmon::TimedMutexLock g(g_mu);
     if (!g_monitor || g_monitor->stopped()) return cupmon::Fail("cupmon is not running");
     g_monitor->Stop(std::chrono::milliseconds(g_monitor->config().exit_timeout_ms));
     if (cupmon::CuptiMux* mux = cupmon::CuptiMux::Current()) mux->Detach();
@@ -250,7 +252,7 @@ CUPMON_API int cupmon_flush(void) {
   try {
     // Before any lock: in a forked child, a lock held by a parent thread at the fork stays held.
     if (cupmon::Monitor::InForkedChild()) return cupmon::Fail("monitoring is off in a forked child");
-    std::lock_guard<std::timed_mutex> g(g_mu);
+    cupmon::TimedMutexLock g(g_mu);
     if (!g_monitor || g_monitor->stopped()) return cupmon::Fail("cupmon is not running");
     g_monitor->FlushAndWait();
     return 0;
@@ -371,7 +373,7 @@ CUPMON_API int cupmon_window_open(uint32_t duration_ms, const char* kinds) {
         for (uint32_t k : cupmon::ParseKinds(name, &unused)) kind_list.push_back(k);
       }
     }
-    std::lock_guard<std::timed_mutex> g(g_mu);
+    cupmon::TimedMutexLock g(g_mu);
     if (!g_monitor || g_monitor->stopped()) return cupmon::Fail("cupmon is not running");
     auto id = g_monitor->RequestWindow(duration_ms, std::move(kind_list), cupmon::pb::TRIGGER_API);
     if (!id) return cupmon::Fail(id.error().message);
@@ -383,7 +385,7 @@ CUPMON_API int cupmon_window_open(uint32_t duration_ms, const char* kinds) {
 
 CUPMON_API int cupmon_window_close(void) {
   try {
-    std::lock_guard<std::timed_mutex> g(g_mu);
+    cupmon::TimedMutexLock g(g_mu);
     if (!g_monitor || g_monitor->stopped()) return cupmon::Fail("cupmon is not running");
     if (auto r = g_monitor->RequestCloseWindow(); !r) return cupmon::Fail(r.error().message);
     return 0;

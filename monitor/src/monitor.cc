@@ -278,7 +278,7 @@ void Monitor::Abandon() noexcept {
 }
 
 bool Monitor::Stop(std::chrono::milliseconds timeout) {
-  std::lock_guard<std::mutex> g(stop_mu_);
+  MutexLock g(stop_mu_);
   if (InForkedChild()) return true;  // the parent's threads and files do not exist here
   if (stopped_.exchange(true)) return !stop_timed_out_.load();
   if (!control_ || !pipeline_) return true;

@@ -29,7 +29,8 @@ using std::unexpected;
 // Fallback for standard libraries without std::expected under this compiler (clang 14 with
 // libstdc++ 12: its <expected> needs C++20 conditionally trivial members clang 14 lacks). Only
 // the members cupmon uses: has_value, operator bool, *, ->, value (no exceptions: the caller
-// checks first, as everywhere in cupmon), error, and Expected<void>.
+// checks first, as everywhere in cupmon), value_or, error, and a void value; any error type, as
+// std::expected (the control client's ClientError, a test's std::string).
 template <typename E>
 class unexpected {
  public:
@@ -46,55 +47,56 @@ class unexpected {
 template <typename E>
 unexpected(E) -> unexpected<E>;
 
-template <typename T>
-class [[nodiscard]] Expected {
+template <typename T, typename E>
+class [[nodiscard]] BasicExpected {
  public:
-  Expected()
+  BasicExpected()
     requires std::is_default_constructible_v<T>
       : has_(true) {
     ::new (&value_) T();
   }
   template <typename U = T>
     requires(std::is_constructible_v<T, U &&> &&
-             !std::is_same_v<std::remove_cvref_t<U>, Expected>)
-  Expected(U&& v) : has_(true) {  // NOLINT(google-explicit-constructor): as std::expected
+             !std::is_same_v<std::remove_cvref_t<U>, BasicExpected>)
+  BasicExpected(U&& v) : has_(true) {  // NOLINT(google-explicit-constructor): as std::expected
     ::new (&value_) T(std::forward<U>(v));
   }
   template <typename G>
-  Expected(const unexpected<G>& e) : has_(false) {  // NOLINT(google-explicit-constructor)
-    ::new (&error_) Error(e.error());
+  BasicExpected(const unexpected<G>& e) : has_(false) {  // NOLINT(google-explicit-constructor)
+    ::new (&error_) E(e.error());
   }
   template <typename G>
-  Expected(unexpected<G>&& e) : has_(false) {  // NOLINT(google-explicit-constructor)
-    ::new (&error_) Error(std::move(e).error());
+  BasicExpected(unexpected<G>&& e) : has_(false) {  // NOLINT(google-explicit-constructor)
+    ::new (&error_) E(std::move(e).error());
   }
-  Expected(const Expected& o) : has_(o.has_) {
+  BasicExpected(const BasicExpected& o) : has_(o.has_) {
     if (has_) ::new (&value_) T(o.value_);
-    else ::new (&error_) Error(o.error_);
+    else ::new (&error_) E(o.error_);
   }
-  Expected(Expected&& o) noexcept(std::is_nothrow_move_constructible_v<T>) : has_(o.has_) {
+  BasicExpected(BasicExpected&& o) noexcept(std::is_nothrow_move_constructible_v<T>)
+      : has_(o.has_) {
     if (has_) ::new (&value_) T(std::move(o.value_));
-    else ::new (&error_) Error(std::move(o.error_));
+    else ::new (&error_) E(std::move(o.error_));
   }
-  Expected& operator=(const Expected& o) {
+  BasicExpected& operator=(const BasicExpected& o) {
     if (this != &o) {
       Destroy();
       has_ = o.has_;
       if (has_) ::new (&value_) T(o.value_);
-      else ::new (&error_) Error(o.error_);
+      else ::new (&error_) E(o.error_);
     }
     return *this;
   }
-  Expected& operator=(Expected&& o) noexcept(std::is_nothrow_move_constructible_v<T>) {
+  BasicExpected& operator=(BasicExpected&& o) noexcept(std::is_nothrow_move_constructible_v<T>) {
     if (this != &o) {
       Destroy();
       has_ = o.has_;
       if (has_) ::new (&value_) T(std::move(o.value_));
-      else ::new (&error_) Error(std::move(o.error_));
+      else ::new (&error_) E(std::move(o.error_));
     }
     return *this;
   }
-  ~Expected() { Destroy(); }
+  ~BasicExpected() { Destroy(); }
 
   bool has_value() const noexcept { return has_; }
   explicit operator bool() const noexcept { return has_; }
@@ -106,43 +108,54 @@ class [[nodiscard]] Expected {
   T& value() & { return value_; }
   const T& value() const& { return value_; }
   T&& value() && { return std::move(value_); }
-  const Error& error() const& { return error_; }
-  Error& error() & { return error_; }
-  Error&& error() && { return std::move(error_); }
+  template <typename U>
+  T value_or(U&& fallback) const& {
+    return has_ ? value_ : static_cast<T>(std::forward<U>(fallback));
+  }
+  template <typename U>
+  T value_or(U&& fallback) && {
+    return has_ ? std::move(value_) : static_cast<T>(std::forward<U>(fallback));
+  }
+  const E& error() const& { return error_; }
+  E& error() & { return error_; }
+  E&& error() && { return std::move(error_); }
 
  private:
   void Destroy() {
     if (has_) value_.~T();
-    else error_.~Error();
+    else error_.~E();
   }
   bool has_;
   union {
     T value_;
-    Error error_;
+    E error_;
   };
 };
 
-template <>
-class [[nodiscard]] Expected<void> {
+template <typename E>
+class [[nodiscard]] BasicExpected<void, E> {
  public:
-  Expected() = default;
+  BasicExpected() = default;
   template <typename G>
-  Expected(const unexpected<G>& e) : has_(false), error_(e.error()) {}  // NOLINT
+  BasicExpected(const unexpected<G>& e) : has_(false), error_(e.error()) {}  // NOLINT
   template <typename G>
-  Expected(unexpected<G>&& e) : has_(false), error_(std::move(e).error()) {}  // NOLINT
+  BasicExpected(unexpected<G>&& e) : has_(false), error_(std::move(e).error()) {}  // NOLINT
 
   bool has_value() const noexcept { return has_; }
   explicit operator bool() const noexcept { return has_; }
   void operator*() const noexcept {}
   void value() const noexcept {}
-  const Error& error() const& { return error_; }
-  Error& error() & { return error_; }
-  Error&& error() && { return std::move(error_); }
+  const E& error() const& { return error_; }
+  E& error() & { return error_; }
+  E&& error() && { return std::move(error_); }
 
  private:
   bool has_ = true;
-  Error error_;
+  E error_{};
 };
+
+template <typename T>
+using Expected = BasicExpected<T, Error>;
 
 #endif  // __cpp_lib_expected
 
@@ -153,11 +166,14 @@ inline unexpected<Error> MakeError(std::string message, int sys_errno = 0) {
 }  // namespace cupmon
 
 #if !defined(__cpp_lib_expected)
-// Code written against std::expected spells `std::unexpected(e)`. With no std::unexpected in this
-// standard library, that name refers to the fallback above. Adding a name to std is outside what
-// the standard allows, so this is confined to the one configuration that has no std::unexpected
-// (the clang-14 fuzz build); new code should write cupmon::unexpected, which works everywhere.
+// Code written against std::expected spells `std::expected<T, E>` and `std::unexpected(e)`. With
+// neither in this standard library, those names refer to the fallback above. Adding names to std
+// is outside what the standard allows, so this is confined to the one configuration that has no
+// std::expected (clang 14 with libstdc++ 12: the fuzz build and the TSan suite); new code should
+// write cupmon::Expected and cupmon::unexpected, which work everywhere.
 namespace std {  // NOLINT(cert-dcl58-cpp)
 using ::cupmon::unexpected;
+template <typename T, typename E>
+using expected = ::cupmon::BasicExpected<T, E>;
 }  // namespace std
 #endif

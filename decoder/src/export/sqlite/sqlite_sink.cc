@@ -183,7 +183,7 @@ SqliteSink::SqliteSink(std::string path) : path_(std::move(path)) {
 SqliteSink::~SqliteSink() {
   if (!closed_) failed_.store(true, std::memory_order_relaxed);  // the writers skip what is left
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     stop_ = true;
   }
   cv_.notify_all();
@@ -201,7 +201,7 @@ int64_t* SqliteSink::NewRow(Table t) {
   std::unique_ptr<Batch>& b = open_[t];
   if (!b) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       if (!free_.empty()) {
         b = std::move(free_.back());
         free_.pop_back();
@@ -229,10 +229,10 @@ void SqliteSink::Submit(Table t) {
     b->rows = 0;
     return;
   }
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [&] { return queue_[conn].size() < kMaxQueued; });
+  MutexLock lock(mu_);
+  while (queue_[conn].size() >= kMaxQueued) lock.Wait(cv_);
   queue_[conn].push_back(std::move(b));
-  lock.unlock();
+  lock.Unlock();
   cv_.notify_all();
 }
 
@@ -731,7 +731,7 @@ void SqliteSink::BringInRest() {
 Expected<void> SqliteSink::Close() {
   for (int t = 0; t < kTableCount; ++t) Submit(static_cast<Table>(t));
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     stop_ = true;
   }
   cv_.notify_all();

@@ -10,7 +10,6 @@
 #include <deque>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
 #include <string_view>
@@ -20,7 +19,7 @@
 #include <vector>
 
 #include "cupmon/base/error.h"
-#include "cupmon/base/error.h"
+#include "cupmon/base/thread_annotations.h"
 #include "cupmon/decoder/rank_listing.h"
 #include "cupmon/decoder/trace_builder.h"
 #include "export/sqlite/nsys_schema.h"
@@ -239,11 +238,12 @@ class SqliteSink {
 
   // Hand-over to the writer threads (one per connection in use).
   std::thread writers_[kConnCount];
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable cv_;
-  std::deque<std::unique_ptr<Batch>> queue_[kConnCount];  // full batches, oldest first
-  std::vector<std::unique_ptr<Batch>> free_;  // emptied batches for reuse
-  bool stop_ = false;
+  // Full batches, oldest first.
+  std::deque<std::unique_ptr<Batch>> queue_[kConnCount] CUPMON_GUARDED_BY(mu_);
+  std::vector<std::unique_ptr<Batch>> free_ CUPMON_GUARDED_BY(mu_);  // emptied batches for reuse
+  bool stop_ CUPMON_GUARDED_BY(mu_) = false;
   std::unique_ptr<Batch> open_[kTableCount];  // the caller's batch per table
 
   // Across ranks (caller's thread).

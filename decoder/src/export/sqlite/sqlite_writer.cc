@@ -11,7 +11,6 @@
 #include <charconv>
 #include <cstring>
 #include <map>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -421,8 +420,8 @@ void SqliteSink::WriterLoop(int conn) {
   for (;;) {
     std::unique_ptr<Batch> b;
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return stop_ || !queue_[conn].empty(); });
+      MutexLock lock(mu_);
+      while (!stop_ && queue_[conn].empty()) lock.Wait(cv_);
       if (queue_[conn].empty()) break;  // stop_, and everything written
       b = std::move(queue_[conn].front());
       queue_[conn].pop_front();
@@ -432,7 +431,7 @@ void SqliteSink::WriterLoop(int conn) {
     // the join.
     if (!failed()) c.InsertBatch(*b);
     b->rows = 0;
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     free_.push_back(std::move(b));
   }
   // Close goes on with the connection; with two, this one's indexes first (the kernel table's

@@ -13,7 +13,6 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -22,6 +21,7 @@
 #include "cupmon.pb.h"
 #include "cupmon/base/error.h"
 #include "cupmon/base/file_system.h"
+#include "cupmon/base/thread_annotations.h"
 #include "cupmon/control/control_plane.h"
 #include "cupmon/counters/counter_list.h"
 #include "cupmon/format/record_sizes.h"
@@ -119,7 +119,7 @@ class Monitor final {
   // Waits at most `timeout` for the writer and control threads (a hung file system must not hang
   // the job's exit); returns false when it gave up (the threads are left to the process's exit).
   // Idempotent.
-  bool Stop(std::chrono::milliseconds timeout = kDefaultStopTimeout);
+  bool Stop(std::chrono::milliseconds timeout = kDefaultStopTimeout) CUPMON_EXCLUDES(stop_mu_);
   // Non-forced flush, then waits until the writer has written everything queued so far.
   void FlushAndWait();
   MonitorStats GetStats() const;
@@ -191,7 +191,7 @@ class Monitor final {
   bool published_ = false;
   std::atomic<bool> stopped_{false};
   std::atomic<bool> stop_timed_out_{false};
-  std::mutex stop_mu_;  // serialises Stop() callers; never taken by callbacks
+  Mutex stop_mu_;  // serialises Stop() callers; never taken by callbacks
 };
 
 }  // namespace cupmon
