@@ -335,16 +335,25 @@ TEST(MonitorTest, RecordsWithoutTimestampsMarkCuptiBehindUntilTheyStop) {
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   EXPECT_EQ(job.behind(), 0u);  // fast flushes, timestamps: nothing marked
   for (int i = 0; i < 5; ++i) ASSERT_TRUE(job.p->Kernel(job.kernel, 0, 0));
-  ASSERT_TRUE(testing::WaitFor([&] { return job.behind() == 1; }));
+  ASSERT_TRUE(testing::WaitFor([&] { return job.behind() >= 1; }));
   for (int i = 0; i < 10; ++i) ASSERT_TRUE(job.p->Kernel(job.kernel, 300 + i, 301 + i));
   std::this_thread::sleep_for(std::chrono::milliseconds(400));
   job.m->Stop();
+  // The five may reach two flushes with a clean one between (a slow machine): then two
+  // intervals. Each opens on such records and closes at a clean flush.
   const BehindMarkers v = ReadBehindMarkers(job.dir);
-  ASSERT_EQ(v.markers.size(), 2u);
-  EXPECT_NE(v.markers[0].note().find("5 records without timestamps"), std::string::npos)
-      << v.markers[0].note();
-  EXPECT_NE(v.markers[1].note().find("caught up"), std::string::npos) << v.markers[1].note();
-  EXPECT_EQ(job.behind(), 1u);
+  ASSERT_GE(v.markers.size(), 2u);
+  ASSERT_EQ(v.markers.size() % 2, 0u);
+  EXPECT_EQ(job.behind(), v.markers.size() / 2);
+  for (size_t i = 0; i < v.markers.size(); i += 2) {
+    EXPECT_EQ(v.markers[i].edge(), pb::WindowMarker::BEHIND_BEGIN);
+    EXPECT_NE(v.markers[i].note().find(" records without timestamps since the last flush"),
+              std::string::npos)
+        << v.markers[i].note();
+    EXPECT_EQ(v.markers[i + 1].edge(), pb::WindowMarker::BEHIND_END);
+    EXPECT_NE(v.markers[i + 1].note().find("caught up"), std::string::npos)
+        << v.markers[i + 1].note();
+  }
 }
 
 TEST(MonitorTest, AFlushStillRunningAtStopIsMarkedBehindUpToTheStop) {
