@@ -19,6 +19,7 @@ set(CUPMON_MONITOR_SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/src/driver_probe.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/src/monitor.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/src/monitor_clock.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/src/periodic_flush.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/src/recording_pipeline.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/src/session_facts.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/src/string_table.cc

@@ -73,6 +73,16 @@ void ControlLoop::Start() {
   cal_last_ = parts_.facts.start_calibration.samples(0);
   cal_written_ = 1;
   MaybeFault(parts_.faults, "start.control_thread");
+  flusher_ = std::make_unique<PeriodicFlush>(
+      parts_.cupti, clock_, [this](PeriodicFlush::Done done) {
+        // The buffers the flush handed back are queued by now.
+        MarkFlushed();
+        PollDropped();
+        // The flush thread; the control thread itself on a virtual clock (periodic_flush.h).
+        if (std::this_thread::get_id() == thread_.get_id()) AfterFlush(done);
+        else boost::asio::post(io_, [this, done] { AfterFlush(done); });
+      });
+  flusher_->Start();
   thread_ = StartOwnThread([this] { Run(); });
   SchedulePeriodic(flush_timer_, parts_.facts.config.flush_ms, &ControlLoop::OnFlushTick);
   SchedulePeriodic(stats_timer_, parts_.facts.config.stats_ms, &ControlLoop::OnStatsTick);
@@ -184,19 +194,26 @@ void ControlLoop::OnFlushTick() {
   MaybeFault(parts_.faults, "control.tick");
   // Before the flush, so that the sample precedes the records it completes in the stream.
   CheckClockDomain();
-  // Non-forced: only buffers whose records are complete come back.
-  uint64_t began_cupti = 0;
-  parts_.cupti.GetTimestamp(&began_cupti);
-  const int64_t began = clock_.SteadyNs();
-  flush_began_steady_ns_.store(began, std::memory_order_relaxed);
-  flush_began_cupti_ns_.store(began_cupti ? began_cupti : 1, std::memory_order_release);
-  parts_.cupti.ActivityFlushAll(0);
-  flush_began_cupti_ns_.store(0, std::memory_order_release);
-  NoteFlushTime(clock_.SteadyNs() - began, began_cupti);
-  MarkFlushed();
-  PollDropped();
+  // The flush runs on its own thread and reports to AfterFlush(); a tick that finds the last
+  // one still inside CUPTI does not queue another.
+  if (!flusher_->Request()) NoteFlushStillRunning();
   RebindImports(/*only_new=*/true);
+}
+
+void ControlLoop::AfterFlush(PeriodicFlush::Done done) {
+  if (stopping_.load()) return;
+  NoteFlushTime(done.took_ns, done.began_cupti_ns);
   CheckCallbacks();
+  if (stats_after_flush_.exchange(false)) {
+    Post([fill = parts_.fill_stats, now = clock_.RealtimeNs()](RecordingWriter& w) {
+      fill(&w.stats());
+      w.WriteStats(now);
+    });
+  }
+}
+
+bool ControlLoop::StopFlushThread(std::chrono::steady_clock::time_point deadline) {
+  return !flusher_ || flusher_->Stop(deadline);
 }
 
 int64_t ControlLoop::BehindThresholdNs(uint32_t flush_ms) {
@@ -206,9 +223,12 @@ int64_t ControlLoop::BehindThresholdNs(uint32_t flush_ms) {
   return std::max<int64_t>(flush_ms, 1000) * 1'000'000;
 }
 
+uint64_t ControlLoop::flush_running_since_cupti_ns() const {
+  return flusher_ ? flusher_->running_since_cupti_ns() : 0;
+}
+
 int64_t ControlLoop::flush_running_for_ns() const {
-  if (!flush_began_cupti_ns_.load(std::memory_order_acquire)) return 0;
-  return clock_.SteadyNs() - flush_began_steady_ns_.load(std::memory_order_relaxed);
+  return flusher_ ? flusher_->running_for_ns() : 0;
 }
 
 pb::WindowMarker ControlLoop::BehindMarker(bool begin, uint32_t id, uint64_t cupti_ns,
@@ -222,12 +242,35 @@ pb::WindowMarker ControlLoop::BehindMarker(bool begin, uint32_t id, uint64_t cup
   return m;
 }
 
+void ControlLoop::BeginBehind(uint64_t since_cupti_ns, const std::string& why) {
+  behind_ = true;
+  behind_id_ = static_cast<uint32_t>(
+      parts_.counters.cupti_behind.fetch_add(1, std::memory_order_relaxed) + 1);
+  const std::string note =
+      why + ": CUPTI's worker is behind its own records and may lose some without counting them";
+  Post([m = BehindMarker(true, behind_id_, since_cupti_ns, note)](RecordingWriter& w) {
+    w.WriteWindowMarker(m);
+  });
+  static std::atomic<bool> warned{false};
+  if (!warned.exchange(true))
+    Warn(note + "; marked in the files (cupmon-decode info), counted as cupti_behind");
+}
+
+void ControlLoop::NoteFlushStillRunning() {
+  // Marked while the flush is still inside CUPTI, so that the live counter and the files say so
+  // before it returns (if ever); its return then finds the interval open.
+  const int64_t running = flusher_->running_for_ns();
+  const uint64_t since = flusher_->running_since_cupti_ns();
+  if (behind_ || since == 0 || running <= BehindThresholdNs(parts_.facts.config.flush_ms)) return;
+  BeginBehind(since, "a periodic cuptiActivityFlushAll(0) has not returned for " +
+                         std::to_string(running / 1'000'000) + " ms (flush period " +
+                         std::to_string(parts_.facts.config.flush_ms) + " ms)");
+}
+
 void ControlLoop::NoteFlushTime(int64_t took_ns, uint64_t began_cupti_ns) {
   const uint32_t flush_ms = parts_.facts.config.flush_ms;
   const int64_t threshold = BehindThresholdNs(flush_ms);
   const std::string took = std::to_string(took_ns / 1'000'000) + " ms";
-  // A flush that returns after a stop that gave up on this thread: the stop marked it.
-  if (stopping_.load()) return;
   // Records without timestamps (start = end = 0) mean CUPTI's device buffers are full. After its
   // worker saturated, CUPTI was seen to stop recording most kernels while flushes were fast
   // again and only such records came: so they keep an interval open, and open one.
@@ -235,23 +278,13 @@ void ControlLoop::NoteFlushTime(int64_t took_ns, uint64_t began_cupti_ns) {
   const uint64_t new_zero_ts = zero_ts > zero_ts_seen_ ? zero_ts - zero_ts_seen_ : 0;
   zero_ts_seen_ = zero_ts;
   if (!behind_ && (took_ns > threshold || new_zero_ts > 0)) {
-    behind_ = true;
-    behind_id_ = static_cast<uint32_t>(
-        parts_.counters.cupti_behind.fetch_add(1, std::memory_order_relaxed) + 1);
-    const std::string why =
-        (took_ns > threshold
-             ? "a periodic cuptiActivityFlushAll(0) took " + took + " (flush period " +
-                   std::to_string(flush_ms) + " ms)"
-             : std::to_string(new_zero_ts) +
-                   " records without timestamps since the last flush (CUPTI's device buffers "
-                   "are full)") +
-        ": CUPTI's worker is behind its own records and may lose some without counting them";
-    Post([m = BehindMarker(true, behind_id_, began_cupti_ns, why)](RecordingWriter& w) {
-      w.WriteWindowMarker(m);
-    });
-    static std::atomic<bool> warned{false};
-    if (!warned.exchange(true))
-      Warn(why + "; marked in the files (cupmon-decode info), counted as cupti_behind");
+    BeginBehind(began_cupti_ns ? began_cupti_ns : 1,
+                took_ns > threshold
+                    ? "a periodic cuptiActivityFlushAll(0) took " + took + " (flush period " +
+                          std::to_string(flush_ms) + " ms)"
+                    : std::to_string(new_zero_ts) +
+                          " records without timestamps since the last flush (CUPTI's device "
+                          "buffers are full)");
   } else if (behind_ && took_ns < threshold / 2 && new_zero_ts == 0) {
     behind_ = false;
     uint64_t now_cupti = 0;
@@ -352,7 +385,8 @@ Expected<void> ControlLoop::ArmWhenSlower(double factor) {
 }
 
 void ControlLoop::OnStatsTick() {
-  PollDropped();
+  // Each flush polls them when it returns; while one is inside CUPTI, CUPTI is not asked here.
+  if (flush_running_for_ns() == 0) PollDropped();
   pb::Calibration cal;
   *cal.add_samples() = TakeCalibrationSample(parts_.cupti, clock_);
   NoteCalibrationWritten(cal.samples(0));
@@ -667,14 +701,10 @@ Expected<void> ControlLoop::Flush() {
     return MakeError("a flush ran less than 100 ms ago; at most one flush per 100 ms");
   }
   last_flush_ns_ = now;
-  // Non-forced and without waiting for the writer: this runs on the control thread.
-  parts_.cupti.ActivityFlushAll(0);
-  MarkFlushed();
-  PollDropped();
-  Post([fill = parts_.fill_stats, now = clock_.RealtimeNs()](RecordingWriter& w) {
-    fill(&w.stats());
-    w.WriteStats(now);
-  });
+  // Non-forced, on the flush thread; a stats chunk follows its buffers. A flush already inside
+  // CUPTI serves the request: what it hands over is what a new one would.
+  stats_after_flush_.store(true);
+  flusher_->Request();
   return {};
 }
 

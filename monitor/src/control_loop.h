@@ -28,6 +28,7 @@
 #include "cupmon/monitor/monitor_clock.h"
 #include "cupmon/monitor/trace_window.h"
 #include "monitor_counters.h"
+#include "periodic_flush.h"
 #include "recording_pipeline.h"
 #include "session_facts.h"
 #include "termination_signals.h"
@@ -38,8 +39,11 @@ namespace cupmon {
 // Threading: everything runs on the control thread; other threads reach it through Post() or
 // RunAndWait(). Its handlers read the writer's state only through RecordingPipeline::Snapshot()
 // and never list directories or wait for I/O, so the window's duration timer is never held up.
-// Flush and rotate requests are rate-limited for the same reason. CUPTI is called (flush, enable,
-// dropped records) holding no lock of the monitor.
+// The periodic and requested flushes run on a thread of their own (periodic_flush.h), so that a
+// CUPTI behind its records, whose flush blocks for seconds, does not stall the control socket and
+// /metrics; only a window's close flushes here (its END marker must follow its records). Flush
+// and rotate requests are rate-limited. CUPTI is called (flush, enable, dropped records) holding
+// no lock of the monitor.
 //
 // Exception boundary: the thread body restarts io_context::run() after an exception escapes a
 // handler (counted as a control fault); the timers' handlers catch their own and re-arm.
@@ -138,12 +142,15 @@ class ControlLoop final : public control::ControlTarget, public metrics::Metrics
   static int64_t BehindThresholdNs(uint32_t flush_ms);
   // Called once at stop, after the thread joined: the "behind" interval still open, if any.
   void EndBehind();
-  // Any thread, at stop when the control thread did not stop in time: the CUPTI time at which
-  // the periodic flush still running began, and how long ago (steady ns); 0 when none runs.
-  uint64_t flush_running_since_cupti_ns() const {
-    return flush_began_cupti_ns_.load(std::memory_order_acquire);
-  }
+  // Any thread: the CUPTI time at which the periodic flush still running began (1 when CUPTI
+  // gave no time), and how long ago (steady ns); 0 when none runs.
+  uint64_t flush_running_since_cupti_ns() const;
   int64_t flush_running_for_ns() const;
+  // Any thread, at stop after Stop(): waits until `deadline` for the periodic flush thread.
+  // False when a flush is still inside CUPTI (the thread ends when it returns).
+  bool StopFlushThread(std::chrono::steady_clock::time_point deadline);
+  // After the thread joined: whether a "behind" interval is open (EndBehind() closes it).
+  bool behind_open() const { return behind_; }
 
   // control::ControlTarget (control thread).
   pb::StatusReply Status() override;
@@ -171,7 +178,12 @@ class ControlLoop final : public control::ControlTarget, public metrics::Metrics
   void CheckClockDomain();
   void NoteCalibrationWritten(const pb::CalibrationSample& s);
   void CheckCallbacks();
+  // Control thread, after each periodic or requested flush returned.
+  void AfterFlush(PeriodicFlush::Done done);
   void NoteFlushTime(int64_t took_ns, uint64_t began_cupti_ns);
+  // Control thread, at a tick that finds the last flush still inside CUPTI.
+  void NoteFlushStillRunning();
+  void BeginBehind(uint64_t since_cupti_ns, const std::string& why);
   // Injection without the preload: points other objects' CUPTI imports at the multiplexer (all
   // objects at start, then those loaded since; import_rebind.h).
   void RebindImports(bool only_new);
@@ -200,9 +212,10 @@ class ControlLoop final : public control::ControlTarget, public metrics::Metrics
   bool behind_ = false;        // a BEHIND_BEGIN written, its END not yet
   uint32_t behind_id_ = 0;
   uint64_t zero_ts_seen_ = 0;  // zero-timestamp records the writer had counted at the last flush
-  // The periodic flush in progress (0: none): written on the control thread, read at stop.
-  std::atomic<uint64_t> flush_began_cupti_ns_{0};
-  std::atomic<int64_t> flush_began_steady_ns_{0};
+  // Created in Start(); its thread ends at StopFlushThread() or with this loop.
+  std::unique_ptr<PeriodicFlush> flusher_;
+  // A cupmonctl flush asked for a stats chunk after the flush it requested.
+  std::atomic<bool> stats_after_flush_{false};
   // The last two calibration samples written (start, stats timer, CheckClockDomain).
   pb::CalibrationSample cal_last_, cal_prev_;
   int cal_written_ = 0;

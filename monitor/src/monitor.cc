@@ -252,7 +252,10 @@ void Monitor::Abandon() noexcept {
   // drop what it is given, and buffers CUPTI returns go back to the pool.
   try {
     stopped_ = true;
-    if (control_) control_->Stop(kDefaultStopTimeout);
+    if (control_) {
+      control_->Stop(kDefaultStopTimeout);
+      control_->StopFlushThread(std::chrono::steady_clock::now() + kDefaultStopTimeout);
+    }
     for (uint32_t kind : enabled_kinds_)
       cupti_.ActivityDisable(static_cast<CUpti_ActivityKind>(kind));
     if (!enabled_kinds_.empty()) cupti_.ActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
@@ -283,21 +286,29 @@ bool Monitor::Stop(std::chrono::milliseconds timeout) {
   if (stopped_.exchange(true)) return !stop_timed_out_.load();
   if (!control_ || !pipeline_) return true;
   const auto deadline = std::chrono::steady_clock::now() + timeout;
-  bool in_time = control_->Stop(timeout);
+  const bool control_in_time = control_->Stop(timeout);
+  bool in_time = control_in_time;
   // A takeover the watch has not seen (a job shorter than a flush period, or one that ends before
   // the watch's tick) must not be a silent loss: it is marked below from the buffers that never
   // came back.
-  const bool gap_marked = !in_time || control_->gap_open();
-  const uint64_t last_active_ns = in_time ? control_->last_active_cupti_ns() : 0;
-  if (in_time) {
+  const bool gap_marked = !control_in_time || control_->gap_open();
+  const uint64_t last_active_ns = control_in_time ? control_->last_active_cupti_ns() : 0;
+  // A periodic flush inside CUPTI is waited for a quarter of the stop's time at most: the final
+  // flush below hands over the same records, if CUPTI lets it.
+  if (!control_->StopFlushThread(
+          std::min(deadline, std::chrono::steady_clock::now() + timeout / 4)))
+    in_time = false;
+  // An interval the control thread opened covers a flush that is still stuck.
+  const bool behind_marked = control_in_time && control_->behind_open();
+  if (control_in_time) {
     control_->EndOpenGap();
     control_->EndBehind();
   }
-  // The control thread did not stop in time because a periodic flush has not returned for longer
-  // than a flush may take: CUPTI is behind (or hung) from that flush's start to here.
+  // A periodic flush that has not returned for longer than a flush may take, not marked yet:
+  // CUPTI is behind (or hung) from that flush's start to here.
   const uint64_t stuck_since =
-      !in_time && control_->flush_running_for_ns() >
-                      ControlLoop::BehindThresholdNs(facts_->config.flush_ms)
+      !behind_marked && control_->flush_running_for_ns() >
+                            ControlLoop::BehindThresholdNs(facts_->config.flush_ms)
           ? control_->flush_running_since_cupti_ns()
           : 0;
   const bool flushed = FinalFlushWithin(deadline, timeout);

@@ -408,6 +408,16 @@ CUptiResult FakeCupti::ActivityRegisterTimestampCallback(CUpti_TimestampCallback
 CUptiResult FakeCupti::ActivityFlushAll(uint32_t flag) {
   const bool forced = flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED;
   if (forced) forced_flushes_.fetch_add(1);
+  if (!forced) flushes_inside_.fetch_add(1);
+  struct Returned {
+    FakeCupti* f;
+    bool forced;
+    ~Returned() {
+      if (forced) return;
+      f->flushes_inside_.fetch_sub(1);
+      f->flushes_returned_.fetch_add(1);
+    }
+  } returned{this, forced};
   std::vector<Producer*> producers;
   {
     MutexLock lk(producers_mu_);

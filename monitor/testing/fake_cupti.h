@@ -112,6 +112,9 @@ class FakeCupti final : public CuptiApi {
   // A CUPTI whose worker is behind: each non-forced ActivityFlushAll sleeps this long (real time)
   // before it returns, as cuptiActivityFlushAll(0) does while CUPTI's worker cannot keep up.
   void SetFlushDelay(std::chrono::milliseconds d) { flush_delay_ms_.store(d.count()); }
+  // Non-forced flushes inside ActivityFlushAll now, and those that returned.
+  int flushes_inside() const { return flushes_inside_.load(); }
+  uint64_t flushes_returned() const { return flushes_returned_.load(); }
   // ActivityGetNumDroppedRecords calls made from inside a buffer callback the fake was running
   // (CUPTI_NOTES.md: never do that while holding a lock the callbacks take).
   uint64_t dropped_queries_inside_callbacks() const { return dropped_in_callback_.load(); }
@@ -189,6 +192,8 @@ class FakeCupti final : public CuptiApi {
   std::atomic<uint64_t> produced_by_kind_[64] = {};
   std::atomic<uint64_t> forced_flushes_{0};
   std::atomic<int64_t> flush_delay_ms_{0};
+  std::atomic<int> flushes_inside_{0};
+  std::atomic<uint64_t> flushes_returned_{0};
   std::atomic<int64_t> timestamp_shift_{0};
   std::atomic<int> delayed_timestamps_{0}, timestamp_delay_us_{0};
   std::atomic<uint64_t> timestamp_callbacks_{0}, pending_at_ts_{0};

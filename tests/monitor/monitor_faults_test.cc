@@ -759,12 +759,12 @@ TEST(MonitorFaultsTest, CupmonThreadsBlockAsynchronousSignalsAndLeaveTheCallersM
   for (int sig = 1; sig < 32; ++sig)
     EXPECT_EQ(sigismember(&before, sig), sigismember(&after, sig)) << "signal " << sig;
   // Each thread names itself once it runs (its mask is set before that, at its creation): wait,
-  // bounded, until both have (CI once read the names before the control thread had set its own).
-  for (int waited_ms = 0; waited_ms < 10000 && ThreadNamesStartingWith("cupmon-").size() < 2;
+  // bounded, until all three have (CI once read the names before the control thread had set its own).
+  for (int waited_ms = 0; waited_ms < 10000 && ThreadNamesStartingWith("cupmon-").size() < 3;
        waited_ms += 10)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   const auto masks = BlockedMasksOfThreads("cupmon-");
-  ASSERT_EQ(masks.size(), 2u) << "cupmon-writer and cupmon-control";
+  ASSERT_EQ(masks.size(), 3u) << "cupmon-writer, cupmon-control and cupmon-flush-p";
   const auto bit = [](int sig) { return uint64_t{1} << (sig - 1); };
   for (uint64_t mask : masks) {
     for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2, SIGCHLD, SIGPIPE, SIGALRM})
