@@ -1,5 +1,5 @@
 // GrowingRing: the FIFO of the decoder's reading thread (the join ring, the reorder stage's key
-// runs, the step scanner's queues), in one growing power-of-two ring.
+// runs, the step consumer's queues), in one growing power-of-two ring.
 #pragma once
 
 #include <algorithm>

@@ -41,74 +41,36 @@
 namespace cupmon::decoder {
 namespace {
 
-// Hands each chunk of one read to the trace builder and, when there is one, a visitor that reads
-// along (LimitedSink::ChunksWanted), the builder first; with `output`, the read stops once that
-// export's output has failed (LimitedSink::OutputFailed): a full disk ends the export within a
-// chunk instead of after decoding the rest of the recording.
-class ReadVisitors : public ChunkVisitor {
+// Hands each chunk of one read to the trace builder, and stops the read once `output` has failed
+// (LimitedSink::OutputFailed): a full disk ends the export within a chunk instead of after
+// decoding the rest of the recording.
+class StoppableRead : public ChunkVisitor {
  public:
-  ReadVisitors(ChunkVisitor& first, ChunkVisitor* second, const LimitedSink* output)
-      : a_(first), b_(second), output_(output) {}
-  void OnFile(const RecordingFile& f) override {
-    a_.OnFile(f);
-    if (b_) b_->OnFile(f);
-  }
-  void OnHeader(const pb::RecordingHeader& h, const ChunkOrigin& at) override {
-    a_.OnHeader(h, at);
-    if (b_) b_->OnHeader(h, at);
-  }
+  StoppableRead(ChunkVisitor& builder, const LimitedSink& output)
+      : a_(builder), output_(output) {}
+  void OnFile(const RecordingFile& f) override { a_.OnFile(f); }
+  void OnHeader(const pb::RecordingHeader& h, const ChunkOrigin& at) override { a_.OnHeader(h, at); }
   void OnRawBuffer(const RawBufferPrefix& prefix, std::span<const uint8_t> records,
                    const ChunkOrigin& at) override {
     a_.OnRawBuffer(prefix, records, at);
-    if (b_) b_->OnRawBuffer(prefix, records, at);
   }
-  // The words either reads, for a kind both list with one size; packed only when both ask for it
-  // (a visitor that asked for packed records walks in-place ones as well).
-  bool RecordWordsRead(ColumnSelection* keep) const override {
-    ColumnSelection b;
-    if (!a_.RecordWordsRead(keep)) return false;
-    if (!b_) return true;
-    if (!b_->RecordWordsRead(&b)) return false;
-    keep->pack = keep->pack && b.pack;
-    for (size_t k = 0; k < keep->kinds.size(); ++k) {
-      if (keep->kinds[k].size == b.kinds[k].size) keep->kinds[k].words |= b.kinds[k].words;
-      else keep->kinds[k] = {};  // a buffer with this kind is decoded whole
-    }
-    return true;
-  }
+  bool RecordWordsRead(ColumnSelection* keep) const override { return a_.RecordWordsRead(keep); }
   void OnPackedRawBuffer(const RawBufferPrefix& prefix, std::span<const uint8_t> records,
                          const ColumnSelection& packed_with, const ChunkOrigin& at) override {
     a_.OnPackedRawBuffer(prefix, records, packed_with, at);
-    if (b_) b_->OnPackedRawBuffer(prefix, records, packed_with, at);
   }
-  void OnStrings(const pb::StringTable& t) override {
-    a_.OnStrings(t);
-    if (b_) b_->OnStrings(t);
-  }
-  void OnWindowMarker(const pb::WindowMarker& m) override {
-    a_.OnWindowMarker(m);
-    if (b_) b_->OnWindowMarker(m);
-  }
-  void OnCalibration(const pb::Calibration& c) override {
-    a_.OnCalibration(c);
-    if (b_) b_->OnCalibration(c);
-  }
-  void OnStats(const pb::Stats& s) override {
-    a_.OnStats(s);
-    if (b_) b_->OnStats(s);
-  }
-  void OnFooter(const pb::Footer& f) override {
-    a_.OnFooter(f);
-    if (b_) b_->OnFooter(f);
-  }
+  void OnStrings(const pb::StringTable& t) override { a_.OnStrings(t); }
+  void OnWindowMarker(const pb::WindowMarker& m) override { a_.OnWindowMarker(m); }
+  void OnCalibration(const pb::Calibration& c) override { a_.OnCalibration(c); }
+  void OnStats(const pb::Stats& s) override { a_.OnStats(s); }
+  void OnFooter(const pb::Footer& f) override { a_.OnFooter(f); }
   bool StopReading() const override {
-    return output_ && (output_->OutputFailed() || output_->LimitReachedAndFinal());
+    return output_.OutputFailed() || output_.LimitReachedAndFinal();
   }
 
  private:
   ChunkVisitor& a_;
-  ChunkVisitor* b_;            // may be null
-  const LimitedSink* output_;  // may be null
+  const LimitedSink& output_;
 };
 
 class NullSink : public RowSink {
@@ -631,9 +593,11 @@ int RunReport(ReportKind kind, const std::vector<std::string>& paths, const Repo
         cut_short = true;  // its Begin lines are written as before; its rows would be dropped
         continue;
       }
-      ChunkVisitor* also = trace ? trace->ChunksWanted() : nullptr;
-      ReadVisitors visitors(read->builder, also, trace.get());
-      ReadRecording(rec, trace ? static_cast<ChunkVisitor&>(visitors) : read->builder,
+      if (RecordConsumer* also = trace ? trace->RecordsWanted() : nullptr)
+        read->builder.AddConsumer(also);
+      std::optional<StoppableRead> stoppable;
+      if (trace) stoppable.emplace(read->builder, *trace);
+      ReadRecording(rec, stoppable ? static_cast<ChunkVisitor&>(*stoppable) : read->builder,
                     &read->integrity, [&](uint64_t done, uint64_t) {
                       read->bytes_read = done;
                       progress.Update(done_before + done,
@@ -648,7 +612,7 @@ int RunReport(ReportKind kind, const std::vector<std::string>& paths, const Repo
     if (!parallel) builder.Finish();  // a parallel read finished its builder on its thread
     if (trace) trace->End(builder, rec, integrity);
     if (integrity.stopped && !limit_reached()) {
-      // The output failed (ReadVisitors): nothing more is read; the sink (Conclude) or the caller
+      // The output failed (StoppableRead): nothing more is read; the sink (Conclude) or the caller
       // (the -o file, standard output) says why. The counts of a partial read are not reported.
       err << "cupmon-decode: " << who << "stopped reading after "
           << FormatBytes(done_before) << " of " << FormatBytes(total_bytes)

@@ -123,7 +123,7 @@ class KinetoExport : public LimitedSink {
   void Begin(const TraceBuilder& b, const Recording& r, size_t index) override {
     kineto_.Begin(b, r, index);
   }
-  ChunkVisitor* ChunksWanted() override { return kineto_.ChunksWanted(); }
+  RecordConsumer* RecordsWanted() override { return kineto_.RecordsWanted(); }
   void End(const TraceBuilder& b, const Recording& r, const ReadIntegrity&) override {
     kineto_.End(b, r);
   }

@@ -49,12 +49,12 @@ class KinetoStepSource {
   virtual std::vector<TrainingStep> Steps() = 0;
   // After Begin, by a caller that reads the recording for the export (RunReport): a visitor
   // that caller then gives every chunk of that one pass, or nullptr when the source wants none.
-  // A source whose visitor was not asked for reads the recording itself, if it needs to.
-  virtual ChunkVisitor* ChunksWanted() { return nullptr; }
+  // A source whose consumer was not asked for reads the recording itself, if it needs to.
+  virtual RecordConsumer* RecordsWanted() { return nullptr; }
 };
 
 // Steps found in the kernel stream, as `cupmon-decode steps --by pattern` finds them: in the
-// export's own pass over the recording (ChunksWanted, a StepFinder), else FindSteps in a pass of
+// export's own pass over the recording (RecordsWanted, a StepFinder), else FindSteps in a pass of
 // its own at Steps. Step N is written as "ProfilerStep#N" from its
 // first kernel's start (as the trace builder maps it, so exactly the rows `steps` counts in it
 // fall inside) to the next step's first kernel (the last step: to its drill_to), on the
@@ -65,7 +65,7 @@ class DetectedKinetoSteps : public KinetoStepSource {
   void Begin(const TraceBuilder& builder, const Recording& recording) override;
   void OnRow(const Row&) override {}
   std::vector<TrainingStep> Steps() override;
-  ChunkVisitor* ChunksWanted() override;
+  RecordConsumer* RecordsWanted() override;
 
  private:
   StepOptions Options() const;
@@ -190,9 +190,9 @@ class KinetoSink {
   ~KinetoSink();
 
   void Begin(const TraceBuilder& builder, const Recording& recording, size_t index);
-  // After Begin: the visitor of this recording's step source that the caller's read of the
-  // recording should feed too (KinetoStepSource::ChunksWanted), or nullptr.
-  ChunkVisitor* ChunksWanted();
+  // After Begin: the consumer of this recording's step source that the caller's read of the
+  // recording should feed too (KinetoStepSource::RecordsWanted), or nullptr.
+  RecordConsumer* RecordsWanted();
   void Write(const Row& row);
   void End(const TraceBuilder& builder, const Recording& recording);
   void Close();
