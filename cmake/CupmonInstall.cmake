@@ -1,7 +1,8 @@
 # What `cmake --install` lays out, and the exported CMake and pkg-config packages:
 #   bin/                cupmon-run, cupmonctl, cupmon-decode      (install rules next to each target)
-#   lib/                libcupmon.so (C API), libcupmon_{format,decoder,proto}.a
-#   include/            cupmon/cupmon.h, cupmon/format/, cupmon/decoder/, cupmon/proto/cupmon.pb.h
+#   lib/                libcupmon.so (C API), libcupmon_{base,format,decoder,proto}.a
+#   include/            cupmon/cupmon.h, cupmon/base/, cupmon/format/, cupmon/decoder/,
+#                       cupmon/proto/cupmon.pb.h
 #   lib/cmake/cupmon/   cupmonConfig.cmake, cupmonConfigVersion.cmake, cupmonTargets.cmake (cupmon::)
 #   lib/pkgconfig/      cupmon.pc (the C API library; only when libcupmon.so is built)
 #   share/cupmon/       docs, deploy recipes, the Python package (python/cupmon)
@@ -10,7 +11,7 @@
 # hold) and `development` (the static libraries, their headers and the CMake package, for building
 # against the decoder). `cmake --install` without --component installs both.
 # The package exports what this configuration built: without CUDA there is no libcupmon.so, so no
-# cupmon::cupmon and no cupmon.pc; format and decoder are always there. Included once, at the end of
+# cupmon::cupmon and no cupmon.pc; base, format and decoder are always there. Included once, at the end of
 # the top-level CMakeLists.txt, after every target exists.
 include(CMakePackageConfigHelpers)
 
@@ -30,9 +31,11 @@ function(cupmon_export_static_library target install_include_dir)
   set_property(TARGET ${target} APPEND PROPERTY INTERFACE_COMPILE_FEATURES cxx_std_23)
 endfunction()
 
+cupmon_export_static_library(cupmon_base include)
 cupmon_export_static_library(cupmon_format include)
 cupmon_export_static_library(cupmon_decoder include)
 cupmon_export_static_library(cupmon_proto include/cupmon/proto)
+set_target_properties(cupmon_base PROPERTIES EXPORT_NAME base)
 set_target_properties(cupmon_format PROPERTIES EXPORT_NAME format)
 set_target_properties(cupmon_decoder PROPERTIES EXPORT_NAME decoder)
 set_target_properties(cupmon_proto PROPERTIES EXPORT_NAME proto)
@@ -53,7 +56,7 @@ endif()
 # A sanitized build exports sanitized code: whoever links it needs the sanitizer runtime first.
 set(CUPMON_PC_SANITIZE "")
 if(CUPMON_SANITIZE)
-  foreach(target cupmon_format cupmon_decoder cupmon_proto cupmon_shared)
+  foreach(target cupmon_base cupmon_format cupmon_decoder cupmon_proto cupmon_shared)
     if(TARGET ${target})
       set_property(TARGET ${target} APPEND PROPERTY INTERFACE_LINK_OPTIONS
                    "$<INSTALL_INTERFACE:-fsanitize=${CUPMON_SANITIZE}>")

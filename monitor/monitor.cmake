@@ -1,5 +1,13 @@
 # cupmon::monitor (static, for tests and tools) and libcupmon.so (the injectable library). Both need
 # the CUPTI headers; libcupti itself is loaded with dlopen at run time, never linked.
+# The shared libraries refuse undefined symbols (-Wl,--no-undefined), except where clang
+# sanitizes them: clang links its sanitizer runtime into the executable only, and the libraries'
+# calls into it resolve there when they are loaded (GCC links libtsan.so into each of them).
+set(CUPMON_NO_UNDEFINED -Wl,--no-undefined)
+if(CUPMON_SANITIZE AND CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+  set(CUPMON_NO_UNDEFINED "")
+endif()
+
 set(CUPMON_MONITOR_SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/src/activity_intake.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/src/auto_window.cc
@@ -31,6 +39,7 @@ add_library(cupmon::monitor ALIAS cupmon_monitor)
 target_include_directories(cupmon_monitor PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/include
                            ${CUDAToolkit_INCLUDE_DIRS})
 target_link_libraries(cupmon_monitor PUBLIC cupmon::format cupmon::control cupmon::metrics
+                      cupmon::counters
                       Boost::headers Threads::Threads
                       ${CMAKE_DL_LIBS} PRIVATE cupmon_warnings)
 target_compile_definitions(cupmon_monitor PRIVATE CUPMON_VERSION_STRING="${PROJECT_VERSION}")
@@ -57,6 +66,7 @@ set_target_properties(cupmon_preload PROPERTIES
   LINK_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/src/libcupmon-preload.map)
 target_include_directories(cupmon_preload PRIVATE
   ${CMAKE_CURRENT_SOURCE_DIR}/include
+  $<TARGET_PROPERTY:cupmon_base,INTERFACE_INCLUDE_DIRECTORIES>
   $<TARGET_PROPERTY:cupmon_format,INTERFACE_INCLUDE_DIRECTORIES>
   ${CUDAToolkit_INCLUDE_DIRS})
 target_link_libraries(cupmon_preload PRIVATE cupmon_warnings Threads::Threads ${CMAKE_DL_LIBS})
@@ -66,10 +76,10 @@ target_link_libraries(cupmon_preload PRIVATE cupmon_warnings Threads::Threads ${
 target_link_options(cupmon_preload PRIVATE
   -Wl,--version-script=${CMAKE_CURRENT_SOURCE_DIR}/src/libcupmon-preload.map
   -static-libstdc++ -static-libgcc -Wl,--exclude-libs,ALL
-  -Wl,--gc-sections -Wl,-z,nodelete -Wl,--no-undefined)
+  -Wl,--gc-sections -Wl,-z,nodelete ${CUPMON_NO_UNDEFINED})
 install(TARGETS cupmon_preload EXPORT cupmonTargets LIBRARY DESTINATION lib)
 
-# libcupmon.so: the monitor plus format and proto objects, with zstd linked statically (protobuf:
+# libcupmon.so: the monitor plus base, format and proto objects, with zstd linked statically (protobuf:
 # see below) and every symbol hidden except InitializeInjection and cupmon_* (libcupmon.map), so that the copies
 # of zstd/protobuf inside torch or the application cannot clash with ours.
 # protobuf is linked dynamically: the distribution's libprotobuf.a (3.21, Ubuntu 24.04 / Debian 12)
@@ -78,12 +88,13 @@ install(TARGETS cupmon_preload EXPORT cupmonTargets LIBRARY DESTINATION lib)
 add_library(cupmon_shared SHARED
   ${CUPMON_MONITOR_SOURCES}
   ${CMAKE_CURRENT_SOURCE_DIR}/src/entry_points.cc
+  $<TARGET_OBJECTS:cupmon_base>
   $<TARGET_OBJECTS:cupmon_format>
   $<TARGET_OBJECTS:cupmon_proto>
   $<TARGET_OBJECTS:cupmon_control>
   $<TARGET_OBJECTS:cupmon_metrics>
 )
-add_dependencies(cupmon_shared cupmon_format cupmon_proto cupmon_control cupmon_metrics)
+add_dependencies(cupmon_shared cupmon_base cupmon_format cupmon_proto cupmon_control cupmon_metrics)
 set_target_properties(cupmon_shared PROPERTIES
   OUTPUT_NAME cupmon
   # libcupmon-preload.so lies beside it, in the build tree and installed.
@@ -93,10 +104,12 @@ set_target_properties(cupmon_shared PROPERTIES
   LINK_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/src/libcupmon.map)
 target_include_directories(cupmon_shared PRIVATE
   ${CMAKE_CURRENT_SOURCE_DIR}/include
+  $<TARGET_PROPERTY:cupmon_base,INTERFACE_INCLUDE_DIRECTORIES>
   $<TARGET_PROPERTY:cupmon_format,INTERFACE_INCLUDE_DIRECTORIES>
   $<TARGET_PROPERTY:cupmon_proto,INTERFACE_INCLUDE_DIRECTORIES>
   $<TARGET_PROPERTY:cupmon_control,INTERFACE_INCLUDE_DIRECTORIES>
   $<TARGET_PROPERTY:cupmon_metrics,INTERFACE_INCLUDE_DIRECTORIES>
+  $<TARGET_PROPERTY:cupmon_counters,INTERFACE_INCLUDE_DIRECTORIES>
   ${Protobuf_INCLUDE_DIRS}
   ${CUDAToolkit_INCLUDE_DIRS})
 target_compile_definitions(cupmon_shared PRIVATE CUPMON_VERSION_STRING="${PROJECT_VERSION}")
@@ -111,7 +124,7 @@ endif()
 target_link_libraries(cupmon_shared PRIVATE protobuf::libprotobuf)
 target_link_options(cupmon_shared PRIVATE
   -Wl,--version-script=${CMAKE_CURRENT_SOURCE_DIR}/src/libcupmon.map
-  -Wl,--exclude-libs,ALL -Wl,--gc-sections -Wl,-z,nodelete -Wl,--no-undefined)
+  -Wl,--exclude-libs,ALL -Wl,--gc-sections -Wl,-z,nodelete ${CUPMON_NO_UNDEFINED})
 # Exported as cupmon::cupmon (cmake/CupmonInstall.cmake); consumers include <cupmon/cupmon.h>.
 install(TARGETS cupmon_shared EXPORT cupmonTargets LIBRARY DESTINATION lib INCLUDES DESTINATION include)
 install(FILES ${CMAKE_CURRENT_SOURCE_DIR}/include/cupmon/cupmon.h DESTINATION include/cupmon)

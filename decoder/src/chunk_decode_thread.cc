@@ -4,7 +4,7 @@
 
 #include <system_error>
 
-#include "cupmon/format/check.h"
+#include "cupmon/base/check.h"
 
 namespace cupmon::decoder {
 namespace {
@@ -34,7 +34,7 @@ ChunkDecodeThread::ChunkDecodeThread(std::span<const uint8_t> bytes, bool backgr
 ChunkDecodeThread::~ChunkDecodeThread() {
   if (!thread_.joinable()) return;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stop_ = true;
   }
   slot_free_.notify_one();
@@ -71,20 +71,22 @@ bool ChunkDecodeThread::Produce(DecodedChunk* out) {
 void ChunkDecodeThread::Run() noexcept {
   try {
     for (;;) {
+      uint64_t slot = 0;
       {
-        std::unique_lock lock(mu_);
-        slot_free_.wait(lock, [&] { return stop_ || produced_ - released_ < kSlots; });
+        MutexLock lock(mu_);
+        while (!stop_ && produced_ - released_ >= kSlots) lock.Wait(slot_free_);
         if (stop_) break;
         if (selection_changed_) {
           selection_changed_ = false;
           use_selection_ = true;
           selection_ = next_selection_;
         }
+        slot = produced_ % kSlots;
       }
       // This slot is neither held by the consumer nor visible to it until produced_ moves.
-      const bool more = Produce(&slots_[produced_ % kSlots]);
+      const bool more = Produce(&slots_[slot]);
       {
-        std::lock_guard lock(mu_);
+        MutexLock lock(mu_);
         ++produced_;
       }
       slot_ready_.notify_one();
@@ -94,7 +96,7 @@ void ChunkDecodeThread::Run() noexcept {
     thread_error_ = std::current_exception();
   }
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     thread_ended_ = true;
   }
   slot_ready_.notify_one();
@@ -106,7 +108,7 @@ void ChunkDecodeThread::SetColumnSelection(const ColumnSelection& keep) {
     selection_ = keep;
     return;
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   selection_changed_ = true;
   next_selection_ = keep;
 }
@@ -118,12 +120,12 @@ const DecodedChunk& ChunkDecodeThread::Next() {
     return s;
   }
   if (end_taken_) return slots_[(taken_ - 1) % kSlots];
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   if (taken_ > released_) {
     ++released_;  // the chunk handed out last time is done with
     slot_free_.notify_one();
   }
-  slot_ready_.wait(lock, [&] { return produced_ > taken_ || thread_ended_; });
+  while (produced_ <= taken_ && !thread_ended_) lock.Wait(slot_ready_);
   if (produced_ == taken_) {
     // The thread ended without an end item: it caught an exception at this place in the stream.
     CUPMON_CHECK(thread_error_ != nullptr);

@@ -5,12 +5,12 @@
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
-#include <mutex>
 #include <span>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "cupmon/base/thread_annotations.h"
 #include "cupmon/format/chunk.h"
 #include "cupmon/format/chunk_scanner.h"
 #include "cupmon/format/raw_codec.h"
@@ -90,16 +90,17 @@ class ChunkDecodeThread {
   DecodedChunk slots_[kSlots];
   bool end_taken_ = false;  // the consumer holds the end (it stays there)
 
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable slot_free_;   // the thread waits for the consumer to release a slot
   std::condition_variable slot_ready_;  // the consumer waits for the thread to fill one
-  uint64_t produced_ = 0;   // slots filled, in order (guarded by mu_)
-  uint64_t released_ = 0;   // slots the consumer is done with (guarded by mu_)
-  uint64_t taken_ = 0;      // slots handed to the consumer (consumer thread only)
-  bool stop_ = false;       // the destructor asks the thread to end (guarded by mu_)
-  bool selection_changed_ = false;  // next_selection_ waits for the thread (guarded by mu_)
-  ColumnSelection next_selection_;  // guarded by mu_
-  bool thread_ended_ = false;           // guarded by mu_
+  uint64_t produced_ CUPMON_GUARDED_BY(mu_) = 0;  // slots filled, in order
+  uint64_t released_ CUPMON_GUARDED_BY(mu_) = 0;  // slots the consumer is done with
+  uint64_t taken_ = 0;  // slots handed to the consumer (consumer thread only)
+  bool stop_ CUPMON_GUARDED_BY(mu_) = false;  // the destructor asks the thread to end
+  // next_selection_ waits for the thread.
+  bool selection_changed_ CUPMON_GUARDED_BY(mu_) = false;
+  ColumnSelection next_selection_ CUPMON_GUARDED_BY(mu_);
+  bool thread_ended_ CUPMON_GUARDED_BY(mu_) = false;
   std::exception_ptr thread_error_;     // set before thread_ended_, read after it
   std::thread thread_;
 };

@@ -2,8 +2,8 @@
 #include "correlation_table.h"
 
 #include <algorithm>
-#include <mutex>
 
+#include "cupmon/base/thread_annotations.h"
 
 namespace cupmon::decoder {
 namespace {
@@ -17,8 +17,8 @@ size_t PowerOfTwoAtLeast(size_t n) {
 // The table the builder that finished last gave back, emptied. Never destroyed: builders may
 // outlive statics.
 struct SpareTable {
-  std::mutex mutex;
-  std::unique_ptr<CorrelationTable> table;  // guarded by mutex
+  Mutex mutex;
+  std::unique_ptr<CorrelationTable> table CUPMON_GUARDED_BY(mutex);
 };
 SpareTable& Spare() {
   static auto* spare = new SpareTable;
@@ -37,7 +37,7 @@ CorrelationTable::CorrelationTable(size_t max_live)
 std::unique_ptr<CorrelationTable> CorrelationTable::Make(size_t max_live) {
   {
     SpareTable& spare = Spare();
-    std::lock_guard<std::mutex> lock(spare.mutex);
+    MutexLock lock(spare.mutex);
     if (spare.table && spare.table->max_live_ == std::max<size_t>(max_live, 1))
       return std::move(spare.table);
   }
@@ -51,7 +51,7 @@ void CorrelationTable::Recycle(std::unique_ptr<CorrelationTable> table) {
   table->Retire(0);
   CUPMON_CHECK(table->overflow_.empty());
   SpareTable& spare = Spare();
-  std::lock_guard<std::mutex> lock(spare.mutex);
+  MutexLock lock(spare.mutex);
   spare.table = std::move(table);
 }
 

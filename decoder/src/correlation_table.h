@@ -8,8 +8,8 @@
 #include <unordered_map>
 #include <utility>
 
-#include "cupmon/format/check.h"
-#include "mapped_array.h"
+#include "cupmon/base/check.h"
+#include "cupmon/base/mapped_array.h"
 
 namespace cupmon::decoder {
 

@@ -24,6 +24,8 @@
 #include "cupmon/decoder/trace_builder.h"
 #include "ordered_parallel.h"
 #include "report_text.h"
+#include "text/csv.h"
+#include "text/json.h"
 
 namespace cupmon::decoder {
 
@@ -196,12 +198,6 @@ std::string Signed(double ns) {
 std::string Percent(double pct) {
   if (std::isinf(pct)) return pct > 0 ? "+inf%" : "-inf%";
   return (pct >= 0 ? "+" : "") + Fixed(pct, 1) + "%";
-}
-
-std::string CsvQuote(std::string_view text) {
-  std::string out = "\"";
-  for (char c : text) out += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return out + "\"";
 }
 
 // Nearest rank, as DurationHistogram::Quantile, over exact values.

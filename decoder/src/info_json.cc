@@ -2,12 +2,13 @@
 // "Machine-readable summary and info"); the driver (reports.cc) writes the document around them.
 #include <algorithm>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
-#include "export/row_text.h"
+#include "text/row_text.h"
 #include "report_documents.h"
 
 namespace cupmon::decoder {
@@ -110,19 +111,25 @@ void WriteInfoJson(JsonWriter& w, const TraceBuilder& b, const Rank& rank,
   }
   w.EndArray();
 
+  // Marked intervals: `id`, `begin_unix_ns`, `duration_ns`, `note`.
+  const auto spans = [&](const char* key, const std::map<uint32_t, WindowSpan>& by_id) {
+    w.Key(key).BeginArray();
+    for (const auto& [id, g] : by_id) {
+      w.BeginObject().Key("id").Uint(id).Key("begin_unix_ns");
+      if (g.begin) w.Int(b.clock().ToWall(g.begin));
+      else w.Null();
+      w.Key("duration_ns");
+      WriteDuration(w, g);
+      w.Key("note");
+      WriteStringOrNull(w, g.note);
+      w.EndObject();
+    }
+    w.EndArray();
+  };
   // Another CUPTI client held CUPTI: cupmon's stream has no records in these intervals.
-  w.Key("gaps").BeginArray();
-  for (const auto& [id, g] : b.gaps()) {
-    w.BeginObject().Key("id").Uint(id).Key("begin_unix_ns");
-    if (g.begin) w.Int(b.clock().ToWall(g.begin));
-    else w.Null();
-    w.Key("duration_ns");
-    WriteDuration(w, g);
-    w.Key("note");
-    WriteStringOrNull(w, g.note);
-    w.EndObject();
-  }
-  w.EndArray();
+  spans("gaps", b.gaps());
+  // CUPTI's worker could not keep up: records inside may be missing, not counted as dropped.
+  spans("cupti_behind", b.behind());
   // The other client's side of sharing CUPTI, and what a takeover cost (docs/COEXISTENCE.md).
   w.Key("other_cupti_client").BeginObject();
   w.Key("stranded_buffers").Uint(c.stats.stranded_buffers());

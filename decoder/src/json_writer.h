@@ -11,8 +11,10 @@
 #include <string_view>
 #include <vector>
 
+#include "cupmon/base/check.h"
+#include "cupmon/base/check.h"
 #include "cupmon/decoder/reports.h"
-#include "cupmon/format/check.h"
+#include "text/json.h"
 
 namespace cupmon::decoder {
 

@@ -12,11 +12,12 @@
 #include <exception>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <system_error>
 #include <thread>
 #include <vector>
+
+#include "cupmon/base/thread_annotations.h"
 
 namespace cupmon::decoder {
 
@@ -36,6 +37,7 @@ class OrderedParallel {
   OrderedParallel(size_t n, size_t jobs, Work work)
       : work_(std::move(work)),
         jobs_(std::max<size_t>(jobs, 1)),
+        n_(n),
         slots_(n),
         progress_(new std::atomic<uint64_t>[n]) {
     for (size_t i = 0; i < n; ++i) progress_[i].store(0, std::memory_order_relaxed);
@@ -52,7 +54,7 @@ class OrderedParallel {
   }
   ~OrderedParallel() {
     {
-      std::lock_guard<std::mutex> lock(mutex_);
+      MutexLock lock(mutex_);
       stop_ = true;
     }
     changed_.notify_all();
@@ -65,16 +67,19 @@ class OrderedParallel {
   // is called every `every`.
   std::unique_ptr<T> Take(size_t i, std::chrono::milliseconds every,
                           const std::function<void(uint64_t done)>& tick) {
-    std::unique_lock<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     while (!slots_[i].done) {
-      if (changed_.wait_for(lock, every, [&] { return slots_[i].done; })) break;
-      lock.unlock();
+      const auto deadline = std::chrono::steady_clock::now() + every;
+      while (!slots_[i].done && lock.WaitUntil(changed_, deadline)) {
+      }
+      if (slots_[i].done) break;
+      lock.Unlock();
       tick(Progress());
-      lock.lock();
+      lock.Lock();
     }
     taken_ = i + 1;
     Slot slot = std::move(slots_[i]);
-    lock.unlock();
+    lock.Unlock();
     changed_.notify_all();  // a worker may start the next piece of work
     if (slot.error) std::rethrow_exception(slot.error);
     return std::move(slot.result);
@@ -83,7 +88,7 @@ class OrderedParallel {
   // The progress of all work so far.
   uint64_t Progress() const {
     uint64_t sum = 0;
-    for (size_t i = 0; i < slots_.size(); ++i) sum += progress_[i].load(std::memory_order_relaxed);
+    for (size_t i = 0; i < n_; ++i) sum += progress_[i].load(std::memory_order_relaxed);
     return sum;
   }
 
@@ -98,10 +103,9 @@ class OrderedParallel {
     for (;;) {
       size_t i;
       {
-        std::unique_lock<std::mutex> lock(mutex_);
-        changed_.wait(lock,
-                      [&] { return stop_ || next_ >= slots_.size() || next_ < taken_ + jobs_; });
-        if (stop_ || next_ >= slots_.size()) return;
+        MutexLock lock(mutex_);
+        while (!stop_ && next_ < n_ && next_ >= taken_ + jobs_) lock.Wait(changed_);
+        if (stop_ || next_ >= n_) return;
         i = next_++;
       }
       Slot slot;
@@ -112,7 +116,7 @@ class OrderedParallel {
       }
       slot.done = true;
       {
-        std::lock_guard<std::mutex> lock(mutex_);
+        MutexLock lock(mutex_);
         slots_[i] = std::move(slot);
       }
       changed_.notify_all();
@@ -121,11 +125,13 @@ class OrderedParallel {
 
   Work work_;
   const size_t jobs_;
-  std::mutex mutex_;
+  const size_t n_;
+  Mutex mutex_;
   std::condition_variable changed_;
-  std::vector<Slot> slots_;      // guarded by mutex_
-  size_t next_ = 0, taken_ = 0;  // guarded by mutex_
-  bool stop_ = false;            // guarded by mutex_
+  std::vector<Slot> slots_ CUPMON_GUARDED_BY(mutex_);
+  size_t next_ CUPMON_GUARDED_BY(mutex_) = 0;
+  size_t taken_ CUPMON_GUARDED_BY(mutex_) = 0;
+  bool stop_ CUPMON_GUARDED_BY(mutex_) = false;
   std::unique_ptr<std::atomic<uint64_t>[]> progress_;
   std::vector<std::thread> threads_;
 };

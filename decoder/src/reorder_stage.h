@@ -7,10 +7,10 @@
 #include <cstdint>
 #include <vector>
 
+#include "cupmon/base/growing_ring.h"
+#include "cupmon/base/mapped_array.h"
 #include "cupmon/decoder/row.h"
 #include "cupmon/decoder/trace_counts.h"
-#include "growing_ring.h"
-#include "mapped_array.h"
 
 namespace cupmon::decoder {
 

@@ -20,8 +20,8 @@
 #include "cupmon/decoder/reports.h"
 #include "cupmon/decoder/trace_builder.h"
 #include "duration_stat.h"
-#include "export/out_buf.h"
-#include "export/row_text.h"
+#include "text/out_buf.h"
+#include "text/row_text.h"
 
 namespace cupmon::decoder {
 
@@ -46,6 +46,9 @@ class LimitedSink : public RowSink {
   // After Close: reports problems of the output itself to `err` and returns the exit code they
   // make (exports that write their own files).
   virtual int Conclude(std::ostream& /*err*/) { return kExitClean; }
+  // After Conclude: true when the output was not written at all (an export whose file could not
+  // be completed), so that the report ends there.
+  virtual bool OutputLost() const { return false; }
   // True once the output can no longer be written (its stream has failed: a full disk, a file
   // size limit; exports that write their own files override it), so that the report stops
   // reading. Asked after every chunk.

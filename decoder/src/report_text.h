@@ -7,14 +7,12 @@
 #include <string>
 
 #include "cupmon/decoder/trace_builder.h"
+#include "text/utc_time.h"  // UtcTime
 
 namespace cupmon::decoder {
 
 // `v` with exactly `decimals` decimals ("%.*f").
 std::string Fixed(double v, int decimals);
-// Unix ns as ISO-8601 UTC with `digits` decimals of the second (9, the default, for --from/--to,
-// which take nanoseconds): "2026-11-30T10:14:07.628224Z" with 6.
-std::string UtcTime(int64_t unix_ns, int digits = 9);
 
 // printf into a std::string, of any length.
 std::string Printf(const char* fmt, ...) __attribute__((format(printf, 1, 2)));

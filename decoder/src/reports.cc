@@ -1,8 +1,8 @@
 // The reports' driver (RunReport: one recording or several ranks, several of them read at once
 // for summary and info), `info` and the merged summary. The summary is in summary_report.cc, its
 // json and csv forms and info's json in summary_json.cc, summary_csv.cc and info_json.cc
-// (report_documents.h), the text traces in text_traces.cc (report_sinks.h), the exports'
-// adapters in export/export_adapters.h and the export formats beside it.
+// (report_documents.h), the text traces in text_traces.cc (report_sinks.h), the export's sink in
+// export_sink.h and the export formats under export/ (export/registry.h).
 #include "cupmon/decoder/reports.h"
 
 #include <algorithm>
@@ -24,11 +24,11 @@
 #include "cupmon/decoder/memory_usage.h"
 #include "cupmon/decoder/progress_line.h"
 #include "cupmon/decoder/rank_listing.h"
-#include "export/export_adapters.h"
-#include "export/out_buf.h"
-#include "export/row_text.h"
+#include "text/out_buf.h"
+#include "text/row_text.h"
 #include "diff_report.h"
 #include "duration_stat.h"
+#include "export_sink.h"
 #include "html_report.h"
 #include "json_writer.h"
 #include "ordered_parallel.h"
@@ -169,6 +169,15 @@ void PrintInfo(std::ostream& out, const TraceBuilder& b, const Recording& r,
         << (g.end && g.end >= g.begin ? FormatDuration(static_cast<double>(g.end - g.begin))
                                       : "open/unknown end")
         << (g.note.empty() ? "" : ", " + g.note) << "\n";
+  // CUPTI's worker could not keep up: records inside may be missing, not counted as dropped.
+  out << "  CUPTI behind its own records (records inside may be missing, not counted by CUPTI): "
+      << b.behind().size() << "\n";
+  for (const auto& [id, g] : b.behind())
+    out << "    behind #" << id << " " << (g.begin ? IsoTime(b.clock().ToWall(g.begin)) : "?")
+        << " + "
+        << (g.end && g.end >= g.begin ? FormatDuration(static_cast<double>(g.end - g.begin))
+                                      : "open/unknown end")
+        << (g.note.empty() ? "" : ", " + g.note) << "\n";
   if (c.stats.stranded_buffers() || c.stats.imports_rebound() || c.stats.shared_client_records() ||
       c.stats.shared_client_undelivered())
     out << "  another CUPTI client: " << c.stats.stranded_buffers()
@@ -271,24 +280,6 @@ bool ParseTimeArg(const std::string& text, std::optional<int64_t>* rel, std::opt
   return true;
 }
 
-std::string JsonEscape(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
-      default:
-        if (c < 0x20) out += Printf("\\u%04x", c);
-        else out += static_cast<char>(c);
-    }
-  }
-  return out;
-}
-
 namespace {
 
 std::string JobLine(const RankListing& listing, const std::vector<const Rank*>& chosen) {
@@ -389,14 +380,6 @@ void PrintMergedInfo(std::ostream& out, const RankListing& listing,
 
 }  // namespace
 
-bool SqliteExportBuilt() {
-#if CUPMON_HAVE_SQLITE
-  return true;
-#else
-  return false;
-#endif
-}
-
 int RunReport(ReportKind kind, const std::string& path, const ReportOptions& options,
               std::ostream& out, std::ostream& err) {
   return RunReport(kind, std::vector<std::string>{path}, options, out, err);
@@ -466,74 +449,27 @@ int RunReport(ReportKind kind, const std::vector<std::string>& paths, const Repo
   const bool short_names = !options.full_names && !options.filter.mangled;
 
   std::unique_ptr<LimitedSink> trace;
-  ChromeJsonExport* chrome = nullptr;
-#if CUPMON_HAVE_SQLITE
-  SqliteExport* sqlite_export = nullptr;
-#endif
   switch (kind) {
     case ReportKind::kGpuTrace:
     case ReportKind::kApiTrace:
     case ReportKind::kKernExec:
       trace = MakeTextTrace(kind, out, options.limit);
       break;
-    case ReportKind::kExport:
-      if (options.format == ExportFormat::kCsv)
-        trace = std::make_unique<CsvExport>(out, options.limit);
-      else if (options.format == ExportFormat::kJsonl)
-        trace = std::make_unique<JsonlExport>(out, options.limit);
-      else if (options.format == ExportFormat::kPerfetto)
-        trace = std::make_unique<PerfettoExport>(out, options.limit);
-      else if (options.format == ExportFormat::kKineto) {
-        // An unwritable directory fails before anything is read.
-        if (auto dir = KinetoSink::PrepareDirectory(options.output_dir); !dir) {
-          err << "cupmon-decode: " << dir.error().message << "\n";
-          return kExitUnusable;
-        }
-        trace = std::make_unique<KinetoExport>(
-            out, options.limit, options.output_dir, chosen,
-            KinetoOptions{options.kineto_steps, options.kineto_synthetic_launches});
+    case ReportKind::kExport: {
+      // The format's exporter (export/registry.h), its output opened before anything is read,
+      // so that an unwritable path fails at once.
+      auto sink = MakeExportSink(options, chosen, out);
+      if (!sink) {
+        err << "cupmon-decode: " << sink.error().message << "\n";
+        return kExitUnusable;
       }
-#if CUPMON_HAVE_SQLITE
-      else if (sqlite) {
-        // Opened before anything is read, so that an unwritable path fails at once.
-        auto sink = SqliteSink::Create(options.output_path);
-        if (!sink) {
-          err << "cupmon-decode: " << sink.error().message << "\n";
-          return kExitUnusable;
-        }
-        trace = std::make_unique<SqliteExport>(out, options.limit, std::move(*sink));
-        sqlite_export = static_cast<SqliteExport*>(trace.get());
-      }
-#endif
-      else
-        trace = std::make_unique<ChromeJsonExport>(out, options.limit),
-        chrome = static_cast<ChromeJsonExport*>(trace.get());
+      trace = std::move(*sink);
       break;
+    }
     default:
       break;
   }
   if (trace && kind != ReportKind::kExport) trace->SetShortNames(short_names);
-  if (chrome && merged) {
-    // One axis for all ranks: from the earliest process start (each rank's own times are mapped
-    // to wall clock through its own calibration samples by its builder).
-    int64_t base = 0;
-    for (const Rank* r : chosen) {
-      const int64_t start = r->recording.header.process_start_unix_ns();
-      if (start && (!base || start < base)) base = start;
-    }
-    chrome->SetCommonBase(base);
-  }
-#if CUPMON_HAVE_SQLITE
-  if (sqlite_export) {
-    // Session time 0 (TARGET_INFO_SESSION_START_TIME) at the earliest process start.
-    int64_t base = 0;
-    for (const Rank* r : chosen) {
-      const int64_t start = r->recording.header.process_start_unix_ns();
-      if (start && (!base || start < base)) base = start;
-    }
-    sqlite_export->sink().SetTimeBase(base);
-  }
-#endif
   // One progress line for all chosen recordings (bytes of all their files).
   uint64_t total_bytes = 0, done_before = 0;
   for (const Rank* r : chosen)
@@ -653,6 +589,10 @@ int RunReport(ReportKind kind, const std::vector<std::string>& paths, const Repo
            " row(s) arrived later than the reorder bound allows and are out of start-time order");
     if (c.stats.dropped_records())
       warn("CUPTI dropped " + std::to_string(c.stats.dropped_records()) + " record(s)");
+    if (c.stats.cupti_behind())
+      warn("CUPTI fell behind its own records " + std::to_string(c.stats.cupti_behind()) +
+           " time(s): records in those intervals may be missing without being counted as "
+           "dropped (cupmon-decode info lists them)");
     if (c.stats.chunks_lost() || c.stats.lost_records())
       warn("lost before disk: " + LostBeforeDisk(c.stats));
     // Damage already explains a shortfall; without it, records the writer counted but that are
@@ -709,25 +649,11 @@ int RunReport(ReportKind kind, const std::vector<std::string>& paths, const Repo
   }
   if (trace) trace->Close();
   const int output_rc = trace ? trace->Conclude(err) : kExitClean;
-#if CUPMON_HAVE_SQLITE
-  if (sqlite_export) {
-    if (!sqlite_export->result()) {
-      err << "cupmon-decode: " << sqlite_export->result().error().message << "\n";
-      return kExitUnusable;
-    }
-  }
-#endif
+  if (trace && trace->OutputLost()) return kExitUnusable;
   if (stopped) {
     out.flush();
     return kExitUnusable;
   }
-#if CUPMON_HAVE_SQLITE
-  if (sqlite_export) {
-    if (sqlite_export->sink().activity_rows() == 0)
-      err << "cupmon-decode: note: " << sqlite_export->sink().path()
-          << " holds no activity rows: the recordings have none in the region asked for\n";
-  }
-#endif
 
   if (merged) {
     // A window that some ranks have and others lack: usually a rank that did not get the request.

@@ -10,11 +10,11 @@
 #include <regex>
 #include <unordered_map>
 
+#include "cupmon/base/growing_ring.h"
+#include "cupmon/base/mapped_array.h"
 #include "cupmon/decoder/clock_map.h"
 #include "cupmon/decoder/record_layout.h"
 #include "cupmon/decoder/trace_builder.h"
-#include "growing_ring.h"
-#include "mapped_array.h"
 
 namespace cupmon::decoder {
 namespace {

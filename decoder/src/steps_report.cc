@@ -18,6 +18,8 @@
 #include "cupmon/decoder/trace_builder.h"
 #include "ordered_parallel.h"
 #include "report_text.h"
+#include "text/csv.h"
+#include "text/json.h"
 
 namespace cupmon::decoder {
 namespace {
@@ -27,13 +29,6 @@ std::string Pad(const std::string& text, size_t width, bool left = false) {
   if (text.size() >= width) return text;
   const std::string fill(width - text.size(), ' ');
   return left ? text + fill : fill + text;
-}
-
-// RFC 4180: in double quotes, quotes doubled.
-std::string CsvQuote(const std::string& text) {
-  std::string out = "\"";
-  for (char c : text) out += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return out + "\"";
 }
 
 std::string Duration(uint64_t ns) { return FormatDuration(static_cast<double>(ns)); }

@@ -9,19 +9,10 @@
 
 #include "report_documents.h"
 #include "report_sinks.h"
+#include "text/csv.h"
 
 namespace cupmon::decoder {
 namespace {
-
-// RFC 4180: in double quotes, quotes doubled.
-std::string CsvQuote(std::string_view text) {
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
-}
 
 std::string Number(double v) {
   char buf[32];

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "export/row_text.h"
+#include "text/row_text.h"
 #include "report_documents.h"
 #include "report_sinks.h"
 

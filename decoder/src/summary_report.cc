@@ -6,7 +6,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "export/row_text.h"
+#include "text/row_text.h"
 #include "report_sinks.h"
 #include "report_text.h"
 

@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <string>
 
-#include "export/row_text.h"
+#include "text/row_text.h"
 #include "report_sinks.h"
 #include "report_text.h"
 

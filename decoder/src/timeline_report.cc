@@ -10,7 +10,7 @@
 #include "cupmon/decoder/progress_line.h"
 #include "cupmon/decoder/timeline.h"
 #include "cupmon/decoder/trace_builder.h"
-#include "export/out_buf.h"
+#include "text/out_buf.h"
 
 namespace cupmon::decoder {
 namespace {

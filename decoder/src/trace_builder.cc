@@ -6,7 +6,7 @@
 #include <algorithm>
 
 #include "correlation_table.h"
-#include "growing_ring.h"
+#include "cupmon/base/growing_ring.h"
 #include "hex_text.h"
 #include "name_table.h"
 #include "nvtx_ranges.h"
@@ -85,6 +85,7 @@ void TraceBuilder::AddConsumer(RecordConsumer* consumer) {
 
 const std::map<uint32_t, WindowSpan>& TraceBuilder::windows() const { return windows_->windows(); }
 const std::map<uint32_t, WindowSpan>& TraceBuilder::gaps() const { return windows_->gaps(); }
+const std::map<uint32_t, WindowSpan>& TraceBuilder::behind() const { return windows_->behind(); }
 std::string_view TraceBuilder::NameOf(uint32_t id) const { return names_->NameOf(id); }
 size_t TraceBuilder::name_count() const { return names_->size(); }
 

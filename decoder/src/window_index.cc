@@ -6,10 +6,13 @@
 namespace cupmon::decoder {
 
 void WindowIndex::OnMarker(const pb::WindowMarker& m) {
-  if (m.edge() == pb::WindowMarker::GAP_BEGIN || m.edge() == pb::WindowMarker::GAP_END) {
-    WindowSpan& g = gaps_[m.window_id()];
+  const bool gap = m.edge() == pb::WindowMarker::GAP_BEGIN || m.edge() == pb::WindowMarker::GAP_END;
+  const bool behind =
+      m.edge() == pb::WindowMarker::BEHIND_BEGIN || m.edge() == pb::WindowMarker::BEHIND_END;
+  if (gap || behind) {
+    WindowSpan& g = (gap ? gaps_ : behind_)[m.window_id()];
     g.id = m.window_id();
-    if (m.edge() == pb::WindowMarker::GAP_BEGIN) {
+    if (m.edge() == pb::WindowMarker::GAP_BEGIN || m.edge() == pb::WindowMarker::BEHIND_BEGIN) {
       g.begin = m.cupti_ns();
       g.note = m.note() + (g.note.empty() ? "" : " / " + g.note);
     } else {

@@ -12,7 +12,8 @@
 namespace cupmon::decoder {
 
 // Trace windows by id from their BEGIN and END markers, and gaps (another CUPTI client held
-// CUPTI's callbacks) by gap number from GAP_BEGIN and GAP_END. Markers may arrive in any order
+// CUPTI's callbacks) by gap number from GAP_BEGIN and GAP_END, and the intervals in which CUPTI was
+// behind its own records (BEHIND_BEGIN, BEHIND_END). Markers may arrive in any order
 // across files; a window's fields are whatever its markers read so far said.
 class WindowIndex {
  public:
@@ -27,9 +28,11 @@ class WindowIndex {
   const std::map<uint32_t, WindowSpan>& windows() const { return windows_; }
   // `note` is the begin note, then " / " and the end note.
   const std::map<uint32_t, WindowSpan>& gaps() const { return gaps_; }
+  // Intervals in which CUPTI was behind its own records (BEHIND_BEGIN/BEHIND_END), notes as gaps'.
+  const std::map<uint32_t, WindowSpan>& behind() const { return behind_; }
 
  private:
-  std::map<uint32_t, WindowSpan> windows_, gaps_;
+  std::map<uint32_t, WindowSpan> windows_, gaps_, behind_;
   // At's index: windows by begin (map nodes never move), rebuilt after a marker.
   std::vector<WindowSpan*> by_begin_;
   bool changed_ = false;

@@ -6,7 +6,6 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -14,6 +13,7 @@
 
 #include "cupmon.pb.h"
 
+#include "cupmon/base/thread_annotations.h"
 #include "cupmon/format/step_detector.h"
 #include "session_facts.h"
 
@@ -69,13 +69,13 @@ class AutoWindowMailbox {
 
   // Writer: false when an unread step is there already (`s` is dropped).
   bool Offer(const SlowStep& s) {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     if (pending_) return false;
     pending_ = s;
     return true;
   }
   std::optional<SlowStep> Take() {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     std::optional<SlowStep> out = pending_;
     pending_.reset();
     return out;
@@ -85,8 +85,8 @@ class AutoWindowMailbox {
   std::atomic<uint32_t> once_milli_{0};
   static constexpr int kNoMark = 0, kMarkQueued = 1, kMarkQueuedAgain = 2;
   std::atomic<int> mark_state_{kNoMark};
-  std::mutex mu_;
-  std::optional<SlowStep> pending_;
+  Mutex mu_;
+  std::optional<SlowStep> pending_ CUPMON_GUARDED_BY(mu_);
 };
 
 // Writer thread only. Reads the start, device, stream and name pointer of each kernel record

@@ -185,11 +185,94 @@ void ControlLoop::OnFlushTick() {
   // Before the flush, so that the sample precedes the records it completes in the stream.
   CheckClockDomain();
   // Non-forced: only buffers whose records are complete come back.
+  uint64_t began_cupti = 0;
+  parts_.cupti.GetTimestamp(&began_cupti);
+  const int64_t began = clock_.SteadyNs();
+  flush_began_steady_ns_.store(began, std::memory_order_relaxed);
+  flush_began_cupti_ns_.store(began_cupti ? began_cupti : 1, std::memory_order_release);
   parts_.cupti.ActivityFlushAll(0);
+  flush_began_cupti_ns_.store(0, std::memory_order_release);
+  NoteFlushTime(clock_.SteadyNs() - began, began_cupti);
   MarkFlushed();
   PollDropped();
   RebindImports(/*only_new=*/true);
   CheckCallbacks();
+}
+
+int64_t ControlLoop::BehindThresholdNs(uint32_t flush_ms) {
+  // A non-forced flush only hands over what CUPTI completed; taking longer than the period that
+  // calls it means CUPTI's own worker is behind. At least a second, so that a short period set
+  // for a test or a burst does not read as a backlog.
+  return std::max<int64_t>(flush_ms, 1000) * 1'000'000;
+}
+
+int64_t ControlLoop::flush_running_for_ns() const {
+  if (!flush_began_cupti_ns_.load(std::memory_order_acquire)) return 0;
+  return clock_.SteadyNs() - flush_began_steady_ns_.load(std::memory_order_relaxed);
+}
+
+pb::WindowMarker ControlLoop::BehindMarker(bool begin, uint32_t id, uint64_t cupti_ns,
+                                           std::string note) {
+  pb::WindowMarker m;
+  m.set_window_id(id);
+  m.set_edge(begin ? pb::WindowMarker::BEHIND_BEGIN : pb::WindowMarker::BEHIND_END);
+  m.set_cupti_ns(cupti_ns);
+  m.set_realtime_ns(RealClock().RealtimeNs());
+  m.set_note(std::move(note));
+  return m;
+}
+
+void ControlLoop::NoteFlushTime(int64_t took_ns, uint64_t began_cupti_ns) {
+  const uint32_t flush_ms = parts_.facts.config.flush_ms;
+  const int64_t threshold = BehindThresholdNs(flush_ms);
+  const std::string took = std::to_string(took_ns / 1'000'000) + " ms";
+  // A flush that returns after a stop that gave up on this thread: the stop marked it.
+  if (stopping_.load()) return;
+  // Records without timestamps (start = end = 0) mean CUPTI's device buffers are full. After its
+  // worker saturated, CUPTI was seen to stop recording most kernels while flushes were fast
+  // again and only such records came: so they keep an interval open, and open one.
+  const uint64_t zero_ts = parts_.pipeline.Snapshot().stats.zero_timestamp_records();
+  const uint64_t new_zero_ts = zero_ts > zero_ts_seen_ ? zero_ts - zero_ts_seen_ : 0;
+  zero_ts_seen_ = zero_ts;
+  if (!behind_ && (took_ns > threshold || new_zero_ts > 0)) {
+    behind_ = true;
+    behind_id_ = static_cast<uint32_t>(
+        parts_.counters.cupti_behind.fetch_add(1, std::memory_order_relaxed) + 1);
+    const std::string why =
+        (took_ns > threshold
+             ? "a periodic cuptiActivityFlushAll(0) took " + took + " (flush period " +
+                   std::to_string(flush_ms) + " ms)"
+             : std::to_string(new_zero_ts) +
+                   " records without timestamps since the last flush (CUPTI's device buffers "
+                   "are full)") +
+        ": CUPTI's worker is behind its own records and may lose some without counting them";
+    Post([m = BehindMarker(true, behind_id_, began_cupti_ns, why)](RecordingWriter& w) {
+      w.WriteWindowMarker(m);
+    });
+    static std::atomic<bool> warned{false};
+    if (!warned.exchange(true))
+      Warn(why + "; marked in the files (cupmon-decode info), counted as cupti_behind");
+  } else if (behind_ && took_ns < threshold / 2 && new_zero_ts == 0) {
+    behind_ = false;
+    uint64_t now_cupti = 0;
+    parts_.cupti.GetTimestamp(&now_cupti);
+    Post([m = BehindMarker(false, behind_id_, now_cupti,
+                           "CUPTI caught up: a flush took " + took +
+                               ", no record without timestamps since the last")](
+             RecordingWriter& w) { w.WriteWindowMarker(m); });
+  }
+}
+
+void ControlLoop::EndBehind() {
+  if (!behind_) return;
+  behind_ = false;
+  uint64_t now_cupti = 0;
+  parts_.cupti.GetTimestamp(&now_cupti);
+  Post([m = BehindMarker(false, behind_id_, now_cupti,
+                         "recording stopped while CUPTI was behind: what it still held is lost "
+                         "unless the final flush delivered it")](RecordingWriter& w) {
+    w.WriteWindowMarker(m);
+  });
 }
 
 void ControlLoop::RebindImports(bool only_new) {
@@ -580,7 +663,7 @@ Expected<void> ControlLoop::Flush() {
   const int64_t now = clock_.SteadyNs();
   if (last_flush_ns_ &&
       now - *last_flush_ns_ < std::chrono::nanoseconds(kMinFlushInterval).count()) {
-    parts_.counters.requests_limited.fetch_add(1, std::memory_order_relaxed);
+    parts_.counters.control_requests_limited.fetch_add(1, std::memory_order_relaxed);
     return MakeError("a flush ran less than 100 ms ago; at most one flush per 100 ms");
   }
   last_flush_ns_ = now;
@@ -600,7 +683,7 @@ Expected<void> ControlLoop::Rotate() {
   const int64_t now = clock_.SteadyNs();
   if (last_rotate_ns_ &&
       now - *last_rotate_ns_ < std::chrono::nanoseconds(kMinRotateInterval).count()) {
-    parts_.counters.requests_limited.fetch_add(1, std::memory_order_relaxed);
+    parts_.counters.control_requests_limited.fetch_add(1, std::memory_order_relaxed);
     return MakeError("a rotation ran less than 1 s ago; at most one rotation per second");
   }
   WriterItem item;
@@ -616,29 +699,17 @@ metrics::MetricsSnapshot ControlLoop::Snapshot() {
   metrics::MetricsSnapshot m;
   m.version = CUPMON_VERSION_STRING;
   m.output_dir = parts_.facts.config.output_dir;
-  const pb::Stats& s = snap.stats;
-  m.kernel_records = s.kernel_records();
-  m.memcpy_records = s.memcpy_records();
-  m.memset_records = s.memset_records();
-  m.raw_bytes = s.raw_bytes();
-  m.compressed_bytes = s.compressed_bytes();
-  m.write_errors = s.write_errors();
+  // The counters as the status reply and the stats chunks have them: the writer's, plus every
+  // part's (the pool, the windows, the atomics).
+  pb::Stats s = snap.stats;
+  parts_.fill_stats(&s);
+  metrics::CopyCounters(s, &m);
   m.last_write_failed = !snap.last_write_error.empty();
   m.device_busy = snap.device_busy;
   m.stream_busy = snap.stream_busy;
-  m.dropped_records = parts_.counters.dropped_records.load(std::memory_order_relaxed);
-  m.pool_exhausted = parts_.pool.exhausted();
-  m.windows_opened = windows_opened();
-  m.windows_refused = windows_refused();
   m.files = snap.files;
   m.disk_bytes = snap.disk_bytes;
   m.gpu_uuids = snap.gpu_uuids;  // dcgm-exporter's UUID label, once the devices are known
-  m.cupti_gaps = parts_.counters.cupti_gaps.load(std::memory_order_relaxed);
-  m.stranded_buffers = parts_.counters.stranded_buffers.load(std::memory_order_relaxed);
-  m.lost_buffers = parts_.counters.lost_buffers.load(std::memory_order_relaxed);
-  m.lost_records = s.lost_records();
-  m.zero_timestamp_records = s.zero_timestamp_records();
-  m.truncated_buffers = s.truncated_buffers();
   return m;
 }
 

@@ -128,6 +128,22 @@ class ControlLoop final : public control::ControlTarget, public metrics::Metrics
   // A GAP_BEGIN or GAP_END marker of takeover gap `gap` at CUPTI time `cupti_ns` (any thread).
   static pb::WindowMarker GapMarker(bool begin, uint32_t gap, uint64_t cupti_ns, std::string note);
   uint64_t last_active_cupti_ns() const { return last_active_cupti_ns_; }
+  // CUPTI behind its own records: a periodic cuptiActivityFlushAll(0) that took longer than
+  // BehindThresholdNs() (CUPTI's worker thread cannot keep up; it may then lose records without
+  // counting them), or records without timestamps since the last flush (its device buffers are
+  // full). Marked BEHIND_BEGIN from the start of that flush and BEHIND_END at the first flush
+  // that takes under half the threshold with no such record since the last; counted
+  // (cupti_behind) and warned about once.
+  static pb::WindowMarker BehindMarker(bool begin, uint32_t id, uint64_t cupti_ns, std::string note);
+  static int64_t BehindThresholdNs(uint32_t flush_ms);
+  // Called once at stop, after the thread joined: the "behind" interval still open, if any.
+  void EndBehind();
+  // Any thread, at stop when the control thread did not stop in time: the CUPTI time at which
+  // the periodic flush still running began, and how long ago (steady ns); 0 when none runs.
+  uint64_t flush_running_since_cupti_ns() const {
+    return flush_began_cupti_ns_.load(std::memory_order_acquire);
+  }
+  int64_t flush_running_for_ns() const;
 
   // control::ControlTarget (control thread).
   pb::StatusReply Status() override;
@@ -155,6 +171,7 @@ class ControlLoop final : public control::ControlTarget, public metrics::Metrics
   void CheckClockDomain();
   void NoteCalibrationWritten(const pb::CalibrationSample& s);
   void CheckCallbacks();
+  void NoteFlushTime(int64_t took_ns, uint64_t began_cupti_ns);
   // Injection without the preload: points other objects' CUPTI imports at the multiplexer (all
   // objects at start, then those loaded since; import_rebind.h).
   void RebindImports(bool only_new);
@@ -180,6 +197,12 @@ class ControlLoop final : public control::ControlTarget, public metrics::Metrics
   uint64_t last_active_cupti_ns_ = 0;  // CUPTI time of the last tick that saw callbacks run
   std::vector<size_t> fill_;            // per pool slot: bytes CUPTI had written at the last tick
   bool gap_warned_ = false;
+  bool behind_ = false;        // a BEHIND_BEGIN written, its END not yet
+  uint32_t behind_id_ = 0;
+  uint64_t zero_ts_seen_ = 0;  // zero-timestamp records the writer had counted at the last flush
+  // The periodic flush in progress (0: none): written on the control thread, read at stop.
+  std::atomic<uint64_t> flush_began_cupti_ns_{0};
+  std::atomic<int64_t> flush_began_steady_ns_{0};
   // The last two calibration samples written (start, stats timer, CheckClockDomain).
   pb::CalibrationSample cal_last_, cal_prev_;
   int cal_written_ = 0;

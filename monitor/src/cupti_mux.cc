@@ -4,7 +4,7 @@
 
 #include <cstring>
 
-#include "cupmon/format/check.h"
+#include "cupmon/base/check.h"
 
 namespace cupmon {
 namespace {
@@ -52,7 +52,7 @@ CUptiResult CuptiMux::ActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc
                                                 CUpti_BuffersCallbackCompleteFunc complete) {
   CUptiResult r;
   {
-    std::lock_guard<std::mutex> lk(toggle_mu_);
+    MutexLock lk(toggle_mu_);
     r = real_.ActivityRegisterCallbacks(MuxRequestTrampoline, MuxCompleteTrampoline);
     if (r != CUPTI_SUCCESS) return r;
     cupmon_request_.store(request, std::memory_order_release);
@@ -68,7 +68,7 @@ CUptiResult CuptiMux::ActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc
 CUptiResult CuptiMux::ActivityEnable(CUpti_ActivityKind kind) {
   const uint32_t k = static_cast<uint32_t>(kind);
   if (k >= kMaxKinds) return real_.ActivityEnable(kind);
-  std::lock_guard<std::mutex> lk(toggle_mu_);
+  MutexLock lk(toggle_mu_);
   KindState& s = kinds_[k];
   if (!s.real) {
     const CUptiResult r = real_.ActivityEnable(kind);
@@ -82,7 +82,7 @@ CUptiResult CuptiMux::ActivityEnable(CUpti_ActivityKind kind) {
 CUptiResult CuptiMux::ActivityDisable(CUpti_ActivityKind kind) {
   const uint32_t k = static_cast<uint32_t>(kind);
   if (k >= kMaxKinds) return real_.ActivityDisable(kind);
-  std::lock_guard<std::mutex> lk(toggle_mu_);
+  MutexLock lk(toggle_mu_);
   KindState& s = kinds_[k];
   if (s.cupmon == 0) {
     // Not ours to count (cannot happen in the monitor): only switch it off if the client does not
@@ -102,7 +102,7 @@ CUptiResult CuptiMux::ActivityDisable(CUpti_ActivityKind kind) {
 void CuptiMux::Detach() noexcept {
   try {
     {
-      std::lock_guard<std::mutex> lk(toggle_mu_);
+      MutexLock lk(toggle_mu_);
       if (!attached_.load(std::memory_order_acquire)) return;
       attached_.store(false, std::memory_order_release);
       cupmon_request_.store(nullptr, std::memory_order_release);
@@ -143,7 +143,7 @@ void CuptiMux::ForgetClientAtExit() noexcept {
 
 CUptiResult CuptiMux::Reassert() noexcept {
   try {
-    std::lock_guard<std::mutex> lk(toggle_mu_);
+    MutexLock lk(toggle_mu_);
     if (!attached_.load(std::memory_order_acquire)) return CUPTI_ERROR_INVALID_OPERATION;
     const CUptiResult r =
         real_.ActivityRegisterCallbacks(MuxRequestTrampoline, MuxCompleteTrampoline);
@@ -163,14 +163,14 @@ CUptiResult CuptiMux::ClientRegisterCallbacks(CUpti_BuffersCallbackRequestFunc r
     if (request && complete && attached_.load(std::memory_order_acquire)) {
       bool flush_first = false;
       {
-        std::lock_guard<std::mutex> lk(toggle_mu_);
+        MutexLock lk(toggle_mu_);
         flush_first = !Delivering() && ClientHasKindsLocked();
       }
       // Delivery would start with these callbacks: records made before go to cupmon only.
       if (flush_first) real_.ActivityFlushAll(0);
     }
     {
-      std::lock_guard<std::mutex> lk(toggle_mu_);
+      MutexLock lk(toggle_mu_);
       if (!attached_.load(std::memory_order_acquire)) {
         const CUptiResult r = real_.ActivityRegisterCallbacks(request, complete);
         if (r == CUPTI_SUCCESS) {
@@ -231,7 +231,7 @@ CUptiResult CuptiMux::ClientToggle(CUcontext context, bool use_context, CUpti_Ac
     if (enable && attached_.load(std::memory_order_acquire)) {
       bool flush_first = false;
       {
-        std::lock_guard<std::mutex> lk(toggle_mu_);
+        MutexLock lk(toggle_mu_);
         flush_first = !Delivering() && client_request_.load(std::memory_order_acquire) &&
                       client_complete_.load(std::memory_order_acquire);
       }
@@ -242,7 +242,7 @@ CUptiResult CuptiMux::ClientToggle(CUcontext context, bool use_context, CUpti_Ac
     }
     CUptiResult r = CUPTI_SUCCESS;
     {
-      std::lock_guard<std::mutex> lk(toggle_mu_);
+      MutexLock lk(toggle_mu_);
       KindState& s = kinds_[k];
       if (!attached_.load(std::memory_order_acquire)) {
         // cupmon is not running: CUPTI sees the call unchanged; the mux only keeps count.
@@ -289,7 +289,7 @@ CUptiResult CuptiMux::ClientFlushAll(uint32_t flag) noexcept {
     if (!attached_.load(std::memory_order_acquire)) return r;
     CompletePending(/*even_if_empty=*/(flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) != 0);
     {
-      std::lock_guard<std::mutex> lk(toggle_mu_);
+      MutexLock lk(toggle_mu_);
       for (KindState& s : kinds_) s.draining = false;
       UpdateMaskLocked();
     }
@@ -311,7 +311,7 @@ CUptiResult CuptiMux::ClientRegisterTimestampCallback(CUpti_TimestampCallbackFun
 }
 
 uint64_t DropShare::Take(Reader who, CUcontext context, uint32_t stream, uint64_t read_from_cupti) {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   auto it = queues_.find({context, stream});
   if (it == queues_.end()) {
     if (queues_.size() >= kMaxQueues) return read_from_cupti;
@@ -325,7 +325,7 @@ uint64_t DropShare::Take(Reader who, CUcontext context, uint32_t stream, uint64_
 }
 
 void DropShare::Restart(Reader who) {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   for (auto& [key, q] : queues_) q.seen[who] = q.total;
 }
 
@@ -360,7 +360,7 @@ CUptiResult CuptiMux::ClientGetNumDroppedRecords(CUcontext context, uint32_t str
 CUptiResult CuptiMux::ClientFinalize() noexcept {
   try {
     {
-      std::lock_guard<std::mutex> lk(toggle_mu_);
+      MutexLock lk(toggle_mu_);
       if (!attached_.load(std::memory_order_acquire)) {
         const CUptiResult r = real_.Finalize();
         if (r == CUPTI_SUCCESS) {
@@ -405,12 +405,12 @@ CuptiMux::Counters CuptiMux::counters() const noexcept {
 }
 
 bool CuptiMux::client_kind(uint32_t kind) const {
-  std::lock_guard<std::mutex> lk(toggle_mu_);
+  MutexLock lk(toggle_mu_);
   return kind < kMaxKinds && kinds_[kind].client;
 }
 
 bool CuptiMux::real_kind(uint32_t kind) const {
-  std::lock_guard<std::mutex> lk(toggle_mu_);
+  MutexLock lk(toggle_mu_);
   return kind < kMaxKinds && kinds_[kind].real;
 }
 
@@ -470,12 +470,12 @@ void CuptiMux::OnComplete(CUcontext ctx, uint32_t stream, uint8_t* buffer, size_
 }
 
 void CuptiMux::Deliver(const uint8_t* buffer, size_t valid) {
-  std::lock_guard<std::mutex> lk(deliver_mu_);
+  MutexLock lk(deliver_mu_);
   DeliveringScope scope;
   if (pending_ && pending_owner_ != client_complete_.load(std::memory_order_acquire))
     CompletePendingLocked(true);  // the client re-registered: its old buffer goes to its old owner
   bool request_failed = false;
-  auto copy = [&](const uint8_t* rec, size_t size) {
+  auto copy = [&](const uint8_t* rec, size_t size) CUPMON_REQUIRES(deliver_mu_) {
     uint32_t kind = 0;
     std::memcpy(&kind, rec, sizeof(kind));
     if (!Delivers(kind)) return;
@@ -567,13 +567,13 @@ void CuptiMux::EnsurePendingLocked() {
 
 void CuptiMux::EnsurePending() {
   if (!client_wants_buffer_.load(std::memory_order_acquire)) return;
-  std::lock_guard<std::mutex> lk(deliver_mu_);
+  MutexLock lk(deliver_mu_);
   DeliveringScope scope;
   EnsurePendingLocked();
 }
 
 void CuptiMux::CompletePending(bool even_if_empty) {
-  std::lock_guard<std::mutex> lk(deliver_mu_);
+  MutexLock lk(deliver_mu_);
   DeliveringScope scope;
   CompletePendingLocked(even_if_empty);
 }

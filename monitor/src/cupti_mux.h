@@ -7,9 +7,9 @@
 #include <atomic>
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <utility>
 
+#include "cupmon/base/thread_annotations.h"
 #include "cupmon/monitor/cupti_api.h"
 
 namespace cupmon {
@@ -77,8 +77,8 @@ class CUPMON_PRELOAD_API DropShare {
     uint64_t total = 0;
     std::array<uint64_t, 2> seen{};
   };
-  std::mutex mu_;
-  std::map<std::pair<CUcontext, uint32_t>, Queue> queues_;
+  Mutex mu_;
+  std::map<std::pair<CUcontext, uint32_t>, Queue> queues_ CUPMON_GUARDED_BY(mu_);
 };
 
 class CUPMON_PRELOAD_API CuptiMux final : public CuptiApi {
@@ -211,23 +211,23 @@ class CUPMON_PRELOAD_API CuptiMux final : public CuptiApi {
   // Kind toggles: under toggle_mu_.
   CUptiResult ClientToggle(CUcontext context, bool use_context, CUpti_ActivityKind kind,
                            bool enable) noexcept;
-  void UpdateMaskLocked();
-  bool ClientHasKindsLocked() const;
+  void UpdateMaskLocked() CUPMON_REQUIRES(toggle_mu_);
+  bool ClientHasKindsLocked() const CUPMON_REQUIRES(toggle_mu_);
   bool Delivers(uint32_t kind) const noexcept;
   bool Delivering() const noexcept;  // any kind delivered to the client now
   // Under deliver_mu_.
-  void Deliver(const uint8_t* buffer, size_t valid);
-  void EnsurePendingLocked();
-  void RequestPendingLocked();
-  void CompletePendingLocked(bool even_if_empty);
-  // Takes deliver_mu_ (never with toggle_mu_ held).
-  void EnsurePending();
-  void CompletePending(bool even_if_empty);
+  void EnsurePendingLocked() CUPMON_REQUIRES(deliver_mu_);
+  void RequestPendingLocked() CUPMON_REQUIRES(deliver_mu_);
+  void CompletePendingLocked(bool even_if_empty) CUPMON_REQUIRES(deliver_mu_);
+  // Take deliver_mu_ (never with toggle_mu_ held).
+  void Deliver(const uint8_t* buffer, size_t valid) CUPMON_EXCLUDES(deliver_mu_, toggle_mu_);
+  void EnsurePending() CUPMON_EXCLUDES(deliver_mu_, toggle_mu_);
+  void CompletePending(bool even_if_empty) CUPMON_EXCLUDES(deliver_mu_, toggle_mu_);
 
   CuptiApi& real_;
 
-  mutable std::mutex toggle_mu_;
-  std::array<KindState, kMaxKinds> kinds_{};
+  mutable Mutex toggle_mu_;
+  std::array<KindState, kMaxKinds> kinds_ CUPMON_GUARDED_BY(toggle_mu_){};
   std::atomic<bool> attached_{false};
   std::atomic<CUpti_BuffersCallbackRequestFunc> cupmon_request_{nullptr};
   std::atomic<CUpti_BuffersCallbackCompleteFunc> cupmon_complete_{nullptr};
@@ -236,13 +236,14 @@ class CUPMON_PRELOAD_API CuptiMux final : public CuptiApi {
   std::atomic<bool> client_wants_buffer_{false};  // registered and has kinds on (not draining)
   std::array<std::atomic<uint64_t>, kMaxKinds / 64> deliver_mask_{};
 
-  std::mutex deliver_mu_;
-  uint8_t* pending_ = nullptr;
-  size_t pending_size_ = 0;
-  size_t pending_used_ = 0;
-  size_t pending_max_records_ = 0;  // 0: no limit
-  size_t pending_records_ = 0;
-  CUpti_BuffersCallbackCompleteFunc pending_owner_ = nullptr;  // completed callback to hand it to
+  Mutex deliver_mu_;
+  uint8_t* pending_ CUPMON_GUARDED_BY(deliver_mu_) = nullptr;
+  size_t pending_size_ CUPMON_GUARDED_BY(deliver_mu_) = 0;
+  size_t pending_used_ CUPMON_GUARDED_BY(deliver_mu_) = 0;
+  size_t pending_max_records_ CUPMON_GUARDED_BY(deliver_mu_) = 0;  // 0: no limit
+  size_t pending_records_ CUPMON_GUARDED_BY(deliver_mu_) = 0;
+  // The completed callback to hand the pending buffer to.
+  CUpti_BuffersCallbackCompleteFunc pending_owner_ CUPMON_GUARDED_BY(deliver_mu_) = nullptr;
 
   DropShare drops_;
 

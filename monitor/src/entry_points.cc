@@ -7,14 +7,16 @@
 #include <atomic>
 #include <cctype>
 #include <chrono>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
+#include "cupmon/base/thread_annotations.h"
 #include "cupmon/cupmon.h"
 #include "cupmon/control/protocol.h"
 #include "cupmon/format/build_info.h"
@@ -28,16 +30,18 @@ namespace {
 // g_mu serialises start/stop/flush from the entry points; CUPTI callbacks never take it, and the
 // monitor's Stop()/Flush() only call CUPTI without holding the monitor's own callback locks. Timed,
 // so that exit never waits without end for an application thread that holds it.
-std::timed_mutex g_mu;
-Monitor* g_monitor = nullptr;  // never freed: CUPTI may call back until exit
+TimedMutex g_mu;
+// Never freed: CUPTI may call back until exit.
+Monitor* g_monitor CUPMON_GUARDED_BY(g_mu) = nullptr;
 // g_monitor for the annotation calls, which do not take g_mu. Stopped monitors are retired, never
 // freed, so a pointer read here stays valid however a concurrent stop and restart interleave.
 std::atomic<Monitor*> g_active_monitor{nullptr};
 // Restarts through the C API keep the stopped monitor; its stop gave the pool's pages back when
 // CUPTI held none of its buffers (a restart is refused otherwise). Bounded.
 constexpr int kMaxStarts = 64;
-int g_starts = 0;
-CuptiApi* g_cupti = nullptr;  // leaked on purpose: libcupti is never unloaded
+int g_starts CUPMON_GUARDED_BY(g_mu) = 0;
+// Leaked on purpose: libcupti is never unloaded.
+CuptiApi* g_cupti CUPMON_GUARDED_BY(g_mu) = nullptr;
 thread_local std::string t_last_error;
 
 void Say(const std::string& line) { std::fprintf(stderr, "cupmon: %s\n", line.c_str()); }
@@ -55,12 +59,12 @@ void StopAtExit() {
   Monitor* m = g_active_monitor.load(std::memory_order_acquire);
   if (!m) return;
   const auto timeout = std::chrono::milliseconds(m->config().exit_timeout_ms);
-  std::unique_lock<std::timed_mutex> g(g_mu, std::defer_lock);
-  if (!g.try_lock_for(timeout)) {
+  if (!g_mu.TryLockFor(timeout)) {
     Say("exit: an application thread is inside a cupmon call; not waiting for it (the last "
         "flush period of records may be lost)");
     return;
   }
+  TimedMutexLock g(g_mu, std::adopt_lock);
   if (!g_monitor) return;
   // Preloaded: the other client's statics may already be destroyed at exit, so its callbacks are
   // never called from cupmon's final flush, and the multiplexer stays attached (detaching would
@@ -70,7 +74,7 @@ void StopAtExit() {
 }
 
 // Starts the process-wide monitor. Caller holds g_mu.
-Expected<void> StartLocked(MonitorConfig config, const char* entry_point) {
+Expected<void> StartLocked(MonitorConfig config, const char* entry_point) CUPMON_REQUIRES(g_mu) {
   if (Monitor::InForkedChild())
     return MakeError("monitoring is off in a forked child of a monitored process");
   if (g_monitor) {
@@ -159,7 +163,7 @@ CUPMON_API int InitializeInjection(void) {
     std::vector<std::string> warnings;
     cupmon::ApplyEnvironment(&config, &warnings);
     for (const auto& w : warnings) cupmon::Say(w);
-    std::lock_guard<std::timed_mutex> g(g_mu);
+    cupmon::TimedMutexLock g(g_mu);
     if (auto r = cupmon::StartLocked(std::move(config), "injection"); !r) {
       cupmon::Say(r.error().message + "; the application runs unmonitored");
       return 1;
@@ -219,7 +223,7 @@ CUPMON_API int cupmon_start(const cupmon_config* c) {
     cupmon::ApplyControlEnvironment(&config, &warnings);
     cupmon::ApplyCuptiAttributeEnvironment(&config, &warnings);
     for (const auto& w : warnings) cupmon::Say(w);
-    std::lock_guard<std::timed_mutex> g(g_mu);
+    cupmon::TimedMutexLock g(g_mu);
     if (auto r = cupmon::StartLocked(std::move(config), "api"); !r)
       return cupmon::Fail(r.error().message);
     cupmon::t_last_error.clear();
@@ -234,7 +238,7 @@ CUPMON_API int cupmon_start(const cupmon_config* c) {
 CUPMON_API int cupmon_stop(void) {
   try {
     if (cupmon::Monitor::InForkedChild()) return cupmon::Fail("monitoring is off in a forked child");
-    std::lock_guard<std::timed_mutex> g(g_mu);
+    cupmon::TimedMutexLock g(g_mu);
     if (!g_monitor || g_monitor->stopped()) return cupmon::Fail("cupmon is not running");
     g_monitor->Stop(std::chrono::milliseconds(g_monitor->config().exit_timeout_ms));
     if (cupmon::CuptiMux* mux = cupmon::CuptiMux::Current()) mux->Detach();
@@ -248,7 +252,7 @@ CUPMON_API int cupmon_flush(void) {
   try {
     // Before any lock: in a forked child, a lock held by a parent thread at the fork stays held.
     if (cupmon::Monitor::InForkedChild()) return cupmon::Fail("monitoring is off in a forked child");
-    std::lock_guard<std::timed_mutex> g(g_mu);
+    cupmon::TimedMutexLock g(g_mu);
     if (!g_monitor || g_monitor->stopped()) return cupmon::Fail("cupmon is not running");
     g_monitor->FlushAndWait();
     return 0;
@@ -259,18 +263,44 @@ CUPMON_API int cupmon_flush(void) {
 
 namespace cupmon {
 namespace {
+
+// The C structs as the counter list places its counters (the size-versioned ABI): each BASE or
+// SIZED row is a uint64_t at its c_offset, and the counters together with the fields that are not
+// counters (strings, running, reserved; filled, window_open, stop_timed_out) fill each struct, so
+// a field that cupmon.h has and the list lacks fails here too (python/tests/test_counter_list.py
+// names it).
+#define CUPMON_C_PLACE(name, field, source, c_struct, c_offset, prom, prom_name, help)      \
+  CUPMON_COUNTER_IF_BASE_##c_struct(                                                            \
+      static_assert(std::is_same_v<decltype(cupmon_stats::name), uint64_t> &&                   \
+                        offsetof(cupmon_stats, name) == (c_offset),                             \
+                    "cupmon_stats." #name " is not a uint64_t at the counter list's c_offset");) \
+  CUPMON_COUNTER_IF_SIZED_##c_struct(                                                           \
+      static_assert(std::is_same_v<decltype(cupmon_stats_sized::name), uint64_t> &&             \
+                        offsetof(cupmon_stats_sized, name) == (c_offset),                       \
+                    "cupmon_stats_sized." #name                                                 \
+                    " is not a uint64_t at the counter list's c_offset");)
+CUPMON_COUNTERS(CUPMON_C_PLACE)
+#undef CUPMON_C_PLACE
+#define CUPMON_C_BASE_BYTES(name, field, source, c_struct, c_offset, prom, prom_name, help) \
+  CUPMON_COUNTER_IF_BASE_##c_struct(+sizeof(uint64_t))
+#define CUPMON_C_SIZED_BYTES(name, field, source, c_struct, c_offset, prom, prom_name, help) \
+  CUPMON_COUNTER_IF_SIZED_##c_struct(+sizeof(uint64_t))
+static_assert(sizeof(cupmon_stats) == 0 CUPMON_COUNTERS(CUPMON_C_BASE_BYTES) +
+                                          sizeof(uint64_t) + 2 * sizeof(uint32_t),
+              "cupmon_stats has a field the counter list does not place as BASE, or lacks one");
+static_assert(sizeof(cupmon_stats_sized) == sizeof(uint64_t) + sizeof(cupmon_stats) +
+                                                0 CUPMON_COUNTERS(CUPMON_C_SIZED_BYTES) +
+                                                2 * sizeof(uint32_t),
+              "cupmon_stats_sized has a field the counter list does not place as SIZED, or lacks "
+              "one");
+#undef CUPMON_C_BASE_BYTES
+#undef CUPMON_C_SIZED_BYTES
+
 void FillBase(const MonitorStats& s, const Monitor& m, cupmon_stats* out) {
-  out->buffers_completed = s.buffers_completed;
-  out->records = s.records;
-  out->raw_bytes = s.raw_bytes;
-  out->compressed_bytes = s.compressed_bytes;
-  out->dropped_records = s.dropped_records;
-  out->pool_exhausted = s.pool_exhausted;
-  out->zero_timestamp_records = s.zero_timestamp_records;
-  out->write_errors = s.write_errors;
-  out->chunks_lost = s.chunks_lost;
-  out->buffers_free = s.buffers_free;
-  out->buffers_in_flight = s.buffers_in_flight;
+#define CUPMON_FILL_BASE(name, field, source, c_struct, c_offset, prom, prom_name, help) \
+  CUPMON_COUNTER_IF_BASE_##c_struct(out->name = s.name;)
+  CUPMON_COUNTERS(CUPMON_FILL_BASE)
+#undef CUPMON_FILL_BASE
   out->strings = s.strings;
   out->running = m.stopped() || Monitor::InForkedChild() ? 0 : 1;
 }
@@ -303,22 +333,12 @@ CUPMON_API int cupmon_get_stats_sized(cupmon_stats_sized* out, size_t size) {
     const cupmon::MonitorStats s = m->GetStats();
     cupmon_stats_sized full{};
     cupmon::FillBase(s, *m, &full.base);
-    full.lost_buffers = s.lost_buffers;
-    full.lost_records = s.lost_records;
-    full.lost_kernel_records = s.lost_kernel_records;
-    full.windows_opened = s.windows_opened;
-    full.cupti_gaps = s.cupti_gaps;
-    full.writer_faults = s.writer_faults;
-    full.control_faults = s.control_faults;
-    full.intake_faults = s.intake_faults;
-    full.strings_refused = s.strings_refused;
-    full.labels_refused = s.labels_refused;
-    full.tasks_dropped = s.tasks_dropped;
+#define CUPMON_FILL_SIZED(name, field, source, c_struct, c_offset, prom, prom_name, help) \
+  CUPMON_COUNTER_IF_SIZED_##c_struct(full.name = s.name;)
+    CUPMON_COUNTERS(CUPMON_FILL_SIZED)
+#undef CUPMON_FILL_SIZED
     full.window_open = s.window_open ? 1 : 0;
     full.stop_timed_out = s.stop_timed_out ? 1 : 0;
-    full.stranded_buffers = s.stranded_buffers;
-    full.truncated_buffers = s.truncated_buffers;
-    full.imports_rebound = s.imports_rebound;
     // An older caller gets the fields it knows; a newer one learns from `filled` where ours end.
     full.filled = std::min(size, sizeof(full));
     std::memcpy(out, &full, full.filled);
@@ -353,7 +373,7 @@ CUPMON_API int cupmon_window_open(uint32_t duration_ms, const char* kinds) {
         for (uint32_t k : cupmon::ParseKinds(name, &unused)) kind_list.push_back(k);
       }
     }
-    std::lock_guard<std::timed_mutex> g(g_mu);
+    cupmon::TimedMutexLock g(g_mu);
     if (!g_monitor || g_monitor->stopped()) return cupmon::Fail("cupmon is not running");
     auto id = g_monitor->RequestWindow(duration_ms, std::move(kind_list), cupmon::pb::TRIGGER_API);
     if (!id) return cupmon::Fail(id.error().message);
@@ -365,7 +385,7 @@ CUPMON_API int cupmon_window_open(uint32_t duration_ms, const char* kinds) {
 
 CUPMON_API int cupmon_window_close(void) {
   try {
-    std::lock_guard<std::timed_mutex> g(g_mu);
+    cupmon::TimedMutexLock g(g_mu);
     if (!g_monitor || g_monitor->stopped()) return cupmon::Fail("cupmon is not running");
     if (auto r = g_monitor->RequestCloseWindow(); !r) return cupmon::Fail(r.error().message);
     return 0;

@@ -6,8 +6,8 @@
 // that calls it; the registry itself is lock-free.
 #pragma once
 
-#include "cupmon/control/fork_child_cleanup.h"
-#include "cupmon/format/file_system.h"
+#include "cupmon/base/file_system.h"
+#include "cupmon/base/fork_child_cleanup.h"
 
 namespace cupmon {
 
@@ -28,7 +28,7 @@ class ForkClosingFileSystem final : public FileSystem {
   Expected<void> Sync(int fd) override { return inner_.Sync(fd); }
   // Forgotten before it is closed: the registry never holds a number that may be reused.
   void Close(int fd) override {
-    control::ForgetForkedChildFd(fd);
+    ForgetForkedChildFd(fd);
     inner_.Close(fd);
   }
   Expected<void> Remove(int dir_fd, const std::string& dir_path, const std::string& name) override {
@@ -39,7 +39,7 @@ class ForkClosingFileSystem final : public FileSystem {
   static Expected<int> Registered(Expected<int> fd) {
     // A full registry (16 slots, shared with the listeners) leaves the descriptor inherited, as
     // before; nothing else changes.
-    if (fd) (void)control::CloseInForkedChild(*fd);
+    if (fd) (void)CloseInForkedChild(*fd);
     return fd;
   }
   FileSystem& inner_;

@@ -278,7 +278,7 @@ void Monitor::Abandon() noexcept {
 }
 
 bool Monitor::Stop(std::chrono::milliseconds timeout) {
-  std::lock_guard<std::mutex> g(stop_mu_);
+  MutexLock g(stop_mu_);
   if (InForkedChild()) return true;  // the parent's threads and files do not exist here
   if (stopped_.exchange(true)) return !stop_timed_out_.load();
   if (!control_ || !pipeline_) return true;
@@ -289,7 +289,17 @@ bool Monitor::Stop(std::chrono::milliseconds timeout) {
   // came back.
   const bool gap_marked = !in_time || control_->gap_open();
   const uint64_t last_active_ns = in_time ? control_->last_active_cupti_ns() : 0;
-  if (in_time) control_->EndOpenGap();
+  if (in_time) {
+    control_->EndOpenGap();
+    control_->EndBehind();
+  }
+  // The control thread did not stop in time because a periodic flush has not returned for longer
+  // than a flush may take: CUPTI is behind (or hung) from that flush's start to here.
+  const uint64_t stuck_since =
+      !in_time && control_->flush_running_for_ns() >
+                      ControlLoop::BehindThresholdNs(facts_->config.flush_ms)
+          ? control_->flush_running_since_cupti_ns()
+          : 0;
   const bool flushed = FinalFlushWithin(deadline, timeout);
   if (!flushed) {
     in_time = false;
@@ -299,8 +309,9 @@ bool Monitor::Stop(std::chrono::milliseconds timeout) {
   }
   control_->PollDropped();
   try {
-    queue_->Push(RecordingPipeline::FinalTask([this, gap_marked, flushed,
-                                               last_active_ns](RecordingWriter& w) {
+    queue_->Push(RecordingPipeline::FinalTask([this, gap_marked, flushed, last_active_ns,
+                                               stuck_since](RecordingWriter& w) {
+      if (stuck_since) MarkStuckFlush(w, stuck_since);
       // Every buffer CUPTI completed to cupmon is written by now (this task comes after them).
       // Buffers an earlier, reclaimed gap left with the other client are counted already. After
       // a flush that never returned, CUPTI holds the rest itself: no takeover to mark.
@@ -374,6 +385,21 @@ bool Monitor::FinalFlushWithin(std::chrono::steady_clock::time_point deadline,
          std::future_status::ready;
 }
 
+void Monitor::MarkStuckFlush(RecordingWriter& w, uint64_t since_cupti_ns) {
+  const uint32_t id =
+      static_cast<uint32_t>(counters_->cupti_behind.fetch_add(1, std::memory_order_relaxed) + 1);
+  uint64_t now_cupti = 0;
+  cupti_.GetTimestamp(&now_cupti);
+  const std::string why =
+      "at stop a periodic cuptiActivityFlushAll(0) had not returned for longer than a flush "
+      "period: CUPTI was behind its own records (or hung) and may have lost some without "
+      "counting them";
+  Warn(why);
+  w.WriteWindowMarker(ControlLoop::BehindMarker(true, id, since_cupti_ns, why));
+  w.WriteWindowMarker(ControlLoop::BehindMarker(false, id, std::max(now_cupti, since_cupti_ns),
+                                                "recording stopped while CUPTI was behind"));
+}
+
 void Monitor::MarkBuffersNotReturned(RecordingWriter& w, uint64_t held, uint64_t last_active_ns) {
   const uint32_t gap = static_cast<uint32_t>(counters_->cupti_gaps.fetch_add(1) + 1);
   counters_->stranded_buffers.fetch_add(held, std::memory_order_relaxed);
@@ -426,7 +452,11 @@ void Monitor::FlushAndWait() {
 void Monitor::FillStats(pb::Stats* s) const {
   const MonitorCounters& c = *counters_;
   auto get = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };
-  s->set_dropped_records(get(c.dropped_records));
+#define CUPMON_FILL_ATOMIC(name, field, source, c_struct, c_offset, prom, prom_name, help) \
+  CUPMON_COUNTER_IF_ATOMIC_##source(s->set_##name(get(c.name));)
+  CUPMON_COUNTERS(CUPMON_FILL_ATOMIC)
+#undef CUPMON_FILL_ATOMIC
+  // The PART rows of the counter list, from the part that keeps each.
   s->set_pool_exhausted(pool_->exhausted());
   s->set_buffers_in_flight(pool_->in_use());
   s->set_buffers_free(pool_->free_count());
@@ -435,20 +465,9 @@ void Monitor::FillStats(pb::Stats* s) const {
     s->set_windows_refused(control_->windows_refused());
     s->set_trigger_signals(control_->trigger_signals());
   }
-  s->set_cupti_gaps(get(c.cupti_gaps));
-  s->set_foreign_buffers(get(c.foreign_buffers));
-  s->set_stranded_buffers(get(c.stranded_buffers));
-  s->set_imports_rebound(get(c.imports_rebound));
-  s->set_writer_faults(get(c.writer_faults));
-  s->set_control_faults(get(c.control_faults));
-  s->set_intake_faults(get(c.intake_faults));
-  s->set_lost_buffers(get(c.lost_buffers));
   s->set_strings_refused(strings_->strings_refused());
   s->set_labels_refused(strings_->labels_refused());
   s->set_tasks_dropped(queue_->tasks_dropped());
-  s->set_control_requests_limited(get(c.requests_limited));
-  s->set_auto_windows_skipped(get(c.auto_windows_skipped));
-  s->set_auto_steps_timed(get(c.auto_steps_timed));
   if (InForkedChild()) return;  // the multiplexer's counters sit behind its lock
   if (auto* mux = dynamic_cast<CuptiMux*>(&cupti_)) {
     const CuptiMux::Counters mc = mux->counters();
@@ -466,44 +485,18 @@ MonitorStats Monitor::GetStats() const {
   const PipelineSnapshot snap = child ? PipelineSnapshot{} : pipeline_->Snapshot();
   pb::Stats s = snap.stats;
   FillStats(&s);
-  out.buffers_completed = s.buffers_completed();
-  out.records = s.records();
-  out.raw_bytes = s.raw_bytes();
-  out.compressed_bytes = s.compressed_bytes();
-  out.zero_timestamp_records = s.zero_timestamp_records();
-  out.write_errors = s.write_errors();
-  out.chunks_lost = s.chunks_lost();
+#define CUPMON_GET_COUNTER(name, field, source, c_struct, c_offset, prom, prom_name, help) \
+  out.name = s.name();
+  CUPMON_COUNTERS(CUPMON_GET_COUNTER)
+#undef CUPMON_GET_COUNTER
+  out.strings = strings_->strings();
   out.current_file = snap.current_file;
   out.last_write_error = snap.last_write_error;
-  out.dropped_records = s.dropped_records();
-  out.lost_buffers = s.lost_buffers();
-  out.lost_records = s.lost_records();
-  out.lost_kernel_records = s.lost_kernel_records();
-  out.pool_exhausted = s.pool_exhausted();
-  out.buffers_free = s.buffers_free();
-  out.buffers_in_flight = s.buffers_in_flight();
-  out.strings = strings_->strings();
-  out.cupti_gaps = s.cupti_gaps();
-  out.foreign_buffers = s.foreign_buffers();
-  out.stranded_buffers = s.stranded_buffers();
-  out.imports_rebound = s.imports_rebound();
-  out.truncated_buffers = s.truncated_buffers();
-  out.writer_faults = s.writer_faults();
-  out.control_faults = s.control_faults();
-  out.intake_faults = s.intake_faults();
-  out.strings_refused = s.strings_refused();
-  out.labels_refused = s.labels_refused();
-  out.tasks_dropped = s.tasks_dropped();
   out.stop_timed_out = stop_timed_out_.load();
   if (control_) {
-    out.windows_opened = control_->windows_opened();
-    out.windows_refused = control_->windows_refused();
-    out.trigger_signals = control_->trigger_signals();
     out.window_open = control_->window_open();
     out.auto_windows_opened = control_->auto_windows_opened();
   }
-  out.auto_steps_timed = s.auto_steps_timed();
-  out.auto_windows_skipped = s.auto_windows_skipped();
   return out;
 }
 

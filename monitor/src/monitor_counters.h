@@ -4,27 +4,30 @@
 #include <atomic>
 #include <cstdint>
 
+#include "cupmon/counters/counter_list.h"
+
 namespace cupmon {
 
-// Memory ordering: relaxed atomics. Each counter is added to by the part named beside it and read
-// by anyone (stats chunks, cupmon_get_stats, the control plane); none orders other memory.
+// Memory ordering: relaxed atomics. Each counter is added to by the part that sees the event and
+// read by anyone (stats chunks, cupmon_get_stats, the control plane); none orders other memory.
+//
+// The counters that reach the stats are the ATOMIC rows of the counter list, generated here under
+// their Stats names and copied by Monitor::FillStats: the intake adds foreign_buffers and
+// intake_faults; the writer writer_faults and auto_steps_timed; the control thread
+// control_faults, dropped_records, cupti_gaps, stranded_buffers, imports_rebound and
+// control_requests_limited; intake and writer lost_buffers; control and writer
+// auto_windows_skipped.
 struct MonitorCounters {
-  std::atomic<uint64_t> callback_calls{0};    // intake: request + completed calls (CallbackWatch)
-  std::atomic<uint64_t> foreign_buffers{0};   // intake: completed buffers that are not ours
-  std::atomic<uint64_t> lost_buffers{0};      // intake/writer: buffers dropped before the files
+#define CUPMON_MONITOR_COUNTER(name, field, source, c_struct, c_offset, prom, prom_name, help) \
+  CUPMON_COUNTER_IF_ATOMIC_##source(std::atomic<uint64_t> name{0};)
+  CUPMON_COUNTERS(CUPMON_MONITOR_COUNTER)
+#undef CUPMON_MONITOR_COUNTER
+
+  // The monitor's own bookkeeping, not in the stats.
+  std::atomic<uint64_t> callback_calls{0};  // intake: request + completed calls (CallbackWatch)
   // intake/writer: completed buffers queued to the writer and not yet back in the pool (the
   // takeover watch counts only the pool's buffers that are inside CUPTI).
   std::atomic<uint64_t> buffers_at_writer{0};
-  std::atomic<uint64_t> intake_faults{0};     // intake: exceptions caught in the completion path
-  std::atomic<uint64_t> writer_faults{0};     // writer: exceptions caught
-  std::atomic<uint64_t> control_faults{0};    // control: exceptions caught
-  std::atomic<uint64_t> dropped_records{0};   // control/session: cuptiActivityGetNumDroppedRecords
-  std::atomic<uint64_t> cupti_gaps{0};        // control: takeover intervals
-  std::atomic<uint64_t> stranded_buffers{0};  // control: buffers handed to another client
-  std::atomic<uint64_t> imports_rebound{0};   // control: GOT slots sent to the multiplexer
-  std::atomic<uint64_t> requests_limited{0};  // control: flush/rotate refused by the rate limit
-  std::atomic<uint64_t> auto_windows_skipped{0};  // control/writer: slow steps, no window
-  std::atomic<uint64_t> auto_steps_timed{0};      // writer: steps the step watch timed
 };
 
 }  // namespace cupmon

@@ -139,7 +139,7 @@ void RecordingPipeline::Run() noexcept {
   for (WriterItem& item : batch)
     if (item.buffer) ReleaseBuffer(item.buffer);
   {
-    std::lock_guard<std::mutex> lk(finished_mu_);
+    MutexLock lk(finished_mu_);
     finished_.store(true, std::memory_order_release);
   }
   finished_cv_.notify_all();
@@ -322,7 +322,7 @@ void RecordingPipeline::OpenWriter() {
          "; the application continues, and lost data is counted");
   writer->WriteCalibration(facts_.start_calibration);
   {
-    std::lock_guard<std::mutex> lk(snapshot_mu_);
+    MutexLock lk(snapshot_mu_);
     prefix_ = prefix;
   }
   writer_ = std::move(writer);
@@ -345,7 +345,7 @@ void RecordingPipeline::CountFiles(PipelineSnapshot* s) {
   const auto now = std::chrono::steady_clock::now();
   std::string prefix;
   {
-    std::lock_guard<std::mutex> lk(snapshot_mu_);
+    MutexLock lk(snapshot_mu_);
     prefix = prefix_;
   }
   if (!prefix.empty() && now - last_listing_ >= std::chrono::seconds(1)) {
@@ -385,23 +385,27 @@ void RecordingPipeline::Publish() {
     s.stream_busy = busy_.Streams();
   }
   CountFiles(&s);
-  std::lock_guard<std::mutex> lk(snapshot_mu_);
+  MutexLock lk(snapshot_mu_);
   snapshot_ = std::move(s);
 }
 
 PipelineSnapshot RecordingPipeline::Snapshot() const {
-  std::lock_guard<std::mutex> lk(snapshot_mu_);
+  MutexLock lk(snapshot_mu_);
   return snapshot_;
 }
 
 std::string RecordingPipeline::file_prefix() const {
-  std::lock_guard<std::mutex> lk(snapshot_mu_);
+  MutexLock lk(snapshot_mu_);
   return prefix_;
 }
 
 bool RecordingPipeline::WaitFinished(std::chrono::milliseconds timeout) {
-  std::unique_lock<std::mutex> lk(finished_mu_);
-  return finished_cv_.wait_for(lk, timeout, [&] { return finished_.load(); });
+  MutexLock lk(finished_mu_);
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!finished_.load()) {
+    if (!lk.WaitUntil(finished_cv_, deadline)) return finished_.load();
+  }
+  return true;
 }
 
 }  // namespace cupmon

@@ -9,19 +9,19 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "auto_window.h"
 #include "busy_time.h"
-#include "fork_closing_file_system.h"
 #include "cupmon.pb.h"
-#include "cupmon/format/file_system.h"
+#include "cupmon/base/file_system.h"
+#include "cupmon/base/thread_annotations.h"
 #include "cupmon/metrics/metrics_server.h"
 #include "cupmon/monitor/buffer_pool.h"
 #include "cupmon/monitor/fault_injection.h"
 #include "cupmon/monitor/monitor.h"
+#include "fork_closing_file_system.h"
 #include "monitor_counters.h"
 #include "session_facts.h"
 #include "string_table.h"
@@ -122,11 +122,12 @@ class RecordingPipeline {
   std::chrono::steady_clock::time_point last_listing_{};
   uint64_t files_ = 0, disk_bytes_ = 0;
 
-  mutable std::mutex snapshot_mu_;  // guards snapshot_ and prefix_
-  PipelineSnapshot snapshot_;
-  std::string prefix_;
+  mutable Mutex snapshot_mu_;
+  PipelineSnapshot snapshot_ CUPMON_GUARDED_BY(snapshot_mu_);
+  std::string prefix_ CUPMON_GUARDED_BY(snapshot_mu_);
 
-  std::mutex finished_mu_;
+  // Only for finished_cv_: finished_ is set with it held, so that a waiter cannot miss the wake.
+  Mutex finished_mu_;
   std::condition_variable finished_cv_;
   std::atomic<bool> finished_{false};
   std::atomic<bool> discard_{false};

@@ -40,15 +40,16 @@ StringTable::StringTable(Limits limits, FaultInjector faults)
       generation_(g_next_generation.fetch_add(1, std::memory_order_relaxed)) {}
 
 size_t StringTable::bytes() const {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   return bytes_ + label_bytes_;
 }
 
 void StringTable::InternBuffer(const SessionFacts& facts, const uint8_t* buffer, size_t valid) {
   if (!facts.kernel_name_offset && !facts.marker_name_offset) return;
   MaybeFault(faults_, "intern");
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   WalkRecords({buffer, valid}, facts.sizes, [&](uint32_t kind, std::span<const uint8_t> rec) {
+    mu_.AssertHeld();  // WalkRecords calls back inside this scope
     if (kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || kind == CUPTI_ACTIVITY_KIND_KERNEL) {
       if (facts.kernel_name_offset) InternLocked(Load64(rec.data() + facts.kernel_name_offset));
     } else if (kind == CUPTI_ACTIVITY_KIND_MARKER && facts.marker_name_offset) {
@@ -102,7 +103,7 @@ Expected<uint64_t> StringTable::InternLabel(std::string_view label) {
   }
   uint64_t id = 0;
   {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     if (auto it = labels_.find(label); it != labels_.end()) {
       id = it->second;
     } else {
@@ -132,7 +133,7 @@ Expected<uint64_t> StringTable::InternLabel(std::string_view label) {
 }
 
 void StringTable::TakeNew(std::vector<pb::StringEntry>* out) {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   if (pending_.empty()) return;
   if (out->empty()) {
     out->swap(pending_);

@@ -5,14 +5,14 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
 
 #include "cupmon.pb.h"
-#include "cupmon/format/error.h"
+#include "cupmon/base/error.h"
+#include "cupmon/base/thread_annotations.h"
 #include "cupmon/monitor/fault_injection.h"
 #include "session_facts.h"
 
@@ -55,25 +55,26 @@ class StringTable {
   size_t bytes() const;
 
  private:
-  void InternLocked(uint64_t pointer);
-  void Add(uint64_t pointer, std::string text);
+  void InternLocked(uint64_t pointer) CUPMON_REQUIRES(mu_);
+  void Add(uint64_t pointer, std::string text) CUPMON_REQUIRES(mu_);
 
   const Limits limits_;
   const FaultInjector faults_;
   const uint64_t generation_;  // tells per-thread label caches of different tables apart
 
-  mutable std::mutex mu_;
-  std::unordered_map<uint64_t, uint32_t> ids_;  // pointer -> id
-  uint64_t last_pointer_ = 0;                   // one-entry cache in front of the map
-  uint32_t next_id_ = 1;
-  size_t bytes_ = 0;
-  size_t label_bytes_ = 0;
+  mutable Mutex mu_;
+  std::unordered_map<uint64_t, uint32_t> ids_ CUPMON_GUARDED_BY(mu_);  // pointer -> id
+  uint64_t last_pointer_ CUPMON_GUARDED_BY(mu_) = 0;  // one-entry cache in front of the map
+  uint32_t next_id_ CUPMON_GUARDED_BY(mu_) = 1;
+  size_t bytes_ CUPMON_GUARDED_BY(mu_) = 0;
+  size_t label_bytes_ CUPMON_GUARDED_BY(mu_) = 0;
   struct StringHash {
     using is_transparent = void;
     size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
   };
-  std::unordered_map<std::string, uint64_t, StringHash, std::equal_to<>> labels_;
-  std::vector<pb::StringEntry> pending_;  // added, not yet taken by the writer
+  std::unordered_map<std::string, uint64_t, StringHash, std::equal_to<>> labels_
+      CUPMON_GUARDED_BY(mu_);
+  std::vector<pb::StringEntry> pending_ CUPMON_GUARDED_BY(mu_);  // not yet taken by the writer
 
   std::atomic<uint64_t> strings_{0};
   std::atomic<uint64_t> refused_{0};

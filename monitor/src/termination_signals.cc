@@ -10,7 +10,7 @@
 
 #include <boost/asio/buffer.hpp>
 
-#include "cupmon/control/fork_child_cleanup.h"
+#include "cupmon/base/fork_child_cleanup.h"
 
 namespace cupmon {
 namespace {
@@ -51,8 +51,8 @@ int TerminationSignals::Start() {
     return 0;
   }
   g_write_fd.store(fds[1], std::memory_order_release);
-  control::CloseInForkedChild(fds[0]);
-  control::CloseInForkedChild(fds[1]);
+  CloseInForkedChild(fds[0]);
+  CloseInForkedChild(fds[1]);
   int taken = 0;
   for (size_t i = 0; i < kSignals.size(); ++i) {
     struct sigaction now {};
@@ -63,7 +63,7 @@ int TerminationSignals::Start() {
     sigemptyset(&ours.sa_mask);
     ours.sa_flags = SA_RESTART;  // the application's blocking calls resume after our handler
     if (::sigaction(kSignals[i], &ours, nullptr) != 0) continue;
-    control::RestoreInForkedChild(kSignals[i], now);
+    RestoreInForkedChild(kSignals[i], now);
     installed_[i] = true;
     ++taken;
   }
@@ -75,7 +75,7 @@ void TerminationSignals::Stop() {
   for (size_t i = 0; i < kSignals.size(); ++i) {
     if (!installed_[i]) continue;
     installed_[i] = false;
-    control::ForgetForkedChildSignal(kSignals[i]);
+    ForgetForkedChildSignal(kSignals[i]);
     struct sigaction now {};
     ::sigaction(kSignals[i], nullptr, &now);
     if (!IsOurs(now)) continue;  // the application took it over: leave its handler
@@ -86,11 +86,11 @@ void TerminationSignals::Stop() {
   }
   const int wfd = g_write_fd.exchange(-1, std::memory_order_acq_rel);
   if (wfd >= 0) {
-    control::ForgetForkedChildFd(wfd);
+    ForgetForkedChildFd(wfd);
     ::close(wfd);
   }
   if (reader_.is_open()) {
-    control::ForgetForkedChildFd(reader_.native_handle());
+    ForgetForkedChildFd(reader_.native_handle());
     boost::system::error_code ec;
     reader_.close(ec);
   }

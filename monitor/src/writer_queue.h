@@ -6,8 +6,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
-#include <mutex>
 #include <vector>
+
+#include "cupmon/base/thread_annotations.h"
 
 namespace cupmon {
 
@@ -42,7 +43,7 @@ class WriterQueue {
   // False when closed (the caller still owns the buffer) or, for a task, when full.
   bool Push(WriterItem item) {
     {
-      std::lock_guard<std::mutex> lk(mu_);
+      MutexLock lk(mu_);
       if (closed_) return false;
       if (!item.buffer) {
         if (tasks_ >= kMaxTasks) {
@@ -60,8 +61,8 @@ class WriterQueue {
   // queue is closed and drained.
   bool PopAll(std::vector<WriterItem>* out) {
     out->clear();
-    std::unique_lock<std::mutex> lk(mu_);
-    cv_.wait(lk, [&] { return !items_.empty() || closed_; });
+    MutexLock lk(mu_);
+    while (items_.empty() && !closed_) lk.Wait(cv_);
     if (items_.empty()) return false;
     out->swap(items_);
     tasks_ = 0;
@@ -70,23 +71,23 @@ class WriterQueue {
   // No more items after this; the writer drains what is queued, then PopAll returns false.
   void Close() {
     {
-      std::lock_guard<std::mutex> lk(mu_);
+      MutexLock lk(mu_);
       closed_ = true;
     }
     cv_.notify_one();
   }
   bool closed() const {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     return closed_;
   }
   uint64_t tasks_dropped() const { return tasks_dropped_.load(std::memory_order_relaxed); }
 
  private:
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable cv_;
-  std::vector<WriterItem> items_;
-  size_t tasks_ = 0;
-  bool closed_ = false;
+  std::vector<WriterItem> items_ CUPMON_GUARDED_BY(mu_);
+  size_t tasks_ CUPMON_GUARDED_BY(mu_) = 0;
+  bool closed_ CUPMON_GUARDED_BY(mu_) = false;
   std::atomic<uint64_t> tasks_dropped_{0};
 };
 

@@ -7,7 +7,7 @@
 #include <cstring>
 #include <thread>
 
-#include "cupmon/format/check.h"
+#include "cupmon/base/check.h"
 
 namespace cupmon::testing {
 namespace {
@@ -46,7 +46,7 @@ int64_t FakeCupti::RealtimeNsAt(uint64_t cupti_ns) const {
 
 FakeCupti::~FakeCupti() {
   {
-    std::lock_guard<std::mutex> lk(worker_mu_);
+    MutexLock lk(worker_mu_);
     worker_exit_ = true;
   }
   worker_cv_.notify_all();
@@ -54,18 +54,19 @@ FakeCupti::~FakeCupti() {
 }
 
 FakeCupti::Producer* FakeCupti::NewProducer(uint32_t thread_id) {
-  std::lock_guard<std::mutex> lk(producers_mu_);
+  MutexLock lk(producers_mu_);
   producers_.push_back(std::unique_ptr<Producer>(new Producer(this, thread_id)));
   return producers_.back().get();
 }
 
 uint32_t FakeCupti::AddKernelName(const std::string& name) {
-  std::lock_guard<std::mutex> lk(producers_mu_);
+  MutexLock lk(producers_mu_);
   names_.push_back(name);
   return static_cast<uint32_t>(names_.size() - 1);
 }
 
 const char* FakeCupti::KernelNamePointer(uint32_t index) const {
+  MutexLock lk(producers_mu_);
   return names_.at(index).c_str();
 }
 
@@ -100,7 +101,7 @@ uint64_t FakeCupti::produced_of_kind(uint32_t kind) const {
 
 bool FakeCupti::Producer::Append(uint32_t kind, const void* record, size_t size) {
   if (!fake_->kind_enabled(kind)) return false;
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   if (buffer_ && used_ + size > size_) {
     fake_->Complete(buffer_, size_, used_);
     buffer_ = nullptr;
@@ -184,7 +185,7 @@ bool FakeCupti::Producer::Api(uint32_t kind, uint32_t cbid, uint32_t correlation
   uint64_t external_id = 0;
   bool have_external = false;
   {
-    std::lock_guard<std::mutex> lk(fake_->calls_mu_);
+    MutexLock lk(fake_->calls_mu_);
     auto it = fake_->external_.find({std::this_thread::get_id(),
                                      CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM1});
     if (it != fake_->external_.end() && !it->second.empty()) {
@@ -241,17 +242,17 @@ bool FakeCupti::Producer::Marker(uint32_t flags, uint32_t id, uint64_t timestamp
 }
 
 std::vector<std::string> FakeCupti::calls() const {
-  std::lock_guard<std::mutex> lk(calls_mu_);
+  MutexLock lk(calls_mu_);
   return calls_;
 }
 
 bool FakeCupti::api_filtered(uint32_t kind, uint32_t cbid) const {
-  std::lock_guard<std::mutex> lk(calls_mu_);
+  MutexLock lk(calls_mu_);
   return filters_.contains({kind, cbid});
 }
 
 CUptiResult FakeCupti::ActivityEnableRuntimeApi(CUpti_CallbackId cbid, uint8_t enable) {
-  std::lock_guard<std::mutex> lk(calls_mu_);
+  MutexLock lk(calls_mu_);
   calls_.push_back("EnableRuntimeApi(" + std::to_string(cbid) + "," + std::to_string(enable) + ")");
   if (enable) filters_.erase({CUPTI_ACTIVITY_KIND_RUNTIME, cbid});
   else filters_.insert({CUPTI_ACTIVITY_KIND_RUNTIME, cbid});
@@ -259,7 +260,7 @@ CUptiResult FakeCupti::ActivityEnableRuntimeApi(CUpti_CallbackId cbid, uint8_t e
 }
 
 CUptiResult FakeCupti::ActivityEnableDriverApi(CUpti_CallbackId cbid, uint8_t enable) {
-  std::lock_guard<std::mutex> lk(calls_mu_);
+  MutexLock lk(calls_mu_);
   calls_.push_back("EnableDriverApi(" + std::to_string(cbid) + "," + std::to_string(enable) + ")");
   if (enable) filters_.erase({CUPTI_ACTIVITY_KIND_DRIVER, cbid});
   else filters_.insert({CUPTI_ACTIVITY_KIND_DRIVER, cbid});
@@ -268,14 +269,14 @@ CUptiResult FakeCupti::ActivityEnableDriverApi(CUpti_CallbackId cbid, uint8_t en
 
 CUptiResult FakeCupti::ActivityPushExternalCorrelationId(CUpti_ExternalCorrelationKind kind,
                                                          uint64_t id) {
-  std::lock_guard<std::mutex> lk(calls_mu_);
+  MutexLock lk(calls_mu_);
   external_[{std::this_thread::get_id(), static_cast<uint32_t>(kind)}].push_back(id);
   return CUPTI_SUCCESS;
 }
 
 CUptiResult FakeCupti::ActivityPopExternalCorrelationId(CUpti_ExternalCorrelationKind kind,
                                                         uint64_t* last_id) {
-  std::lock_guard<std::mutex> lk(calls_mu_);
+  MutexLock lk(calls_mu_);
   auto& stack = external_[{std::this_thread::get_id(), static_cast<uint32_t>(kind)}];
   if (stack.empty()) return CUPTI_ERROR_QUEUE_EMPTY;
   if (last_id) *last_id = stack.back();
@@ -315,7 +316,7 @@ CUptiResult FakeCupti::GetCallbackName(CUpti_CallbackDomain domain, uint32_t cbi
 
 void FakeCupti::Complete(uint8_t* buffer, size_t size, size_t valid) {
   {
-    std::lock_guard<std::mutex> lk(worker_mu_);
+    MutexLock lk(worker_mu_);
     pending_.push_back({buffer, size, valid});
     ++queued_;
   }
@@ -323,18 +324,18 @@ void FakeCupti::Complete(uint8_t* buffer, size_t size, size_t valid) {
 }
 
 void FakeCupti::WorkerLoop() {
-  std::unique_lock<std::mutex> lk(worker_mu_);
+  MutexLock lk(worker_mu_);
   for (;;) {
-    worker_cv_.wait(lk, [&] { return !pending_.empty() || worker_exit_; });
+    while (pending_.empty() && !worker_exit_) lk.Wait(worker_cv_);
     if (pending_.empty()) return;
     const Completed c = pending_.front();
     pending_.pop_front();
-    lk.unlock();
+    lk.Unlock();
     if (auto complete = complete_.load()) {
       InCallbackScope in_callback;
       complete(nullptr, 0, c.buffer, c.size, c.valid);
     }
-    lk.lock();
+    lk.Lock();
     ++delivered_;
     worker_cv_.notify_all();
   }
@@ -351,7 +352,7 @@ CUptiResult FakeCupti::ActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFun
   if (!request || !complete) return CUPTI_ERROR_INVALID_PARAMETER;
   request_ = request;
   complete_ = complete;
-  std::lock_guard<std::mutex> lk(calls_mu_);
+  MutexLock lk(calls_mu_);
   calls_.push_back("RegisterCallbacks");
   return CUPTI_SUCCESS;
 }
@@ -361,7 +362,7 @@ CUptiResult FakeCupti::ActivityEnable(CUpti_ActivityKind kind) {
   const uint32_t k = static_cast<uint32_t>(kind);
   if (k >= 128) return CUPTI_ERROR_INVALID_KIND;
   {
-    std::lock_guard<std::mutex> lk(calls_mu_);
+    MutexLock lk(calls_mu_);
     calls_.push_back("Enable(" + std::to_string(k) + ")");
     // Real CUPTI: the kind setting overrides per-cbid filters made before it.
     std::erase_if(filters_, [&](const auto& f) { return f.first == k; });
@@ -374,7 +375,7 @@ CUptiResult FakeCupti::ActivityDisable(CUpti_ActivityKind kind) {
   const uint32_t k = static_cast<uint32_t>(kind);
   if (k >= 128) return CUPTI_ERROR_INVALID_KIND;
   {
-    std::lock_guard<std::mutex> lk(calls_mu_);
+    MutexLock lk(calls_mu_);
     calls_.push_back("Disable(" + std::to_string(k) + ")");
   }
   (k < 64 ? enabled_mask_lo_ : enabled_mask_hi_).fetch_and(~(uint64_t{1} << (k % 64)));
@@ -386,11 +387,11 @@ CUptiResult FakeCupti::ActivityRegisterTimestampCallback(CUpti_TimestampCallback
   uint64_t pending = 0;
   std::vector<Producer*> producers;
   {
-    std::lock_guard<std::mutex> lk(producers_mu_);
+    MutexLock lk(producers_mu_);
     for (auto& p : producers_) producers.push_back(p.get());
   }
   for (Producer* p : producers) {
-    std::lock_guard<std::mutex> lk(p->mu_);
+    MutexLock lk(p->mu_);
     for (size_t at = 0; p->buffer_ && at < p->used_;) {
       const auto* r = reinterpret_cast<const CUpti_Activity*>(p->buffer_ + at);
       const uint32_t size = RecordSize(r->kind);
@@ -409,27 +410,31 @@ CUptiResult FakeCupti::ActivityFlushAll(uint32_t flag) {
   if (forced) forced_flushes_.fetch_add(1);
   std::vector<Producer*> producers;
   {
-    std::lock_guard<std::mutex> lk(producers_mu_);
+    MutexLock lk(producers_mu_);
     for (auto& p : producers_) producers.push_back(p.get());
   }
   for (Producer* p : producers) {
-    std::lock_guard<std::mutex> lk(p->mu_);
+    MutexLock lk(p->mu_);
     if (p->buffer_ && (forced || p->used_ > 0)) {
       Complete(p->buffer_, p->size_, p->used_);
       p->buffer_ = nullptr;
     }
   }
   // Blocking, like cuptiActivityFlushAll: returns once everything queued so far was delivered.
-  std::unique_lock<std::mutex> lk(worker_mu_);
-  const uint64_t target = queued_;
-  worker_cv_.wait(lk, [&] { return delivered_ >= target; });
+  {
+    MutexLock lk(worker_mu_);
+    const uint64_t target = queued_;
+    while (delivered_ < target) lk.Wait(worker_cv_);
+  }
+  if (const int64_t delay = flush_delay_ms_.load(); !forced && delay > 0)
+    std::this_thread::sleep_for(std::chrono::milliseconds(delay));
   return CUPTI_SUCCESS;
 }
 
 CUptiResult FakeCupti::ActivityFlushPeriod(uint32_t) { return CUPTI_SUCCESS; }
 
 void FakeCupti::AddDropped(CUcontext context, uint32_t stream, uint64_t n) {
-  std::lock_guard<std::mutex> lk(dropped_mu_);
+  MutexLock lk(dropped_mu_);
   dropped_unread_[{context, stream}] += n;
   dropped_total_.fetch_add(n);
 }
@@ -438,7 +443,7 @@ CUptiResult FakeCupti::ActivityGetNumDroppedRecords(CUcontext context, uint32_t 
                                                     size_t* dropped) {
   if (!dropped) return CUPTI_ERROR_INVALID_PARAMETER;
   if (t_in_callback) dropped_in_callback_.fetch_add(1);
-  std::lock_guard<std::mutex> lk(dropped_mu_);
+  MutexLock lk(dropped_mu_);
   auto it = dropped_unread_.find({context, stream_id});
   *dropped = it == dropped_unread_.end() ? 0 : static_cast<size_t>(it->second);
   if (it != dropped_unread_.end()) it->second = 0;  // read resets, as in CUPTI
@@ -459,7 +464,7 @@ CUptiResult FakeCupti::ActivitySetAttribute(CUpti_ActivityAttribute attr, size_t
   uint64_t v = 0;
   if (flag) v = *static_cast<const uint8_t*>(value);
   else v = *static_cast<const size_t*>(value);
-  std::lock_guard<std::mutex> lk(calls_mu_);
+  MutexLock lk(calls_mu_);
   calls_.push_back("SetAttribute(" + std::to_string(static_cast<int>(attr)) + "," +
                    std::to_string(v) + ")");
   return CUPTI_SUCCESS;

@@ -3,17 +3,18 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "cupmon/base/thread_annotations.h"
 #include "cupmon/monitor/cupti_api.h"
 #include "cupmon/monitor/monitor_clock.h"
 
@@ -78,10 +79,10 @@ class FakeCupti final : public CuptiApi {
     bool Append(uint32_t kind, const void* record, size_t size);
     FakeCupti* fake_;
     const uint32_t thread_id_;  // in its API and MARKER records (process id 1)
-    std::mutex mu_;
-    uint8_t* buffer_ = nullptr;
-    size_t size_ = 0;
-    size_t used_ = 0;
+    Mutex mu_;
+    uint8_t* buffer_ CUPMON_GUARDED_BY(mu_) = nullptr;
+    size_t size_ CUPMON_GUARDED_BY(mu_) = 0;
+    size_t used_ CUPMON_GUARDED_BY(mu_) = 0;
   };
 
   // The returned producer lives as long as the fake. Thread-compatible: one thread per producer.
@@ -108,6 +109,9 @@ class FakeCupti final : public CuptiApi {
   // Test-double behaviour: `n` records dropped in queue (context, stream), as real CUPTI counts
   // per context and stream. Counted in dropped_total().
   void AddDropped(CUcontext context, uint32_t stream, uint64_t n);
+  // A CUPTI whose worker is behind: each non-forced ActivityFlushAll sleeps this long (real time)
+  // before it returns, as cuptiActivityFlushAll(0) does while CUPTI's worker cannot keep up.
+  void SetFlushDelay(std::chrono::milliseconds d) { flush_delay_ms_.store(d.count()); }
   // ActivityGetNumDroppedRecords calls made from inside a buffer callback the fake was running
   // (CUPTI_NOTES.md: never do that while holding a lock the callbacks take).
   uint64_t dropped_queries_inside_callbacks() const { return dropped_in_callback_.load(); }
@@ -184,6 +188,7 @@ class FakeCupti final : public CuptiApi {
   std::atomic<uint64_t> produced_{0}, dropped_total_{0}, dropped_in_callback_{0};
   std::atomic<uint64_t> produced_by_kind_[64] = {};
   std::atomic<uint64_t> forced_flushes_{0};
+  std::atomic<int64_t> flush_delay_ms_{0};
   std::atomic<int64_t> timestamp_shift_{0};
   std::atomic<int> delayed_timestamps_{0}, timestamp_delay_us_{0};
   std::atomic<uint64_t> timestamp_callbacks_{0}, pending_at_ts_{0};
@@ -192,22 +197,26 @@ class FakeCupti final : public CuptiApi {
   CUpti_ActivityAttribute fail_attribute_ = CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_FORCE_INT;
   CUptiResult fail_attribute_result_ = CUPTI_SUCCESS;
 
-  mutable std::mutex calls_mu_;  // guards calls_, filters_ and external_
-  std::vector<std::string> calls_;
-  std::set<std::pair<uint32_t, uint32_t>> filters_;  // (kind, cbid) switched off
-  std::map<std::pair<std::thread::id, uint32_t>, std::vector<uint64_t>> external_;
-  std::mutex dropped_mu_;  // guards dropped_unread_
-  std::map<std::pair<CUcontext, uint32_t>, uint64_t> dropped_unread_;  // per queue, until read
+  mutable Mutex calls_mu_;
+  std::vector<std::string> calls_ CUPMON_GUARDED_BY(calls_mu_);
+  // (kind, cbid) switched off.
+  std::set<std::pair<uint32_t, uint32_t>> filters_ CUPMON_GUARDED_BY(calls_mu_);
+  std::map<std::pair<std::thread::id, uint32_t>, std::vector<uint64_t>> external_
+      CUPMON_GUARDED_BY(calls_mu_);
+  Mutex dropped_mu_;
+  // Per queue, until read.
+  std::map<std::pair<CUcontext, uint32_t>, uint64_t> dropped_unread_ CUPMON_GUARDED_BY(dropped_mu_);
 
-  std::mutex producers_mu_;
-  std::vector<std::unique_ptr<Producer>> producers_;
-  std::deque<std::string> names_;  // stable addresses
+  mutable Mutex producers_mu_;
+  std::vector<std::unique_ptr<Producer>> producers_ CUPMON_GUARDED_BY(producers_mu_);
+  std::deque<std::string> names_ CUPMON_GUARDED_BY(producers_mu_);  // stable addresses
 
-  std::mutex worker_mu_;
+  Mutex worker_mu_;
   std::condition_variable worker_cv_;
-  std::deque<Completed> pending_;
-  uint64_t queued_ = 0, delivered_ = 0;
-  bool worker_exit_ = false;
+  std::deque<Completed> pending_ CUPMON_GUARDED_BY(worker_mu_);
+  uint64_t queued_ CUPMON_GUARDED_BY(worker_mu_) = 0;
+  uint64_t delivered_ CUPMON_GUARDED_BY(worker_mu_) = 0;
+  bool worker_exit_ CUPMON_GUARDED_BY(worker_mu_) = false;
   std::thread worker_;
 };
 

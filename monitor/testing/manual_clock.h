@@ -6,8 +6,8 @@
 #include <condition_variable>
 #include <cstdint>
 #include <map>
-#include <mutex>
 
+#include "cupmon/base/thread_annotations.h"
 #include "cupmon/monitor/monitor_clock.h"
 
 namespace cupmon::testing {
@@ -43,17 +43,17 @@ class ManualClock final : public MonitorClock, private TimerService {
   void Schedule(ClockTimer* timer, int64_t deadline_ns, uint64_t generation) override;
   void Unschedule(ClockTimer* timer) override;
 
-  mutable std::mutex mu_;  // guards everything below
+  mutable Mutex mu_;
   std::condition_variable done_cv_;
-  int64_t steady_ns_;
+  int64_t steady_ns_ CUPMON_GUARDED_BY(mu_);
   const int64_t wall_minus_steady_;
   struct Armed {
     int64_t deadline_ns;
     uint64_t generation;
   };
-  std::map<ClockTimer*, Armed> armed_;
-  uint64_t fired_ = 0;
-  uint64_t handlers_running_ = 0;
+  std::map<ClockTimer*, Armed> armed_ CUPMON_GUARDED_BY(mu_);
+  uint64_t fired_ CUPMON_GUARDED_BY(mu_) = 0;
+  uint64_t handlers_running_ CUPMON_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace cupmon::testing

@@ -94,6 +94,7 @@ class CupmonStatsSized(ctypes.Structure):
         ("stranded_buffers", ctypes.c_uint64),
         ("truncated_buffers", ctypes.c_uint64),
         ("imports_rebound", ctypes.c_uint64),
+        ("cupti_behind", ctypes.c_uint64),
     ]
 
 

@@ -6,7 +6,7 @@
 // stream (chrome-json also per trace event, counted in an untimed second pass), and export
 // perfetto, export kineto into a temporary directory (events counted afterwards, untimed), and
 // sqlite into a temporary file where built with SQLite; 5. the Perfetto, Kineto and SQLite writers
-// alone (export/perfetto_sink.cc, export/kineto_sink.cc, export/sqlite_sink.cc) on rows
+// alone (export/perfetto/, export/kineto/ and export/sqlite/sqlite_sink.cc) on rows
 // captured beforehand (up to 2M; the sink's own cost without reading or decoding).
 // Prints records (or events) per second of wall and of process CPU time: CPU time is the figure to
 // compare on a machine shared with other work.
@@ -24,12 +24,12 @@
 #include "cupmon/decoder/recording_reader.h"
 #include "cupmon/decoder/reports.h"
 #include "cupmon/decoder/trace_builder.h"
-#include "export/kineto_sink.h"
-#include "export/perfetto_sink.h"
+#include "export/kineto/kineto_exporter.h"
+#include "export/perfetto/perfetto_exporter.h"
 #if CUPMON_HAVE_SQLITE
 #include <unistd.h>
 
-#include "export/sqlite_sink.h"
+#include "export/sqlite/sqlite_sink.h"
 #endif
 
 namespace {
@@ -126,7 +126,7 @@ struct CapturedRows {
 
 // The Perfetto writer alone: rows of the first recording, decoded and captured first (untimed),
 // then written `repeat` times into a discarding stream.
-void BenchPerfettoSink(const Recording& rec) {
+void BenchPerfettoWriter(const Recording& rec) {
   const CapturedRows captured(rec);
   const TraceBuilder& builder = captured.builder;
   const CaptureSink& capture = captured.capture;
@@ -136,10 +136,10 @@ void BenchPerfettoSink(const Recording& rec) {
   uint64_t slices = 0, packets = 0;
   const double w0 = Now(CLOCK_MONOTONIC), c0 = Now(CLOCK_PROCESS_CPUTIME_ID);
   for (int i = 0; i < kRepeat; ++i) {
-    PerfettoSink sink(out);
+    PerfettoExporter sink(out);
     sink.Begin(builder, rec, 0, nullptr);
     for (const Row& r : capture.rows) sink.Write(r);
-    sink.End(builder, rec);
+    sink.End(builder, rec, ReadIntegrity{});
     sink.Close();
     slices += sink.slices();
     packets += sink.packets();
@@ -154,7 +154,7 @@ void BenchPerfettoSink(const Recording& rec) {
               static_cast<unsigned long long>(buf.bytes / kRepeat));
 }
 
-// The Kineto writer alone: as BenchPerfettoSink, one rank's trace per pass.
+// The Kineto writer alone: as BenchPerfettoWriter, one rank's trace per pass.
 void BenchKinetoWriter(const Recording& rec) {
   const CapturedRows captured(rec);
   const TraceBuilder& builder = captured.builder;
@@ -333,7 +333,7 @@ int main(int argc, char** argv) {
     if ((only.empty() || only == "sqlite-writer") && !r.files.empty() &&
         r.files.front().bytes > 4096) {  // skip empty launcher recordings
       if (only.empty()) {
-        BenchPerfettoSink(r);
+        BenchPerfettoWriter(r);
         BenchKinetoWriter(r);
       }
 #if CUPMON_HAVE_SQLITE

@@ -39,7 +39,7 @@ SKIP = 77
 RANK_RE = re.compile(r'"rank":\s+(\d+)')  # hta/common/trace_file.py
 GPU_CATS = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
 API_CATS = {"cuda_runtime", "cuda_driver"}
-SYNTHETIC_CAT = "cupmon_synthetic"  # --kineto-synthetic-launches (kineto_sink.h)
+SYNTHETIC_CAT = "cupmon_synthetic"  # --kineto-synthetic-launches (export/kineto/kineto_exporter.h)
 SYNTHETIC_NAME = "cupmon: launch not recorded"
 STEPS_TID = 0x7ffffffe               # kDetectedStepsTid
 

@@ -1,6 +1,7 @@
-// The Kineto JSON export (decoder/src/export/kineto_sink.cc): the synthetic sample's trace
-// against its golden file (tests/data/golden/kineto-rank0.json; CUPMON_UPDATE_GOLDEN=1 rewrites
-// it), steps from annotations and from a KinetoStepSource, and bad output directories and regions.
+// The Kineto JSON export (decoder/src/export/kineto/kineto_exporter.cc): the synthetic sample's
+// trace against its golden file (tests/data/golden/kineto-rank0.json; CUPMON_UPDATE_GOLDEN=1
+// rewrites it), steps from annotations and from a KinetoStepSource, and bad output directories
+// and regions.
 // tests/decoder/kineto_export_test.py checks real recordings with HTA itself.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -16,7 +17,7 @@
 
 #include "cupmon/decoder/reports.h"
 #include "cupmon/decoder/steps.h"
-#include "export/kineto_sink.h"
+#include "export/kineto/kineto_exporter.h"
 #include "json_parser.h"
 #include "recording_builder.h"
 #include "step_stream.h"
@@ -375,24 +376,24 @@ TEST(KinetoSinkTest, UnusableDirectoriesFailBeforeReading) {
   testing::TempDir tmp;
   const std::string file = tmp.path() + "/plain-file";
   std::ofstream(file) << "x";
-  auto r = KinetoSink::PrepareDirectory(file);
+  auto r = KinetoExporter::PrepareDirectory(file);
   ASSERT_FALSE(r.has_value());
   EXPECT_NE(r.error().message.find("not a directory"), std::string::npos) << r.error().message;
-  r = KinetoSink::PrepareDirectory(file + "/sub");
+  r = KinetoExporter::PrepareDirectory(file + "/sub");
   ASSERT_FALSE(r.has_value());
   EXPECT_NE(r.error().message.find("cannot create " + file + "/sub"), std::string::npos)
       << r.error().message;
-  r = KinetoSink::PrepareDirectory("");
+  r = KinetoExporter::PrepareDirectory("");
   ASSERT_FALSE(r.has_value());
   EXPECT_NE(r.error().message.find("-o DIR"), std::string::npos);
   // Missing directories (and parents) are created.
-  EXPECT_TRUE(KinetoSink::PrepareDirectory(tmp.path() + "/a/b").has_value());
+  EXPECT_TRUE(KinetoExporter::PrepareDirectory(tmp.path() + "/a/b").has_value());
   EXPECT_TRUE(fs::is_directory(tmp.path() + "/a/b"));
   if (geteuid() != 0) {  // root writes anywhere
     const std::string ro = tmp.path() + "/read-only";
     fs::create_directory(ro);
     chmod(ro.c_str(), 0555);
-    r = KinetoSink::PrepareDirectory(ro);
+    r = KinetoExporter::PrepareDirectory(ro);
     ASSERT_FALSE(r.has_value());
     EXPECT_NE(r.error().message.find("cannot write " + ro), std::string::npos);
     chmod(ro.c_str(), 0755);

@@ -19,7 +19,7 @@
 #include <iterator>
 #include <string>
 
-#include "cupmon/format/check.h"
+#include "cupmon/base/check.h"
 #include "recording_builder.h"
 #include "step_stream.h"
 

@@ -10,8 +10,8 @@
 #include <cstring>
 #include <string>
 
+#include "cupmon/base/check.h"
 #include "cupmon/decoder/torch_monitor_dump.h"
-#include "cupmon/format/check.h"
 #include "real_cupti_bytes.h"
 #include "recording_builder.h"
 

@@ -1,7 +1,7 @@
-// The Nsight Systems schema helpers of the SQLite export (decoder/src/export/nsys_schema.cc):
-// short kernel names, id packing, memory kinds, UUID text, and the table list itself. Runs in
-// builds without SQLite too.
-#include "export/nsys_schema.h"
+// The Nsight Systems schema helpers of the SQLite export
+// (decoder/src/export/sqlite/nsys_schema.cc): short kernel names, id packing, memory kinds, UUID
+// text, and the table list itself. Runs in builds without SQLite too.
+#include "export/sqlite/nsys_schema.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
-// The exports' output buffer (decoder/src/export/out_buf.h): its integer formatting against
+// The exports' output buffer (decoder/src/text/out_buf.h): its integer formatting against
 // std::to_chars, and what reaches the stream.
-#include "export/out_buf.h"
+#include "text/out_buf.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
-// The Perfetto export's wire-format writer (decoder/src/export/proto_wire.h) against bytes worked
-// out by hand from the protobuf encoding rules; runs without Perfetto's schema (the schema-based
-// check of the whole export is tests/decoder/perfetto_export_test.py).
-#include "export/proto_wire.h"
+// The Perfetto export's wire-format writer (decoder/src/export/perfetto/proto_wire.h) against
+// bytes worked out by hand from the protobuf encoding rules; runs without Perfetto's schema (the
+// schema-based check of the whole export is tests/decoder/perfetto_export_test.py).
+#include "export/perfetto/proto_wire.h"
 
 #include <gtest/gtest.h>
 

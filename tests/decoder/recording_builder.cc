@@ -3,7 +3,7 @@
 
 #include <array>
 
-#include "cupmon/format/check.h"
+#include "cupmon/base/check.h"
 #include "cupmon/format/chunk.h"
 #include "cupmon/format/record_sizes.h"
 

@@ -368,6 +368,7 @@ class InfoJsonTest(unittest.TestCase):
                 self.assertIn("%d GPU activities launched before it opened" % w["launched_before"],
                               text)
         self.assertIn("no records inside): %d\n" % len(rec["gaps"]), text)
+        self.assertIn("not counted by CUPTI): %d\n" % len(rec["cupti_behind"]), text)
         o = rec["other_cupti_client"]
         if any(o[k] for k in ("stranded_buffers", "imports_rebound", "shared_records",
                               "undelivered_records")):

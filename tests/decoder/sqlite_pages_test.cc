@@ -1,7 +1,7 @@
-// SqliteTablePages (decoder/src/export/sqlite_pages.h): table B-trees written without SQLite,
-// then read, searched, indexed, checked and appended to by SQLite itself. Small pages (512
+// SqliteTablePages (decoder/src/export/sqlite/sqlite_pages.h): table B-trees written without
+// SQLite, then read, searched, indexed, checked and appended to by SQLite itself. Small pages (512
 // bytes) so that a few thousand rows make a tree of three levels. Built only where SQLite is.
-#include "export/sqlite_pages.h"
+#include "export/sqlite/sqlite_pages.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>

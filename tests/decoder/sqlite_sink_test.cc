@@ -1,4 +1,4 @@
-// `export --format sqlite` (decoder/src/export/sqlite_sink.cc) on synthetic recordings whose every
+// `export --format sqlite` (decoder/src/export/sqlite/) on synthetic recordings whose every
 // record is known: nsys's tables, ids and joins, cupmon's own tables, and the file policy.
 // Built only where SQLite is found; the real recordings are checked by sqlite_export_test.py.
 #include <sqlite3.h>
@@ -16,7 +16,7 @@
 
 #include "cupmon/decoder/record_layout.h"
 #include "cupmon/decoder/reports.h"
-#include "export/sqlite_sink.h"
+#include "export/sqlite/sqlite_sink.h"
 #include "recording_builder.h"
 #include "sqlite_test_db.h"
 #include "test_util.h"

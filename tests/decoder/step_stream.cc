@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "cupmon/format/check.h"
+#include "cupmon/base/check.h"
 #include "recording_builder.h"
 
 namespace cupmon::testing {

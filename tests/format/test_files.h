@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "cupmon/base/file_system.h"
 #include "cupmon/format/chunk_scanner.h"
-#include "cupmon/format/file_system.h"
 
 namespace cupmon::testing {
 

@@ -18,9 +18,9 @@
 #include <google/protobuf/stubs/logging.h>
 
 #include "cupmon.pb.h"
+#include "cupmon/base/check.h"
 #include "cupmon/control/control_plane.h"
 #include "cupmon/control/protocol.h"
-#include "cupmon/format/check.h"
 
 namespace cupmon::fuzz {
 

@@ -10,7 +10,9 @@
 //   CUPMON_BUFFER_SIZE (activity buffer size, default 4M as cupmon's);
 //   CUPMON_POOL_SIZE (set: that many bytes of buffers allocated at start and no more, as cupmon's
 //     pool; a request finding none free gets no buffer and CUPTI drops records. Unset: buffers are
-//     allocated on demand and recycled, without a bound).
+//     allocated on demand and recycled, without a bound);
+//   CUPMON_FLOOR_FLUSH_MS (set: a thread of its own calls cuptiActivityFlushAll(0) that often, as
+//     cupmon's control thread does each flush period).
 // A value it cannot parse ends the process (exit 2) with a line naming the variable: a benchmark
 // must not measure a setting other than the one asked for. What was set is printed to stderr.
 #include <cupti.h>
@@ -19,8 +21,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <chrono>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -165,5 +169,15 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
     return 1;
   }
   std::atexit(AtExit);
+  size_t flush_ms = 0;
+  if (EnvCount("CUPMON_FLOOR_FLUSH_MS", &flush_ms) && flush_ms > 0) {
+    std::fprintf(stderr, "bare_cupti_floor: cuptiActivityFlushAll(0) every %zu ms\n", flush_ms);
+    std::thread([flush_ms] {
+      for (;;) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(flush_ms));
+        cuptiActivityFlushAll(0);
+      }
+    }).detach();
+  }
   return 1;
 }

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "cupmon/format/check.h"
+#include "cupmon/base/check.h"
 #include "gpu_scenarios.h"
 #include "recording_builder.h"
 

@@ -62,8 +62,9 @@ class InstallTest(unittest.TestCase):
     def test_layout(self):
         always = [
             "bin/cupmonctl", "bin/cupmon-decode",
-            "lib/libcupmon_format.a", "lib/libcupmon_decoder.a", "lib/libcupmon_proto.a",
-            "include/cupmon/format/chunk.h", "include/cupmon/format/error.h",
+            "lib/libcupmon_base.a", "lib/libcupmon_format.a", "lib/libcupmon_decoder.a",
+            "lib/libcupmon_proto.a",
+            "include/cupmon/format/chunk.h", "include/cupmon/base/error.h",
             "include/cupmon/decoder/recording_reader.h", "include/cupmon/proto/cupmon.pb.h",
             "lib/cmake/cupmon/cupmonConfig.cmake", "lib/cmake/cupmon/cupmonConfigVersion.cmake",
             "lib/cmake/cupmon/cupmonTargets.cmake",

@@ -108,8 +108,8 @@ class DebPackageTest(unittest.TestCase):
             with self.subTest(path=rel):
                 self.assertTrue(os.path.isfile(self.path(rel)), f"{rel} is not in the package")
         # What `cmake --install` adds for building against cupmon is not.
-        for rel in ("lib/cmake", "include/cupmon/decoder", "include/cupmon/format",
-                    "include/cupmon/proto"):
+        for rel in ("lib/cmake", "include/cupmon/base", "include/cupmon/decoder",
+                    "include/cupmon/format", "include/cupmon/proto"):
             self.assertFalse(os.path.exists(self.path(rel)), rel)
         for dirpath, _, files in os.walk(self.root):
             for name in files:

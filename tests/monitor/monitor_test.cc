@@ -15,6 +15,7 @@
 #include <sstream>
 #include <thread>
 
+#include "cupmon/decoder/recording_reader.h"
 #include "cupmon/decoder/reports.h"
 #include "monitor/testing/fake_cupti.h"
 #include "monitor_fixture.h"
@@ -240,6 +241,142 @@ TEST(MonitorTest, StressAccountsForEveryRecordExactly) {
   EXPECT_EQ(stats.buffers_in_flight, 0u);
   EXPECT_EQ(fake.forced_flushes(), 1u);
   std::filesystem::remove_all(dir);
+}
+
+struct BehindMarkers : decoder::ChunkVisitor {
+  void OnWindowMarker(const pb::WindowMarker& m) override {
+    if (m.edge() == pb::WindowMarker::BEHIND_BEGIN || m.edge() == pb::WindowMarker::BEHIND_END)
+      markers.push_back(m);
+  }
+  std::vector<pb::WindowMarker> markers;
+};
+
+BehindMarkers ReadBehindMarkers(const std::string& dir) {
+  BehindMarkers v;
+  auto listing = decoder::ListRecordings(dir);
+  if (!listing || listing->recordings.size() != 1) return v;
+  decoder::ReadIntegrity integrity;
+  decoder::ReadRecording(listing->recordings[0], v, &integrity);
+  return v;
+}
+
+// A monitor on the test double with a 50 ms flush period (the behind threshold stays 1 s:
+// ControlLoop::BehindThresholdNs), its producer, and `n` kernels with timestamps recorded.
+struct BehindJob {
+  BehindJob(const std::string& name, int n) : dir(TempDir(name)) {
+    kernel = fake.AddKernelName("k");
+    MonitorOptions o = FakeOptions(&fake, dir);
+    o.config.flush_ms = 50;
+    auto started = Monitor::Start(o);
+    if (!started) {
+      ADD_FAILURE() << started.error().message;
+      return;
+    }
+    m = std::move(*started);
+    p = fake.NewProducer();
+    for (int i = 0; i < n; ++i) EXPECT_TRUE(p->Kernel(kernel, 100 + i, 101 + i));
+  }
+  uint64_t behind() const { return m->GetStats().cupti_behind; }
+  FakeCupti fake;
+  std::string dir;
+  uint32_t kernel = 0;
+  std::unique_ptr<Monitor> m;
+  FakeCupti::Producer* p = nullptr;
+};
+
+// CUPTI's worker behind its own records (on the GPU: a sustained 0.7 M kernels/s of graph replay,
+// docs/RELIABILITY.md) shows as a periodic non-forced flush that takes longer than the flush
+// period; CUPTI may then lose records without counting them, so the interval is marked.
+TEST(MonitorTest, ACuptiBehindItsRecordsIsMarkedAndCounted) {
+  BehindJob job("behind", 100);
+  ASSERT_TRUE(job.m);
+  job.fake.SetFlushDelay(std::chrono::milliseconds(1100));
+  ASSERT_TRUE(testing::WaitFor([&] { return job.behind() == 1; }));
+  job.fake.SetFlushDelay(std::chrono::milliseconds(0));
+  for (int i = 0; i < 100; ++i) ASSERT_TRUE(job.p->Kernel(job.kernel, 300 + i, 301 + i));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // fast flushes: caught up
+  job.m->Stop();
+  EXPECT_EQ(job.behind(), 1u);
+  const auto rb = ReadRecording(job.dir);
+  EXPECT_EQ(rb.records, 200u);
+  EXPECT_EQ(rb.last_stats.cupti_behind(), 1u);
+  const BehindMarkers v = ReadBehindMarkers(job.dir);
+  ASSERT_EQ(v.markers.size(), 2u);
+  EXPECT_EQ(v.markers[0].edge(), pb::WindowMarker::BEHIND_BEGIN);
+  EXPECT_EQ(v.markers[1].edge(), pb::WindowMarker::BEHIND_END);
+  EXPECT_EQ(v.markers[0].window_id(), 1u);
+  EXPECT_EQ(v.markers[1].window_id(), 1u);
+  EXPECT_LT(v.markers[0].cupti_ns(), v.markers[1].cupti_ns());
+  EXPECT_NE(v.markers[0].note().find("cuptiActivityFlushAll(0) took 1"), std::string::npos)
+      << v.markers[0].note();
+  EXPECT_NE(v.markers[1].note().find("caught up"), std::string::npos) << v.markers[1].note();
+}
+
+TEST(MonitorTest, AStopWhileCuptiIsBehindClosesTheMarkedInterval) {
+  BehindJob job("behind-at-stop", 10);
+  ASSERT_TRUE(job.m);
+  job.fake.SetFlushDelay(std::chrono::milliseconds(1100));
+  ASSERT_TRUE(testing::WaitFor([&] { return job.behind() == 1; }));
+  job.m->Stop(std::chrono::seconds(10));
+  const BehindMarkers v = ReadBehindMarkers(job.dir);
+  ASSERT_EQ(v.markers.size(), 2u);
+  EXPECT_EQ(v.markers[1].edge(), pb::WindowMarker::BEHIND_END);
+  EXPECT_NE(v.markers[1].note().find("recording stopped while CUPTI was behind"),
+            std::string::npos)
+      << v.markers[1].note();
+  EXPECT_EQ(ReadRecording(job.dir).records, 10u);
+}
+
+TEST(MonitorTest, RecordsWithoutTimestampsMarkCuptiBehindUntilTheyStop) {
+  // On the GPU, once CUPTI's worker had saturated, flushes were fast again while CUPTI recorded
+  // almost no kernel and only records without timestamps came (docs/RELIABILITY.md).
+  BehindJob job("behind-zero-ts", 10);
+  ASSERT_TRUE(job.m);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(job.behind(), 0u);  // fast flushes, timestamps: nothing marked
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(job.p->Kernel(job.kernel, 0, 0));
+  ASSERT_TRUE(testing::WaitFor([&] { return job.behind() >= 1; }));
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(job.p->Kernel(job.kernel, 300 + i, 301 + i));
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  job.m->Stop();
+  // The five may reach two flushes with a clean one between (a slow machine): then two
+  // intervals. Each opens on such records and closes at a clean flush.
+  const BehindMarkers v = ReadBehindMarkers(job.dir);
+  ASSERT_GE(v.markers.size(), 2u);
+  ASSERT_EQ(v.markers.size() % 2, 0u);
+  EXPECT_EQ(job.behind(), v.markers.size() / 2);
+  for (size_t i = 0; i < v.markers.size(); i += 2) {
+    EXPECT_EQ(v.markers[i].edge(), pb::WindowMarker::BEHIND_BEGIN);
+    EXPECT_NE(v.markers[i].note().find(" records without timestamps since the last flush"),
+              std::string::npos)
+        << v.markers[i].note();
+    EXPECT_EQ(v.markers[i + 1].edge(), pb::WindowMarker::BEHIND_END);
+    EXPECT_NE(v.markers[i + 1].note().find("caught up"), std::string::npos)
+        << v.markers[i + 1].note();
+  }
+}
+
+TEST(MonitorTest, AFlushStillRunningAtStopIsMarkedBehindUpToTheStop) {
+  // CUPTI's worker so far behind that a periodic flush has not returned when the job stops: the
+  // control thread cannot stop in time, and the stop marks the interval from that flush's start.
+  BehindJob job("behind-stuck", 10);
+  ASSERT_TRUE(job.m);
+  job.fake.SetFlushDelay(std::chrono::milliseconds(4000));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  EXPECT_FALSE(job.m->Stop(std::chrono::milliseconds(1000)));  // the control thread is in CUPTI
+  // The stop's time went to the control thread: the writer closes the files after it returned.
+  ASSERT_TRUE(testing::WaitFor([&] { return ReadBehindMarkers(job.dir).markers.size() == 2; }));
+  const BehindMarkers v = ReadBehindMarkers(job.dir);
+  ASSERT_EQ(v.markers.size(), 2u);
+  EXPECT_EQ(v.markers[0].edge(), pb::WindowMarker::BEHIND_BEGIN);
+  EXPECT_EQ(v.markers[1].edge(), pb::WindowMarker::BEHIND_END);
+  EXPECT_LE(v.markers[0].cupti_ns(), v.markers[1].cupti_ns());
+  EXPECT_NE(v.markers[0].note().find("had not returned"), std::string::npos)
+      << v.markers[0].note();
+  EXPECT_EQ(ReadRecording(job.dir).records, 10u);
+  job.fake.SetFlushDelay(std::chrono::milliseconds(0));
+  std::this_thread::sleep_for(std::chrono::milliseconds(3000));  // the flush returns; thread ends
+  EXPECT_EQ(job.behind(), 1u);  // the late flush is not counted again
 }
 
 TEST(MonitorTest, SecondStartIsRefused) {

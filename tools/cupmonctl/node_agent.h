@@ -16,7 +16,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "cupmon.pb.h"
-#include "cupmon/format/error.h"
+#include "cupmon/base/error.h"
 #include "cupmon/metrics/metrics_server.h"
 
 namespace cupmon::agent {

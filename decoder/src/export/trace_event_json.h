@@ -1,5 +1,5 @@
 // Events of the Trace Event Format's JSON (the format of chrome://tracing, which Kineto writes too):
-// the shapes that the chrome-json export (chrome_json_sink.cc) and the kineto export (kineto_sink.cc) share.
+// the shapes that the chrome-json export (chrome/) and the kineto export (kineto/) share.
 // Private to the decoder (decoder/src).
 #pragma once
 
@@ -11,7 +11,7 @@
 #include <utility>
 
 #include "cupmon/decoder/trace_builder.h"
-#include "export/out_buf.h"
+#include "text/out_buf.h"
 
 namespace cupmon::decoder {
 

@@ -16,9 +16,9 @@
 #include <fstream>
 #include <iterator>
 
+#include "cupmon/base/file_system.h"
 #include "cupmon/control/private_dir.h"
 #include "cupmon/control/protocol.h"
-#include "cupmon/format/file_system.h"
 
 namespace cupmon::control {
 namespace {

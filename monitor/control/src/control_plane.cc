@@ -2,8 +2,8 @@
 // length-prefixed requests under a deadline, and turns signals and scheduled requests into windows.
 #include "cupmon/control/control_plane.h"
 
-#include "cupmon/control/accept_waiting.h"
-#include "cupmon/control/fork_child_cleanup.h"
+#include "cupmon/base/accept_waiting.h"
+#include "cupmon/base/fork_child_cleanup.h"
 
 #include <fcntl.h>
 #include <sys/socket.h>
@@ -32,9 +32,9 @@
 #include <boost/asio/system_timer.hpp>
 #include <boost/asio/write.hpp>
 
+#include "cupmon/base/check.h"
 #include "cupmon/control/private_dir.h"
 #include "cupmon/control/protocol.h"
-#include "cupmon/format/check.h"
 
 #ifndef CUPMON_VERSION_STRING
 #define CUPMON_VERSION_STRING "unknown"
@@ -444,8 +444,8 @@ void ControlPlane::Core::AcceptNext() {
 void ControlPlane::Core::OnAcceptReady(const boost::system::error_code& ec) noexcept {
   if (stopped_ || ec == asio::error::operation_aborted) return;
   try {
-    if (control::AcceptWaiting(acceptor_.native_handle(), [this](int fd) { OnConnection(fd); }) ==
-        control::AcceptOutcome::kDrained)
+    const auto take = [this](int fd) { OnConnection(fd); };
+    if (AcceptWaiting(acceptor_.native_handle(), take) == AcceptOutcome::kDrained)
       return AcceptNext();
     Bump(counters_.accept_errors);
   } catch (...) {
@@ -453,9 +453,8 @@ void ControlPlane::Core::OnAcceptReady(const boost::system::error_code& ec) noex
   }
   // Out of descriptors, or an exception: accepting resumes after a pause, neither spinning on a
   // listener that stays readable nor stopping for good.
-  if (!control::ResumeAcceptingLater(accept_retry_,
-                                     [self = shared_from_this()] { self->OnAcceptReady({}); }))
-    Bump(counters_.handler_exceptions);
+  const auto resume = [self = shared_from_this()] { self->OnAcceptReady({}); };
+  if (!ResumeAcceptingLater(accept_retry_, resume)) Bump(counters_.handler_exceptions);
 }
 
 void ControlPlane::Core::OnConnection(int fd) {

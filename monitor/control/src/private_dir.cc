@@ -5,7 +5,7 @@
 
 #include <cstdlib>
 
-#include "cupmon/format/file_system.h"
+#include "cupmon/base/file_system.h"
 
 namespace cupmon::control {
 

@@ -75,6 +75,7 @@ typedef struct cupmon_stats_sized {
   uint64_t stranded_buffers; /* cupmon buffers CUPTI handed to another CUPTI client */
   uint64_t truncated_buffers; /* buffers not walked to their end (a record kind of unknown size) */
   uint64_t imports_rebound;  /* other objects' CUPTI imports sent to cupmon (docs/COEXISTENCE.md) */
+  uint64_t cupti_behind;     /* intervals CUPTI was behind its own records (docs/RELIABILITY.md) */
 } cupmon_stats_sized;
 
 CUPMON_API void cupmon_config_init(cupmon_config* config);

@@ -66,6 +66,17 @@ std::string GpuLabels(const MetricsSnapshot& s, uint32_t device, std::string_vie
   return out;
 }
 
+// The counter families: the PROM rows of the counter list, in its order.
+struct CounterFamily {
+  std::string_view name;
+  std::string_view help;
+  uint64_t MetricsSnapshot::*field;
+};
+#define CUPMON_COUNTER_FAMILY(name, field, source, c_struct, c_offset, prom, prom_name, help) \
+  CUPMON_COUNTER_IF_PROM_##prom({prom_name, help, &MetricsSnapshot::name}, )
+constexpr CounterFamily kCounterFamilies[] = {CUPMON_COUNTERS(CUPMON_COUNTER_FAMILY)};
+#undef CUPMON_COUNTER_FAMILY
+
 }  // namespace
 
 std::string FormatGpuUuid(std::string_view raw) {
@@ -140,12 +151,7 @@ std::string RenderExposition(const std::vector<LabelledSnapshot>& processes) {
     Sample(out, "cupmon_info", joined(own[i], info), "1");
   }
 
-  scalar("cupmon_kernel_records_total", "counter", "Kernel activity records received from CUPTI.",
-         &MetricsSnapshot::kernel_records);
-  scalar("cupmon_memcpy_records_total", "counter", "Memcpy activity records received from CUPTI.",
-         &MetricsSnapshot::memcpy_records);
-  scalar("cupmon_memset_records_total", "counter", "Memset activity records received from CUPTI.",
-         &MetricsSnapshot::memset_records);
+  for (const CounterFamily& f : kCounterFamilies) scalar(f.name, "counter", f.help, f.field);
 
   // Sorted and merged so that each series appears once and scrapes diff cleanly.
   Family(out, "cupmon_gpu_busy_seconds_total", "counter",
@@ -173,40 +179,6 @@ std::string RenderExposition(const std::vector<LabelledSnapshot>& processes) {
     }
   }
 
-  scalar("cupmon_raw_bytes_total", "counter", "Activity record bytes before encoding.",
-         &MetricsSnapshot::raw_bytes);
-  scalar("cupmon_compressed_bytes_total", "counter",
-         "Bytes written after encoding and compression.", &MetricsSnapshot::compressed_bytes);
-  scalar("cupmon_dropped_records_total", "counter", "Records CUPTI reported as dropped.",
-         &MetricsSnapshot::dropped_records);
-  scalar("cupmon_pool_exhausted_total", "counter",
-         "Buffer requests refused because the buffer pool was exhausted.",
-         &MetricsSnapshot::pool_exhausted);
-  scalar("cupmon_cupti_gaps_total", "counter",
-         "Intervals another CUPTI client held CUPTI's activity callbacks, marked in the files; no records inside.",
-         &MetricsSnapshot::cupti_gaps);
-  scalar("cupmon_stranded_buffers_total", "counter",
-         "cupmon buffers CUPTI handed to another CUPTI client; their records are lost to cupmon.",
-         &MetricsSnapshot::stranded_buffers);
-  scalar("cupmon_lost_records_total", "counter",
-         "Records taken in that never reached the files (a full disk, write errors).",
-         &MetricsSnapshot::lost_records);
-  scalar("cupmon_lost_buffers_total", "counter",
-         "Completed CUPTI buffers dropped before the writer (faults, stop).",
-         &MetricsSnapshot::lost_buffers);
-  scalar("cupmon_zero_timestamp_records_total", "counter",
-         "Records CUPTI delivered without timestamps (its timestamp pool ran out).",
-         &MetricsSnapshot::zero_timestamp_records);
-  scalar("cupmon_truncated_buffers_total", "counter",
-         "Buffers whose records could not all be walked (a record kind of unknown size).",
-         &MetricsSnapshot::truncated_buffers);
-  scalar("cupmon_windows_opened_total", "counter", "Trace windows opened.",
-         &MetricsSnapshot::windows_opened);
-  scalar("cupmon_windows_refused_total", "counter",
-         "Trace window requests refused because a window was open (one window at a time).",
-         &MetricsSnapshot::windows_refused);
-  scalar("cupmon_write_errors_total", "counter", "Failed writes of recording files.",
-         &MetricsSnapshot::write_errors);
   Family(out, "cupmon_write_error", "gauge", "1 while the most recent write failed, else 0.");
   for (size_t i = 0; i < processes.size(); ++i)
     Sample(out, "cupmon_write_error", own[i], processes[i].snapshot.last_write_failed ? "1" : "0");
@@ -219,9 +191,6 @@ std::string RenderExposition(const std::vector<LabelledSnapshot>& processes) {
 
 pb::MetricsView ToMetricsView(const MetricsSnapshot& s) {
   pb::MetricsView v;
-  v.set_kernel_records(s.kernel_records);
-  v.set_memcpy_records(s.memcpy_records);
-  v.set_memset_records(s.memset_records);
   for (const DeviceBusy& d : s.device_busy) {
     auto* b = v.add_device_busy();
     b->set_device(d.device);
@@ -234,50 +203,36 @@ pb::MetricsView ToMetricsView(const MetricsSnapshot& s) {
     b->set_busy_ns(st.busy_ns);
   }
   for (const auto& [device, uuid] : s.gpu_uuids) (*v.mutable_gpu_uuids())[device] = uuid;
-  v.set_raw_bytes(s.raw_bytes);
-  v.set_compressed_bytes(s.compressed_bytes);
-  v.set_dropped_records(s.dropped_records);
-  v.set_pool_exhausted(s.pool_exhausted);
-  v.set_windows_opened(s.windows_opened);
-  v.set_windows_refused(s.windows_refused);
-  v.set_write_errors(s.write_errors);
   v.set_last_write_failed(s.last_write_failed);
   v.set_files(s.files);
   v.set_disk_bytes(s.disk_bytes);
-  v.set_cupti_gaps(s.cupti_gaps);
-  v.set_stranded_buffers(s.stranded_buffers);
-  v.set_lost_records(s.lost_records);
-  v.set_lost_buffers(s.lost_buffers);
-  v.set_zero_timestamp_records(s.zero_timestamp_records);
-  v.set_truncated_buffers(s.truncated_buffers);
+#define CUPMON_TO_VIEW(name, field, source, c_struct, c_offset, prom, prom_name, help) \
+  CUPMON_COUNTER_IF_PROM_##prom(v.set_##name(s.name);)
+  CUPMON_COUNTERS(CUPMON_TO_VIEW)
+#undef CUPMON_TO_VIEW
   return v;
+}
+
+void CopyCounters(const pb::Stats& stats, MetricsSnapshot* snapshot) {
+#define CUPMON_FROM_STATS(name, field, source, c_struct, c_offset, prom, prom_name, help) \
+  CUPMON_COUNTER_IF_PROM_##prom(snapshot->name = stats.name();)
+  CUPMON_COUNTERS(CUPMON_FROM_STATS)
+#undef CUPMON_FROM_STATS
 }
 
 MetricsSnapshot FromMetricsView(const pb::MetricsView& v) {
   MetricsSnapshot s;
-  s.kernel_records = v.kernel_records();
-  s.memcpy_records = v.memcpy_records();
-  s.memset_records = v.memset_records();
   for (const auto& b : v.device_busy()) s.device_busy.push_back({b.device(), b.busy_ns()});
   for (const auto& b : v.stream_busy())
     s.stream_busy.push_back({b.device(), b.stream(), b.busy_ns()});
   for (const auto& [device, uuid] : v.gpu_uuids()) s.gpu_uuids[device] = uuid;
-  s.raw_bytes = v.raw_bytes();
-  s.compressed_bytes = v.compressed_bytes();
-  s.dropped_records = v.dropped_records();
-  s.pool_exhausted = v.pool_exhausted();
-  s.windows_opened = v.windows_opened();
-  s.windows_refused = v.windows_refused();
-  s.write_errors = v.write_errors();
   s.last_write_failed = v.last_write_failed();
   s.files = v.files();
   s.disk_bytes = v.disk_bytes();
-  s.cupti_gaps = v.cupti_gaps();
-  s.stranded_buffers = v.stranded_buffers();
-  s.lost_records = v.lost_records();
-  s.lost_buffers = v.lost_buffers();
-  s.zero_timestamp_records = v.zero_timestamp_records();
-  s.truncated_buffers = v.truncated_buffers();
+#define CUPMON_FROM_VIEW(name, field, source, c_struct, c_offset, prom, prom_name, help) \
+  CUPMON_COUNTER_IF_PROM_##prom(s.name = v.name();)
+  CUPMON_COUNTERS(CUPMON_FROM_VIEW)
+#undef CUPMON_FROM_VIEW
   return s;
 }
 

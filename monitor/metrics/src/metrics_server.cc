@@ -2,8 +2,8 @@
 // are accepted with accept4(SOCK_CLOEXEC), read under one deadline and closed after one response.
 #include "cupmon/metrics/metrics_server.h"
 
-#include "cupmon/control/accept_waiting.h"
-#include "cupmon/control/fork_child_cleanup.h"
+#include "cupmon/base/accept_waiting.h"
+#include "cupmon/base/fork_child_cleanup.h"
 
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -28,7 +28,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
 
-#include "cupmon/format/check.h"
+#include "cupmon/base/check.h"
 
 namespace cupmon::metrics {
 namespace {
@@ -351,7 +351,7 @@ Expected<void> MetricsServer::Core::Start() {
                                             : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
   acceptor_.assign(endpoint.protocol(), fd, ec);
   if (ec) return fail("metrics: cannot register the listener: " + ec.message(), 0);
-  control::CloseInForkedChild(fd);  // a forked child must not keep the parent's port
+  CloseInForkedChild(fd);  // a forked child must not keep the parent's port
   started_ = true;
   AcceptNext();
   return {};
@@ -367,8 +367,8 @@ void MetricsServer::Core::AcceptNext() {
 void MetricsServer::Core::OnAcceptReady(const boost::system::error_code& ec) noexcept {
   if (stopped_ || ec == asio::error::operation_aborted) return;
   try {
-    if (control::AcceptWaiting(acceptor_.native_handle(), [this](int fd) { OnConnection(fd); }) ==
-        control::AcceptOutcome::kDrained)
+    const auto take = [this](int fd) { OnConnection(fd); };
+    if (AcceptWaiting(acceptor_.native_handle(), take) == AcceptOutcome::kDrained)
       return AcceptNext();
     Bump(counters_.accept_errors);
   } catch (...) {
@@ -376,9 +376,8 @@ void MetricsServer::Core::OnAcceptReady(const boost::system::error_code& ec) noe
   }
   // Out of descriptors, or an exception: accepting resumes after a pause, neither spinning on a
   // listener that stays readable nor stopping for good.
-  if (!control::ResumeAcceptingLater(accept_retry_,
-                                     [self = shared_from_this()] { self->OnAcceptReady({}); }))
-    Bump(counters_.handler_exceptions);
+  const auto resume = [self = shared_from_this()] { self->OnAcceptReady({}); };
+  if (!ResumeAcceptingLater(accept_retry_, resume)) Bump(counters_.handler_exceptions);
 }
 
 void MetricsServer::Core::OnConnection(int fd) {
@@ -405,7 +404,7 @@ void MetricsServer::Core::Stop() {
   if (stopped_) return;
   stopped_ = true;
   boost::system::error_code ec;
-  if (acceptor_.is_open()) control::ForgetForkedChildFd(acceptor_.native_handle());
+  if (acceptor_.is_open()) ForgetForkedChildFd(acceptor_.native_handle());
   acceptor_.close(ec);
   accept_retry_.cancel();
   for (auto& weak : sessions_) {

@@ -1,12 +1,14 @@
-// Consumer of the installed cupmon::decoder and cupmon::format libraries: lists a directory of
-// recordings (argv[1]) and checks CRC-32C's standard check value. Prints "recordings N".
+// Consumer of the installed cupmon::decoder, cupmon::format and cupmon::base libraries: lists a
+// directory of recordings (argv[1]) and checks CRC-32C's standard check value. Prints "recordings N".
 #include <cstdio>
 #include <string>
 
+#include "cupmon/base/check.h"
 #include "cupmon/decoder/recording_reader.h"
 #include "cupmon/format/crc32c.h"
 
 int main(int argc, char** argv) {
+  CUPMON_CHECK(argc >= 1);
   if (cupmon::Crc32c("123456789", 9) != 0xE3069283u) {
     std::fprintf(stderr, "crc32c check value mismatch\n");
     return 1;

@@ -3,12 +3,13 @@
 #pragma once
 
 #include <cstdlib>
-#include <expected>
 #include <map>
 #include <set>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "cupmon/base/error.h"  // std::expected, or its fallback under clang 14
 
 namespace cupmon::metrics::testing {
 

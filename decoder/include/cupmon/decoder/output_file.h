@@ -8,7 +8,7 @@
 #include <streambuf>
 #include <string>
 
-#include "cupmon/format/error.h"
+#include "cupmon/base/error.h"
 
 namespace cupmon::decoder {
 

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "cupmon.pb.h"
+#include "cupmon/base/error.h"
 #include "cupmon/format/chunk.h"
-#include "cupmon/format/error.h"
 #include "cupmon/format/raw_codec.h"
 
 namespace cupmon::decoder {

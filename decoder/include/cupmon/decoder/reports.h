@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cupmon/decoder/diff.h"
+#include "cupmon/decoder/export_format.h"
 #include "cupmon/decoder/steps.h"
 #include "cupmon/decoder/timeline.h"
 #include "cupmon/decoder/trace_builder.h"
@@ -20,15 +21,6 @@ namespace cupmon::decoder {
 // (decoder/src/html_report.cc).
 enum class ReportKind { kSummary, kGpuTrace, kApiTrace, kKernExec, kExport, kInfo, kSteps,
                         kTimeline, kDiff, kReport };
-// kPerfetto: Perfetto's protobuf trace format (.pftrace), binary. kKineto: one Kineto-shaped
-// JSON trace per rank in ReportOptions::output_dir, for Holistic Trace Analysis. kSqlite: an
-// SQLite database in the Nsight Systems export schema, written to ReportOptions::output_path
-// (never to a stream).
-enum class ExportFormat { kChromeJson, kCsv, kJsonl, kPerfetto, kKineto, kSqlite };
-// export --format kineto: where its ProfilerStep#N (HTA's iterations) come from. kAuto: step
-// annotations when the recording has any ("step 12"), else the steps `cupmon-decode steps`
-// detects in the kernel stream; kDetected, kAnnotation: only that source; kNone: no steps.
-enum class KinetoSteps { kAuto, kDetected, kAnnotation, kNone };
 // summary and info: the text report, one JSON document (schemas cupmon.summary/1 and
 // cupmon.info/1, docs/DECODER.md), or CSV (summary's tables only; info has none).
 enum class ReportFormat { kText, kJson, kCsv };
@@ -57,7 +49,7 @@ struct ReportOptions {
   size_t jobs = 0;
   // Exports that write a directory (kKineto: DIR/rank0.json, ...); created when missing.
   std::string output_dir;
-  // export --format kineto (decoder/src/export/kineto_sink.h): the steps written, and whether
+  // export --format kineto (decoder/src/export/kineto/): the steps written, and whether
   // GPU activities without a launch record get a marked zero-length CPU event that HTA
   // correlates with them (so that they take the iteration of the step they start in).
   KinetoSteps kineto_steps = KinetoSteps::kAuto;
@@ -75,9 +67,6 @@ struct ReportOptions {
   // filter.mangled is. Exports always carry the full names.
   bool full_names = false;
 };
-
-// Whether this build has the SQLite export (SQLite was found when it was built).
-bool SqliteExportBuilt();
 
 // Exit codes of cupmon-decode.
 inline constexpr int kExitClean = 0;
@@ -107,7 +96,5 @@ std::string FormatDuration(double ns);
 // Sets exactly one of *rel / *wall.
 bool ParseTimeArg(const std::string& text, std::optional<int64_t>* rel,
                   std::optional<int64_t>* wall);
-// Escapes `s` for a JSON string body.
-std::string JsonEscape(std::string_view s);
 
 }  // namespace cupmon::decoder

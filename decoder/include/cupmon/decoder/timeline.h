@@ -11,7 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "cupmon/format/error.h"
+#include "cupmon/base/error.h"
 
 namespace cupmon::decoder {
 

@@ -98,6 +98,9 @@ class TraceBuilder : public ChunkVisitor {
   // Intervals in which another CUPTI client held CUPTI's callbacks (GAP_BEGIN/GAP_END markers),
   // by gap number; `note` is the begin note, then " / " and the end note.
   const std::map<uint32_t, WindowSpan>& gaps() const;
+  // Intervals in which CUPTI was behind its own records (BEHIND_BEGIN/BEHIND_END markers): its
+  // worker could not keep up, and records inside may be missing without being counted as dropped.
+  const std::map<uint32_t, WindowSpan>& behind() const;
   const pb::RecordingHeader& header() const { return header_; }
   const ClockMap& clock() const { return clock_; }
   const TraceFilter& filter() const { return filter_; }

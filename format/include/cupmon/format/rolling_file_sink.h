@@ -7,8 +7,8 @@
 #include <span>
 #include <string>
 
-#include "cupmon/format/error.h"
-#include "cupmon/format/file_system.h"
+#include "cupmon/base/error.h"
+#include "cupmon/base/file_system.h"
 
 namespace cupmon {
 

@@ -12,7 +12,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "cupmon/format/raw_codec.h"
+#include "cupmon/base/huge_pages.h"
 
 namespace cupmon {
 

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "cupmon/format/error.h"
+#include "cupmon/base/error.h"
 
 namespace cupmon {
 

@@ -8,8 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "cupmon/base/error.h"
 #include "cupmon/format/chunk.h"
-#include "cupmon/format/error.h"
 
 namespace cupmon {
 

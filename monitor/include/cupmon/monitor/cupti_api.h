@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "cupmon/format/error.h"
+#include "cupmon/base/error.h"
 
 // What libcupmon-preload.so defines and libcupmon.so uses (the CUPTI loader and multiplexer,
 // docs/COEXISTENCE.md): default visibility also where the rest of a library is built hidden.

@@ -13,16 +13,17 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <thread>
 #include <vector>
 
 #include "cupmon.pb.h"
+#include "cupmon/base/error.h"
+#include "cupmon/base/file_system.h"
+#include "cupmon/base/thread_annotations.h"
 #include "cupmon/control/control_plane.h"
-#include "cupmon/format/error.h"
-#include "cupmon/format/file_system.h"
+#include "cupmon/counters/counter_list.h"
 #include "cupmon/format/record_sizes.h"
 #include "cupmon/monitor/config.h"
 #include "cupmon/monitor/cupti_api.h"
@@ -79,48 +80,15 @@ struct MonitorOptions {
 
 // Counters for cupmon_get_stats and the control plane. Cumulative since start.
 struct MonitorStats {
-  uint64_t buffers_completed = 0;
-  uint64_t records = 0;
-  uint64_t raw_bytes = 0;
-  uint64_t compressed_bytes = 0;
-  uint64_t dropped_records = 0;
-  uint64_t pool_exhausted = 0;
-  uint64_t zero_timestamp_records = 0;
-  uint64_t write_errors = 0;
-  uint64_t chunks_lost = 0;
-  uint64_t buffers_free = 0;
-  uint64_t buffers_in_flight = 0;
-  uint64_t strings = 0;
-  uint64_t lost_buffers = 0;  // completed buffers lost before the files (faults, stop)
-  // Records in chunks that could not be written (a full disk, write errors): records taken in =
-  // records on disk + lost_records + records deleted by retention.
-  uint64_t lost_records = 0;
-  uint64_t lost_kernel_records = 0;
-  uint64_t windows_opened = 0;
-  // Requests refused because a window was open, and trigger signals received (each opened a window
-  // or was refused).
-  uint64_t windows_refused = 0;
-  uint64_t trigger_signals = 0;
+  // Every row of the counter list (cupmon/counters/counter_list.h), under its Stats name.
+#define CUPMON_MONITOR_STAT(name, field, source, c_struct, c_offset, prom, prom_name, help) \
+  uint64_t name = 0;
+  CUPMON_COUNTERS(CUPMON_MONITOR_STAT)
+#undef CUPMON_MONITOR_STAT
+  uint64_t strings = 0;  // names in the string table
   bool window_open = false;
-  // Windows that open themselves (CUPMON_AUTO_WINDOW): steps the writer timed, windows opened by
-  // a slow step, and slow steps that opened none (a window was open, or MIN_GAP not passed).
-  uint64_t auto_steps_timed = 0;
-  uint64_t auto_windows_opened = 0;
-  uint64_t auto_windows_skipped = 0;
-  // Another CUPTI client took CUPTI's callbacks (docs/COEXISTENCE.md).
-  uint64_t cupti_gaps = 0;        // intervals noticed (GAP markers in the stream)
-  uint64_t foreign_buffers = 0;   // completed buffers that were not cupmon's
-  uint64_t stranded_buffers = 0;  // cupmon buffers handed to the other client, never back
-  uint64_t imports_rebound = 0;   // other objects' CUPTI imports sent to the multiplexer
-  uint64_t truncated_buffers = 0;  // buffers not walked to their end (unknown record kind)
-  // Faults absorbed instead of ending the host process (docs/RELIABILITY.md).
-  uint64_t writer_faults = 0;
-  uint64_t control_faults = 0;
-  uint64_t intake_faults = 0;
-  uint64_t strings_refused = 0;   // names not kept: the string table is full
-  uint64_t labels_refused = 0;    // annotation pushes refused: the label registry is full
-  uint64_t tasks_dropped = 0;     // writer tasks dropped: the writer queue was full
-  bool stop_timed_out = false;    // Stop() gave up waiting for the writer or control thread
+  uint64_t auto_windows_opened = 0;  // windows opened by a slow step (CUPMON_AUTO_WINDOW)
+  bool stop_timed_out = false;       // Stop() gave up waiting for the writer or control thread
   std::string current_file;
   std::string last_write_error;
 };
@@ -151,7 +119,7 @@ class Monitor final {
   // Waits at most `timeout` for the writer and control threads (a hung file system must not hang
   // the job's exit); returns false when it gave up (the threads are left to the process's exit).
   // Idempotent.
-  bool Stop(std::chrono::milliseconds timeout = kDefaultStopTimeout);
+  bool Stop(std::chrono::milliseconds timeout = kDefaultStopTimeout) CUPMON_EXCLUDES(stop_mu_);
   // Non-forced flush, then waits until the writer has written everything queued so far.
   void FlushAndWait();
   MonitorStats GetStats() const;
@@ -198,6 +166,9 @@ class Monitor final {
   // Stop, writer thread: `held` buffers that never came back from CUPTI's forced flush, with no
   // takeover seen, are a lost interval: a GAP_BEGIN/GAP_END pair, counted as a gap and as stranded.
   void MarkBuffersNotReturned(RecordingWriter& w, uint64_t held, uint64_t last_active_ns);
+  // Stop, writer thread: a periodic flush still running at stop, begun at `since_cupti_ns`: a
+  // BEHIND_BEGIN/BEHIND_END pair up to now, counted as cupti_behind.
+  void MarkStuckFlush(RecordingWriter& w, uint64_t since_cupti_ns);
   // Stop: CUPTI's disable and forced flush, on a thread of their own; false when they had not
   // returned by the deadline (they may still, later: their buffers then go back to the pool).
   bool FinalFlushWithin(std::chrono::steady_clock::time_point deadline,
@@ -220,7 +191,7 @@ class Monitor final {
   bool published_ = false;
   std::atomic<bool> stopped_{false};
   std::atomic<bool> stop_timed_out_{false};
-  std::mutex stop_mu_;  // serialises Stop() callers; never taken by callbacks
+  Mutex stop_mu_;  // serialises Stop() callers; never taken by callbacks
 };
 
 }  // namespace cupmon

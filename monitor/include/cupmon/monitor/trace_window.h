@@ -12,7 +12,7 @@
 #include <boost/asio/io_context.hpp>
 
 #include "cupmon.pb.h"
-#include "cupmon/format/error.h"
+#include "cupmon/base/error.h"
 #include "cupmon/monitor/cupti_api.h"
 #include "cupmon/monitor/monitor_clock.h"
 

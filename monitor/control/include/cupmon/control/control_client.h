@@ -3,11 +3,11 @@
 #pragma once
 
 #include <chrono>
-#include <expected>
 #include <string>
 #include <vector>
 
 #include "cupmon.pb.h"
+#include "cupmon/base/error.h"  // std::expected, or its fallback under clang 14
 
 namespace cupmon::control {
 

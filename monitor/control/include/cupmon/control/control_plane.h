@@ -15,7 +15,7 @@
 #include <boost/asio/io_context.hpp>
 
 #include "cupmon.pb.h"
-#include "cupmon/format/error.h"
+#include "cupmon/base/error.h"
 
 namespace cupmon::control {
 

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "cupmon/format/error.h"
+#include "cupmon/base/error.h"
 
 namespace cupmon::control {
 

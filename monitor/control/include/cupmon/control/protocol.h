@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "cupmon/format/error.h"
+#include "cupmon/base/error.h"
 
 namespace google::protobuf {
 class MessageLite;

@@ -15,7 +15,8 @@
 #include <boost/asio/io_context.hpp>
 
 #include "cupmon.pb.h"
-#include "cupmon/format/error.h"
+#include "cupmon/base/error.h"
+#include "cupmon/counters/counter_list.h"
 
 namespace cupmon::metrics {
 
@@ -48,28 +49,18 @@ struct MetricsSnapshot {
   // rendered as nvidia-smi and DCGM write it ("GPU-" + 8-4-4-4-12 hex digits); any other length is
   // rendered as given. A device without an entry gets no UUID label.
   std::map<uint32_t, std::string> gpu_uuids;
-  uint64_t kernel_records = 0;
-  uint64_t memcpy_records = 0;
-  uint64_t memset_records = 0;
   std::vector<DeviceBusy> device_busy;
   std::vector<StreamBusy> stream_busy;
-  uint64_t raw_bytes = 0;         // activity records before encoding
-  uint64_t compressed_bytes = 0;  // after encoding and compression, as written
-  uint64_t dropped_records = 0;   // CUPTI's dropped-record count, accumulated
-  uint64_t pool_exhausted = 0;    // buffer requests refused because the pool was empty
-  uint64_t windows_opened = 0;
-  uint64_t windows_refused = 0;    // requests refused because a window was open
-  uint64_t write_errors = 0;
   bool last_write_failed = false;  // true while the most recent write attempt failed
   uint64_t files = 0;              // recording files currently on disk (after retention)
   uint64_t disk_bytes = 0;         // their total size
-  // Losses cupmon knows of beyond CUPTI's dropped records (docs/RELIABILITY.md): each a counter.
-  uint64_t cupti_gaps = 0;              // another CUPTI client held the callbacks (GAP markers)
-  uint64_t stranded_buffers = 0;        // cupmon buffers CUPTI handed to that client
-  uint64_t lost_records = 0;            // taken in, never written (a full disk, write errors)
-  uint64_t lost_buffers = 0;            // completed buffers dropped before the writer
-  uint64_t zero_timestamp_records = 0;  // records without timestamps
-  uint64_t truncated_buffers = 0;       // buffers not walked to their end (unknown kind)
+  // The counters served as `cupmon_*_total`: the PROM rows of the counter list, each a uint64_t
+  // named as in pb::Stats (kernel_records, cupti_gaps, ...). The losses cupmon knows of beyond
+  // CUPTI's dropped records are among them (docs/RELIABILITY.md).
+#define CUPMON_METRICS_COUNTER(name, field, source, c_struct, c_offset, prom, prom_name, help) \
+  CUPMON_COUNTER_IF_PROM_##prom(uint64_t name = 0;)
+  CUPMON_COUNTERS(CUPMON_METRICS_COUNTER)
+#undef CUPMON_METRICS_COUNTER
 };
 
 // Implemented by the monitor. Snapshot() is called on the io_context thread, once per scrape, and
@@ -113,6 +104,10 @@ std::string RenderExposition(const std::vector<LabelledSnapshot>& processes);
 // renders it knows the host).
 pb::MetricsView ToMetricsView(const MetricsSnapshot& snapshot);
 MetricsSnapshot FromMetricsView(const pb::MetricsView& view);
+
+// Sets the snapshot's counters (the PROM rows of the counter list) from a stats message; leaves
+// the rest of the snapshot as it is.
+void CopyCounters(const pb::Stats& stats, MetricsSnapshot* snapshot);
 
 // Escapes a label value for the exposition format: `\` -> `\\`, `"` -> `\"`, newline -> `\n`.
 std::string EscapeLabelValue(std::string_view value);

@@ -1,0 +1,33 @@
+// The formats of `cupmon-decode export`, their names, and the choices they take (ReportOptions in
+// reports.h carries them; decoder/src/export/registry.cc lists and builds each format).
+#pragma once
+
+#include <string_view>
+#include <vector>
+
+#include "cupmon/base/error.h"
+
+namespace cupmon::decoder {
+
+// kPerfetto: Perfetto's protobuf trace format (.pftrace), binary. kKineto: one Kineto-shaped
+// JSON trace per rank in ReportOptions::output_dir, for Holistic Trace Analysis. kSqlite: an
+// SQLite database in the Nsight Systems export schema, written to ReportOptions::output_path
+// (never to a stream).
+enum class ExportFormat { kChromeJson, kCsv, kJsonl, kPerfetto, kKineto, kSqlite };
+// export --format kineto: where its ProfilerStep#N (HTA's iterations) come from. kAuto: step
+// annotations when the recording has any ("step 12"), else the steps `cupmon-decode steps`
+// detects in the kernel stream; kDetected, kAnnotation: only that source; kNone: no steps.
+enum class KinetoSteps { kAuto, kDetected, kAnnotation, kNone };
+
+// The names `export --format` takes ("chrome-json", "perfetto", ...), in the order its help lists
+// them.
+std::vector<std::string_view> ExportFormatNames();
+// The format called `name`; an unknown name gives the message the command line prints for it.
+Expected<ExportFormat> ExportFormatNamed(std::string_view name);
+// --format's value for `format`.
+std::string_view ExportFormatName(ExportFormat format);
+
+// Whether this build has the SQLite export (SQLite was found when it was built).
+bool SqliteExportBuilt();
+
+}  // namespace cupmon::decoder

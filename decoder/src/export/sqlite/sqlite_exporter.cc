@@ -1,0 +1,54 @@
+// The SQLite export (sqlite_exporter.h), in builds with SQLite (sqlite_unavailable.cc otherwise).
+#include "export/sqlite/sqlite_exporter.h"
+
+#include "cupmon/decoder/export_format.h"
+#include "export/sqlite/sqlite_sink.h"
+
+namespace cupmon::decoder {
+
+Expected<std::unique_ptr<Exporter>> SqliteExporter::Make(std::ostream& /*out*/,
+                                                         const std::vector<const Rank*>& ranks,
+                                                         const ExportSettings& settings) {
+  if (settings.output_path.empty())
+    return unexpected(
+        Error{"--format sqlite writes a database file, not a stream: give -o FILE", 0});
+  auto sink = SqliteSink::Create(settings.output_path);
+  if (!sink) return unexpected(sink.error());
+  (*sink)->SetTimeBase(EarliestProcessStart(ranks));
+  return std::make_unique<SqliteExporter>(std::move(*sink));
+}
+
+SqliteExporter::SqliteExporter(std::unique_ptr<SqliteSink> sink) : sink_(std::move(sink)) {}
+
+SqliteExporter::~SqliteExporter() = default;
+
+void SqliteExporter::Begin(const TraceBuilder& builder, const Recording& recording, size_t,
+                           const Rank* rank) {
+  sink_->Begin(builder, recording, rank);
+}
+
+void SqliteExporter::Write(const Row& row) { sink_->Write(row); }
+
+void SqliteExporter::End(const TraceBuilder& builder, const Recording& recording,
+                         const ReadIntegrity& integrity) {
+  sink_->End(builder, recording, integrity);
+}
+
+void SqliteExporter::Close() { result_ = sink_->Close(); }
+
+ExportOutcome SqliteExporter::Conclude(std::ostream& err) {
+  if (!result_) {
+    err << "cupmon-decode: " << result_.error().message << "\n";
+    return ExportOutcome::kNotWritten;
+  }
+  if (sink_->activity_rows() == 0)
+    err << "cupmon-decode: note: " << sink_->path()
+        << " holds no activity rows: the recordings have none in the region asked for\n";
+  return ExportOutcome::kWritten;
+}
+
+bool SqliteExporter::Failed() const { return sink_->failed(); }
+
+bool SqliteExportBuilt() { return true; }
+
+}  // namespace cupmon::decoder
