@@ -22,10 +22,10 @@
 
 #include "cupmon/decoder/kernel_names.h"
 #include "cupmon/decoder/memory_usage.h"
-#include "cupmon/decoder/progress_line.h"
 #include "cupmon/decoder/rank_listing.h"
 #include "text/out_buf.h"
 #include "text/row_text.h"
+#include "commands/rank_pass.h"
 #include "diff_report.h"
 #include "duration_stat.h"
 #include "export_sink.h"
@@ -96,7 +96,7 @@ struct RankRead {
   NullSink null;
   TraceBuilder builder;
   ReadIntegrity integrity;
-  uint64_t bytes_read = 0;
+  bool skipped = false;  // not read: --limit was reached at the rank's Begin
 };
 
 }  // namespace
@@ -471,10 +471,7 @@ int RunReport(ReportKind kind, const std::vector<std::string>& paths, const Repo
   }
   if (trace && kind != ReportKind::kExport) trace->SetShortNames(short_names);
   // One progress line for all chosen recordings (bytes of all their files).
-  uint64_t total_bytes = 0, done_before = 0;
-  for (const Rank* r : chosen)
-    for (const auto& f : r->recording.files) total_bytes += f.bytes;
-  ProgressLine progress(err, ProgressLine::ShouldShow(options.progress, total_bytes));
+  RankPass pass(chosen, 1, options.progress, err);
   std::vector<RankResult> results;
   std::map<std::string, Stat> total_gpu, total_api;
   std::ostringstream info_blocks;
@@ -486,7 +483,6 @@ int RunReport(ReportKind kind, const std::vector<std::string>& paths, const Repo
   // Summary and info of several ranks: the ranks are read on `jobs` threads at once, each into
   // its own builder, and reported below in rank order, as when read one after the other.
   // Traces and exports share one sink across ranks, so they read one rank at a time.
-  std::unique_ptr<OrderedParallel<RankRead>> parallel;
   const size_t jobs = trace ? 1 : RankJobs(chosen.size(), options.jobs, DecodeThreads());
   // summary and info --format json: one document, each rank's object written once it is read.
   const bool document = kind == ReportKind::kSummary || kind == ReportKind::kInfo;
@@ -500,61 +496,51 @@ int RunReport(ReportKind kind, const std::vector<std::string>& paths, const Repo
   } else if (format == ReportFormat::kCsv) {
     WriteSummaryCsvHeader(out);
   }
-  if (jobs > 1) {
-    parallel = std::make_unique<OrderedParallel<RankRead>>(
-        chosen.size(), jobs, [&](size_t i, std::atomic<uint64_t>& done) {
-          auto read = std::make_unique<RankRead>(kind, nullptr, short_names, options);
-          ReadRecording(chosen[i]->recording, read->builder, &read->integrity,
-                        [&](uint64_t d, uint64_t) { done.store(d, std::memory_order_relaxed); });
-          read->bytes_read = done.load(std::memory_order_relaxed);
-          read->builder.Finish();
-          return read;
-        });
-  }
-  for (size_t i = 0; i < chosen.size(); ++i) {
+  // Summary and info read on the pass's threads; a trace or export reads on this one, into its
+  // sink, the rank's Begin written first.
+  auto read_rank = [&](size_t i, const PassProgress& progress) {
+    const Recording& rec = chosen[i]->recording;
+    auto read = std::make_unique<RankRead>(kind, trace.get(), short_names, options);
+    const auto read_progress = [&](uint64_t done, uint64_t) { progress(0, done); };
+    if (!trace) {
+      ReadRecording(rec, read->builder, &read->integrity, read_progress);
+      read->builder.Finish();
+      return read;
+    }
+    if (merged) trace->SetRank(chosen[i]);
+    trace->Begin(read->builder, rec, i);
+    if (limit_reached()) {
+      read->skipped = true;  // its Begin lines are written as before; its rows would be dropped
+      return read;
+    }
+    if (RecordConsumer* also = trace->RecordsWanted()) read->builder.AddConsumer(also);
+    StoppableRead stoppable(read->builder, *trace);
+    ReadRecording(rec, stoppable, &read->integrity, read_progress);
+    return read;
+  };
+  pass.Run(jobs, read_rank, [&](size_t i, std::unique_ptr<RankRead> read) {
+    if (read->skipped) {
+      cut_short = true;
+      return true;
+    }
     const Rank& rank = *chosen[i];
     const Recording& rec = rank.recording;
-    const std::string who = merged ? rank.label + ": " : std::string();
-    std::unique_ptr<RankRead> read;
-    if (parallel) {
-      read = parallel->Take(i, std::chrono::milliseconds(100), [&](uint64_t done) {
-        progress.Update(done, std::max(total_bytes, done));
-      });
-      done_before += read->bytes_read;
-    } else {
-      read = std::make_unique<RankRead>(kind, trace.get(), short_names, options);
-      if (trace && merged) trace->SetRank(&rank);
-      if (trace) trace->Begin(read->builder, rec, i);
-      if (limit_reached()) {
-        cut_short = true;  // its Begin lines are written as before; its rows would be dropped
-        continue;
-      }
-      if (RecordConsumer* also = trace ? trace->RecordsWanted() : nullptr)
-        read->builder.AddConsumer(also);
-      std::optional<StoppableRead> stoppable;
-      if (trace) stoppable.emplace(read->builder, *trace);
-      ReadRecording(rec, stoppable ? static_cast<ChunkVisitor&>(*stoppable) : read->builder,
-                    &read->integrity, [&](uint64_t done, uint64_t) {
-                      read->bytes_read = done;
-                      progress.Update(done_before + done,
-                                      std::max(total_bytes, done_before + done));
-                    });
-      done_before += read->bytes_read;
-    }
-    progress.Finish();  // before anything else is written to err (or to out on the same terminal)
+    const std::string who = pass.Who(i);
     TraceBuilder& builder = read->builder;
     const ReadIntegrity& integrity = read->integrity;
     SummarySink& summary = read->summary;
-    if (!parallel) builder.Finish();  // a parallel read finished its builder on its thread
-    if (trace) trace->End(builder, rec, integrity);
+    if (trace) {
+      builder.Finish();
+      trace->End(builder, rec, integrity);
+    }
     if (integrity.stopped && !limit_reached()) {
       // The output failed (StoppableRead): nothing more is read; the sink (Conclude) or the caller
       // (the -o file, standard output) says why. The counts of a partial read are not reported.
       err << "cupmon-decode: " << who << "stopped reading after "
-          << FormatBytes(done_before) << " of " << FormatBytes(total_bytes)
+          << FormatBytes(pass.bytes_done()) << " of " << FormatBytes(pass.total_bytes())
           << ": the output could not be written\n";
       stopped = true;
-      break;
+      return false;
     }
     if (format == ReportFormat::kText && kind == ReportKind::kSummary) {
       if (i) out << "\n";
@@ -566,41 +552,33 @@ int RunReport(ReportKind kind, const std::vector<std::string>& paths, const Repo
       PrintInfo(to, builder, rec, integrity);
     }
     const auto& c = builder.counts();
-    RankMessages said;  // as written to err, for a document
-    auto warn = [&](std::string m) {
-      err << "cupmon-decode: warning: " << who << m << "\n";
-      said.warnings.push_back(std::move(m));
-    };
-    auto note = [&](std::string m) {
-      err << "cupmon-decode: note: " << who << m << "\n";
-      said.notes.push_back(std::move(m));
-    };
-    for (const auto& m : integrity.messages) warn(m);
-    for (const auto& m : c.messages) warn(m);
-    for (const auto& m : c.notes) note(m);
+    RankMessageLog log(err, who);  // as written to err, for a document
+    log.ReadProblems(integrity, &c);
+    for (const auto& m : c.notes) log.Note(m);
     if (c.unknown_timestamps)
-      warn(std::to_string(c.unknown_timestamps) +
-           " record(s) with zero or reversed timestamps shown as unknown");
+      log.Warning(std::to_string(c.unknown_timestamps) +
+                  " record(s) with zero or reversed timestamps shown as unknown");
     if (c.unresolved_names)
-      warn(std::to_string(c.unresolved_names) +
-           " kernel record(s) whose name pointer has no string entry");
+      log.Warning(std::to_string(c.unresolved_names) +
+                  " kernel record(s) whose name pointer has no string entry");
     if (c.out_of_order)
-      note(std::to_string(c.out_of_order) +
-           " row(s) arrived later than the reorder bound allows and are out of start-time order");
+      log.Note(std::to_string(c.out_of_order) +
+               " row(s) arrived later than the reorder bound allows and are out of start-time "
+               "order");
     if (c.stats.dropped_records())
-      warn("CUPTI dropped " + std::to_string(c.stats.dropped_records()) + " record(s)");
+      log.Warning("CUPTI dropped " + std::to_string(c.stats.dropped_records()) + " record(s)");
     if (c.stats.cupti_behind())
-      warn("CUPTI fell behind its own records " + std::to_string(c.stats.cupti_behind()) +
-           " time(s): records in those intervals may be missing without being counted as "
-           "dropped (cupmon-decode info lists them)");
+      log.Warning("CUPTI fell behind its own records " + std::to_string(c.stats.cupti_behind()) +
+                  " time(s): records in those intervals may be missing without being counted as "
+                  "dropped (cupmon-decode info lists them)");
     if (c.stats.chunks_lost() || c.stats.lost_records())
-      warn("lost before disk: " + LostBeforeDisk(c.stats));
+      log.Warning("lost before disk: " + LostBeforeDisk(c.stats));
     // Damage already explains a shortfall; without it, records the writer counted but that are
     // neither decoded, lost nor deleted mean the counters or the files are wrong.
     if (c.stats_final && !integrity.HasWarnings() &&
         c.stats.records() != c.records + c.records_not_decoded + c.stats.lost_records() +
                                  c.stats.records_deleted()) {
-      warn("records: " + RecordBalance(c));
+      log.Warning("records: " + RecordBalance(c));
       warnings = true;
     }
     warnings |= integrity.HasWarnings() || c.HasWarnings();
@@ -608,10 +586,11 @@ int RunReport(ReportKind kind, const std::vector<std::string>& paths, const Repo
     // The document's object of this rank, once its warnings are known (the damaged line of a
     // merged report below is the driver's, not the rank's read's: it is not among them).
     if (json && kind == ReportKind::kSummary)
-      summary.WriteJson(*json, builder, rank, integrity, said);
-    if (json && kind == ReportKind::kInfo) WriteInfoJson(*json, builder, rank, integrity, said);
+      summary.WriteJson(*json, builder, rank, integrity, log.said());
+    if (json && kind == ReportKind::kInfo)
+      WriteInfoJson(*json, builder, rank, integrity, log.said());
     if (format == ReportFormat::kCsv) summary.WriteCsv(out, builder, rank);
-    if (!merged) continue;
+    if (!merged) return true;
 
     RankResult r;
     r.rank = &rank;
@@ -640,11 +619,12 @@ int RunReport(ReportKind kind, const std::vector<std::string>& paths, const Repo
       for (auto& [name, s] : summary.NamedApi(builder)) total_api[name].Merge(s);
     }
     results.push_back(std::move(r));
-  }
+    return true;
+  });
   if (cut_short) {
     // What was not read: its damage, counts and windows are not known.
     err << "cupmon-decode: note: --limit " << *options.limit << ": every row written after reading "
-        << FormatBytes(done_before) << " of " << FormatBytes(total_bytes)
+        << FormatBytes(pass.bytes_done()) << " of " << FormatBytes(pass.total_bytes())
         << "; the rest was not read or checked\n";
   }
   if (trace) trace->Close();
