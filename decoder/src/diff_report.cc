@@ -5,9 +5,7 @@
 
 #include <algorithm>
 #include <array>
-#include <atomic>
 #include <bit>
-#include <chrono>
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
@@ -18,10 +16,10 @@
 #include <set>
 
 #include "cupmon/decoder/diff.h"
-#include "cupmon/decoder/progress_line.h"
 #include "cupmon/decoder/rank_listing.h"
 #include "cupmon/decoder/steps.h"
 #include "cupmon/decoder/trace_builder.h"
+#include "commands/rank_pass.h"
 #include "ordered_parallel.h"
 #include "report_text.h"
 #include "text/csv.h"
@@ -300,12 +298,6 @@ bool StepInRange(const Step& s, const TraceFilter& f, const TraceBuilder& builde
   return true;
 }
 
-uint64_t TotalBytes(const Recording& rec) {
-  uint64_t n = 0;
-  for (const auto& f : rec.files) n += f.bytes;
-  return n;
-}
-
 // Steps depend on the recording only, not on a side's filters: two parts of one recording share
 // one FindSteps pass. Keyed by recording id and file paths (a directory may hold only some files).
 using StepCache = std::map<std::string, StepList>;
@@ -361,17 +353,16 @@ void AddSideRank(Side& side, const Rank& rank, const SideRankRead& r, SideSeen& 
   const DiffSink& sink = *r.sink;
   const StepList& steps = *r.steps;
   const TraceCounts& c = builder.counts();
-  for (const auto& m : r.integrity.messages) err << "cupmon-decode: warning: " << who << m << "\n";
-  for (const auto& m : c.messages) err << "cupmon-decode: warning: " << who << m << "\n";
+  RankMessageLog log(err, who);
+  log.ReadProblems(r.integrity, &c);
   if (c.unknown_timestamps)
-    err << "cupmon-decode: warning: " << who << c.unknown_timestamps
-        << " record(s) with zero or reversed timestamps are not counted\n";
+    log.Warning(std::to_string(c.unknown_timestamps) +
+                " record(s) with zero or reversed timestamps are not counted");
   if (c.unresolved_names)
-    err << "cupmon-decode: warning: " << who << c.unresolved_names
-        << " kernel record(s) whose name pointer has no string entry\n";
+    log.Warning(std::to_string(c.unresolved_names) +
+                " kernel record(s) whose name pointer has no string entry");
   if (c.stats.dropped_records())
-    err << "cupmon-decode: warning: " << who << "CUPTI dropped " << c.stats.dropped_records()
-        << " record(s)\n";
+    log.Warning("CUPTI dropped " + std::to_string(c.stats.dropped_records()) + " record(s)");
   side.warnings |= r.integrity.HasWarnings() || c.HasWarnings();
   for (const auto& [id, w] : builder.windows()) seen.windows.insert(id);
   if (side.filter.window && builder.windows().count(*side.filter.window)) seen.window_seen = true;
@@ -413,31 +404,6 @@ bool FinishSide(Side& side, const SideSeen& seen, std::ostream& err) {
   }
   std::sort(side.step_durations.begin(), side.step_durations.end());
   return true;
-}
-
-// Reads every chosen recording of one side, one after another, each recording's steps found once
-// for both sides (`cache`); false (after a message) when the side is unusable.
-bool ReadSide(Side& side, const ReportOptions& options, StepCache& cache, ProgressLine& progress,
-              uint64_t* done_before, uint64_t total_bytes, std::ostream& err) {
-  SideSeen seen;
-  for (const Rank* rank : side.chosen) {
-    const Recording& rec = rank->recording;
-    const uint64_t rank_bytes = TotalBytes(rec);
-    const std::string key = StepKey(rec);
-    auto cached = cache.find(key);
-    // Progress counts two reads a rank (total_bytes), the steps pass counted whole when cached.
-    auto r = ReadSideRank(side, *rank, options, cached == cache.end() ? nullptr : &cached->second,
-                          [&](int pass, uint64_t done) {
-                            const uint64_t at =
-                                *done_before + static_cast<uint64_t>(pass) * rank_bytes + done;
-                            progress.Update(at, std::max(total_bytes, at));
-                          });
-    *done_before += 2 * rank_bytes;
-    progress.Finish();
-    AddSideRank(side, *rank, *r, seen, err);
-    if (r->own_steps) cache.emplace(key, std::move(*r->own_steps));  // for the other side
-  }
-  return FinishSide(side, seen, err);
 }
 
 struct NameRow {
@@ -739,51 +705,45 @@ int RunDiffReport(const std::string& path_a, const std::string& path_b,
   }
   if (!ListSide(a, options, err) || !ListSide(b, options, err)) return kExitUnusable;
   // Each recording is read twice: once for its steps (once for both sides when they share it),
-  // once for its rows.
-  uint64_t total_bytes = 0, done_before = 0;
-  for (const Side* s : {&a, &b})
-    for (const Rank* r : s->chosen)
-      for (const auto& f : r->recording.files) total_bytes += 2 * f.bytes;
-  ProgressLine progress(err, ProgressLine::ShouldShow(options.progress, total_bytes));
-  // The ranks of both sides are read at once (RankJobs) unless the sides share a recording,
-  // whose steps are then found once, reading in turn. Added to their sides in order either way.
-  std::vector<std::pair<Side*, const Rank*>> reads;
+  // once for its rows; the progress line counts both. The ranks of both sides are read at once
+  // (RankJobs) unless the sides share a recording, whose steps are then found once (`cache`),
+  // reading in turn. Added to their sides in order either way.
+  std::vector<const Rank*> reads;
+  std::vector<Side*> side_of;
   std::set<std::string> keys;
   bool shared = false;
   for (Side* s : {&a, &b})
     for (const Rank* r : s->chosen) {
-      reads.emplace_back(s, r);
+      reads.push_back(r);
+      side_of.push_back(s);
       shared |= !keys.insert(StepKey(r->recording)).second;
     }
+  RankPass pass(reads, 2, options.progress, err);
   const size_t jobs = shared ? 1 : RankJobs(reads.size(), options.jobs, DecodeThreads());
-  if (jobs > 1) {
-    OrderedParallel<SideRankRead> parallel(
-        reads.size(), jobs, [&](size_t i, std::atomic<uint64_t>& done) {
-          const uint64_t rank_bytes = TotalBytes(reads[i].second->recording);
-          return ReadSideRank(*reads[i].first, *reads[i].second, options, nullptr,
-                              [&](int pass, uint64_t d) {
-                                done.store(static_cast<uint64_t>(pass) * rank_bytes + d,
-                                           std::memory_order_relaxed);
-                              });
-        });
-    size_t next = 0;
-    for (Side* s : {&a, &b}) {
-      SideSeen seen;
-      for (const Rank* rank : s->chosen) {
-        auto r = parallel.Take(next++, std::chrono::milliseconds(100), [&](uint64_t done) {
-          progress.Update(std::min(done, total_bytes), total_bytes);
-        });
-        progress.Finish();
-        AddSideRank(*s, *rank, *r, seen, err);
-      }
-      if (!FinishSide(*s, seen, err)) return kExitUnusable;
-    }
-  } else {
-    StepCache steps;
-    if (!ReadSide(a, options, steps, progress, &done_before, total_bytes, err) ||
-        !ReadSide(b, options, steps, progress, &done_before, total_bytes, err))
-      return kExitUnusable;
-  }
+  StepCache cache;  // read on this thread only (jobs == 1)
+  SideSeen seen;    // of the side being added
+  bool usable = true;
+  pass.Run(
+      jobs,
+      [&](size_t i, const PassProgress& progress) {
+        const StepList* cached = nullptr;
+        if (jobs == 1)
+          if (auto it = cache.find(StepKey(reads[i]->recording)); it != cache.end())
+            cached = &it->second;
+        return ReadSideRank(*side_of[i], *reads[i], options, cached, progress);
+      },
+      [&](size_t i, std::unique_ptr<SideRankRead> r) {
+        Side& side = *side_of[i];
+        AddSideRank(side, *reads[i], *r, seen, err);
+        // For the other side, when it reads this recording too.
+        if (jobs == 1 && r->own_steps)
+          cache.emplace(StepKey(reads[i]->recording), std::move(*r->own_steps));
+        if (i + 1 < reads.size() && side_of[i + 1] == &side) return true;
+        usable = FinishSide(side, seen, err);
+        seen = SideSeen{};
+        return usable;
+      });
+  if (!usable) return kExitUnusable;
 
   const std::vector<NameRow> rows = NameRows(a, b);
   const Verdict v = Judge(a, b);

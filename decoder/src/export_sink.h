@@ -28,7 +28,7 @@ class ExportSink final : public LimitedSink {
   void Begin(const TraceBuilder& b, const Recording& r, size_t index) override {
     exporter_->Begin(b, r, index, rank_);
   }
-  ChunkVisitor* ChunksWanted() override { return exporter_->ChunksWanted(); }
+  RecordConsumer* RecordsWanted() override { return exporter_->RecordsWanted(); }
   void End(const TraceBuilder& b, const Recording& r, const ReadIntegrity& i) override {
     exporter_->End(b, r, i);
   }

@@ -6,8 +6,6 @@
 #include "html_report.h"
 
 #include <algorithm>
-#include <atomic>
-#include <chrono>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -21,10 +19,10 @@
 
 #include "cupmon/decoder/kernel_names.h"
 #include "cupmon/decoder/memory_usage.h"
-#include "cupmon/decoder/progress_line.h"
 #include "cupmon/decoder/steps.h"
 #include "cupmon/decoder/timeline.h"
 #include "cupmon/decoder/trace_builder.h"
+#include "commands/rank_pass.h"
 #include "duration_stat.h"
 #include "ordered_parallel.h"
 #include "report_text.h"
@@ -740,66 +738,37 @@ int RunHtmlReport(const std::vector<const Rank*>& chosen, const std::vector<std:
            "not apply (the page's drill-down commands take them)\n";
     return kExitUnusable;
   }
-  const bool merged = chosen.size() > 1;
   // Each recording is read twice (steps, then activities): the progress line counts both.
-  uint64_t total_bytes = 0, done_before = 0;
-  for (const Rank* r : chosen)
-    for (const auto& file_info : r->recording.files) total_bytes += 2 * file_info.bytes;
-  ProgressLine progress(err, ProgressLine::ShouldShow(options.progress, total_bytes));
+  RankPass pass(chosen, 2, options.progress, err);
+  const bool merged = pass.merged();
   std::vector<RankPage> pages(chosen.size());
-  auto bytes_of = [](const Rank& rank) {
-    uint64_t bytes = 0;
-    for (const auto& file_info : rank.recording.files) bytes += file_info.bytes;
-    return bytes;
-  };
   // Several ranks are read at once (RankJobs), their pages kept and reported in rank order.
-  std::unique_ptr<OrderedParallel<RankPage>> parallel;
-  const size_t jobs = RankJobs(chosen.size(), options.jobs, DecodeThreads());
-  if (jobs > 1) {
-    parallel = std::make_unique<OrderedParallel<RankPage>>(
-        chosen.size(), jobs, [&](size_t i, std::atomic<uint64_t>& done) {
-          const uint64_t rank_bytes = bytes_of(*chosen[i]);
-          auto page = std::make_unique<RankPage>();
-          ReadRank(*chosen[i], options, page.get(), [&](int pass, uint64_t d) {
-            done.store(static_cast<uint64_t>(pass) * rank_bytes + d, std::memory_order_relaxed);
-          });
-          return page;
-        });
-  }
-  for (size_t i = 0; i < chosen.size(); ++i) {
-    const Rank& rank = *chosen[i];
-    if (parallel) {
-      pages[i] = std::move(*parallel->Take(i, std::chrono::milliseconds(100), [&](uint64_t done) {
-        progress.Update(std::min(done, total_bytes), total_bytes);
-      }));
-    } else {
-      const uint64_t rank_bytes = bytes_of(rank);
-      ReadRank(rank, options, &pages[i], [&](int pass, uint64_t done) {
-        const uint64_t at = done_before + static_cast<uint64_t>(pass) * rank_bytes + done;
-        progress.Update(std::min(at, total_bytes), total_bytes);
+  pass.Run(
+      RankJobs(chosen.size(), options.jobs, DecodeThreads()),
+      [&](size_t i, const PassProgress& progress) {
+        auto page = std::make_unique<RankPage>();
+        ReadRank(*chosen[i], options, page.get(), progress);
+        return page;
+      },
+      [&](size_t i, std::unique_ptr<RankPage> read) {
+        pages[i] = std::move(*read);
+        const RankPage& p = pages[i];
+        RankMessageLog log(err, pass.Who(i));
+        log.ReadProblems(p.integrity, &p.counts);
+        if (p.counts.stats.dropped_records())
+          log.Warning("CUPTI dropped " + std::to_string(p.counts.stats.dropped_records()) +
+                      " record(s)");
+        if (p.timeline.late)
+          log.Warning(std::to_string(p.timeline.late) +
+                      " activit(ies) came after their bucket was drawn and are left out of the "
+                      "busy chart; raise --reorder-rows");
+        if (p.timeline.too_many_rows)
+          log.Warning("the busy chart stops at " + UtcTime(p.timeline.too_many_rows_at, 3) +
+                      ": activity far outside the recording's span (a damaged calibration?)");
+        warnings |= p.integrity.HasWarnings() || p.counts.HasWarnings() || p.timeline.late ||
+                    p.timeline.too_many_rows;
+        return true;
       });
-      done_before += 2 * rank_bytes;
-    }
-    progress.Finish();
-    const RankPage& p = pages[i];
-    const std::string who = merged ? rank.label + ": " : std::string();
-    for (const auto& m : p.integrity.messages)
-      err << "cupmon-decode: warning: " << who << m << "\n";
-    for (const auto& m : p.counts.messages) err << "cupmon-decode: warning: " << who << m << "\n";
-    if (p.counts.stats.dropped_records())
-      err << "cupmon-decode: warning: " << who << "CUPTI dropped "
-          << p.counts.stats.dropped_records() << " record(s)\n";
-    if (p.timeline.late)
-      err << "cupmon-decode: warning: " << who << p.timeline.late
-          << " activit(ies) came after their bucket was drawn and are left out of the busy chart; "
-             "raise --reorder-rows\n";
-    if (p.timeline.too_many_rows)
-      err << "cupmon-decode: warning: " << who << "the busy chart stops at "
-          << UtcTime(p.timeline.too_many_rows_at, 3)
-          << ": activity far outside the recording's span (a damaged calibration?)\n";
-    warnings |= p.integrity.HasWarnings() || p.counts.HasWarnings() || p.timeline.late ||
-                p.timeline.too_many_rows;
-  }
   // A window some ranks have and others lack: usually a rank the request did not reach.
   if (merged) {
     std::set<uint32_t> all;

@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "hex_text.h"
+#include "importers.h"
 
 namespace cupmon::decoder {
 namespace {
@@ -137,7 +138,7 @@ Expected<RankListing> ListRanks(const std::vector<std::string>& paths,
           id_order.push_back(r.id);
           into.id = r.id;
           into.header = r.header;
-          into.source = r.source;
+          into.importer = r.importer;
           into.source_note = r.source_note;
         } else if (r.header.file_index() < into.header.file_index()) {
           into.header = r.header;
@@ -212,10 +213,8 @@ Expected<RankListing> ListRanks(const std::vector<std::string>& paths,
   }
   for (Rank& r : out.ranks) {
     const auto& h = r.recording.header;
-    r.label =
-        "rank " + std::to_string(r.rank) + " (" + h.host() + ":" + std::to_string(h.pid()) + ")";
-    if (r.recording.source == RecordingSource::kTorchMonitorDump)  // no host, no pid
-      r.label = "rank " + std::to_string(r.rank) + " (PyTorch dump " + DirOf(r.recording) + ")";
+    const Importer& importer = r.recording.importer ? *r.recording.importer : CupmonFiles();
+    r.label = "rank " + std::to_string(r.rank) + " (" + importer.ProcessName(r.recording) + ")";
     if (out.mixed_jobs)
       r.label += " " + (r.job.empty() ? "(no job id: " + CommandOf(h) + ")" : "job " + r.job);
   }

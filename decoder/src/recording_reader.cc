@@ -1,4 +1,5 @@
-// Directory listing, file mapping and chunk streaming for cupmon recordings.
+// The importer of cupmon's own files (listing by header, chunk streaming), and the file mapping,
+// sequence tracking and decode threads both importers use.
 #include "cupmon/decoder/recording_reader.h"
 
 #include <fcntl.h>
@@ -17,10 +18,11 @@
 #include <thread>
 
 #include "chunk_decode_thread.h"
-#include "cupmon/decoder/torch_monitor_dump.h"
+#include "cupmon/decoder/importer.h"
 #include "cupmon/format/chunk_scanner.h"
 #include "cupmon/format/raw_codec.h"
 #include "hex_text.h"
+#include "importers.h"
 
 namespace cupmon::decoder {
 namespace {
@@ -155,41 +157,32 @@ MappedFile::~MappedFile() {
   if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
 }
 
-Expected<DirectoryListing> ListRecordings(const std::string& path) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  std::vector<std::string> candidates;
-  DirectoryListing out;
-  std::string torch_dir;  // a directory whose PyTorch CUPTI monitor dump is listed too
-  if (fs::is_regular_file(path, ec)) {
-    if (IsTorchDumpFileName(path)) {
-      const std::string parent = fs::path(path).parent_path().string();
-      torch_dir = parent.empty() ? "." : parent;
-    } else {
-      candidates.push_back(path);
-    }
-  } else if (fs::is_directory(path, ec)) {
-    torch_dir = path;
-    for (auto it = fs::directory_iterator(path, ec); !ec && it != fs::directory_iterator();
-         it.increment(ec)) {
-      if (!it->is_regular_file(ec)) continue;
-      if (IsCupmonName(it->path()))
-        candidates.push_back(it->path().string());
-      else if (!IsTorchDumpFileName(it->path()))
-        out.ignored.push_back(it->path().string());
-    }
-    if (ec) return MakeError(path + ": cannot list directory: " + ec.message());
-  } else {
-    return MakeError(path + ": no such file or directory");
-  }
-  if (!torch_dir.empty()) {
-    auto dump = ListTorchDump(torch_dir);
-    if (!dump) out.refused.push_back(dump.error().message);
-    else if (dump->has_value()) out.recordings.push_back(std::move(**dump));
-  }
-  std::sort(candidates.begin(), candidates.end());
-  std::sort(out.ignored.begin(), out.ignored.end());
+namespace {
 
+// cupmon's files: *.cupmon in a directory, or any file named on the command line.
+class CupmonImporter final : public Importer {
+ public:
+  bool Claims(const std::filesystem::path& file) const override { return IsCupmonName(file); }
+  void List(const std::string& dir, const std::vector<std::string>& files,
+            DirectoryListing* out) const override;
+  void Read(const Recording& recording, ChunkVisitor& visitor, ReadIntegrity* integrity,
+            const ReadProgressFn& progress) const override;
+  std::string ProcessName(const Recording& recording) const override {
+    return recording.header.host() + ":" + std::to_string(recording.header.pid());
+  }
+};
+
+}  // namespace
+
+const Importer& CupmonFiles() {
+  static const CupmonImporter importer;
+  return importer;
+}
+
+void CupmonImporter::List(const std::string& /*dir*/, const std::vector<std::string>& candidates,
+                          DirectoryListing* listing) const {
+  namespace fs = std::filesystem;
+  DirectoryListing& out = *listing;
   std::map<uint64_t, Recording> by_id;
   std::map<uint64_t, std::string> header_path;  // recording id -> file its header came from
   std::vector<std::string> headerless;
@@ -253,13 +246,9 @@ Expected<DirectoryListing> ListRecordings(const std::string& path) {
                      [](const RecordingFile& a, const RecordingFile& b) {
                        return a.file_index < b.file_index;
                      });
+    r.importer = this;
     out.recordings.push_back(std::move(r));
   }
-  std::stable_sort(out.recordings.begin(), out.recordings.end(),
-                   [](const Recording& a, const Recording& b) {
-                     return a.header.process_start_unix_ns() < b.header.process_start_unix_ns();
-                   });
-  return out;
 }
 
 namespace {
@@ -400,12 +389,8 @@ void ReadFileBytes(std::span<const uint8_t> bytes, const RecordingFile& file, Ch
   if (!footer) ++integrity->files_without_footer;
 }
 
-void ReadRecording(const Recording& recording, ChunkVisitor& visitor, ReadIntegrity* integrity,
-                   const ReadProgressFn& progress) {
-  if (recording.source == RecordingSource::kTorchMonitorDump) {
-    ReadTorchDump(recording, visitor, integrity, progress);
-    return;
-  }
+void CupmonImporter::Read(const Recording& recording, ChunkVisitor& visitor,
+                          ReadIntegrity* integrity, const ReadProgressFn& progress) const {
   SequenceTracker sequences;
   uint64_t total = 0, done_before = 0;  // the listing's sizes; a growing file may pass them
   for (const RecordingFile& file : recording.files) total += file.bytes;

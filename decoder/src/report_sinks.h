@@ -37,10 +37,10 @@ class LimitedSink : public RowSink {
     out_.EndRow();
   }
   virtual void Begin(const TraceBuilder& /*b*/, const Recording& /*r*/, size_t /*index*/) {}
-  // After Begin: a visitor that wants the chunks of the builder's read of the recording, in the
-  // same pass (the kineto export's step detector, which would otherwise read it again), or
-  // nullptr.
-  virtual ChunkVisitor* ChunksWanted() { return nullptr; }
+  // After Begin: a consumer that wants the records of the builder's read of the recording, in
+  // the same pass (the kineto export's step detector, which would otherwise read it again), or
+  // nullptr. The caller adds it to that builder (TraceBuilder::AddConsumer).
+  virtual RecordConsumer* RecordsWanted() { return nullptr; }
   virtual void End(const TraceBuilder& /*b*/, const Recording& /*r*/, const ReadIntegrity& /*i*/) {}
   virtual void Close() { out_.Flush(); }
   // After Close: reports problems of the output itself to `err` and returns the exit code they

@@ -22,10 +22,10 @@
 
 #include "cupmon/decoder/kernel_names.h"
 #include "cupmon/decoder/memory_usage.h"
-#include "cupmon/decoder/progress_line.h"
 #include "cupmon/decoder/rank_listing.h"
 #include "text/out_buf.h"
 #include "text/row_text.h"
+#include "commands/rank_pass.h"
 #include "diff_report.h"
 #include "duration_stat.h"
 #include "export_sink.h"
@@ -41,74 +41,36 @@
 namespace cupmon::decoder {
 namespace {
 
-// Hands each chunk of one read to the trace builder and, when there is one, a visitor that reads
-// along (LimitedSink::ChunksWanted), the builder first; with `output`, the read stops once that
-// export's output has failed (LimitedSink::OutputFailed): a full disk ends the export within a
-// chunk instead of after decoding the rest of the recording.
-class ReadVisitors : public ChunkVisitor {
+// Hands each chunk of one read to the trace builder, and stops the read once `output` has failed
+// (LimitedSink::OutputFailed): a full disk ends the export within a chunk instead of after
+// decoding the rest of the recording.
+class StoppableRead : public ChunkVisitor {
  public:
-  ReadVisitors(ChunkVisitor& first, ChunkVisitor* second, const LimitedSink* output)
-      : a_(first), b_(second), output_(output) {}
-  void OnFile(const RecordingFile& f) override {
-    a_.OnFile(f);
-    if (b_) b_->OnFile(f);
-  }
-  void OnHeader(const pb::RecordingHeader& h, const ChunkOrigin& at) override {
-    a_.OnHeader(h, at);
-    if (b_) b_->OnHeader(h, at);
-  }
+  StoppableRead(ChunkVisitor& builder, const LimitedSink& output)
+      : a_(builder), output_(output) {}
+  void OnFile(const RecordingFile& f) override { a_.OnFile(f); }
+  void OnHeader(const pb::RecordingHeader& h, const ChunkOrigin& at) override { a_.OnHeader(h, at); }
   void OnRawBuffer(const RawBufferPrefix& prefix, std::span<const uint8_t> records,
                    const ChunkOrigin& at) override {
     a_.OnRawBuffer(prefix, records, at);
-    if (b_) b_->OnRawBuffer(prefix, records, at);
   }
-  // The words either reads, for a kind both list with one size; packed only when both ask for it
-  // (a visitor that asked for packed records walks in-place ones as well).
-  bool RecordWordsRead(ColumnSelection* keep) const override {
-    ColumnSelection b;
-    if (!a_.RecordWordsRead(keep)) return false;
-    if (!b_) return true;
-    if (!b_->RecordWordsRead(&b)) return false;
-    keep->pack = keep->pack && b.pack;
-    for (size_t k = 0; k < keep->kinds.size(); ++k) {
-      if (keep->kinds[k].size == b.kinds[k].size) keep->kinds[k].words |= b.kinds[k].words;
-      else keep->kinds[k] = {};  // a buffer with this kind is decoded whole
-    }
-    return true;
-  }
+  bool RecordWordsRead(ColumnSelection* keep) const override { return a_.RecordWordsRead(keep); }
   void OnPackedRawBuffer(const RawBufferPrefix& prefix, std::span<const uint8_t> records,
                          const ColumnSelection& packed_with, const ChunkOrigin& at) override {
     a_.OnPackedRawBuffer(prefix, records, packed_with, at);
-    if (b_) b_->OnPackedRawBuffer(prefix, records, packed_with, at);
   }
-  void OnStrings(const pb::StringTable& t) override {
-    a_.OnStrings(t);
-    if (b_) b_->OnStrings(t);
-  }
-  void OnWindowMarker(const pb::WindowMarker& m) override {
-    a_.OnWindowMarker(m);
-    if (b_) b_->OnWindowMarker(m);
-  }
-  void OnCalibration(const pb::Calibration& c) override {
-    a_.OnCalibration(c);
-    if (b_) b_->OnCalibration(c);
-  }
-  void OnStats(const pb::Stats& s) override {
-    a_.OnStats(s);
-    if (b_) b_->OnStats(s);
-  }
-  void OnFooter(const pb::Footer& f) override {
-    a_.OnFooter(f);
-    if (b_) b_->OnFooter(f);
-  }
+  void OnStrings(const pb::StringTable& t) override { a_.OnStrings(t); }
+  void OnWindowMarker(const pb::WindowMarker& m) override { a_.OnWindowMarker(m); }
+  void OnCalibration(const pb::Calibration& c) override { a_.OnCalibration(c); }
+  void OnStats(const pb::Stats& s) override { a_.OnStats(s); }
+  void OnFooter(const pb::Footer& f) override { a_.OnFooter(f); }
   bool StopReading() const override {
-    return output_ && (output_->OutputFailed() || output_->LimitReachedAndFinal());
+    return output_.OutputFailed() || output_.LimitReachedAndFinal();
   }
 
  private:
   ChunkVisitor& a_;
-  ChunkVisitor* b_;            // may be null
-  const LimitedSink* output_;  // may be null
+  const LimitedSink& output_;
 };
 
 class NullSink : public RowSink {
@@ -134,7 +96,7 @@ struct RankRead {
   NullSink null;
   TraceBuilder builder;
   ReadIntegrity integrity;
-  uint64_t bytes_read = 0;
+  bool skipped = false;  // not read: --limit was reached at the rank's Begin
 };
 
 }  // namespace
@@ -509,10 +471,7 @@ int RunReport(ReportKind kind, const std::vector<std::string>& paths, const Repo
   }
   if (trace && kind != ReportKind::kExport) trace->SetShortNames(short_names);
   // One progress line for all chosen recordings (bytes of all their files).
-  uint64_t total_bytes = 0, done_before = 0;
-  for (const Rank* r : chosen)
-    for (const auto& f : r->recording.files) total_bytes += f.bytes;
-  ProgressLine progress(err, ProgressLine::ShouldShow(options.progress, total_bytes));
+  RankPass pass(chosen, 1, options.progress, err);
   std::vector<RankResult> results;
   std::map<std::string, Stat> total_gpu, total_api;
   std::ostringstream info_blocks;
@@ -524,7 +483,6 @@ int RunReport(ReportKind kind, const std::vector<std::string>& paths, const Repo
   // Summary and info of several ranks: the ranks are read on `jobs` threads at once, each into
   // its own builder, and reported below in rank order, as when read one after the other.
   // Traces and exports share one sink across ranks, so they read one rank at a time.
-  std::unique_ptr<OrderedParallel<RankRead>> parallel;
   const size_t jobs = trace ? 1 : RankJobs(chosen.size(), options.jobs, DecodeThreads());
   // summary and info --format json: one document, each rank's object written once it is read.
   const bool document = kind == ReportKind::kSummary || kind == ReportKind::kInfo;
@@ -538,59 +496,51 @@ int RunReport(ReportKind kind, const std::vector<std::string>& paths, const Repo
   } else if (format == ReportFormat::kCsv) {
     WriteSummaryCsvHeader(out);
   }
-  if (jobs > 1) {
-    parallel = std::make_unique<OrderedParallel<RankRead>>(
-        chosen.size(), jobs, [&](size_t i, std::atomic<uint64_t>& done) {
-          auto read = std::make_unique<RankRead>(kind, nullptr, short_names, options);
-          ReadRecording(chosen[i]->recording, read->builder, &read->integrity,
-                        [&](uint64_t d, uint64_t) { done.store(d, std::memory_order_relaxed); });
-          read->bytes_read = done.load(std::memory_order_relaxed);
-          read->builder.Finish();
-          return read;
-        });
-  }
-  for (size_t i = 0; i < chosen.size(); ++i) {
+  // Summary and info read on the pass's threads; a trace or export reads on this one, into its
+  // sink, the rank's Begin written first.
+  auto read_rank = [&](size_t i, const PassProgress& progress) {
+    const Recording& rec = chosen[i]->recording;
+    auto read = std::make_unique<RankRead>(kind, trace.get(), short_names, options);
+    const auto read_progress = [&](uint64_t done, uint64_t) { progress(0, done); };
+    if (!trace) {
+      ReadRecording(rec, read->builder, &read->integrity, read_progress);
+      read->builder.Finish();
+      return read;
+    }
+    if (merged) trace->SetRank(chosen[i]);
+    trace->Begin(read->builder, rec, i);
+    if (limit_reached()) {
+      read->skipped = true;  // its Begin lines are written as before; its rows would be dropped
+      return read;
+    }
+    if (RecordConsumer* also = trace->RecordsWanted()) read->builder.AddConsumer(also);
+    StoppableRead stoppable(read->builder, *trace);
+    ReadRecording(rec, stoppable, &read->integrity, read_progress);
+    return read;
+  };
+  pass.Run(jobs, read_rank, [&](size_t i, std::unique_ptr<RankRead> read) {
+    if (read->skipped) {
+      cut_short = true;
+      return true;
+    }
     const Rank& rank = *chosen[i];
     const Recording& rec = rank.recording;
-    const std::string who = merged ? rank.label + ": " : std::string();
-    std::unique_ptr<RankRead> read;
-    if (parallel) {
-      read = parallel->Take(i, std::chrono::milliseconds(100), [&](uint64_t done) {
-        progress.Update(done, std::max(total_bytes, done));
-      });
-      done_before += read->bytes_read;
-    } else {
-      read = std::make_unique<RankRead>(kind, trace.get(), short_names, options);
-      if (trace && merged) trace->SetRank(&rank);
-      if (trace) trace->Begin(read->builder, rec, i);
-      if (limit_reached()) {
-        cut_short = true;  // its Begin lines are written as before; its rows would be dropped
-        continue;
-      }
-      ChunkVisitor* also = trace ? trace->ChunksWanted() : nullptr;
-      ReadVisitors visitors(read->builder, also, trace.get());
-      ReadRecording(rec, trace ? static_cast<ChunkVisitor&>(visitors) : read->builder,
-                    &read->integrity, [&](uint64_t done, uint64_t) {
-                      read->bytes_read = done;
-                      progress.Update(done_before + done,
-                                      std::max(total_bytes, done_before + done));
-                    });
-      done_before += read->bytes_read;
-    }
-    progress.Finish();  // before anything else is written to err (or to out on the same terminal)
+    const std::string who = pass.Who(i);
     TraceBuilder& builder = read->builder;
     const ReadIntegrity& integrity = read->integrity;
     SummarySink& summary = read->summary;
-    if (!parallel) builder.Finish();  // a parallel read finished its builder on its thread
-    if (trace) trace->End(builder, rec, integrity);
+    if (trace) {
+      builder.Finish();
+      trace->End(builder, rec, integrity);
+    }
     if (integrity.stopped && !limit_reached()) {
-      // The output failed (ReadVisitors): nothing more is read; the sink (Conclude) or the caller
+      // The output failed (StoppableRead): nothing more is read; the sink (Conclude) or the caller
       // (the -o file, standard output) says why. The counts of a partial read are not reported.
       err << "cupmon-decode: " << who << "stopped reading after "
-          << FormatBytes(done_before) << " of " << FormatBytes(total_bytes)
+          << FormatBytes(pass.bytes_done()) << " of " << FormatBytes(pass.total_bytes())
           << ": the output could not be written\n";
       stopped = true;
-      break;
+      return false;
     }
     if (format == ReportFormat::kText && kind == ReportKind::kSummary) {
       if (i) out << "\n";
@@ -602,41 +552,33 @@ int RunReport(ReportKind kind, const std::vector<std::string>& paths, const Repo
       PrintInfo(to, builder, rec, integrity);
     }
     const auto& c = builder.counts();
-    RankMessages said;  // as written to err, for a document
-    auto warn = [&](std::string m) {
-      err << "cupmon-decode: warning: " << who << m << "\n";
-      said.warnings.push_back(std::move(m));
-    };
-    auto note = [&](std::string m) {
-      err << "cupmon-decode: note: " << who << m << "\n";
-      said.notes.push_back(std::move(m));
-    };
-    for (const auto& m : integrity.messages) warn(m);
-    for (const auto& m : c.messages) warn(m);
-    for (const auto& m : c.notes) note(m);
+    RankMessageLog log(err, who);  // as written to err, for a document
+    log.ReadProblems(integrity, &c);
+    for (const auto& m : c.notes) log.Note(m);
     if (c.unknown_timestamps)
-      warn(std::to_string(c.unknown_timestamps) +
-           " record(s) with zero or reversed timestamps shown as unknown");
+      log.Warning(std::to_string(c.unknown_timestamps) +
+                  " record(s) with zero or reversed timestamps shown as unknown");
     if (c.unresolved_names)
-      warn(std::to_string(c.unresolved_names) +
-           " kernel record(s) whose name pointer has no string entry");
+      log.Warning(std::to_string(c.unresolved_names) +
+                  " kernel record(s) whose name pointer has no string entry");
     if (c.out_of_order)
-      note(std::to_string(c.out_of_order) +
-           " row(s) arrived later than the reorder bound allows and are out of start-time order");
+      log.Note(std::to_string(c.out_of_order) +
+               " row(s) arrived later than the reorder bound allows and are out of start-time "
+               "order");
     if (c.stats.dropped_records())
-      warn("CUPTI dropped " + std::to_string(c.stats.dropped_records()) + " record(s)");
+      log.Warning("CUPTI dropped " + std::to_string(c.stats.dropped_records()) + " record(s)");
     if (c.stats.cupti_behind())
-      warn("CUPTI fell behind its own records " + std::to_string(c.stats.cupti_behind()) +
-           " time(s): records in those intervals may be missing without being counted as "
-           "dropped (cupmon-decode info lists them)");
+      log.Warning("CUPTI fell behind its own records " + std::to_string(c.stats.cupti_behind()) +
+                  " time(s): records in those intervals may be missing without being counted as "
+                  "dropped (cupmon-decode info lists them)");
     if (c.stats.chunks_lost() || c.stats.lost_records())
-      warn("lost before disk: " + LostBeforeDisk(c.stats));
+      log.Warning("lost before disk: " + LostBeforeDisk(c.stats));
     // Damage already explains a shortfall; without it, records the writer counted but that are
     // neither decoded, lost nor deleted mean the counters or the files are wrong.
     if (c.stats_final && !integrity.HasWarnings() &&
         c.stats.records() != c.records + c.records_not_decoded + c.stats.lost_records() +
                                  c.stats.records_deleted()) {
-      warn("records: " + RecordBalance(c));
+      log.Warning("records: " + RecordBalance(c));
       warnings = true;
     }
     warnings |= integrity.HasWarnings() || c.HasWarnings();
@@ -644,10 +586,11 @@ int RunReport(ReportKind kind, const std::vector<std::string>& paths, const Repo
     // The document's object of this rank, once its warnings are known (the damaged line of a
     // merged report below is the driver's, not the rank's read's: it is not among them).
     if (json && kind == ReportKind::kSummary)
-      summary.WriteJson(*json, builder, rank, integrity, said);
-    if (json && kind == ReportKind::kInfo) WriteInfoJson(*json, builder, rank, integrity, said);
+      summary.WriteJson(*json, builder, rank, integrity, log.said());
+    if (json && kind == ReportKind::kInfo)
+      WriteInfoJson(*json, builder, rank, integrity, log.said());
     if (format == ReportFormat::kCsv) summary.WriteCsv(out, builder, rank);
-    if (!merged) continue;
+    if (!merged) return true;
 
     RankResult r;
     r.rank = &rank;
@@ -676,11 +619,12 @@ int RunReport(ReportKind kind, const std::vector<std::string>& paths, const Repo
       for (auto& [name, s] : summary.NamedApi(builder)) total_api[name].Merge(s);
     }
     results.push_back(std::move(r));
-  }
+    return true;
+  });
   if (cut_short) {
     // What was not read: its damage, counts and windows are not known.
     err << "cupmon-decode: note: --limit " << *options.limit << ": every row written after reading "
-        << FormatBytes(done_before) << " of " << FormatBytes(total_bytes)
+        << FormatBytes(pass.bytes_done()) << " of " << FormatBytes(pass.total_bytes())
         << "; the rest was not read or checked\n";
   }
   if (trace) trace->Close();

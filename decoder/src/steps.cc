@@ -1,5 +1,6 @@
-// FindSteps: one lean pass over a recording's records (no joins, no rows) that feeds the kernels
-// to a StepDetector and places every GPU activity in its step.
+// Steps: a RecordConsumer of the trace builder's records (a decode-only builder for FindSteps, no
+// joins and no rows) that feeds the kernels to a StepDetector and places every GPU activity in its
+// step.
 #include "cupmon/decoder/steps.h"
 
 #include <algorithm>
@@ -18,14 +19,12 @@
 namespace cupmon::decoder {
 namespace {
 
-// Same bound as the trace builder's: later times are damage.
-constexpr uint64_t kTimeLimit = uint64_t{1} << 62;
 constexpr uint32_t kNoLabel = UINT32_MAX;
 constexpr size_t kMaxPending = size_t{1} << 20;
 // CUPTI hands external correlations over in the API buffers, after the GPU buffers holding the
-// activities they label: the annotation path looks labels up this many records later (the trace
-// builder's default join horizon).
-constexpr size_t kJoinHorizon = size_t{1} << 16;
+// activities they label: the annotation path looks labels up this many records later, as the
+// trace builder joins them.
+constexpr size_t kJoinHorizon = kDefaultJoinHorizon;
 
 enum class ActivityType : uint8_t { kKernel, kMemcpy, kMemset };
 
@@ -106,8 +105,8 @@ class StepAccumulator {
 
  private:
   // Activities held in start order before they are placed: at least this many, while the steps'
-  // boundaries allow (the trace builder's reorder window, ReorderOptions' default).
-  static constexpr size_t kReorder = size_t{1} << 16;
+  // boundaries allow (the reorder window of the commands' rows).
+  static constexpr size_t kReorder = kDefaultReorderRows;
 
   // The piece of one device's union being swept: [begin, end] in step `step`.
   struct Merge {
@@ -254,17 +253,11 @@ std::optional<uint64_t> StepNumberOf(const std::string& label) {
   return std::stoull(m[2].str());
 }
 
-class StepScanner : public ChunkVisitor {
+class StepConsumer : public RecordConsumer {
  public:
-  explicit StepScanner(const StepOptions& options)
+  explicit StepConsumer(const StepOptions& options)
       : options_(options), detector_(InHugeMappings(options.detector)), pattern_(options.times_only) {}
 
-  void OnHeader(const pb::RecordingHeader& header, const ChunkOrigin&) override {
-    if (decoder_) return;
-    RecordSizeTable sizes;
-    for (const auto& rs : header.record_sizes()) sizes.Set(rs.kind(), rs.size());
-    decoder_ = std::make_unique<RecordDecoder>(sizes, header.cupti_api_version());
-  }
   void OnStrings(const pb::StringTable& table) override {
     for (const auto& e : table.entries()) by_pointer_[e.pointer()] = Intern(e.text());
     cache_.fill(CacheSlot{});
@@ -286,28 +279,9 @@ class StepScanner : public ChunkVisitor {
     clock_.Add(c);
     calibrations_.push_back(c);
   }
-  // Records are read only through decoder_ (fixed by the first header), and only the fields
-  // Add, AddMarker and LabelLaunch read (kFieldsRead): the inverse writes just their words.
-  // Packed records (ColumnSelection::pack), walked by a packed copy of decoder_.
-  bool RecordWordsRead(ColumnSelection* keep) const override {
-    if (!decoder_) return false;
-    *keep = decoder_->WordsRead(kFieldsRead, /*pack=*/true);
-    return true;
-  }
-  void OnRawBuffer(const RawBufferPrefix&, std::span<const uint8_t> records,
-                   const ChunkOrigin&) override {
-    if (decoder_) WalkBuffer(*decoder_, records);
-  }
-  void OnPackedRawBuffer(const RawBufferPrefix&, std::span<const uint8_t> records,
-                         const ColumnSelection& packed_with, const ChunkOrigin&) override {
-    if (!decoder_) return;
-    if (!packed_decoder_ || !(packed_with_ == packed_with)) {
-      packed_decoder_ = std::make_unique<RecordDecoder>(decoder_->Packed(packed_with));
-      packed_with_ = packed_with;
-    }
-    WalkBuffer(*packed_decoder_, records);
-  }
-  void WalkBuffer(const RecordDecoder& decoder, std::span<const uint8_t> records) {
+  // Only the fields Add, AddMarker and LabelLaunch read (kFieldsRead).
+  uint64_t FieldsRead() const override { return kFieldsRead; }
+  void OnRecords(const RecordDecoder& decoder, std::span<const uint8_t> records) override {
     decoder.Walk(records, [this](const RecordLayout& layout, const FieldReader& f,
                                  const uint8_t* rec) { Add(layout, f, rec); });
     buffer_ends_.push_back({joined_, calibrations_.size()});
@@ -537,7 +511,7 @@ class StepScanner : public ChunkVisitor {
   }
 
   // Every field Add and the functions it calls read; a field read without being listed here
-  // would see bytes the partial columnar inverse left unset (RecordWordsRead).
+  // would see bytes the partial columnar inverse left unset (FieldsRead).
   static constexpr uint64_t kFieldsRead =
       FieldBit(Field::kBytes) | FieldBit(Field::kCorrelationId) | FieldBit(Field::kDeviceId) |
       FieldBit(Field::kEnd) | FieldBit(Field::kExternalId) | FieldBit(Field::kMarkerFlags) |
@@ -573,7 +547,7 @@ class StepScanner : public ChunkVisitor {
     Activity a;
     a.start = f.Get(rec, Field::kStart);
     a.end = f.Get(rec, Field::kEnd);
-    if (!ValidSpan(a.start, a.end) || a.end >= kTimeLimit) return;  // cannot be placed in time
+    if (!TimedSpan(a.start, a.end)) return;  // cannot be placed in time
     ++activities_;
     first_start_ = std::min(first_start_, a.start);
     last_end_ = std::max(last_end_, a.end);
@@ -670,9 +644,6 @@ class StepScanner : public ChunkVisitor {
 
   const StepOptions& options_;
   StepDetector detector_;
-  std::unique_ptr<RecordDecoder> decoder_;
-  std::unique_ptr<RecordDecoder> packed_decoder_;  // decoder_->Packed(packed_with_)
-  ColumnSelection packed_with_;
   std::vector<StepWindow> windows_;
   ClockMap clock_;
   std::vector<pb::Calibration> calibrations_;
@@ -690,7 +661,7 @@ class StepScanner : public ChunkVisitor {
   std::vector<int64_t> step_label_;  // per name id: -2 not parsed yet, -1 not a step label
   std::unordered_map<uint64_t, uint32_t> by_pointer_;
   std::array<CacheSlot, 256> cache_{};
-  // Off the stack: 4 MiB as a member put FindSteps' scanner on the stack past a 4 MiB limit
+  // Off the stack: 4 MiB as a member put FindSteps' consumer on the stack past a 4 MiB limit
   // (`ulimit -s 4096`: a segmentation fault of `cupmon-decode steps`). Zero-filled (an ExtSlot{})
   // by a fresh huge mapping whose pages cost nothing until an external correlation is read (a
   // std::vector would clear all 4 MiB again after the kernel had, page by page).
@@ -718,24 +689,25 @@ class StepScanner : public ChunkVisitor {
 
 StepList FindSteps(const Recording& recording, const StepOptions& options,
                    const ReadProgressFn& progress) {
-  StepScanner scanner(options);
+  StepConsumer steps(options);
+  TraceBuilder decoder(&steps);
   ReadIntegrity integrity;
-  ReadRecording(recording, scanner, &integrity, progress);
-  StepList out = scanner.Finish();
+  ReadRecording(recording, decoder, &integrity, progress);
+  StepList out = steps.Finish();
   out.integrity = std::move(integrity);
   return out;
 }
 
 struct StepFinder::Impl {
-  explicit Impl(const StepOptions& o) : options(o), scanner(options) {}
-  StepOptions options;  // the scanner keeps a reference
-  StepScanner scanner;
+  explicit Impl(const StepOptions& o) : options(o), steps(options) {}
+  StepOptions options;  // the consumer keeps a reference
+  StepConsumer steps;
 };
 
 StepFinder::StepFinder(const StepOptions& options) : impl_(std::make_unique<Impl>(options)) {}
 StepFinder::~StepFinder() = default;
-ChunkVisitor& StepFinder::visitor() { return impl_->scanner; }
-StepList StepFinder::Finish() { return impl_->scanner.Finish(); }
+RecordConsumer& StepFinder::consumer() { return impl_->steps; }
+StepList StepFinder::Finish() { return impl_->steps.Finish(); }
 
 std::vector<uint64_t> RollingMedians(const std::vector<Step>& steps, uint32_t window) {
   std::vector<uint64_t> all;

@@ -4,8 +4,6 @@
 #include "steps_report.h"
 
 #include <algorithm>
-#include <atomic>
-#include <chrono>
 #include <cinttypes>
 #include <cstdio>
 #include <ctime>
@@ -13,9 +11,9 @@
 #include <set>
 
 #include "cupmon/decoder/kernel_names.h"
-#include "cupmon/decoder/progress_line.h"
 #include "cupmon/decoder/steps.h"
 #include "cupmon/decoder/trace_builder.h"
+#include "commands/rank_pass.h"
 #include "ordered_parallel.h"
 #include "report_text.h"
 #include "text/csv.h"
@@ -314,56 +312,38 @@ int RunStepsReport(const std::vector<const Rank*>& chosen, const std::vector<std
            "--stream, --kernel and --limit do not apply (use them on the drill-down commands)\n";
     return kExitUnusable;
   }
-  const bool merged = chosen.size() > 1;
-  uint64_t total_bytes = 0, done_before = 0;
-  for (const Rank* r : chosen)
-    for (const auto& file : r->recording.files) total_bytes += file.bytes;
-  ProgressLine progress(err, ProgressLine::ShouldShow(options.progress, total_bytes));
+  RankPass pass(chosen, 1, options.progress, err);
+  const bool merged = pass.merged();
   std::vector<RankSteps> ranks;
   // Several ranks are read at once (RankJobs), their steps kept and reported in rank order.
-  std::unique_ptr<OrderedParallel<StepList>> parallel;
-  const size_t jobs = RankJobs(chosen.size(), options.jobs, DecodeThreads());
-  if (jobs > 1) {
-    parallel = std::make_unique<OrderedParallel<StepList>>(
-        chosen.size(), jobs, [&](size_t i, std::atomic<uint64_t>& done) {
-          return std::make_unique<StepList>(
-              FindSteps(chosen[i]->recording, options.steps,
-                        [&](uint64_t d, uint64_t) { done.store(d, std::memory_order_relaxed); }));
-        });
-  }
-  for (size_t i = 0; i < chosen.size(); ++i) {
-    const Rank* rank = chosen[i];
-    RankSteps r;
-    r.rank = rank;
-    if (parallel) {
-      r.list = std::move(*parallel->Take(i, std::chrono::milliseconds(100), [&](uint64_t done) {
-        progress.Update(done, std::max(total_bytes, done));
-      }));
-    } else {
-      uint64_t done_here = 0;
-      r.list = FindSteps(rank->recording, options.steps, [&](uint64_t done, uint64_t) {
-        done_here = done;
-        progress.Update(done_before + done, std::max(total_bytes, done_before + done));
+  pass.Run(
+      RankJobs(chosen.size(), options.jobs, DecodeThreads()),
+      [&](size_t i, const PassProgress& progress) {
+        return std::make_unique<StepList>(
+            FindSteps(chosen[i]->recording, options.steps,
+                      [&](uint64_t done, uint64_t) { progress(0, done); }));
+      },
+      [&](size_t i, std::unique_ptr<StepList> list) {
+        RankSteps r;
+        r.rank = chosen[i];
+        r.list = std::move(*list);
+        RankMessageLog log(err, pass.Who(i));
+        log.ReadProblems(r.list.integrity, nullptr);
+        if (r.list.unresolved_names)
+          log.Warning(std::to_string(r.list.unresolved_names) +
+                      " kernel record(s) whose name pointer has no string entry");
+        if (r.list.late_activities)
+          log.Note(std::to_string(r.list.late_activities) +
+                   " activit(ies) further out of start order than the step scanner holds: " +
+                   FormatDuration(static_cast<double>(r.list.late_busy_ns)) +
+                   " of their time is left out of busy, so that no overlap counts twice");
+        warnings |= r.list.integrity.HasWarnings() || r.list.unresolved_names;
+        r.medians = RollingMedians(r.list.steps, options.steps.rolling);
+        r.slow = SlowSteps(r.list.steps, r.medians, options.steps);
+        r.slow_set.insert(r.slow.begin(), r.slow.end());
+        ranks.push_back(std::move(r));
+        return true;
       });
-      done_before += done_here;
-    }
-    progress.Finish();
-    const std::string who = merged ? rank->label + ": " : std::string();
-    for (const auto& m : r.list.integrity.messages) err << "cupmon-decode: warning: " << who << m << "\n";
-    if (r.list.unresolved_names)
-      err << "cupmon-decode: warning: " << who << r.list.unresolved_names
-          << " kernel record(s) whose name pointer has no string entry\n";
-    if (r.list.late_activities)
-      err << "cupmon-decode: note: " << who << r.list.late_activities
-          << " activit(ies) further out of start order than the step scanner holds: "
-          << FormatDuration(static_cast<double>(r.list.late_busy_ns))
-          << " of their time is left out of busy, so that no overlap counts twice\n";
-    warnings |= r.list.integrity.HasWarnings() || r.list.unresolved_names;
-    r.medians = RollingMedians(r.list.steps, options.steps.rolling);
-    r.slow = SlowSteps(r.list.steps, r.medians, options.steps);
-    r.slow_set.insert(r.slow.begin(), r.slow.end());
-    ranks.push_back(std::move(r));
-  }
   if (options.steps.format != StepFormat::kTable) {
     PrintRows(out, ranks, options.steps.format);
   } else {

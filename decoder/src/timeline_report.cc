@@ -6,10 +6,12 @@
 #include <cinttypes>
 #include <cstdio>
 #include <ctime>
+#include <functional>
+#include <memory>
 
-#include "cupmon/decoder/progress_line.h"
 #include "cupmon/decoder/timeline.h"
 #include "cupmon/decoder/trace_builder.h"
+#include "commands/rank_pass.h"
 #include "text/out_buf.h"
 
 namespace cupmon::decoder {
@@ -143,6 +145,19 @@ class RowWriter {
   bool jsonl_;
 };
 
+// One rank's read for the timeline: the builder's rows through the sink into the buckets.
+struct TimelineRead {
+  TimelineRead(const TimelineOptions& timeline_options,
+               std::function<void(const TimelineBucket&)> emit, const ReportOptions& options)
+      : timeline(timeline_options, std::move(emit)),
+        sink(&timeline),
+        builder(options.filter, &sink, options.horizon, ReorderOptions{}) {}
+  TimelineBuilder timeline;
+  TimelineSink sink;
+  TraceBuilder builder;
+  ReadIntegrity integrity;
+};
+
 }  // namespace
 
 int RunTimelineReport(const std::vector<const Rank*>& chosen, const ReportOptions& options,
@@ -156,86 +171,92 @@ int RunTimelineReport(const std::vector<const Rank*>& chosen, const ReportOption
     err << "cupmon-decode: timeline writes csv or jsonl\n";
     return kExitUnusable;
   }
-  const bool merged = chosen.size() > 1;
-  uint64_t total_bytes = 0, done_before = 0;
-  for (const Rank* r : chosen)
-    for (const auto& file : r->recording.files) total_bytes += file.bytes;
-  ProgressLine progress(err, ProgressLine::ShouldShow(options.progress, total_bytes));
+  RankPass pass(chosen, 1, options.progress, err);
   RowWriter writer(out, options.format == ExportFormat::kJsonl);
   uint64_t activities = 0;
-  for (const Rank* rank : chosen) {
-    const std::string who = merged ? rank->label + ": " : std::string();
-    const uint32_t pid = rank->recording.header.pid();
-    // The timeline orders activities by wall-clock start itself (TimelineOptions::reorder_rows):
-    // the trace builder's reorder stage, by CUPTI start, would only add work.
-    TimelineOptions timeline_options = options.timeline;
-    timeline_options.reorder_rows = options.reorder_rows;
-    TimelineBuilder timeline(timeline_options, [&](const TimelineBucket& b) {
-      writer.Write(b, rank->rank, pid);
-    });
-    TimelineSink sink(&timeline);
-    TraceBuilder builder(options.filter, &sink, options.horizon, ReorderOptions{});
-    ReadIntegrity integrity;
-    uint64_t done_here = 0;
-    ReadRecording(rank->recording, builder, &integrity, [&](uint64_t done, uint64_t) {
-      done_here = done;
-      progress.Update(done_before + done, std::max(total_bytes, done_before + done));
-    });
-    done_before += done_here;
-    builder.Finish();
-    timeline.Finish();
-    progress.Finish();
-    const TraceCounts& c = builder.counts();
-    const TimelineCounts& t = timeline.counts();
-    activities += t.activities;
-    for (const auto& m : integrity.messages) err << "cupmon-decode: warning: " << who << m << "\n";
-    for (const auto& m : c.messages) err << "cupmon-decode: warning: " << who << m << "\n";
-    for (const auto& m : c.notes) err << "cupmon-decode: note: " << who << m << "\n";
-    if (sink.untimed())
-      err << "cupmon-decode: warning: " << who << sink.untimed()
-          << " GPU record(s) with zero or reversed timestamps are left out of the timeline\n";
-    if (c.unresolved_names)
-      err << "cupmon-decode: warning: " << who << c.unresolved_names
-          << " kernel record(s) whose name pointer has no string entry\n";
-    if (c.stats.dropped_records())
-      err << "cupmon-decode: warning: " << who << "CUPTI dropped " << c.stats.dropped_records()
-          << " record(s): the buckets where they were lack them\n";
-    if (c.stats.chunks_lost() || c.stats.lost_records())
-      err << "cupmon-decode: warning: " << who << "lost before disk: " << c.stats.lost_records()
-          << " record(s) in " << c.stats.chunks_lost()
-          << " chunk(s): the buckets where they were lack them\n";
-    if (t.late) {
-      err << "cupmon-decode: warning: " << who << t.late
-          << " activit(ies) arrived after their bucket was written (further out of start order "
-             "than --reorder-rows holds) and are left out of the rows; raise --reorder-rows\n";
-      warnings = true;
-    }
-    if (t.out_of_range) {
-      err << "cupmon-decode: warning: " << who << t.out_of_range
-          << " activit(ies) with wall-clock times beyond the year 2116 or before 1824 (a damaged "
-             "calibration?) are left out of the timeline\n";
-      warnings = true;
-    }
-    if (t.unknown_releases)
-      err << "cupmon-decode: note: " << who << t.unknown_releases
-          << " release(s) of memory whose allocation the recording lacks (made before it began) "
-             "are left out of memory_in_use_bytes\n";
-    if (t.late_busy_ns_missed)
-      err << "cupmon-decode: note: " << who << "activities out of start order within a bucket: "
-          << FormatDuration(static_cast<double>(t.late_busy_ns_missed))
-          << " of their busy time is left out, so that no overlap counts twice\n";
-    warnings |= integrity.HasWarnings() || c.HasWarnings() || sink.untimed() != 0;
-    if (t.too_many_rows) {
-      writer.Flush();
-      err << "cupmon-decode: " << who << "--bucket "
-          << FormatDuration(static_cast<double>(options.timeline.bucket_ns))
-          << " would write more than " << options.timeline.max_rows
-          << " rows (the activity reaches the bucket of "
-          << BucketTime(t.too_many_rows_at, options.timeline.bucket_ns)
-          << "); give a larger --bucket or a shorter --from/--to range\n";
-      out.flush();
-      return kExitUnusable;
-    }
+  bool too_many_rows = false;
+  // One rank at a time: its rows stream to `out` as its buckets close.
+  pass.Run(
+      1,
+      [&](size_t i, const PassProgress& progress) {
+        const Rank* rank = chosen[i];
+        // The timeline orders activities by wall-clock start itself (TimelineOptions::
+        // reorder_rows): the trace builder's reorder stage, by CUPTI start, would only add work.
+        TimelineOptions timeline_options = options.timeline;
+        timeline_options.reorder_rows = options.reorder_rows;
+        auto read = std::make_unique<TimelineRead>(
+            timeline_options,
+            [&writer, rank, pid = rank->recording.header.pid()](const TimelineBucket& b) {
+              writer.Write(b, rank->rank, pid);
+            },
+            options);
+        ReadRecording(rank->recording, read->builder, &read->integrity,
+                      [&](uint64_t done, uint64_t) { progress(0, done); });
+        read->builder.Finish();
+        read->timeline.Finish();
+        return read;
+      },
+      [&](size_t i, std::unique_ptr<TimelineRead> read) {
+        const std::string who = pass.Who(i);
+        const TraceCounts& c = read->builder.counts();
+        const TimelineCounts& t = read->timeline.counts();
+        const TimelineSink& sink = read->sink;
+        activities += t.activities;
+        RankMessageLog log(err, who);
+        log.ReadProblems(read->integrity, &c);
+        for (const auto& m : c.notes) log.Note(m);
+        if (sink.untimed())
+          log.Warning(std::to_string(sink.untimed()) +
+                      " GPU record(s) with zero or reversed timestamps are left out of the "
+                      "timeline");
+        if (c.unresolved_names)
+          log.Warning(std::to_string(c.unresolved_names) +
+                      " kernel record(s) whose name pointer has no string entry");
+        if (c.stats.dropped_records())
+          log.Warning("CUPTI dropped " + std::to_string(c.stats.dropped_records()) +
+                      " record(s): the buckets where they were lack them");
+        if (c.stats.chunks_lost() || c.stats.lost_records())
+          log.Warning("lost before disk: " + std::to_string(c.stats.lost_records()) +
+                      " record(s) in " + std::to_string(c.stats.chunks_lost()) +
+                      " chunk(s): the buckets where they were lack them");
+        if (t.late) {
+          log.Warning(std::to_string(t.late) +
+                      " activit(ies) arrived after their bucket was written (further out of start "
+                      "order than --reorder-rows holds) and are left out of the rows; raise "
+                      "--reorder-rows");
+          warnings = true;
+        }
+        if (t.out_of_range) {
+          log.Warning(std::to_string(t.out_of_range) +
+                      " activit(ies) with wall-clock times beyond the year 2116 or before 1824 (a "
+                      "damaged calibration?) are left out of the timeline");
+          warnings = true;
+        }
+        if (t.unknown_releases)
+          log.Note(std::to_string(t.unknown_releases) +
+                   " release(s) of memory whose allocation the recording lacks (made before it "
+                   "began) are left out of memory_in_use_bytes");
+        if (t.late_busy_ns_missed)
+          log.Note("activities out of start order within a bucket: " +
+                   FormatDuration(static_cast<double>(t.late_busy_ns_missed)) +
+                   " of their busy time is left out, so that no overlap counts twice");
+        warnings |= read->integrity.HasWarnings() || c.HasWarnings() || sink.untimed() != 0;
+        if (t.too_many_rows) {
+          writer.Flush();
+          err << "cupmon-decode: " << who << "--bucket "
+              << FormatDuration(static_cast<double>(options.timeline.bucket_ns))
+              << " would write more than " << options.timeline.max_rows
+              << " rows (the activity reaches the bucket of "
+              << BucketTime(t.too_many_rows_at, options.timeline.bucket_ns)
+              << "); give a larger --bucket or a shorter --from/--to range\n";
+          too_many_rows = true;
+          return false;
+        }
+        return true;
+      });
+  if (too_many_rows) {
+    out.flush();
+    return kExitUnusable;
   }
   writer.Flush();
   out.flush();

@@ -1,4 +1,5 @@
-// Listing and streaming of PyTorch CUPTI monitor dumps (see torch_monitor_dump.h for the layout).
+// The importer of PyTorch CUPTI monitor dumps: listing and streaming (see torch_monitor_dump.h for
+// the layout).
 #include "cupmon/decoder/torch_monitor_dump.h"
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 
 #include "cupmon/format/chunk.h"
 #include "cupmon/format/record_sizes.h"
+#include "importers.h"
 
 namespace cupmon::decoder {
 namespace {
@@ -375,7 +377,7 @@ Expected<std::optional<Recording>> ListTorchDump(const std::string& dir) {
   Recording r;
   r.id = DumpId(where);
   r.header = TorchDumpHeader(*meta, r.id);
-  r.source = RecordingSource::kTorchMonitorDump;
+  r.importer = &TorchMonitorDumps();
   r.source_note = SourceNote(*meta, dir);
   auto size_of = [](const fs::path& p) {
     std::error_code size_ec;
@@ -541,6 +543,38 @@ void ReadTorchDump(const Recording& recording, ChunkVisitor& visitor, ReadIntegr
     integrity->Note((dir.empty() ? std::string(".") : dir) + ": no " + kTorchRawFileName +
                     " (the monitor creates it at start; without it the dump has no records)");
   }
+}
+
+namespace {
+
+// The dump's two files, listed together from their directory.
+class TorchDumpImporter final : public Importer {
+ public:
+  bool Claims(const fs::path& file) const override { return IsTorchDumpFileName(file); }
+  void List(const std::string& dir, const std::vector<std::string>& /*files*/,
+            DirectoryListing* out) const override {
+    auto dump = ListTorchDump(dir);
+    if (!dump) out->refused.push_back(dump.error().message);
+    else if (dump->has_value()) out->recordings.push_back(std::move(**dump));
+  }
+  void Read(const Recording& recording, ChunkVisitor& visitor, ReadIntegrity* integrity,
+            const ReadProgressFn& progress) const override {
+    ReadTorchDump(recording, visitor, integrity, progress);
+  }
+  // The dump holds no host and no pid: its directory names it.
+  std::string ProcessName(const Recording& recording) const override {
+    const std::string dir = recording.files.empty()
+                                ? std::string("?")
+                                : fs::path(recording.files[0].path).parent_path().string();
+    return "PyTorch dump " + (dir.empty() ? std::string(".") : dir);
+  }
+};
+
+}  // namespace
+
+const Importer& TorchMonitorDumps() {
+  static const TorchDumpImporter importer;
+  return importer;
 }
 
 std::vector<uint8_t> EncodeTorchMeta(const std::string& json, uint32_t version) {

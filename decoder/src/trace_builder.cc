@@ -14,17 +14,6 @@
 #include "window_index.h"
 
 namespace cupmon::decoder {
-namespace {
-
-// A span the rows can place in time: ValidSpan (no zero, not reversed), and no time at or past
-// 2^62 ns. CUPTI counts nanoseconds since the epoch, so such a time (after the year 2116) is
-// damage; and the wall-clock mapping and the filters work in int64, where times near 2^63 wrapped
-// into huge negative wall times and relative times (found by cupmon_record_fuzz). 2^62 leaves room
-// for any calibration offset and difference. Those records are shown as unknown, like zero or
-// reversed ones.
-constexpr uint64_t kTimeLimit = uint64_t{1} << 62;
-bool TimedSpan(uint64_t start, uint64_t end) { return ValidSpan(start, end) && end < kTimeLimit; }
-}  // namespace
 
 // One GPU or API record, decoded straight from the raw bytes with only the fields rows use
 // (about 120 bytes, against 336 for a DecodedRecord): it waits in the join ring.
@@ -77,7 +66,22 @@ TraceBuilder::TraceBuilder(TraceFilter filter, RowSink* sink, size_t horizon,
   memory_rows_ = sink_ && sink_->WantsMemory();
 }
 
+TraceBuilder::TraceBuilder(RecordConsumer* consumer)
+    : decode_only_(true),
+      sink_(nullptr),
+      horizon_(1),
+      windows_(std::make_unique<WindowIndex>()),
+      names_(std::make_unique<NameTable>(false)),
+      pending_(std::make_unique<JoinRing>()) {
+  AddConsumer(consumer);
+}
+
 TraceBuilder::~TraceBuilder() { CorrelationTable::Recycle(std::move(corr_)); }
+
+void TraceBuilder::AddConsumer(RecordConsumer* consumer) {
+  consumers_.push_back(consumer);
+  consumer_fields_ |= consumer->FieldsRead();
+}
 
 const std::map<uint32_t, WindowSpan>& TraceBuilder::windows() const { return windows_->windows(); }
 const std::map<uint32_t, WindowSpan>& TraceBuilder::gaps() const { return windows_->gaps(); }
@@ -104,16 +108,24 @@ constexpr uint64_t kKernelGeometry =
 
 bool TraceBuilder::RecordWordsRead(ColumnSelection* keep) const {
   if (!decoder_) return false;
-  *keep = decoder_->WordsRead(reuse_row_ ? kAllFields & ~kKernelGeometry : kAllFields,
-                              /*pack=*/true);
+  const uint64_t own = decode_only_ ? 0 : reuse_row_ ? kAllFields & ~kKernelGeometry : kAllFields;
+  *keep = decoder_->WordsRead(own | consumer_fields_, /*pack=*/true);
   return true;
 }
 
-void TraceBuilder::OnStrings(const pb::StringTable& table) { names_->OnStrings(table); }
+void TraceBuilder::OnStrings(const pb::StringTable& table) {
+  for (RecordConsumer* c : consumers_) c->OnStrings(table);
+  if (!decode_only_) names_->OnStrings(table);
+}
 
-void TraceBuilder::OnWindowMarker(const pb::WindowMarker& m) { windows_->OnMarker(m); }
+void TraceBuilder::OnWindowMarker(const pb::WindowMarker& m) {
+  for (RecordConsumer* c : consumers_) c->OnWindowMarker(m);
+  if (!decode_only_) windows_->OnMarker(m);
+}
 
 void TraceBuilder::OnCalibration(const pb::Calibration& c) {
+  for (RecordConsumer* consumer : consumers_) consumer->OnCalibration(c);
+  if (decode_only_) return;
   for (const pb::CalibrationSample& s : c.samples()) {
     const int64_t offset = static_cast<int64_t>(static_cast<uint64_t>(s.realtime_ns()) - s.cupti_ns());
     const bool first = counts_.calibration_samples == 0 && &s == &c.samples(0);
@@ -174,6 +186,7 @@ void TraceBuilder::OnPackedRawBuffer(const RawBufferPrefix& prefix,
 void TraceBuilder::OnRawBuffer(const RawBufferPrefix& prefix, std::span<const uint8_t> records,
                                const ChunkOrigin& at) {
   if (!decoder_) {
+    if (decode_only_) return;
     ++counts_.raw_buffers;
     ++counts_.buffers_stopped;
     counts_.Note(*at.path + " at offset " + std::to_string(at.offset) +
@@ -185,6 +198,8 @@ void TraceBuilder::OnRawBuffer(const RawBufferPrefix& prefix, std::span<const ui
 
 void TraceBuilder::WalkBuffer(const RecordDecoder& decoder, const RawBufferPrefix& /*prefix*/,
                               std::span<const uint8_t> records, const ChunkOrigin& at) {
+  for (RecordConsumer* c : consumers_) c->OnRecords(decoder, records);
+  if (decode_only_) return;
   ++counts_.raw_buffers;
   const auto r = decoder.Walk(records, [this](const RecordLayout& layout, const FieldReader& f,
                                               const uint8_t* rec) { AddRecord(layout, f, rec); });
@@ -553,6 +568,7 @@ void TraceBuilder::ReleaseHeldSync() {
 }
 
 void TraceBuilder::Finish() {
+  if (decode_only_) return;
   ReleaseHeldSync();
   finishing_ = true;
   ReleaseHeldRanges();

@@ -488,34 +488,8 @@ TEST(RealStepsTest, TwoRankRecordingHas1520StepsPerRank) {
   }
 }
 
-// StepFinder (the kineto export's detector, fed by the export's own read) beside a trace
-// builder, both given each chunk of one ReadRecording pass, finds what FindSteps finds alone.
-class BesideBuilder : public ChunkVisitor {
- public:
-  BesideBuilder(ChunkVisitor& a, ChunkVisitor& b) : a_(a), b_(b) {}
-  void OnFile(const RecordingFile& f) override { a_.OnFile(f), b_.OnFile(f); }
-  void OnHeader(const pb::RecordingHeader& h, const ChunkOrigin& at) override {
-    a_.OnHeader(h, at), b_.OnHeader(h, at);
-  }
-  void OnRawBuffer(const RawBufferPrefix& p, std::span<const uint8_t> r,
-                   const ChunkOrigin& at) override {
-    a_.OnRawBuffer(p, r, at), b_.OnRawBuffer(p, r, at);
-  }
-  void OnStrings(const pb::StringTable& t) override { a_.OnStrings(t), b_.OnStrings(t); }
-  void OnWindowMarker(const pb::WindowMarker& m) override {
-    a_.OnWindowMarker(m), b_.OnWindowMarker(m);
-  }
-  void OnCalibration(const pb::Calibration& c) override {
-    a_.OnCalibration(c), b_.OnCalibration(c);
-  }
-  void OnStats(const pb::Stats& s) override { a_.OnStats(s), b_.OnStats(s); }
-  void OnFooter(const pb::Footer& f) override { a_.OnFooter(f), b_.OnFooter(f); }
-
- private:
-  ChunkVisitor& a_;
-  ChunkVisitor& b_;
-};
-
+// StepFinder (the kineto export's detector, fed by the export's own read) as a consumer of a
+// trace builder that builds rows finds what FindSteps finds alone.
 TEST(RealStepsTest, StepFinderBesideABuilderFindsWhatFindStepsFinds) {
   const std::string dir = std::string(CUPMON_SOURCE_DIR) + "/tests/data/sample";
   auto listing = ListRecordings(dir);
@@ -528,9 +502,9 @@ TEST(RealStepsTest, StepFinderBesideABuilderFindsWhatFindStepsFinds) {
   StepFinder finder(options);
   GpuSpan span;
   TraceBuilder b(TraceFilter{}, &span);
-  BesideBuilder both(b, finder.visitor());
+  b.AddConsumer(&finder.consumer());
   ReadIntegrity integrity;
-  ReadRecording(listing->recordings[0], both, &integrity);
+  ReadRecording(listing->recordings[0], b, &integrity);
   b.Finish();
   const StepList along = finder.Finish();
 

@@ -166,7 +166,8 @@ inline uint64_t DecodeStepsFuzzInput(const uint8_t* data, size_t size) {
   options.detector.min_cycles = 2;
   options.detector.reorder_kernels = 16;
   StepFinder finder(options);
-  FeedRawBuffer(finder.visitor(), flags, std::span<const uint8_t>(data + 1, size - 1));
+  TraceBuilder decoder(&finder.consumer());
+  FeedRawBuffer(decoder, flags, std::span<const uint8_t>(data + 1, size - 1));
   const StepList list = finder.Finish();
   [[maybe_unused]] volatile uint64_t read = TouchSteps(list, options);
   return list.activities;

@@ -61,9 +61,10 @@ class Exporter {
   // is in a merged export of several, null for a single recording.
   virtual void Begin(const TraceBuilder& builder, const Recording& recording, size_t index,
                      const Rank* rank) = 0;
-  // After Begin: a visitor that wants the chunks of the pass's read of this recording as well
-  // (kineto's step detector, which would otherwise read it again), or nullptr.
-  virtual ChunkVisitor* ChunksWanted() { return nullptr; }
+  // After Begin: a consumer that wants the records of the pass's read of this recording as well
+  // (kineto's step detector, which would otherwise read it again), or nullptr. The pass adds it
+  // to that recording's builder (TraceBuilder::AddConsumer).
+  virtual RecordConsumer* RecordsWanted() { return nullptr; }
   virtual void Write(const Row& row) = 0;
   // After the recording's last row, with its builder finished.
   virtual void End(const TraceBuilder& /*builder*/, const Recording& /*recording*/,

@@ -1,5 +1,5 @@
 // GrowingRing: a FIFO in one growing power-of-two ring (the decoder's join ring, the reorder
-// stage's key runs, the step scanner's queues).
+// stage's key runs, the step consumer's queues).
 #pragma once
 
 #include <algorithm>

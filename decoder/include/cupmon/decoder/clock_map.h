@@ -113,4 +113,13 @@ class ClockMap {
 // True when a record's [start, end] can be shown as a duration: both set and end >= start.
 inline bool ValidSpan(uint64_t start, uint64_t end) { return start != 0 && end != 0 && end >= start; }
 
+// Times at or past 2^62 ns are damage. CUPTI counts nanoseconds since the epoch, so such a time
+// (after the year 2116) cannot be real; and the wall-clock mapping and the filters work in int64,
+// where times near 2^63 wrapped into huge negative wall times and relative times (found by
+// cupmon_record_fuzz). 2^62 leaves room for any calibration offset and difference.
+inline constexpr uint64_t kTimeLimit = uint64_t{1} << 62;
+// A span the decoder can place in time: ValidSpan, and no time at or past kTimeLimit. Records
+// without one are shown as unknown.
+inline bool TimedSpan(uint64_t start, uint64_t end) { return ValidSpan(start, end) && end < kTimeLimit; }
+
 }  // namespace cupmon::decoder

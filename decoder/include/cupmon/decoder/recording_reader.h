@@ -27,18 +27,15 @@ struct RecordingFile {
   std::string header_from;
 };
 
-// What wrote a recording's files.
-enum class RecordingSource : uint8_t {
-  kCupmon,
-  kTorchMonitorDump,  // PyTorch's torch.profiler._cupti_monitor (torch_monitor_dump.h)
-};
+class Importer;  // importer.h
 
 // All files of one monitored process, in file_index order.
 struct Recording {
   uint64_t id = 0;
   pb::RecordingHeader header;  // from the lowest-indexed file
   std::vector<RecordingFile> files;
-  RecordingSource source = RecordingSource::kCupmon;
+  // The format that listed it and reads it (importer.h); null: cupmon's.
+  const Importer* importer = nullptr;
   // Other writers' recordings: one line saying what was read and what it lacks ("" for cupmon's).
   std::string source_note;
 };
@@ -49,10 +46,12 @@ struct DirectoryListing {
   std::vector<std::string> refused;   // "path: why" for *.cupmon files that cannot be read at all
 };
 
-// Lists `path`, a directory or a single .cupmon file. A directory holding a PyTorch CUPTI monitor
-// dump (cupti_monitor_meta.bin, cupti_monitor_raw_buffers.bin) lists it as one more recording, and
-// `path` may name either of those files (torch_monitor_dump.h). Each file is opened and its first readable
-// metadata chunk read. Files that are empty, hold no good chunk at all (not cupmon's), or come
+// Lists `path`, a directory or a single file, through every importer (importer.h): each lists
+// the files it claims. A directory holding a PyTorch CUPTI monitor dump (cupti_monitor_meta.bin,
+// cupti_monitor_raw_buffers.bin) lists it as one more recording, and `path` may name either of
+// those files (torch_monitor_dump.h); any other file named is read as cupmon's. Recordings come
+// ordered by process start. Of cupmon's files, each is opened and its first readable metadata
+// chunk read. Files that are empty, hold no good chunk at all (not cupmon's), or come
 // from a future major format version are refused with a message. A file whose every metadata
 // copy is damaged is kept when another file of the same name prefix (`<prefix>-<seq>.cupmon`)
 // has a header: it joins that recording (RecordingFile::header_from); otherwise it is refused.
@@ -147,7 +146,8 @@ struct ReadIntegrity {
 // mapping plus one decompressed chunk. Never fails as a whole: problems go to `integrity`.
 // A file with no readable header of its own (RecordingFile::header_from) gets the recording's
 // header through OnHeader before its first chunk, so its raw buffers can be walked.
-// A PyTorch monitor dump is read by ReadTorchDump (torch_monitor_dump.h).
+// The recording's importer reads it (Recording::importer; a PyTorch monitor dump: ReadTorchDump,
+// torch_monitor_dump.h).
 // `progress`, when set, is called after every chunk with the bytes of the recording's files read
 // so far (files before the current one count whole) and their total.
 using ReadProgressFn = std::function<void(uint64_t done_bytes, uint64_t total_bytes)>;

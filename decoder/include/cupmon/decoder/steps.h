@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "cupmon/decoder/record_consumer.h"
 #include "cupmon/decoder/recording_reader.h"
 #include "cupmon/decoder/step_detector.h"
 
@@ -96,29 +97,28 @@ struct StepList {
   // final calibration: the span a chart over the whole recording covers.
   int64_t first_wall = 0, last_wall = 0;
   uint64_t unresolved_names = 0;
-  // Activities that came further out of start order than the scanner holds (steps.cc's kReorder
+  // Activities that came further out of start order than the step consumer holds (steps.cc's kReorder
   // later ones), and the part of their time left out of busy_ns so that no overlap counts twice.
   uint64_t late_activities = 0, late_busy_ns = 0;
   ReadIntegrity integrity;
 };
 
-// Reads one recording and finds its steps. Single pass, memory bounded by the learning buffer
-// plus one small record per step.
+// Reads one recording and finds its steps: one pass of a decode-only TraceBuilder feeding a
+// StepFinder's consumer. Memory bounded by the learning buffer plus one small record per step.
 StepList FindSteps(const Recording& recording, const StepOptions& options,
                    const ReadProgressFn& progress = {});
 
-// FindSteps for a caller that reads the recording anyway (the kineto export, whose trace
-// builder reads it): give visitor() every chunk of one ReadRecording pass, as a second visitor
-// beside the caller's own, then call Finish once. The steps are FindSteps' for the same
-// recording (StepList::integrity stays empty: the caller's pass counts it); the recording is
-// read once instead of twice. Single-threaded.
+// The steps of one recording, taken from the records of a TraceBuilder that reads it anyway (the
+// kineto export's): add consumer() to that builder before its read (TraceBuilder::AddConsumer),
+// then call Finish once after it. The steps are FindSteps' for the same recording
+// (StepList::integrity stays empty: the caller's pass counts it). Single-threaded.
 class StepFinder {
  public:
   explicit StepFinder(const StepOptions& options);
   ~StepFinder();
   StepFinder(const StepFinder&) = delete;
   StepFinder& operator=(const StepFinder&) = delete;
-  ChunkVisitor& visitor();
+  RecordConsumer& consumer();
   StepList Finish();
 
  private:

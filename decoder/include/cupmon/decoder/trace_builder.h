@@ -14,6 +14,7 @@
 
 #include "cupmon/decoder/clock_map.h"
 #include "cupmon/decoder/kernel_names.h"
+#include "cupmon/decoder/record_consumer.h"
 #include "cupmon/decoder/record_layout.h"
 #include "cupmon/decoder/recording_reader.h"
 #include "cupmon/decoder/row.h"
@@ -21,6 +22,10 @@
 #include "cupmon/decoder/window_span.h"
 
 namespace cupmon::decoder {
+
+// The join horizon and reorder window (in records) the commands use unless told otherwise.
+inline constexpr size_t kDefaultJoinHorizon = size_t{1} << 16;
+inline constexpr size_t kDefaultReorderRows = size_t{1} << 16;
 
 // Which rows reach the sink (all unset: every row).
 struct TraceFilter {
@@ -49,16 +54,20 @@ struct NvtxRange;
 class ReorderStage;
 class WindowIndex;
 
-// Consumes one recording (as a ChunkVisitor) and emits rows, in start-time order when `reorder`
-// asks for it, else in stream order. Joins are bounded: a row waits at most `horizon` later
+// The decoder's one record decoder: consumes one recording (as a ChunkVisitor), hands each
+// decoded record to its RecordConsumers, and emits rows, in start-time order when `reorder` asks
+// for it, else in stream order. Joins are bounded: a row waits at most `horizon` later
 // records for its partner, so memory does not grow with the recording. Exactly one row is emitted
 // per GPU activity record: a GPU row looks up one API record (the first runtime record with its
 // correlation id, else the first driver record), and a second API record with the same id is
 // counted, never joined. Single-threaded.
 class TraceBuilder : public ChunkVisitor {
  public:
-  TraceBuilder(TraceFilter filter, RowSink* sink, size_t horizon = 1 << 16,
+  TraceBuilder(TraceFilter filter, RowSink* sink, size_t horizon = kDefaultJoinHorizon,
                ReorderOptions reorder = {});
+  // Decoding alone, for a pass whose consumer needs no rows (`steps`): every raw buffer goes to
+  // `consumer`, and no row, join, name, window or count is kept (counts() stays empty).
+  explicit TraceBuilder(RecordConsumer* consumer);
   ~TraceBuilder() override;
   TraceBuilder(const TraceBuilder&) = delete;
   TraceBuilder& operator=(const TraceBuilder&) = delete;
@@ -77,6 +86,9 @@ class TraceBuilder : public ChunkVisitor {
   void OnCalibration(const pb::Calibration& calibration) override;
   void OnStats(const pb::Stats& stats) override;
   void OnFooter(const pb::Footer& footer) override;
+
+  // Adds a consumer of this builder's records (RecordConsumer), before the read begins.
+  void AddConsumer(RecordConsumer* consumer);
 
   // Emits every row still waiting for a partner. Call once after ReadRecording.
   void Finish();
@@ -132,6 +144,9 @@ class TraceBuilder : public ChunkVisitor {
 
  private:
   TraceFilter filter_;
+  std::vector<RecordConsumer*> consumers_;
+  uint64_t consumer_fields_ = 0;  // FieldsRead of every consumer
+  bool decode_only_ = false;      // no rows: the records go to the consumers alone
   bool timed_filter_ = false;
   bool filtered_ = false;  // any filter: timed, or by device, stream or kernel name
   RowSink* sink_;

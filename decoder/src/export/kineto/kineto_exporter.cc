@@ -72,11 +72,10 @@ void DetectedKinetoSteps::Begin(const TraceBuilder& builder, const Recording& re
   finder_.reset();
 }
 
-ChunkVisitor* DetectedKinetoSteps::ChunksWanted() {
-  // Reading the recording a second time (FindSteps) was a fifth of the export's CPU time on
-  // tests/data/ddp-2rank; the finder sees the very chunks FindSteps would read, in their order.
+RecordConsumer* DetectedKinetoSteps::RecordsWanted() {
+  // The finder takes the records of the export's own read, those FindSteps would read.
   finder_ = std::make_unique<StepFinder>(Options());
-  return &finder_->visitor();
+  return &finder_->consumer();
 }
 
 std::vector<TrainingStep> DetectedKinetoSteps::Steps() {
@@ -449,8 +448,8 @@ void KinetoExporter::Begin(const TraceBuilder& builder, const Recording& recordi
   writer_->Begin(builder, recording, info, source);
 }
 
-ChunkVisitor* KinetoExporter::ChunksWanted() {
-  return writer_ && source_ ? source_->ChunksWanted() : nullptr;
+RecordConsumer* KinetoExporter::RecordsWanted() {
+  return writer_ && source_ ? source_->RecordsWanted() : nullptr;
 }
 
 void KinetoExporter::Write(const Row& row) {

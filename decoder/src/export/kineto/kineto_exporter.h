@@ -48,14 +48,14 @@ class KinetoStepSource {
   virtual void OnRow(const Row& row) = 0;
   // After its last row: the steps found, in any order.
   virtual std::vector<TrainingStep> Steps() = 0;
-  // After Begin, by a caller that reads the recording for the export (RunReport): a visitor
-  // that caller then gives every chunk of that one pass, or nullptr when the source wants none.
-  // A source whose visitor was not asked for reads the recording itself, if it needs to.
-  virtual ChunkVisitor* ChunksWanted() { return nullptr; }
+  // After Begin, by a caller that reads the recording for the export (RunReport): a consumer
+  // that caller adds to that one pass's builder, or nullptr when the source wants none.
+  // A source whose consumer was not asked for reads the recording itself, if it needs to.
+  virtual RecordConsumer* RecordsWanted() { return nullptr; }
 };
 
 // Steps found in the kernel stream, as `cupmon-decode steps --by pattern` finds them: in the
-// export's own pass over the recording (ChunksWanted, a StepFinder), else FindSteps in a pass of
+// export's own pass over the recording (RecordsWanted, a StepFinder), else FindSteps in a pass of
 // its own at Steps. Step N is written as "ProfilerStep#N" from its
 // first kernel's start (as the trace builder maps it, so exactly the rows `steps` counts in it
 // fall inside) to the next step's first kernel (the last step: to its drill_to), on the
@@ -66,7 +66,7 @@ class DetectedKinetoSteps : public KinetoStepSource {
   void Begin(const TraceBuilder& builder, const Recording& recording) override;
   void OnRow(const Row&) override {}
   std::vector<TrainingStep> Steps() override;
-  ChunkVisitor* ChunksWanted() override;
+  RecordConsumer* RecordsWanted() override;
 
  private:
   StepOptions Options() const;
@@ -178,7 +178,7 @@ class KinetoTraceWriter {
 // rank<N>.json.tmp and renamed when complete (a reader never sees half a trace; an export that
 // fails leaves the previous file). The decode pass's `out` is not used. Steps come from
 // annotations or, per KinetoOptions::steps, from the step detector (`cupmon-decode steps`), run
-// per rank in the export's own pass (ChunksWanted).
+// per rank in the export's own pass (RecordsWanted).
 class KinetoExporter final : public Exporter {
  public:
   // PrepareDirectory(settings.output_dir), then the exporter over `ranks`.
@@ -200,9 +200,9 @@ class KinetoExporter final : public Exporter {
   // `rank` is not used: the ranks given at construction, by `index`, name the files.
   void Begin(const TraceBuilder& builder, const Recording& recording, size_t index,
              const Rank* rank) override;
-  // After Begin: the visitor of this recording's step source that the caller's read of the
-  // recording should feed too (KinetoStepSource::ChunksWanted), or nullptr.
-  ChunkVisitor* ChunksWanted() override;
+  // After Begin: the consumer of this recording's step source that the caller's read of the
+  // recording should feed too (KinetoStepSource::RecordsWanted), or nullptr.
+  RecordConsumer* RecordsWanted() override;
   void Write(const Row& row) override;
   void End(const TraceBuilder& builder, const Recording& recording,
            const ReadIntegrity& integrity) override;

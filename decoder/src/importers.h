@@ -1,0 +1,11 @@
+// The importers of decoder/src, each defined beside its format's reader; importers.cc lists them.
+#pragma once
+
+#include "cupmon/decoder/importer.h"
+
+namespace cupmon::decoder {
+
+const Importer& CupmonFiles();        // recording_reader.cc
+const Importer& TorchMonitorDumps();  // torch_monitor_dump.cc
+
+}  // namespace cupmon::decoder
