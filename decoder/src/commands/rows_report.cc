@@ -296,6 +296,141 @@ void PrintMergedInfo(std::ostream& out, const RankListing& listing,
   }
 }
 
+// A rank's warnings and notes of its read, in the order every rows command writes them. True
+// when they make the exit code 1.
+bool WarnRank(RankMessageLog& log, const ReadIntegrity& integrity, const TraceCounts& c) {
+  bool warnings = integrity.HasWarnings() || c.HasWarnings();
+  log.ReadProblems(integrity, &c);
+  for (const auto& m : c.notes) log.Note(m);
+  if (c.unknown_timestamps)
+    log.Warning(std::to_string(c.unknown_timestamps) +
+                " record(s) with zero or reversed timestamps shown as unknown");
+  if (c.unresolved_names)
+    log.Warning(std::to_string(c.unresolved_names) +
+                " kernel record(s) whose name pointer has no string entry");
+  if (c.out_of_order)
+    log.Note(std::to_string(c.out_of_order) +
+             " row(s) arrived later than the reorder bound allows and are out of start-time order");
+  if (c.stats.dropped_records())
+    log.Warning("CUPTI dropped " + std::to_string(c.stats.dropped_records()) + " record(s)");
+  if (c.stats.cupti_behind())
+    log.Warning("CUPTI fell behind its own records " + std::to_string(c.stats.cupti_behind()) +
+                " time(s): records in those intervals may be missing without being counted as "
+                "dropped (cupmon-decode info lists them)");
+  if (c.stats.chunks_lost() || c.stats.lost_records())
+    log.Warning("lost before disk: " + LostBeforeDisk(c.stats));
+  // Damage already explains a shortfall; without it, records the writer counted but that are
+  // neither decoded, lost nor deleted mean the counters or the files are wrong.
+  if (c.stats_final && !integrity.HasWarnings() &&
+      c.stats.records() != c.records + c.records_not_decoded + c.stats.lost_records() +
+                               c.stats.records_deleted()) {
+    log.Warning("records: " + RecordBalance(c));
+    warnings = true;
+  }
+  return warnings;
+}
+
+// What a merged report keeps of one rank once it is read (the summary's times are added by the
+// caller).
+RankResult RankResultOf(const Rank& rank, const TraceBuilder& builder,
+                        const ReadIntegrity& integrity) {
+  const TraceCounts& c = builder.counts();
+  RankResult r;
+  r.rank = &rank;
+  for (const auto& [id, w] : builder.windows()) {
+    RankResult::Window rw;
+    rw.id = id;
+    if (w.begin) rw.begin_wall = builder.clock().ToWall(w.begin);
+    if (w.begin && w.end >= w.begin && w.end) rw.duration = w.end - w.begin;
+    r.windows.push_back(rw);
+  }
+  r.records = c.records;
+  r.gpu_rows = c.gpu_rows;
+  r.api_rows = c.api_rows;
+  r.first_wall = builder.first_ts() ? builder.clock().ToWall(builder.first_ts()) : 0;
+  r.calibrated = builder.clock().calibrated();
+  r.samples = builder.clock().samples();
+  r.damaged = integrity.HasWarnings();
+  return r;
+}
+
+// A window that some ranks have and others lack: usually a rank that did not get the request.
+// Warns of each such rank on `err` and in `job_warnings`; true when there was one.
+bool WarnMissingWindows(const std::vector<RankResult>& results, std::ostream& err,
+                        std::vector<std::string>* job_warnings) {
+  bool warned = false;
+  std::set<uint32_t> all;
+  for (const RankResult& r : results)
+    for (const auto& w : r.windows) all.insert(w.id);
+  for (const RankResult& r : results) {
+    const std::vector<uint32_t> missing = MissingWindows(r, all);
+    if (missing.empty()) continue;
+    std::string list;
+    for (uint32_t id : missing) list += (list.empty() ? "#" : ", #") + std::to_string(id);
+    const std::string line =
+        r.rank->label + (r.windows.empty() ? " has no trace window" : " lacks window(s) " + list) +
+        " that other ranks have" + (r.windows.empty() ? " (" + list + ")" : std::string());
+    err << "cupmon-decode: warning: " << line << "\n";
+    job_warnings->push_back(line);
+    warned = true;
+  }
+  return warned;
+}
+
+// The sink of a trace or export (nullptr for summary and info, which keep their rows per rank).
+// An export's output is opened here (export/registry.h), so that an unwritable path fails before
+// anything is read.
+Expected<std::unique_ptr<LimitedSink>> MakeRowSink(ReportKind kind,
+                                                   const RowsReportOptions& options,
+                                                   const std::vector<const Rank*>& chosen,
+                                                   bool short_names, std::ostream& out) {
+  switch (kind) {
+    case ReportKind::kGpuTrace:
+    case ReportKind::kApiTrace:
+    case ReportKind::kKernExec: {
+      std::unique_ptr<LimitedSink> trace = MakeTextTrace(kind, out, options.limit);
+      trace->SetShortNames(short_names);
+      return trace;
+    }
+    case ReportKind::kExport:
+      return MakeExportSink(options.export_format, options.export_settings, options.limit, chosen,
+                            out);
+    default:
+      return std::unique_ptr<LimitedSink>();
+  }
+}
+
+// Adds one rank's summary to the merged summary's totals, and its GPU time to its result.
+void AddToTotals(const SummarySink& summary, const TraceBuilder& builder, RankResult* r,
+                 std::map<std::string, Stat>* total_gpu, std::map<std::string, Stat>* total_api) {
+  for (auto& [name, s] : summary.NamedGpu(builder)) {
+    r->gpu_time += s.total;
+    (*total_gpu)[name].Merge(s);
+  }
+  for (auto& [name, s] : summary.NamedApi(builder)) (*total_api)[name].Merge(s);
+}
+
+// Closes summary's or info's --format json document: the ranks' array, the merged object (null
+// for one rank) and the warnings of no one rank.
+void EndDocument(JsonWriter& json, ReportKind kind, const RankListing& listing,
+                 const std::vector<const Rank*>& chosen, const std::vector<RankResult>& results,
+                 const std::map<std::string, Stat>& total_gpu,
+                 const std::map<std::string, Stat>& total_api, bool short_names,
+                 const std::vector<std::string>& job_warnings) {
+  json.EndArray();
+  json.Key("merged");
+  if (chosen.size() <= 1)
+    json.Null();
+  else if (kind == ReportKind::kSummary)
+    WriteMergedSummaryJson(json, listing, chosen, results, total_gpu, total_api, short_names);
+  else
+    WriteMergedInfoJson(json, listing, chosen, results);
+  json.Key("warnings");
+  WriteStrings(json, job_warnings);
+  json.EndObject();
+  json.End();
+}
+
 }  // namespace
 
 int RunRowsReport(ReportKind kind, const RankListing& listing,
@@ -307,29 +442,12 @@ int RunRowsReport(ReportKind kind, const RankListing& listing,
   // Text reports show kernels by their short names; --mangled names are raw, not shortened.
   const bool short_names = !options.read.full_names && !options.read.filter.mangled;
 
-  std::unique_ptr<LimitedSink> trace;
-  switch (kind) {
-    case ReportKind::kGpuTrace:
-    case ReportKind::kApiTrace:
-    case ReportKind::kKernExec:
-      trace = MakeTextTrace(kind, out, options.limit);
-      break;
-    case ReportKind::kExport: {
-      // The format's exporter (export/registry.h), its output opened before anything is read,
-      // so that an unwritable path fails at once.
-      auto sink = MakeExportSink(options.export_format, options.export_settings, options.limit,
-                                 chosen, out);
-      if (!sink) {
-        err << "cupmon-decode: " << sink.error().message << "\n";
-        return kExitUnusable;
-      }
-      trace = std::move(*sink);
-      break;
-    }
-    default:
-      break;
+  auto made = MakeRowSink(kind, options, chosen, short_names, out);
+  if (!made) {
+    err << "cupmon-decode: " << made.error().message << "\n";
+    return kExitUnusable;
   }
-  if (trace && kind != ReportKind::kExport) trace->SetShortNames(short_names);
+  std::unique_ptr<LimitedSink> trace = std::move(*made);
   // One progress line for all chosen recordings (bytes of all their files).
   RankPass pass(chosen, 1, options.read.progress, err);
   std::vector<RankResult> results;
@@ -413,35 +531,7 @@ int RunRowsReport(ReportKind kind, const RankListing& listing,
     }
     const auto& c = builder.counts();
     RankMessageLog log(err, who);  // as written to err, for a document
-    log.ReadProblems(integrity, &c);
-    for (const auto& m : c.notes) log.Note(m);
-    if (c.unknown_timestamps)
-      log.Warning(std::to_string(c.unknown_timestamps) +
-                  " record(s) with zero or reversed timestamps shown as unknown");
-    if (c.unresolved_names)
-      log.Warning(std::to_string(c.unresolved_names) +
-                  " kernel record(s) whose name pointer has no string entry");
-    if (c.out_of_order)
-      log.Note(std::to_string(c.out_of_order) +
-               " row(s) arrived later than the reorder bound allows and are out of start-time "
-               "order");
-    if (c.stats.dropped_records())
-      log.Warning("CUPTI dropped " + std::to_string(c.stats.dropped_records()) + " record(s)");
-    if (c.stats.cupti_behind())
-      log.Warning("CUPTI fell behind its own records " + std::to_string(c.stats.cupti_behind()) +
-                  " time(s): records in those intervals may be missing without being counted as "
-                  "dropped (cupmon-decode info lists them)");
-    if (c.stats.chunks_lost() || c.stats.lost_records())
-      log.Warning("lost before disk: " + LostBeforeDisk(c.stats));
-    // Damage already explains a shortfall; without it, records the writer counted but that are
-    // neither decoded, lost nor deleted mean the counters or the files are wrong.
-    if (c.stats_final && !integrity.HasWarnings() &&
-        c.stats.records() != c.records + c.records_not_decoded + c.stats.lost_records() +
-                                 c.stats.records_deleted()) {
-      log.Warning("records: " + RecordBalance(c));
-      warnings = true;
-    }
-    warnings |= integrity.HasWarnings() || c.HasWarnings();
+    warnings |= WarnRank(log, integrity, c);
     if (integrity.stopped && limit_reached()) cut_short = true;
     // The document's object of this rank, once its warnings are known (the damaged line of a
     // merged report below is the driver's, not the rank's read's: it is not among them).
@@ -452,32 +542,11 @@ int RunRowsReport(ReportKind kind, const RankListing& listing,
     if (format == ReportFormat::kCsv) summary.WriteCsv(out, builder, rank);
     if (!merged) return true;
 
-    RankResult r;
-    r.rank = &rank;
-    for (const auto& [id, w] : builder.windows()) {
-      RankResult::Window rw;
-      rw.id = id;
-      if (w.begin) rw.begin_wall = builder.clock().ToWall(w.begin);
-      if (w.begin && w.end >= w.begin && w.end) rw.duration = w.end - w.begin;
-      r.windows.push_back(rw);
-    }
-    r.records = c.records;
-    r.gpu_rows = c.gpu_rows;
-    r.api_rows = c.api_rows;
-    r.first_wall = builder.first_ts() ? builder.clock().ToWall(builder.first_ts()) : 0;
-    r.calibrated = builder.clock().calibrated();
-    r.samples = builder.clock().samples();
-    r.damaged = integrity.HasWarnings();
+    RankResult r = RankResultOf(rank, builder, integrity);
     if (r.damaged)
       err << "cupmon-decode: warning: " << rank.label
           << " is damaged (see above); what is intact is merged with the other ranks\n";
-    if (kind == ReportKind::kSummary) {
-      for (auto& [name, s] : summary.NamedGpu(builder)) {
-        r.gpu_time += s.total;
-        total_gpu[name].Merge(s);
-      }
-      for (auto& [name, s] : summary.NamedApi(builder)) total_api[name].Merge(s);
-    }
+    if (kind == ReportKind::kSummary) AddToTotals(summary, builder, &r, &total_gpu, &total_api);
     results.push_back(std::move(r));
     return true;
   });
@@ -496,26 +565,9 @@ int RunRowsReport(ReportKind kind, const RankListing& listing,
   }
 
   if (merged) {
-    // A window that some ranks have and others lack: usually a rank that did not get the request.
-    // Not known when --limit ended the read early (cut_short): some windows were not read.
-    if (!cut_short) {
-      std::set<uint32_t> all;
-      for (const RankResult& r : results)
-        for (const auto& w : r.windows) all.insert(w.id);
-      for (const RankResult& r : results) {
-        const std::vector<uint32_t> missing = MissingWindows(r, all);
-        if (missing.empty()) continue;
-        std::string list;
-        for (uint32_t id : missing) list += (list.empty() ? "#" : ", #") + std::to_string(id);
-        const std::string line =
-            r.rank->label +
-            (r.windows.empty() ? " has no trace window" : " lacks window(s) " + list) +
-            " that other ranks have" + (r.windows.empty() ? " (" + list + ")" : std::string());
-        err << "cupmon-decode: warning: " << line << "\n";
-        job_warnings.push_back(line);
-        warnings = true;
-      }
-    }
+    // Windows some ranks lack are not known when --limit ended the read early (cut_short): some
+    // windows were not read.
+    if (!cut_short) warnings |= WarnMissingWindows(results, err, &job_warnings);
     if (format == ReportFormat::kText && kind == ReportKind::kSummary)
       PrintMergedSummary(out, listing, chosen, results, total_gpu, total_api, short_names);
     if (format == ReportFormat::kText && kind == ReportKind::kInfo) {
@@ -523,20 +575,9 @@ int RunRowsReport(ReportKind kind, const RankListing& listing,
       out << info_blocks.str();
     }
   }
-  if (json) {
-    json->EndArray();
-    json->Key("merged");
-    if (!merged)
-      json->Null();
-    else if (kind == ReportKind::kSummary)
-      WriteMergedSummaryJson(*json, listing, chosen, results, total_gpu, total_api, short_names);
-    else
-      WriteMergedInfoJson(*json, listing, chosen, results);
-    json->Key("warnings");
-    WriteStrings(*json, job_warnings);
-    json->EndObject();
-    json->End();
-  }
+  if (json)
+    EndDocument(*json, kind, listing, chosen, results, total_gpu, total_api, short_names,
+                job_warnings);
   out.flush();
   return std::max(output_rc, warnings ? kExitWarnings : kExitClean);
 }
