@@ -16,6 +16,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cupmon/decoder/export_format.h"
 #include "cupmon/decoder/output_file.h"
 #include "cupmon/decoder/quick_info.h"
 #include "cupmon/decoder/recording_reader.h"
@@ -291,17 +292,16 @@ int main(int argc, char** argv) {
       return cupmon::decoder::kExitUnusable;
     }
   }
+  // The export registry's formats (export_format.h), in the order its help lists them.
+  std::vector<std::string> export_formats;
+  for (std::string_view name : cupmon::decoder::ExportFormatNames()) export_formats.emplace_back(name);
   std::map<CLI::App*, ReportKind> kinds;
   for (const Cmd& c : cmds) {
     CLI::App* sub = app.add_subcommand(c.name, c.help);
     AddCommon(sub, &args);
     if (c.kind == ReportKind::kExport)
-      sub->add_option("--format", format,
-                      "chrome-json, perfetto (binary protobuf .pftrace: needs -o or a redirected "
-                      "stdout), kineto (-o DIR: one Kineto JSON trace per rank, DIR/rank0.json..., "
-                      "for Holistic Trace Analysis), sqlite (a database in the Nsight Systems export "
-                      "schema: needs -o FILE, which it replaces), csv or jsonl")
-          ->check(CLI::IsMember({"chrome-json", "perfetto", "kineto", "sqlite", "csv", "jsonl"}));
+      sub->add_option("--format", format, cupmon::decoder::ExportFormatsHelp())
+          ->check(CLI::IsMember(export_formats));
     if (c.kind == ReportKind::kExport) {
       sub->add_option("--kineto-steps", kineto_steps,
                       "--format kineto: where ProfilerStep#N (HTA's iterations) come from: auto "
@@ -467,12 +467,13 @@ int main(int argc, char** argv) {
   opt.reorder_rows = args.reorder_rows;
   opt.recursive = args.recursive;
   opt.jobs = args.jobs;
-  opt.format = format == "csv"        ? ExportFormat::kCsv
-               : format == "jsonl"    ? ExportFormat::kJsonl
-               : format == "perfetto" ? ExportFormat::kPerfetto
-               : format == "kineto"   ? ExportFormat::kKineto
-               : format == "sqlite"   ? ExportFormat::kSqlite
-                                      : ExportFormat::kChromeJson;
+  // --format was checked against the registry's names as it was parsed.
+  if (auto named = cupmon::decoder::ExportFormatNamed(format); named) {
+    opt.format = *named;
+  } else {
+    std::cerr << "cupmon-decode: " << named.error().message << "\n";
+    return cupmon::decoder::kExitUnusable;
+  }
   opt.report_format = report_format == "json"  ? cupmon::decoder::ReportFormat::kJson
                       : report_format == "csv" ? cupmon::decoder::ReportFormat::kCsv
                                                : cupmon::decoder::ReportFormat::kText;
