@@ -36,6 +36,7 @@
 #include "report_sinks.h"
 #include "report_text.h"
 #include "steps_report.h"
+#include "commands/job_command.h"
 #include "timeline_report.h"
 
 namespace cupmon::decoder {
@@ -441,6 +442,7 @@ int RunReport(ReportKind kind, const std::vector<std::string>& paths, const Repo
     return kExitUnusable;
   }
   if (kind == ReportKind::kSteps) return RunStepsReport(chosen, paths, options, out, err, warnings);
+  if (kind == ReportKind::kJob) return RunJobCommand(chosen, paths, options, out, err, warnings);
   if (kind == ReportKind::kTimeline) return RunTimelineReport(chosen, options, out, err, warnings);
   if (kind == ReportKind::kReport) return RunHtmlReport(chosen, paths, options, out, err, warnings);
   // Several recordings: one rank each, merged. One recording: the single-recording report.

@@ -11,7 +11,8 @@ namespace {
 
 enum Name : uint32_t { kGemmFwd, kRelu, kGemmDgrad, kGemmWgrad, kAdam, kAllReduce, kNameCount };
 const char* const kNames[kNameCount] = {
-    "_Z8gemm_fwdPKfS0_Pfi", "_Z4reluPfi", "_Z10gemm_dgradPKfS0_Pf", "_Z10gemm_wgradPKfS0_Pf",
+    "_Z8gemm_fwdPKfS0_Pfi",        "_Z4reluPfi",
+    "_Z10gemm_dgradPKfS0_Pf",      "_Z10gemm_wgradPKfS0_Pf",
     "_Z19adam_multi_tensor_aPPfi", "ncclDevKernel_AllReduce_Sum_f32_RING_LL"};
 constexpr uint64_t kNameBase = 0x7f0000300000;
 
@@ -128,7 +129,8 @@ void WriteJobStream(const std::string& dir, const JobStreamTruth& job) {
     header.set_local_rank(static_cast<int32_t>(r));
     header.set_world_size(static_cast<int32_t>(n));
     header.set_job_id("synthetic-job");
-    auto opts = WriterOptions(dir + "/rank" + std::to_string(r), "cupmon-job-r" + std::to_string(r));
+    auto opts =
+        WriterOptions(dir + "/rank" + std::to_string(r), "cupmon-job-r" + std::to_string(r));
     opts.files.retention_bytes = 1ull << 40;
     RecordingWriter w(opts, header);
     CUPMON_CHECK(w.Open().has_value());

@@ -44,7 +44,7 @@ struct JobStepTruth {
 struct JobRankTruth {
   std::vector<JobKernel> kernels;  // in start order
   std::vector<JobStepTruth> steps;
-  int64_t wall_minus_cupti = 0;    // its calibration: wall = CUPTI + this
+  int64_t wall_minus_cupti = 0;  // its calibration: wall = CUPTI + this
 };
 
 struct JobStreamTruth {

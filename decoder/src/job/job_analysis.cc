@@ -35,14 +35,14 @@ std::vector<uint64_t> Rolling(const std::vector<uint64_t>& values, uint32_t wind
 // One rank's activity sorted by start, with what the sweeps and the matching need.
 struct RankState {
   const RankInput* in = nullptr;
-  std::vector<GpuSpan> spans;         // by start
-  std::vector<uint64_t> max_end;      // prefix maximum of spans[i].end
+  std::vector<GpuSpan> spans;     // by start
+  std::vector<uint64_t> max_end;  // prefix maximum of spans[i].end
   // Collective streams: stream id -> span indices in start (= launch) order.
   std::map<uint32_t, std::vector<size_t>> collectives;
   // Per span: its stream group and global instance index (collectives only; -1 none).
   std::vector<int32_t> group_of;
   std::vector<int64_t> global_of;
-  std::vector<int64_t> step_key;      // per step: global index of its first main collective
+  std::vector<int64_t> step_key;  // per step: global index of its first main collective
 };
 
 // The most frequent name among a stream's instances (the key its stream is matched by).
@@ -184,9 +184,12 @@ void Split(const RankState& r, uint64_t since, uint64_t end, uint64_t cutoff, Ra
   auto account = [&](uint64_t to) {
     if (to <= at) return;
     const uint64_t len = to - at;
-    if (work > 0 && coll > 0) out->both_ns += len;
-    else if (work > 0) out->work_alone_ns += len;
-    else if (coll > 0) out->collective_alone_ns += len;
+    if (work > 0 && coll > 0)
+      out->both_ns += len;
+    else if (work > 0)
+      out->work_alone_ns += len;
+    else if (coll > 0)
+      out->collective_alone_ns += len;
     else {
       out->idle_ns += len;
       if (at < cutoff) out->host_gap_ns += std::min(to, cutoff) - at;
@@ -210,10 +213,14 @@ bool IsCollectiveName(std::string_view name) {
 
 std::string_view VerdictName(VerdictClass c) {
   switch (c) {
-    case VerdictClass::kGpuWork: return "gpu-work";
-    case VerdictClass::kHostGap: return "host-gap";
-    case VerdictClass::kCollectives: return "collectives";
-    case VerdictClass::kUnexplained: break;
+    case VerdictClass::kGpuWork:
+      return "gpu-work";
+    case VerdictClass::kHostGap:
+      return "host-gap";
+    case VerdictClass::kCollectives:
+      return "collectives";
+    case VerdictClass::kUnexplained:
+      break;
   }
   return "unexplained";
 }
@@ -282,8 +289,8 @@ JobAnalysis AnalyzeJob(const std::vector<RankInput>& inputs, const JobOptions& o
     m.name_mismatches.assign(n, 0);
     for (size_t r = 0; r < n; ++r)
       if (streams[r]) m.instances[r] = ranks[r].collectives[*streams[r]].size();
-    m.reference = static_cast<uint32_t>(
-        std::max_element(m.instances.begin(), m.instances.end()) - m.instances.begin());
+    m.reference = static_cast<uint32_t>(std::max_element(m.instances.begin(), m.instances.end()) -
+                                        m.instances.begin());
     const Sequence ref = SequenceOf(ranks[m.reference], *streams[m.reference]);
     for (size_t r = 0; r < n; ++r) {
       if (!streams[r]) continue;
@@ -291,8 +298,7 @@ JobAnalysis AnalyzeJob(const std::vector<RankInput>& inputs, const JobOptions& o
         m.matched[r] = m.instances[r];
         continue;
       }
-      const Alignment a =
-          Align(ref, SequenceOf(ranks[r], *streams[r]), options.max_clock_error_ns);
+      const Alignment a = Align(ref, SequenceOf(ranks[r], *streams[r]), options.max_clock_error_ns);
       m.offset[r] = a.offset;
       m.wall_offset[r] = a.wall_offset;
       m.matched[r] = a.matched;
@@ -316,15 +322,13 @@ JobAnalysis AnalyzeJob(const std::vector<RankInput>& inputs, const JobOptions& o
         ranks[r].global_of[idx[i]] = m.offset[r] + static_cast<int64_t>(i);
       }
       if (r != m.reference && m.instances[r] && m.matched[r] < m.instances[r])
-        out.problems.push_back(inputs[r].label + ": " +
-                               std::to_string(m.instances[r] - m.matched[r]) + " of " +
-                               std::to_string(m.instances[r]) + " " + m.op +
-                               " instance(s) outside " + inputs[m.reference].label +
-                               "'s history: not matched");
+        out.problems.push_back(
+            inputs[r].label + ": " + std::to_string(m.instances[r] - m.matched[r]) + " of " +
+            std::to_string(m.instances[r]) + " " + m.op + " instance(s) outside " +
+            inputs[m.reference].label + "'s history: not matched");
       if (m.name_mismatches[r])
         out.problems.push_back(inputs[r].label + ": " + std::to_string(m.name_mismatches[r]) +
-                               " matched " + m.op +
-                               " instance(s) carry another name than on " +
+                               " matched " + m.op + " instance(s) carry another name than on " +
                                inputs[m.reference].label +
                                " (records lost in the middle of a history shift the sequence)");
     }
@@ -335,7 +339,8 @@ JobAnalysis AnalyzeJob(const std::vector<RankInput>& inputs, const JobOptions& o
     for (size_t i = 0; i < s.spans.size(); ++i) {
       if (s.group_of[i] < 0) continue;
       const uint64_t d = s.spans[i].end - s.spans[i].start;
-      auto [it, fresh] = shortest[static_cast<size_t>(s.group_of[i])].try_emplace(s.global_of[i], d);
+      auto [it, fresh] =
+          shortest[static_cast<size_t>(s.group_of[i])].try_emplace(s.global_of[i], d);
       if (!fresh) it->second = std::min(it->second, d);
     }
   auto shortest_of = [&](const RankState& s, size_t i) {
@@ -395,14 +400,15 @@ JobAnalysis AnalyzeJob(const std::vector<RankInput>& inputs, const JobOptions& o
       const int64_t key = ranks[r].step_key[k];
       if (r == ref) {
         if (key != kNone) {
-          const size_t j = static_cast<size_t>(
-              std::lower_bound(keys.begin(), keys.end(), key) - keys.begin());
+          const size_t j =
+              static_cast<size_t>(std::lower_bound(keys.begin(), keys.end(), key) - keys.begin());
           steps[j].ranks[r] = figures[r][k];
         }
         continue;
       }
       auto it = std::upper_bound(keys.begin(), keys.end(), key);
-      if (key == kNone || it == keys.begin() || steps[static_cast<size_t>(it - keys.begin() - 1)].ranks[r].present) {
+      if (key == kNone || it == keys.begin() ||
+          steps[static_cast<size_t>(it - keys.begin() - 1)].ranks[r].present) {
         ++out.unplaced_steps[r];
         continue;
       }
@@ -412,7 +418,8 @@ JobAnalysis AnalyzeJob(const std::vector<RankInput>& inputs, const JobOptions& o
     if (out.unplaced_steps[r])
       out.problems.push_back(inputs[r].label + ": " + std::to_string(out.unplaced_steps[r]) +
                              " step(s) not placed in a job step (no collective of the main "
-                             "stream in them, or outside " + inputs[ref].label + "'s history)");
+                             "stream in them, or outside " +
+                             inputs[ref].label + "'s history)");
   // The shortest collective time of each job step, over the reference's collectives in it.
   for (size_t j = 0; j < steps.size(); ++j) {
     const StepSpan& st = inputs[ref].steps[ref_step[j]];
@@ -424,7 +431,8 @@ JobAnalysis AnalyzeJob(const std::vector<RankInput>& inputs, const JobOptions& o
   // The range asked for, on the reference's step starts.
   std::erase_if(steps, [&](const JobStep& j) {
     const int64_t w = j.ranks[ref].wall_start;
-    return (options.from_wall && w < *options.from_wall) || (options.to_wall && w >= *options.to_wall);
+    return (options.from_wall && w < *options.from_wall) ||
+           (options.to_wall && w >= *options.to_wall);
   });
   for (JobStep& j : steps)
     for (const RankStep& f : j.ranks)
@@ -432,7 +440,8 @@ JobAnalysis AnalyzeJob(const std::vector<RankInput>& inputs, const JobOptions& o
 
   // Slow steps, as `steps` finds them, on the job's step time.
   std::vector<uint64_t> times, coll;
-  for (const JobStep& j : steps) times.push_back(j.step_ns), coll.push_back(j.shortest_collective_ns);
+  for (const JobStep& j : steps)
+    times.push_back(j.step_ns), coll.push_back(j.shortest_collective_ns);
   const std::vector<uint64_t> medians = Rolling(times, options.rolling);
   const std::vector<uint64_t> coll_medians = Rolling(coll, options.rolling);
   {
@@ -447,7 +456,8 @@ JobAnalysis AnalyzeJob(const std::vector<RankInput>& inputs, const JobOptions& o
   std::vector<std::vector<uint64_t>> own_work(n), own_gap(n);
   for (size_t r = 0; r < n; ++r) {
     std::vector<uint64_t> w, g;
-    for (const JobStep& j : steps) w.push_back(j.ranks[r].work_ns()), g.push_back(j.ranks[r].host_gap_ns);
+    for (const JobStep& j : steps)
+      w.push_back(j.ranks[r].work_ns()), g.push_back(j.ranks[r].host_gap_ns);
     own_work[r] = Rolling(w, options.rolling);
     own_gap[r] = Rolling(g, options.rolling);
   }
@@ -457,7 +467,8 @@ JobAnalysis AnalyzeJob(const std::vector<RankInput>& inputs, const JobOptions& o
     js.slow = true;
     Verdict& v = js.verdict;
     v.excess_ns = Sub(js.step_ns, medians[j]);
-    const auto need = static_cast<uint64_t>(options.culprit_share * static_cast<double>(v.excess_ns));
+    const auto need =
+        static_cast<uint64_t>(options.culprit_share * static_cast<double>(v.excess_ns));
     std::vector<size_t> present;
     for (size_t r = 0; r < n; ++r)
       if (js.ranks[r].present) present.push_back(r);
@@ -548,7 +559,8 @@ JobAnalysis AnalyzeJob(const std::vector<RankInput>& inputs, const JobOptions& o
       const int64_t last = m.offset[r] + static_cast<int64_t>(m.instances[r]) - 1;
       out.ranks[r].last_collective = m.instances[r] ? last : -1;
       int64_t running = 0;
-      for (const Unfinished& u : inputs[r].unfinished) running += u.collective && u.stream == *m.stream[r];
+      for (const Unfinished& u : inputs[r].unfinished)
+        running += u.collective && u.stream == *m.stream[r];
       launched[r] = last + running;
     }
     for (size_t r = 0; r < n; ++r) out.hang.hung |= out.ranks[r].unfinished_collectives > 0;
@@ -556,7 +568,8 @@ JobAnalysis AnalyzeJob(const std::vector<RankInput>& inputs, const JobOptions& o
       const int64_t most = *std::max_element(launched.begin(), launched.end());
       out.hang.waiting_at = most;
       for (size_t r = 0; r < n; ++r)
-        if (launched[r] != kNone && launched[r] < most) out.hang.behind.push_back(static_cast<uint32_t>(r));
+        if (launched[r] != kNone && launched[r] < most)
+          out.hang.behind.push_back(static_cast<uint32_t>(r));
     }
   }
   out.steps = std::move(steps);

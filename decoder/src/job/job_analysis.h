@@ -19,7 +19,7 @@ struct GpuSpan {
   int64_t wall_end = 0;         // unix ns through the rank's calibration (the clock cross-check)
   uint32_t name = 0;            // index into RankInput::names
   uint32_t stream = 0;
-  bool collective = false;      // an NCCL kernel (IsCollectiveName)
+  bool collective = false;  // an NCCL kernel (IsCollectiveName)
 };
 
 // A GPU activity recorded without an end: a kernel still running when its process ended (a
@@ -38,11 +38,11 @@ struct StepSpan {
 };
 
 struct RankInput {
-  std::string label;               // "rank 1 (node3:812)"
-  std::vector<std::string> names;  // by GpuSpan::name
-  std::vector<GpuSpan> spans;      // any order
+  std::string label;                   // "rank 1 (node3:812)"
+  std::vector<std::string> names;      // by GpuSpan::name
+  std::vector<GpuSpan> spans;          // any order
   std::vector<Unfinished> unfinished;  // in the order they were recorded
-  std::vector<StepSpan> steps;     // in time order
+  std::vector<StepSpan> steps;         // in time order
 };
 
 // NCCL's collective and point-to-point kernels: ncclDevKernel_* (NCCL 2.19 on) and ncclKernel_*
@@ -81,8 +81,9 @@ struct RankStep {
   uint64_t number = 0;   // the rank's own step number
   uint64_t step_ns = 0;
   uint64_t work_alone_ns = 0, collective_alone_ns = 0, both_ns = 0, idle_ns = 0;
-  uint64_t work_ns() const { return work_alone_ns + both_ns; }        // GPU work outside collectives
-  uint64_t collective_ns() const { return collective_alone_ns + both_ns; }  // a collective in flight
+  // GPU work outside collectives, and a collective in flight.
+  uint64_t work_ns() const { return work_alone_ns + both_ns; }
+  uint64_t collective_ns() const { return collective_alone_ns + both_ns; }
   // Over the collectives that start in the step: each one's duration on this rank minus the
   // shortest duration of that instance over the ranks.
   uint64_t wait_ns = 0;
@@ -99,14 +100,15 @@ enum class VerdictClass {
   kCollectives,  // every rank's collectives took longer, no rank late: the communication itself
   kUnexplained,  // none of the above reaches the threshold (sizes shown)
 };
-std::string_view VerdictName(VerdictClass c);  // "gpu-work", "host-gap", "collectives", "unexplained"
+// "gpu-work", "host-gap", "collectives", "unexplained".
+std::string_view VerdictName(VerdictClass c);
 
 struct Verdict {
   VerdictClass what = VerdictClass::kUnexplained;
   std::optional<uint32_t> culprit;  // kGpuWork, kHostGap
-  uint64_t excess_ns = 0;      // the job's step time over its rolling median
-  uint64_t culprit_ns = 0;     // the culprit's work or host gap over the other ranks' median
-  uint64_t collective_ns = 0;  // the step's shortest collective time over its rolling median
+  uint64_t excess_ns = 0;           // the job's step time over its rolling median
+  uint64_t culprit_ns = 0;          // the culprit's work or host gap over the other ranks' median
+  uint64_t collective_ns = 0;       // the step's shortest collective time over its rolling median
   // kGpuWork: the kernel whose time in the step grew most over the other ranks' median.
   std::string kernel;
   uint64_t kernel_ns = 0;
@@ -114,13 +116,13 @@ struct Verdict {
 
 // One step of the job: the ranks' steps that hold the same collectives.
 struct JobStep {
-  uint64_t number = 0;             // 1-based over the job (the reference rank's steps)
-  std::vector<RankStep> ranks;     // by rank
-  uint64_t step_ns = 0;            // the longest of the ranks' steps
-  uint64_t rolling_median_ns = 0;  // of step_ns over the job steps before (as `steps`)
+  uint64_t number = 0;                  // 1-based over the job (the reference rank's steps)
+  std::vector<RankStep> ranks;          // by rank
+  uint64_t step_ns = 0;                 // the longest of the ranks' steps
+  uint64_t rolling_median_ns = 0;       // of step_ns over the job steps before (as `steps`)
   uint64_t shortest_collective_ns = 0;  // sum over its collectives of their shortest duration
   bool slow = false;
-  Verdict verdict;                 // slow steps only
+  Verdict verdict;  // slow steps only
 };
 
 // Per rank over the steps analysed.
@@ -166,10 +168,10 @@ struct JobOptions {
 struct JobAnalysis {
   std::vector<StreamMatch> streams;  // the main stream (the one the job's steps are keyed by) first
   std::vector<JobStep> steps;
-  std::vector<size_t> slow;          // indices into steps, largest excess first
+  std::vector<size_t> slow;  // indices into steps, largest excess first
   std::vector<RankSummary> ranks;
   Hang hang;
-  uint32_t reference = 0;            // the rank whose steps number the job's
+  uint32_t reference = 0;  // the rank whose steps number the job's
   // Rank steps that could not be placed in a job step (no collective in them, or outside the
   // reference's history), per rank.
   std::vector<uint64_t> unplaced_steps;

@@ -1,4 +1,5 @@
-// Tests decoder/src/job/job_analysis.cc on synthetic jobs with known truth (tests/decoder/job_stream.h).
+// Tests decoder/src/job/job_analysis.cc on synthetic jobs with known truth
+// (tests/decoder/job_stream.h).
 #include "job/job_analysis.h"
 
 #include <gtest/gtest.h>
@@ -52,7 +53,8 @@ void ExpectSumsAddUp(const JobAnalysis& a) {
 
 TEST(JobAnalysisTest, CollectiveNames) {
   EXPECT_TRUE(IsCollectiveName("ncclDevKernel_AllReduce_Sum_f32_RING_LL"));
-  EXPECT_TRUE(IsCollectiveName("ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)"));
+  EXPECT_TRUE(
+      IsCollectiveName("ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)"));
   EXPECT_TRUE(IsCollectiveName("ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)"));
   EXPECT_FALSE(IsCollectiveName("gemm_nccl_like"));
   EXPECT_FALSE(IsCollectiveName("at::native::reduce_kernel"));
@@ -172,7 +174,8 @@ TEST(JobAnalysisTest, EveryVerdictNamesTheInjectedRankStepAndClass) {
 TEST(JobAnalysisTest, ChronicStragglerIsCountedPerRank) {
   JobStreamSpec spec;
   spec.ranks = 4;
-  for (uint32_t k = 10; k <= 70; k += 10) spec.inject.push_back({JobInjection::kGpuWork, 3, k, 10'000'000});
+  for (uint32_t k = 10; k <= 70; k += 10)
+    spec.inject.push_back({JobInjection::kGpuWork, 3, k, 10'000'000});
   const auto a = AnalyzeJob(InputsOf(testing::MakeJobStream(spec)));
   EXPECT_EQ(a.ranks[3].culprit_of, 7u);
   for (uint32_t r = 0; r < 3; ++r) EXPECT_EQ(a.ranks[r].culprit_of, 0u);
