@@ -85,10 +85,10 @@ void AddCommon(CLI::App* app, CommonArgs* a) {
                   "CUPMON_DECODE_THREADS")
       ->check(CLI::Range(1, 2));
   app->add_option("--jobs", a->jobs,
-                  "summary, info, steps and report of several ranks, and diff's two sides: ranks "
-                  "read at once, each with --threads threads (default: as many as the CPUs hold "
-                  "at --threads each, at most 8 and one per 128 MiB of memory left; 1 reads them "
-                  "one after another). The output is the same, in rank order")
+                  "summary, info, steps, job and report of several ranks, and diff's two sides: "
+                  "ranks read at once, each with --threads threads (default: as many as the CPUs "
+                  "hold at --threads each, at most 8 and one per 128 MiB of memory left; 1 reads "
+                  "them one after another). The output is the same, in rank order")
       ->check(CLI::Range(1, 1024));
   app->add_option("--clock", a->clock,
                   "wall (default): times in unix ns through the recording's calibration; cupti: "

@@ -241,6 +241,27 @@ def main():
     if rc != 1 or "no collective (NCCL) kernel on any rank" not in err:
         fail("job on a recording without NCCL: exit %d, %s" % (rc, err))
 
+    # A single rank: its own figures, no culprit but against its own past.
+    doc = job_json(a.decode, os.path.join(work, "two", "rank1"), "single rank")
+    if len(doc["ranks"]) != 1 or len(doc["steps"]) != 76:
+        fail("single rank: %d ranks, %d steps" % (len(doc["ranks"]), len(doc["steps"])))
+    got = {s["step"]: (s["verdict"], s["culprit"]) for s in doc["slow_steps"]}
+    if got.get(16) != ("host-gap", 0):  # its 16th step is the job's 20th (it starts at step 5)
+        fail("single rank: verdicts %r" % got)
+    # Ranks of two jobs mixed: merged with the listing's warning (exit 1), analysed anyway.
+    rc, out, err = run([a.decode, "job", os.path.join(work, "two"), real, "--format", "json"])
+    if rc != 1 or "different jobs are mixed together" not in err:
+        fail("mixed jobs: exit %d, %s" % (rc, err[-500:]))
+    # A rank's file cut short: its damage is reported (exit 1), the steps it still has are matched.
+    cut = os.path.join(work, "cut")
+    shutil.copytree(os.path.join(work, "two"), cut)
+    f = os.path.join(cut, "rank1", sorted(os.listdir(os.path.join(cut, "rank1")))[0])
+    os.truncate(f, os.path.getsize(f) * 2 // 3)
+    rc, out, err = run([a.decode, "job", cut, "--format", "json"])
+    doc = json.loads(out) if out else {"steps": []}
+    if rc != 1 or not doc["steps"] or not any(s["ranks"][1]["present"] for s in doc["steps"]):
+        fail("cut rank: exit %d, %d steps, %s" % (rc, len(doc["steps"]), err[-500:]))
+
     if not a.work:
         shutil.rmtree(work, ignore_errors=True)
     if failures:

@@ -161,7 +161,7 @@ void WriteJobStream(const std::string& dir, const JobStreamTruth& job) {
       const JobKernel& x = order[i];
       b.Kernel(x.start, x.end, corr++, kNameBase + 0x100u * x.name, x.stream, r);
       last = std::max(last, x.end);
-      if (b.records() == 4000 || i + 1 == order.size()) {
+      if (b.records() == 500 || i + 1 == order.size()) {
         w.WriteRawBuffer(b.bytes(), 1, 7);
         b.Clear();
       }
