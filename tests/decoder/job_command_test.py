@@ -224,8 +224,7 @@ def main():
 
     # Real data: two DDP ranks, nothing injected. Every figure adds up and matches the reference.
     real = os.path.join(a.source, "tests", "data", "ddp-2rank")
-    rc, out, err = run([a.decode, "job", real, "--format", "json", "--clock", "cupti"])
-    doc = json.loads(out)
+    doc = job_json(a.decode, real, "ddp-2rank")
     if len(doc["steps"]) < 1400:
         fail("ddp-2rank: %d job steps" % len(doc["steps"]))
     m = doc["streams"][0]
@@ -250,7 +249,8 @@ def main():
         fail("single rank: verdicts %r" % got)
     # Ranks of two jobs mixed: merged with the listing's warning (exit 1), analysed anyway.
     rc, out, err = run([a.decode, "job", os.path.join(work, "two"), real, "--format", "json"])
-    if rc != 1 or "different jobs are mixed together" not in err:
+    if (rc != 1 or "different jobs are mixed together" not in err
+            or "job: the ranks belong to 2 jobs" not in err):
         fail("mixed jobs: exit %d, %s" % (rc, err[-500:]))
     # A rank's file cut short: its damage is reported (exit 1), the steps it still has are matched.
     cut = os.path.join(work, "cut")

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <memory>
+#include <set>
 #include <unordered_map>
 
 #include "commands/rank_pass.h"
@@ -362,6 +363,22 @@ int RunJobCommand(const std::vector<const Rank*>& chosen, const std::vector<std:
   if (options.report_format == ReportFormat::kCsv) {
     err << "cupmon-decode: job has no csv form: use --format json\n";
     return kExitUnusable;
+  }
+  {
+    // The listing has warned that jobs are mixed; the analysis would pair their collectives
+    // anyway, so say what that means here.
+    std::set<std::string> jobs;
+    for (const Rank* r : chosen) {
+      std::string cmd;
+      for (const auto& arg : r->recording.header.command_line()) cmd += arg + " ";
+      jobs.insert(r->job.empty() ? "\x01" + cmd : r->job);
+    }
+    if (jobs.size() > 1) {
+      err << "cupmon-decode: warning: job: the ranks belong to " << jobs.size()
+          << " jobs; their collectives are matched as if they were one job's (choose one job's "
+             "directories)\n";
+      warnings = true;
+    }
   }
   RankPass pass(chosen, 1, options.progress, err);
   std::vector<job::RankInput> inputs;
