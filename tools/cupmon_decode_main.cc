@@ -16,7 +16,9 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cupmon/decoder/export_format.h"
 #include "cupmon/decoder/output_file.h"
+#include "cupmon/decoder/quick_info.h"
 #include "cupmon/decoder/recording_reader.h"
 #include "cupmon/decoder/reports.h"
 #include "cupmon/decoder/torch_monitor_dump.h"
@@ -124,6 +126,56 @@ size_t EditDistance(std::string_view a, std::string_view b) {
 
 }  // namespace
 
+// info --quick: every recording's footers, nothing else read (quick_info.h).
+int QuickInfo(const std::vector<std::string>& dirs, const std::string& format,
+              std::string output) {
+  if (format != "text") {
+    std::cerr << "cupmon-decode: info --quick prints text only (drop --format " << format
+              << ", or drop --quick for the json document)\n";
+    return cupmon::decoder::kExitUnusable;
+  }
+  std::vector<cupmon::decoder::DirectoryListing> listings;
+  for (const std::string& dir : dirs) {
+    auto listing = cupmon::decoder::ListRecordings(dir);
+    if (!listing) {
+      std::cerr << "cupmon-decode: " << listing.error().message << "\n";
+      return cupmon::decoder::kExitUnusable;
+    }
+    for (const std::string& why : listing->refused)
+      std::cerr << "cupmon-decode: warning: " << why << "\n";
+    listings.push_back(std::move(*listing));
+  }
+  std::vector<cupmon::decoder::QuickRecording> quick;
+  for (const auto& listing : listings)
+    for (const auto& recording : listing.recordings)
+      quick.push_back(cupmon::decoder::ReadQuick(recording));
+  if (quick.empty()) {
+    std::cerr << "cupmon-decode: no cupmon recording found\n";
+    return cupmon::decoder::kExitUnusable;
+  }
+  if (output == "-") output.clear();
+  std::unique_ptr<cupmon::decoder::OutputFile> file;
+  if (!output.empty()) {
+    auto opened = cupmon::decoder::OutputFile::Open(output);
+    if (!opened) {
+      std::cerr << "cupmon-decode: " << opened.error().message << "\n";
+      return cupmon::decoder::kExitUnusable;
+    }
+    file = std::move(*opened);
+  }
+  cupmon::decoder::PrintQuickInfo(quick, file ? file->stream() : std::cout);
+  if (file) {
+    if (auto committed = file->Commit(); !committed) {
+      std::cerr << "cupmon-decode: " << committed.error().message << "\n";
+      return cupmon::decoder::kExitUnusable;
+    }
+  } else if (!std::cout.flush()) {
+    std::cerr << "cupmon-decode: writing standard output failed\n";
+    return cupmon::decoder::kExitUnusable;
+  }
+  return 0;
+}
+
 int main(int argc, char** argv) {
   CLI::App app{
       "cupmon-decode: reads cupmon recordings on any machine (no GPU, CUDA or libcupti).\n\n"
@@ -176,6 +228,7 @@ int main(int argc, char** argv) {
   uint64_t timeline_max_rows = cupmon::decoder::TimelineOptions{}.max_rows;
   std::string diff_format = "table";
   std::string report_format = "text";
+  bool info_quick = false;
   struct DiffSideArgs {
     std::optional<uint32_t> window, rank;
     std::string from, to;
@@ -245,17 +298,16 @@ int main(int argc, char** argv) {
       return cupmon::decoder::kExitUnusable;
     }
   }
+  // The export registry's formats (export_format.h), in the order its help lists them.
+  std::vector<std::string> export_formats;
+  for (std::string_view name : cupmon::decoder::ExportFormatNames()) export_formats.emplace_back(name);
   std::map<CLI::App*, ReportKind> kinds;
   for (const Cmd& c : cmds) {
     CLI::App* sub = app.add_subcommand(c.name, c.help);
     AddCommon(sub, &args);
     if (c.kind == ReportKind::kExport)
-      sub->add_option("--format", format,
-                      "chrome-json, perfetto (binary protobuf .pftrace: needs -o or a redirected "
-                      "stdout), kineto (-o DIR: one Kineto JSON trace per rank, DIR/rank0.json..., "
-                      "for Holistic Trace Analysis), sqlite (a database in the Nsight Systems export "
-                      "schema: needs -o FILE, which it replaces), csv or jsonl")
-          ->check(CLI::IsMember({"chrome-json", "perfetto", "kineto", "sqlite", "csv", "jsonl"}));
+      sub->add_option("--format", format, cupmon::decoder::ExportFormatsHelp())
+          ->check(CLI::IsMember(export_formats));
     if (c.kind == ReportKind::kExport) {
       sub->add_option("--kineto-steps", kineto_steps,
                       "--format kineto: where ProfilerStep#N (HTA's iterations) come from: auto "
@@ -297,9 +349,14 @@ int main(int argc, char** argv) {
                       "recording's files, chunks, windows, gaps, drops, integrity and warnings, "
                       "and for several ranks the windows' begins and spread)")
           ->check(CLI::IsMember({"text", "json"}));
+      sub->add_flag("--quick", info_quick,
+                    "Footers only: files, records, time span and the last stats of each "
+                    "recording, read from the end of each file (a day of history in well under "
+                    "a second); no integrity check. Text only");
       sub->footer(
           "Examples:\n"
           "  cupmon-decode info rec/\n"
+          "  cupmon-decode info rec/ --quick   # footers only: no integrity check\n"
           "  cupmon-decode info job/ --format json -o info.json\n"
           "  cupmon-decode info job/ --format json | jq '.merged.windows[].spread_ns'\n\n"
           "The json fields and the schema version rule: docs/DECODER.md, \"Machine-readable "
@@ -418,6 +475,8 @@ int main(int argc, char** argv) {
   for (const auto& [sub, k] : kinds)
     if (sub->parsed()) kind = k;
 
+  if (kind == ReportKind::kInfo && info_quick) return QuickInfo(args.dirs, report_format, args.output);
+
   if (args.threads) {
     cupmon::decoder::SetDecodeThreads(*args.threads);
   } else if (const std::string why = CheckThreadsVariable(); !why.empty()) {
@@ -439,12 +498,13 @@ int main(int argc, char** argv) {
   opt.reorder_rows = args.reorder_rows;
   opt.recursive = args.recursive;
   opt.jobs = args.jobs;
-  opt.format = format == "csv"        ? ExportFormat::kCsv
-               : format == "jsonl"    ? ExportFormat::kJsonl
-               : format == "perfetto" ? ExportFormat::kPerfetto
-               : format == "kineto"   ? ExportFormat::kKineto
-               : format == "sqlite"   ? ExportFormat::kSqlite
-                                      : ExportFormat::kChromeJson;
+  // --format was checked against the registry's names as it was parsed.
+  if (auto named = cupmon::decoder::ExportFormatNamed(format); named) {
+    opt.format = *named;
+  } else {
+    std::cerr << "cupmon-decode: " << named.error().message << "\n";
+    return cupmon::decoder::kExitUnusable;
+  }
   opt.report_format = report_format == "json"  ? cupmon::decoder::ReportFormat::kJson
                       : report_format == "csv" ? cupmon::decoder::ReportFormat::kCsv
                                                : cupmon::decoder::ReportFormat::kText;

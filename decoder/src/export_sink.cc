@@ -13,17 +13,14 @@ int ExportSink::Conclude(std::ostream& err) {
   return kExitUnusable;
 }
 
-Expected<std::unique_ptr<LimitedSink>> MakeExportSink(const ReportOptions& options,
+Expected<std::unique_ptr<LimitedSink>> MakeExportSink(ExportFormat format,
+                                                      const ExportSettings& settings,
+                                                      std::optional<uint64_t> limit,
                                                       const std::vector<const Rank*>& ranks,
                                                       std::ostream& out) {
-  ExportSettings settings;
-  settings.output_dir = options.output_dir;
-  settings.output_path = options.output_path;
-  settings.kineto_steps = options.kineto_steps;
-  settings.kineto_synthetic_launches = options.kineto_synthetic_launches;
-  auto exporter = MakeExporter(options.format, out, ranks, settings);
+  auto exporter = MakeExporter(format, out, ranks, settings);
   if (!exporter) return unexpected(exporter.error());
-  return std::make_unique<ExportSink>(out, options.limit, std::move(*exporter));
+  return std::make_unique<ExportSink>(out, limit, std::move(*exporter));
 }
 
 }  // namespace cupmon::decoder

@@ -1,6 +1,6 @@
 // `cupmon-decode export`: the report driver's sink (LimitedSink: --limit, the rank of merged
 // reports) over the exporter of the format asked for (export/registry.h). Private to the
-// decoder; the report driver (reports.cc) holds it by its base.
+// decoder; the rows driver (commands/rows_report.cc) holds it by its base.
 #pragma once
 
 #include <memory>
@@ -46,9 +46,11 @@ class ExportSink final : public LimitedSink {
   bool lost_ = false;
 };
 
-// The sink of `export --format options.format` over `ranks` (MakeExporter): its output is opened
-// here, so that an unwritable path fails before anything is read.
-Expected<std::unique_ptr<LimitedSink>> MakeExportSink(const ReportOptions& options,
+// The sink of `export --format format` over `ranks` (MakeExporter), `limit` rows at most: its
+// output is opened here, so that an unwritable path fails before anything is read.
+Expected<std::unique_ptr<LimitedSink>> MakeExportSink(ExportFormat format,
+                                                      const ExportSettings& settings,
+                                                      std::optional<uint64_t> limit,
                                                       const std::vector<const Rank*>& ranks,
                                                       std::ostream& out);
 

@@ -1,5 +1,5 @@
 // `cupmon-decode info --format json`: the cupmon.info document's objects (docs/DECODER.md,
-// "Machine-readable summary and info"); the driver (reports.cc) writes the document around them.
+// "Machine-readable summary and info"); the driver (commands/rows_report.cc) writes the document around them.
 #include <algorithm>
 #include <cstdint>
 #include <map>

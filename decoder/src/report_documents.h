@@ -1,5 +1,5 @@
 // The machine-readable forms of summary and info (--format json|csv; docs/DECODER.md,
-// "Machine-readable summary and info"): what the driver (reports.cc) keeps of each rank for the
+// "Machine-readable summary and info"): what the driver (commands/rows_report.cc) keeps of each rank for the
 // merged part, and the writers of the parts that are not one recording's. One recording's
 // summary object and csv rows are SummarySink's (summary_json.cc, summary_csv.cc); info's
 // objects are in info_json.cc. Private to the decoder.

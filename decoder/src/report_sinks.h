@@ -1,4 +1,4 @@
-// The report sinks the driver (reports.cc) holds by their base: LimitedSink, the row limit and
+// The report sinks the driver (commands/rows_report.cc) holds by their base: LimitedSink, the row limit and
 // per-recording calls of the text traces and exports; SummarySink, the nvprof-style summary
 // (summary_report.cc); and the text traces gpu-trace, api-trace and kern-exec (text_traces.cc).
 // Private to the decoder.

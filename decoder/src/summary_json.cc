@@ -1,5 +1,5 @@
 // `cupmon-decode summary --format json`: the cupmon.summary document's objects (docs/DECODER.md,
-// "Machine-readable summary and info"); the driver (reports.cc) writes the document around them.
+// "Machine-readable summary and info"); the driver (commands/rows_report.cc) writes the document around them.
 #include <cstdint>
 #include <map>
 #include <string>

@@ -1,5 +1,5 @@
 // `cupmon-decode summary`: nvprof's profiling result per recording (report_sinks.h); the driver
-// and the merged summary of several ranks are in reports.cc.
+// and the merged summary of several ranks are in commands/rows_report.cc.
 #include <algorithm>
 #include <cinttypes>
 #include <string>

@@ -682,7 +682,7 @@ void TraceBuilder::ReleaseHeldRanges() {
 
 // ---- Device memory ----
 // MEMORY2 and MEMORY_POOL records become rows for the sinks that ask; nothing is joined (the
-// running sums live in the sinks: decoder/src/reports.cc). Like ranges, rows read before the
+// running sums live in the sinks: decoder/src/commands/rows_report.cc). Like ranges, rows read before the
 // origin is known wait for it, so relative time filters can place them.
 
 void TraceBuilder::AddMemory(const RecordLayout& layout, const FieldReader& f,

@@ -7,6 +7,29 @@
 
 namespace cupmon {
 
+std::optional<ScannedChunk> ChunkScanner::FindFooter(std::span<const uint8_t> file,
+                                                     uint64_t search_bytes) {
+  const ChunkScanner scanner(file);
+  const uint64_t size = file.size();
+  if (size < kChunkHeaderSize) return std::nullopt;
+  const uint64_t lowest = size > search_bytes ? size - search_bytes : 0;
+  // Backwards over the magic's first byte: the footer is the last chunk, so the first good
+  // header found whose payload ends at the end of the file is it.
+  for (uint64_t at = size - kChunkHeaderSize + 1; at-- > lowest;) {
+    const void* hit = memrchr(file.data() + lowest, 'C', at + 1 - lowest);
+    if (!hit) return std::nullopt;
+    at = static_cast<uint64_t>(static_cast<const uint8_t*>(hit) - file.data());
+    if (at + kChunkHeaderSize > size || std::memcmp(file.data() + at, "CPMN", 4) != 0) continue;
+    if (GetLe32(file.data() + at + 16) != size - at - kChunkHeaderSize) continue;
+    ScannedChunk chunk;
+    std::string why;
+    if (scanner.CheckAt(at, &chunk, &why) != Check::kGood) continue;
+    if (chunk.header.type != static_cast<uint8_t>(ChunkType::kFooter)) return std::nullopt;
+    return chunk;
+  }
+  return std::nullopt;
+}
+
 ChunkScanner::Check ChunkScanner::CheckAt(uint64_t offset, ScannedChunk* chunk,
                                           std::string* why) const {
   const uint64_t left = file_.size() - offset;

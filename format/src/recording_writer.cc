@@ -114,6 +114,8 @@ std::vector<uint8_t> RecordingWriter::Preamble(uint32_t file_index) {
   std::vector<uint8_t> out;
   FrameMessage(ChunkType::kMetadata, header_, &out);
   chunks_in_file_ = 2;
+  index_.clear();
+  indexed_ = true;
   if (strings_.entries_size() > 0) {
     FrameMessage(ChunkType::kStringTable, strings_, &out);
     ++chunks_in_file_;
@@ -132,7 +134,25 @@ std::vector<uint8_t> RecordingWriter::Preamble(uint32_t file_index) {
     ++chunks_in_file_;
   }
   StampAll(&out);
+  Index(out, 0, nullptr);
   return out;
+}
+
+void RecordingWriter::Index(std::span<const uint8_t> bytes, uint64_t offset,
+                            const pb::ChunkSpan* span) {
+  size_t at = 0;
+  while (indexed_ && at + kChunkHeaderSize <= bytes.size()) {
+    if (index_.size() >= options_.max_indexed_chunks) {
+      indexed_ = false;
+      std::vector<pb::ChunkSpan>().swap(index_);
+      return;
+    }
+    pb::ChunkSpan& e = index_.emplace_back();
+    if (span) e = *span;
+    e.set_offset(offset + at);
+    e.set_type(bytes[at + 6]);
+    at += kChunkHeaderSize + GetLe32(bytes.data() + at + 16);
+  }
 }
 
 void RecordingWriter::StampAll(std::vector<uint8_t>* chunks) {
@@ -149,6 +169,9 @@ std::vector<uint8_t> RecordingWriter::Footer(bool ended) {
   footer.set_records(sink_.current_records());
   footer.set_recording_ended(ended);
   *footer.mutable_stats() = stats_;
+  footer.set_indexed(indexed_);
+  for (const pb::ChunkSpan& e : index_) *footer.add_index() = e;
+  if (recent_calibration_.samples_size() > 0) *footer.mutable_calibration() = recent_calibration_;
   std::vector<uint8_t> out;
   FrameMessage(ChunkType::kFooter, footer, &out);
   StampAll(&out);
@@ -166,7 +189,7 @@ void RecordingWriter::CountLost(const RecordsByKind* records) {
 }
 
 void RecordingWriter::Emit(std::span<uint8_t> bytes, uint64_t records, uint64_t kernel_records,
-                           const RecordsByKind* by_kind) {
+                           const RecordsByKind* by_kind, const pb::ChunkSpan* span) {
   if (closed_) return;
   if (sink_.ShouldRotate(bytes.size())) Rotate();
   Stamp(bytes.data());
@@ -176,6 +199,7 @@ void RecordingWriter::Emit(std::span<uint8_t> bytes, uint64_t records, uint64_t 
     CountLost(by_kind);
     return;
   }
+  Index(bytes, sink_.current_bytes() - bytes.size(), span);
   ++chunks_in_file_;
   stats_.set_compressed_bytes(stats_.compressed_bytes() + bytes.size());
 }
@@ -194,6 +218,11 @@ void RecordingWriter::WriteRawBuffer(std::span<const uint8_t> valid, uint32_t co
   if (closed_) return;
   uint64_t kernels = 0, memcpys = 0, memsets = 0, zero_ts = 0;
   by_kind_.clear();
+  // The chunk's place in time for the index: every record timed, or the chunk is not.
+  bool timed = true;
+  uint64_t min_ns = UINT64_MAX, max_ns = 0;
+  uint32_t min_corr = UINT32_MAX, max_corr = 0;
+  const RecordTimeLayout& layout = options_.time_layout;
   const WalkResult walk = WalkRecords(valid, sizes_, [&](uint32_t kind, std::span<const uint8_t> rec) {
     // A buffer holds a handful of kinds: a linear search is cheaper than a map.
     auto it = std::find_if(by_kind_.begin(), by_kind_.end(),
@@ -207,6 +236,27 @@ void RecordingWriter::WriteRawBuffer(std::span<const uint8_t> valid, uint32_t co
     if (IsGpuActivity(kind) && rec.size() >= 32 && GetLe64(rec.data() + 16) == 0 &&
         GetLe64(rec.data() + 24) == 0)
       ++zero_ts;
+    const RecordTimeFields& f = layout.Get(kind);
+    if (f.correlation && f.correlation + 4 <= rec.size()) {
+      const uint32_t c = GetLe32(rec.data() + f.correlation);
+      if (c) {
+        min_corr = std::min(min_corr, c);
+        max_corr = std::max(max_corr, c);
+      }
+    }
+    if (!timed) return;
+    if (!f.start || f.start + 8 > rec.size() || f.end + 8 > rec.size()) {
+      timed = false;
+      return;
+    }
+    const uint64_t start = GetLe64(rec.data() + f.start);
+    const uint64_t end = GetLe64(rec.data() + f.end);
+    if (start == 0) {
+      timed = false;
+      return;
+    }
+    min_ns = std::min(min_ns, start);
+    max_ns = std::max({max_ns, start, end});
   });
   RawBufferPrefix prefix{context_id, stream_id,
                          walk.complete ? static_cast<uint32_t>(walk.records)
@@ -237,7 +287,17 @@ void RecordingWriter::WriteRawBuffer(std::span<const uint8_t> valid, uint32_t co
   encoded_.insert(encoded_.end(), body.begin(), body.end());
   body.clear();
   Frame(ChunkType::kRawBuffer, *used, encoded_, static_cast<uint32_t>(valid.size()), &body);
-  Emit(body, walk.records, kernels, &by_kind_);
+  pb::ChunkSpan span;
+  span.set_timed(timed && walk.complete && walk.records > 0);
+  if (span.timed()) {
+    span.set_min_ns(min_ns);
+    span.set_max_ns(max_ns);
+  }
+  if (max_corr) {
+    span.set_min_correlation(min_corr);
+    span.set_max_correlation(max_corr);
+  }
+  Emit(body, walk.records, kernels, &by_kind_, &span);
   body.clear();
   framed_.swap(body);
 }

@@ -77,7 +77,7 @@ PeriodicFlush::Done PeriodicFlush::FlushOnce() {
 }
 
 void PeriodicFlush::Run() noexcept {
-  pthread_setname_np(pthread_self(), "cupmon-flush-p");
+  pthread_setname_np(pthread_self(), "cupmon-periodic");
   for (;;) {
     {
       MutexLock lk(mu_);

@@ -37,7 +37,7 @@ class PeriodicFlush {
   PeriodicFlush(const PeriodicFlush&) = delete;
   PeriodicFlush& operator=(const PeriodicFlush&) = delete;
 
-  // Starts the thread ("cupmon-flush-p"; none on a virtual clock). Throws std::system_error
+  // Starts the thread ("cupmon-periodic"; none on a virtual clock). Throws std::system_error
   // when it cannot be created.
   void Start();
   // Any thread: asks for one flush. False when one is running or already asked for (the

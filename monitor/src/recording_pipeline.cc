@@ -315,6 +315,7 @@ void RecordingPipeline::OpenWriter() {
   wo.files.retention_files = c.retention_files;
   wo.encoding = c.encoding;
   wo.zstd_level = c.zstd_level;
+  wo.time_layout = facts_.time_layout;
   fs_ = std::make_unique<ForkClosingFileSystem>(options_.fs ? *options_.fs : PosixFileSystem());
   auto writer = std::make_unique<RecordingWriter>(std::move(wo), std::move(h), *fs_);
   if (auto r = writer->Open(); !r)

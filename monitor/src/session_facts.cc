@@ -143,6 +143,32 @@ SessionFacts ProbeSessionFacts(CuptiApi& cupti, MonitorConfig config, std::strin
                   offsetof(CUpti_ActivityMemset4, deviceId),
                   offsetof(CUpti_ActivityMemset4, streamId)};
   }
+  // Every kind cupmon records with a time: a buffer holding any other is indexed as not timed.
+  auto time_fields = [&](uint32_t kind, size_t struct_size, size_t start, size_t end,
+                         size_t correlation) {
+    if (matches(kind, struct_size))
+      f.time_layout.Set(kind, {static_cast<uint32_t>(start), static_cast<uint32_t>(end),
+                               static_cast<uint32_t>(correlation)});
+  };
+#define CUPMON_TIMED(kind, type, start, end) \
+  time_fields(kind, sizeof(type), offsetof(type, start), offsetof(type, end), \
+              offsetof(type, correlationId))
+  CUPMON_TIMED(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUpti_ActivityKernel10, start, end);
+  CUPMON_TIMED(CUPTI_ACTIVITY_KIND_KERNEL, CUpti_ActivityKernel10, start, end);
+  CUPMON_TIMED(CUPTI_ACTIVITY_KIND_MEMCPY, CUpti_ActivityMemcpy6, start, end);
+  CUPMON_TIMED(CUPTI_ACTIVITY_KIND_MEMCPY2, CUpti_ActivityMemcpyPtoP4, start, end);
+  CUPMON_TIMED(CUPTI_ACTIVITY_KIND_MEMSET, CUpti_ActivityMemset4, start, end);
+  CUPMON_TIMED(CUPTI_ACTIVITY_KIND_RUNTIME, CUpti_ActivityAPI, start, end);
+  CUPMON_TIMED(CUPTI_ACTIVITY_KIND_DRIVER, CUpti_ActivityAPI, start, end);
+  CUPMON_TIMED(CUPTI_ACTIVITY_KIND_OVERHEAD, CUpti_ActivityOverhead3, start, end);
+  CUPMON_TIMED(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, CUpti_ActivitySynchronization2, start, end);
+  CUPMON_TIMED(CUPTI_ACTIVITY_KIND_MEMORY2, CUpti_ActivityMemory4, timestamp, timestamp);
+  CUPMON_TIMED(CUPTI_ACTIVITY_KIND_MEMORY_POOL, CUpti_ActivityMemoryPool3, timestamp, timestamp);
+#undef CUPMON_TIMED
+  if (matches(CUPTI_ACTIVITY_KIND_MARKER, sizeof(CUpti_ActivityMarker2)))
+    f.time_layout.Set(CUPTI_ACTIVITY_KIND_MARKER,
+                      {static_cast<uint32_t>(offsetof(CUpti_ActivityMarker2, timestamp)),
+                       static_cast<uint32_t>(offsetof(CUpti_ActivityMarker2, timestamp)), 0});
   std::random_device rd;
   f.recording_id =
       (uint64_t{rd()} << 32) ^ rd() ^ static_cast<uint64_t>(ClockNs(CLOCK_REALTIME));

@@ -54,6 +54,9 @@ struct SessionFacts {
   // layout matches (the step watch reads it too); the others only with track_busy.
   bool track_busy = false;
   BusyOffsets kernel, memcpy, memcpy2, memset;
+  // Timestamp and correlation fields of the kinds whose probed size matches the structs compiled
+  // in, for the footer's chunk index (empty when the sizes were not probed).
+  RecordTimeLayout time_layout;
   std::vector<uint32_t> enabled_kinds;  // the always-on kinds CUPTI accepted
   std::vector<uint32_t> runtime_filter, driver_filter;
   uint64_t recording_id = 0;

@@ -1,4 +1,4 @@
-// `cupmon-decode diff` (decoder/src/diff_report.cc) and DurationHistogram: synthetic training loops
+// `cupmon-decode diff` (decoder/src/commands/diff_report.cc) and DurationHistogram: synthetic training loops
 // (test double) with one kernel made slower, the real two-rank recording, windows, time ranges and
 // the arguments it refuses.
 #include "cupmon/decoder/diff.h"

@@ -4,6 +4,7 @@
 #include <array>
 
 #include "cupmon/base/check.h"
+#include "cupmon/decoder/record_layout.h"
 #include "cupmon/format/chunk.h"
 #include "cupmon/format/record_sizes.h"
 
@@ -175,6 +176,21 @@ RecordingWriterOptions WriterOptions(const std::string& dir, const std::string& 
   o.files.directory = dir;
   o.files.prefix = prefix;
   o.files.fsync_interval_ms = 0;
+  // The chunk index's time fields for the kinds the monitor fills them for (session_facts.cc),
+  // from the decoder's 13.0 layouts, which record_layout_test checks against the CUPTI structs.
+  for (uint32_t kind : {1u, 2u, 3u, 4u, 5u, 10u, 12u, 17u, 22u, 38u, 49u, 50u}) {
+    const decoder::RecordLayout* l = decoder::FindLayout(kind, 130001);
+    if (!l) continue;
+    RecordTimeFields f;
+    for (const decoder::FieldOffset& fo : l->fields) {
+      if (fo.field == decoder::Field::kStart || fo.field == decoder::Field::kTimestamp)
+        f.start = fo.offset;
+      if (fo.field == decoder::Field::kEnd || fo.field == decoder::Field::kTimestamp)
+        f.end = fo.offset;
+      if (fo.field == decoder::Field::kCorrelationId) f.correlation = fo.offset;
+    }
+    if (f.start && f.end) o.time_layout.Set(kind, f);
+  }
   return o;
 }
 

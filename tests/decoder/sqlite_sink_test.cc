@@ -544,6 +544,46 @@ TEST(SqliteSinkTest, AnEmptyRegionGivesTheTablesWithNoRows) {
   EXPECT_EQ(db.Text("SELECT value FROM META_DATA_EXPORT WHERE name = 'EXPORT_SCHEMA_VERSION'"), "3.28.1");
 }
 
+TEST(SqliteSinkTest, CuptiBehindIntervalsAndTakeoverGapsFillTheirTables) {
+  TempDir dir, out;
+  {
+    RecordingWriter w(testing::WriterOptions(dir.path()), testing::SyntheticHeader());
+    ASSERT_TRUE(w.Open().has_value());
+    BufferBuilder gpu;
+    gpu.Kernel(kT0 + 250, kT0 + 400, 5, 0x10);
+    w.WriteRawBuffer(gpu.bytes(), 0, 0);
+    auto marker = [&](pb::WindowMarker::Edge edge, uint32_t id, uint64_t at, const char* note) {
+      pb::WindowMarker m;
+      m.set_window_id(id);
+      m.set_edge(edge);
+      m.set_cupti_ns(at);
+      m.set_note(note);
+      w.WriteWindowMarker(m);
+    };
+    marker(pb::WindowMarker::BEHIND_BEGIN, 1, kT0 + 100, "a flush took 1500 ms");
+    marker(pb::WindowMarker::BEHIND_END, 1, kT0 + 500, "caught up");
+    marker(pb::WindowMarker::BEHIND_BEGIN, 2, kT0 + 700, "still behind at stop");
+    marker(pb::WindowMarker::GAP_BEGIN, 1, kT0 + 800, "another client");
+    marker(pb::WindowMarker::GAP_END, 1, kT0 + 900, "taken back");
+    w.Close(0);
+  }
+  const std::string db_path = out.path() + "/x.sqlite";
+  std::string err;
+  EXPECT_EQ(Export(dir.path(), db_path, &err), kExitWarnings) << err;  // CUPTI behind: warned
+  Db db(db_path);
+  EXPECT_EQ(db.Int("SELECT COUNT(*) FROM CUPMON_BEHIND"), 2);
+  const int64_t first = db.Int("SELECT firstStart FROM CUPMON_RANKS");
+  EXPECT_EQ(db.Int("SELECT start FROM CUPMON_BEHIND WHERE behindId = 1") - first, -150);
+  EXPECT_EQ(db.Int("SELECT end - start FROM CUPMON_BEHIND WHERE behindId = 1"), 400);
+  EXPECT_EQ(db.Text("SELECT note FROM CUPMON_BEHIND WHERE behindId = 1"),
+            "a flush took 1500 ms / caught up");  // begin / end
+  EXPECT_EQ(db.Int("SELECT COUNT(*) FROM CUPMON_BEHIND WHERE behindId = 2 AND end IS NULL"), 1);
+  EXPECT_EQ(db.Int("SELECT start FROM CUPMON_BEHIND WHERE behindId = 2") - first, 450);
+  EXPECT_EQ(db.Int("SELECT COUNT(*) FROM CUPMON_GAPS"), 1);
+  EXPECT_EQ(db.Int("SELECT end - start FROM CUPMON_GAPS WHERE gapId = 1"), 100);
+  EXPECT_EQ(db.Text("SELECT note FROM CUPMON_GAPS WHERE gapId = 1"), "another client / taken back");
+}
+
 TEST(SqliteSinkTest, NvtxRangesFillNvtxEventsInNsysShape) {
   TempDir dir, out;
   testing::WriteNvtxRecording(dir.path());

@@ -1,5 +1,5 @@
 // StepDetector (decoder/src/step_detector.cc) and `cupmon-decode steps` (steps.cc,
-// steps_report.cc): synthetic training loops (test double) and the real H200 recordings.
+// commands/steps_report.cc): synthetic training loops (test double) and the real H200 recordings.
 #include <algorithm>
 #include <map>
 #include <sstream>

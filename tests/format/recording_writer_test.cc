@@ -10,8 +10,11 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 
+#include "cupmon/format/chunk_scanner.h"
 #include "test_data.h"
 #include "test_files.h"
 
@@ -482,6 +485,193 @@ TEST(RecordingWriterTest, WritesAfterCloseAreIgnored) {
   w.WriteStats(1);
   EXPECT_EQ(std::filesystem::file_size(ListFiles(dir.path())[0]), size);
   EXPECT_EQ(w.stats().buffers_completed(), 0u);
+}
+
+// ---- The footer's chunk index (docs/FORMAT.md, "Chunk index") ----
+
+// The test's own layout for kind 10 (the writer takes whatever layout it is given): start at 16,
+// end at 24, correlation id at 96.
+RecordingWriterOptions IndexedOptions(const std::string& dir) {
+  RecordingWriterOptions o = Options(dir);
+  o.time_layout.Set(10, {16, 24, 96});
+  return o;
+}
+
+// Kernel records (kind 10, 216 bytes) with the given start, end and correlation id each.
+std::vector<uint8_t> Kernels(std::initializer_list<std::array<uint64_t, 3>> recs) {
+  std::vector<uint8_t> out(recs.size() * 216, 0);
+  size_t i = 0;
+  for (const auto& [start, end, corr] : recs) {
+    uint8_t* r = out.data() + i++ * 216;
+    PutLe32(r, 10);
+    PutLe64(r + 16, start);
+    PutLe64(r + 24, end);
+    PutLe32(r + 96, static_cast<uint32_t>(corr));
+  }
+  return out;
+}
+
+pb::Footer FooterOf(const std::string& path, std::vector<uint8_t>* bytes) {
+  std::ifstream in(path, std::ios::binary);
+  bytes->assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  const auto footer = ChunkScanner::FindFooter(*bytes);
+  EXPECT_TRUE(footer.has_value()) << path;
+  return footer ? Parse<pb::Footer>(*footer) : pb::Footer();
+}
+
+TEST(RecordingWriterTest, TheFooterIndexesEveryChunkWithItsTimeAndCorrelationRange) {
+  TempDir dir;
+  {
+    RecordingWriter w(IndexedOptions(dir.path()), TestHeader(true));
+    ASSERT_TRUE(w.Open().has_value());
+    // Delivery order is not start order: the range is the smallest start and the largest end.
+    w.WriteRawBuffer(Kernels({{5000, 5600, 12}, {1000, 1900, 10}, {3000, 9000, 11}}), 1, 1);
+    pb::WindowMarker m;
+    m.set_window_id(1);
+    w.WriteWindowMarker(m);
+    // A record still running at a forced flush has end 0: its start bounds it.
+    w.WriteRawBuffer(Kernels({{20000, 21000, 0}, {22000, 0, 14}}), 1, 1);
+    // A record without timestamps: the chunk's place in time is not known.
+    w.WriteRawBuffer(Kernels({{30000, 31000, 15}, {0, 0, 16}}), 1, 1);
+    // A kind the layout does not know (memset, 2): likewise, whatever its bytes say.
+    std::vector<uint8_t> mixed = Kernels({{40000, 41000, 17}});
+    std::vector<uint8_t> memset(RecordSizeTable::Cupti13().Size(2), 0);
+    PutLe32(memset.data(), 2);
+    PutLe64(memset.data() + 16, 40500);
+    PutLe64(memset.data() + 24, 40600);
+    mixed.insert(mixed.end(), memset.begin(), memset.end());
+    w.WriteRawBuffer(mixed, 1, 1);
+    pb::Calibration cal;
+    cal.add_samples()->set_cupti_ns(777);
+    w.WriteCalibration(cal);
+    w.Close(5);
+  }
+  const auto files = ListFiles(dir.path());
+  ASSERT_EQ(files.size(), 1u);
+  std::vector<uint8_t> bytes;
+  const pb::Footer footer = FooterOf(files[0], &bytes);
+  const ScannedFile f = ScanFile(files[0]);
+  ASSERT_TRUE(footer.indexed());
+  ASSERT_EQ(static_cast<uint64_t>(footer.index_size()), footer.chunks());
+  ASSERT_EQ(f.chunks.size(), footer.chunks() + 1);  // and the footer
+  std::vector<const pb::ChunkSpan*> raw;
+  for (int i = 0; i < footer.index_size(); ++i) {
+    const pb::ChunkSpan& e = footer.index(i);
+    EXPECT_EQ(e.offset(), f.chunks[i].offset) << i;
+    EXPECT_EQ(e.type(), f.chunks[i].header.type) << i;
+    if (e.type() == T(ChunkType::kRawBuffer)) raw.push_back(&e);
+    else EXPECT_FALSE(e.timed()) << i;
+  }
+  ASSERT_EQ(raw.size(), 4u);
+  EXPECT_TRUE(raw[0]->timed());
+  EXPECT_EQ(raw[0]->min_ns(), 1000u);
+  EXPECT_EQ(raw[0]->max_ns(), 9000u);
+  EXPECT_EQ(raw[0]->min_correlation(), 10u);
+  EXPECT_EQ(raw[0]->max_correlation(), 12u);
+  EXPECT_TRUE(raw[1]->timed());
+  EXPECT_EQ(raw[1]->min_ns(), 20000u);
+  EXPECT_EQ(raw[1]->max_ns(), 22000u);
+  EXPECT_EQ(raw[1]->min_correlation(), 14u);  // correlation 0 is no correlation
+  EXPECT_EQ(raw[1]->max_correlation(), 14u);
+  EXPECT_FALSE(raw[2]->timed());
+  EXPECT_EQ(raw[2]->min_correlation(), 15u);
+  EXPECT_EQ(raw[2]->max_correlation(), 16u);
+  EXPECT_FALSE(raw[3]->timed());
+  ASSERT_EQ(footer.calibration().samples_size(), 1);
+  EXPECT_EQ(footer.calibration().samples(0).cupti_ns(), 777u);
+}
+
+TEST(RecordingWriterTest, EachFilesFooterIndexesItsOwnChunks) {
+  TempDir dir;
+  {
+    RecordingWriterOptions o = IndexedOptions(dir.path());
+    o.files.file_bytes = 64 << 10;
+    o.encoding = Encoding::kStored;
+    RecordingWriter w(std::move(o), TestHeader(true));
+    ASSERT_TRUE(w.Open().has_value());
+    // 40 buffers of 30 records (6.5 KB each): several files.
+    for (uint64_t b = 0; b < 40; ++b) {
+      std::vector<uint8_t> buffer;
+      for (uint64_t i = 0; i < 30; ++i) {
+        const std::vector<uint8_t> r =
+            Kernels({{b * 100000 + 1 + i * 10, b * 100000 + 1 + i * 10 + 50, b * 30 + i + 1}});
+        buffer.insert(buffer.end(), r.begin(), r.end());
+      }
+      w.WriteRawBuffer(buffer, 1, 1);
+    }
+    w.Close(5);
+  }
+  const auto files = ListFiles(dir.path());
+  ASSERT_GE(files.size(), 2u);
+  uint64_t raw_chunks = 0, next_min = 1;
+  for (const auto& path : files) {
+    std::vector<uint8_t> bytes;
+    const pb::Footer footer = FooterOf(path, &bytes);
+    const ScannedFile f = ScanFile(path);
+    ASSERT_TRUE(footer.indexed());
+    ASSERT_EQ(static_cast<size_t>(footer.index_size()), f.chunks.size() - 1) << path;
+    for (int i = 0; i < footer.index_size(); ++i) {
+      const pb::ChunkSpan& e = footer.index(i);
+      ASSERT_EQ(e.offset(), f.chunks[i].offset) << path << " " << i;
+      if (e.type() != T(ChunkType::kRawBuffer)) continue;
+      ++raw_chunks;
+      EXPECT_EQ(e.min_ns(), next_min);
+      EXPECT_EQ(e.max_ns(), next_min + 290 + 50);
+      EXPECT_EQ(e.min_correlation(), (next_min / 100000) * 30 + 1);
+      EXPECT_EQ(e.max_correlation(), (next_min / 100000) * 30 + 30);
+      next_min += 100000;
+    }
+  }
+  EXPECT_EQ(raw_chunks, 40u);
+}
+
+TEST(RecordingWriterTest, AFileWithMoreChunksThanTheIndexHoldsKeepsNone) {
+  TempDir dir;
+  {
+    RecordingWriterOptions o = IndexedOptions(dir.path());
+    o.max_indexed_chunks = 6;
+    RecordingWriter w(std::move(o), TestHeader(true));
+    ASSERT_TRUE(w.Open().has_value());
+    for (uint64_t b = 0; b < 10; ++b) w.WriteRawBuffer(Kernels({{b + 1, b + 2, b + 1}}), 1, 1);
+    w.Close(5);
+  }
+  std::vector<uint8_t> bytes;
+  const pb::Footer footer = FooterOf(ListFiles(dir.path())[0], &bytes);
+  EXPECT_FALSE(footer.indexed());
+  EXPECT_EQ(footer.index_size(), 0);
+  EXPECT_EQ(footer.records(), 10u);
+}
+
+TEST(RecordingWriterTest, AFooterIsFoundFromTheEndOnlyWhenWholeAndLast) {
+  TempDir dir;
+  {
+    RecordingWriter w(IndexedOptions(dir.path()), TestHeader(true));
+    ASSERT_TRUE(w.Open().has_value());
+    for (uint64_t b = 0; b < 5; ++b) w.WriteRawBuffer(Kernels({{b + 1, b + 2, b + 1}}), 1, 1);
+    w.Close(5);
+  }
+  std::vector<uint8_t> bytes;
+  const pb::Footer footer = FooterOf(ListFiles(dir.path())[0], &bytes);
+  ASSERT_TRUE(footer.indexed());
+  const ScannedFile f = ScanFile(ListFiles(dir.path())[0]);
+  const uint64_t footer_at = f.chunks.back().offset;
+  // Any byte of the footer changed: no footer (its checksums), never a wrong one.
+  for (uint64_t at = footer_at; at < bytes.size(); ++at) {
+    std::vector<uint8_t> damaged = bytes;
+    damaged[at] ^= 0x20;
+    EXPECT_FALSE(ChunkScanner::FindFooter(damaged).has_value()) << "byte " << at;
+  }
+  // Cut anywhere: no footer (a crash leaves none).
+  for (uint64_t cut = 1; cut < bytes.size(); cut += 37)
+    EXPECT_FALSE(ChunkScanner::FindFooter(std::span(bytes).first(bytes.size() - cut)).has_value())
+        << "cut " << cut;
+  // Bytes after the footer: not a cleanly closed file.
+  std::vector<uint8_t> longer = bytes;
+  longer.push_back(0);
+  EXPECT_FALSE(ChunkScanner::FindFooter(longer).has_value());
+  // Beyond the search window: not looked for.
+  EXPECT_FALSE(ChunkScanner::FindFooter(bytes, bytes.size() - footer_at - 1).has_value());
+  EXPECT_TRUE(ChunkScanner::FindFooter(bytes, bytes.size() - footer_at).has_value());
 }
 
 }  // namespace

@@ -764,7 +764,7 @@ TEST(MonitorFaultsTest, CupmonThreadsBlockAsynchronousSignalsAndLeaveTheCallersM
        waited_ms += 10)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   const auto masks = BlockedMasksOfThreads("cupmon-");
-  ASSERT_EQ(masks.size(), 3u) << "cupmon-writer, cupmon-control and cupmon-flush-p";
+  ASSERT_EQ(masks.size(), 3u) << "cupmon-writer, cupmon-control and cupmon-periodic";
   const auto bit = [](int sig) { return uint64_t{1} << (sig - 1); };
   for (uint64_t mask : masks) {
     for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2, SIGCHLD, SIGPIPE, SIGALRM})

@@ -17,6 +17,7 @@
 
 #include "cupmon/decoder/recording_reader.h"
 #include "cupmon/decoder/reports.h"
+#include "cupmon/format/chunk_scanner.h"
 #include "monitor/testing/fake_cupti.h"
 #include "monitor_fixture.h"
 #include "recording_reader.h"
@@ -405,6 +406,45 @@ TEST(MonitorTest, AFlushStillRunningAtStopIsMarkedBehindUpToTheStop) {
   job.fake.SetFlushDelay(std::chrono::milliseconds(0));
   ASSERT_TRUE(testing::WaitFor([&] { return job.fake.flushes_inside() == 0; }));
   EXPECT_EQ(job.behind(), 1u);  // the late flush is not counted again
+}
+
+// The footer's chunk index (docs/FORMAT.md, "Chunk index") from the monitor's own layout: the
+// kinds the monitor records are timed, so a reader given a time range can skip what lies outside.
+TEST(MonitorTest, TheFootersIndexPlacesEveryRawBufferInTime) {
+  FakeCupti fake;
+  const std::string dir = TempDir("footer-index");
+  const uint32_t kernel = fake.AddKernelName("k");
+  auto m = Monitor::Start(FakeOptions(&fake, dir));
+  ASSERT_TRUE(m) << m.error().message;
+  FakeCupti::Producer* p = fake.NewProducer();
+  const uint64_t t0 = 1'000'000'000;
+  for (uint64_t i = 0; i < 3000; ++i)
+    ASSERT_TRUE(p->Kernel(kernel, t0 + i * 1000, t0 + i * 1000 + 500));
+  (*m)->Stop();
+  auto listing = decoder::ListRecordings(dir);
+  ASSERT_TRUE(listing && listing->recordings.size() == 1u);
+  uint64_t raw = 0, lo = UINT64_MAX, hi = 0;
+  for (const auto& file : listing->recordings[0].files) {
+    std::ifstream in(file.path, std::ios::binary);
+    const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
+                                     std::istreambuf_iterator<char>());
+    const auto footer = ChunkScanner::FindFooter(bytes);
+    ASSERT_TRUE(footer) << file.path;
+    pb::Footer f;
+    ASSERT_TRUE(f.ParseFromArray(footer->payload.data(), static_cast<int>(footer->payload.size())))
+        << "the test's footers are small enough to be stored, not compressed";
+    ASSERT_TRUE(f.indexed());
+    for (const pb::ChunkSpan& e : f.index()) {
+      if (e.type() != static_cast<uint32_t>(ChunkType::kRawBuffer)) continue;
+      ++raw;
+      EXPECT_TRUE(e.timed());
+      lo = std::min<uint64_t>(lo, e.min_ns());
+      hi = std::max<uint64_t>(hi, e.max_ns());
+    }
+  }
+  EXPECT_GT(raw, 0u);
+  EXPECT_EQ(lo, t0);
+  EXPECT_EQ(hi, t0 + 2999 * 1000 + 500);
 }
 
 TEST(MonitorTest, SecondStartIsRefused) {

@@ -57,12 +57,12 @@ struct RankRead {
   StepList steps;  // its steps' source and the read's integrity (the steps go to input)
 };
 
-std::unique_ptr<RankRead> ReadRank(const Rank& rank, const ReportOptions& options,
+std::unique_ptr<RankRead> ReadRank(const Rank& rank, const JobCommandOptions& options,
                                    const PassProgress& progress) {
   TraceFilter filter;
-  filter.cupti_clock = options.filter.cupti_clock;
+  filter.cupti_clock = options.read.filter.cupti_clock;
   SpanCollector sink;
-  TraceBuilder builder(filter, &sink, options.horizon);
+  TraceBuilder builder(filter, &sink, options.read.horizon);
   StepFinder finder(options.steps);
   builder.AddConsumer(&finder.consumer());
   ReadIntegrity integrity;
@@ -139,7 +139,7 @@ void PrintVerdict(std::ostream& out, const job::JobAnalysis& a, const job::JobSt
 }
 
 void PrintText(std::ostream& out, const job::JobAnalysis& a, const std::vector<const Rank*>& ranks,
-               const std::vector<std::string>& paths, const ReportOptions& options) {
+               const std::vector<std::string>& paths, const JobCommandOptions& options) {
   const size_t n = ranks.size();
   out << "job: " << n << " rank(s), " << a.steps.size() << " step(s) matched across them";
   if (!a.steps.empty())
@@ -152,7 +152,7 @@ void PrintText(std::ostream& out, const job::JobAnalysis& a, const std::vector<c
       << " steps before, and 50us more)\n";
   for (size_t i = 0; i < a.slow.size() && i < 50; ++i)
     PrintVerdict(out, a, a.steps[a.slow[i]], ranks, paths,
-                 options.full_names || options.filter.mangled);
+                 options.read.full_names || options.read.filter.mangled);
   if (a.slow.size() > 50) out << "  ... " << a.slow.size() - 50 << " more (--format json)\n";
 
   if (a.hang.hung) {
@@ -186,7 +186,7 @@ void PrintText(std::ostream& out, const job::JobAnalysis& a, const std::vector<c
   for (size_t g = 0; g < a.streams.size(); ++g) {
     const job::StreamMatch& m = a.streams[g];
     out << "  " << (g == 0 ? "main stream" : "stream") << " of "
-        << KernelText(m.op, options.full_names || options.filter.mangled) << ": "
+        << KernelText(m.op, options.read.full_names || options.read.filter.mangled) << ": "
         << m.instances[m.reference] << " instance(s) on " << ranks[m.reference]->label
         << " (the reference)\n";
     for (size_t r = 0; r < n; ++r) {
@@ -212,12 +212,12 @@ void PrintText(std::ostream& out, const job::JobAnalysis& a, const std::vector<c
     out << "  " << ranks[r]->label << ": " << s.completed_collectives << " collective(s) completed";
     if (s.last_collective >= 0) out << " (main stream through #" << s.last_collective << ")";
     if (!s.last_kernel.empty())
-      out << ", last completed " << KernelText(s.last_kernel, options.full_names) << " at "
+      out << ", last completed " << KernelText(s.last_kernel, options.read.full_names) << " at "
           << UtcTime(s.last_kernel_wall_end, 6);
     if (!s.unfinished.empty()) {
       out << "; running at the end:";
       for (size_t i = 0; i < s.unfinished.size() && i < 5; ++i)
-        out << (i ? ", " : " ") << KernelText(s.unfinished[i], options.full_names);
+        out << (i ? ", " : " ") << KernelText(s.unfinished[i], options.read.full_names);
     }
     out << "\n";
   }
@@ -251,7 +251,7 @@ void WriteRankStep(JsonWriter& w, const job::RankStep& f) {
 }
 
 void WriteJson(std::ostream& out, const job::JobAnalysis& a, const std::vector<const Rank*>& ranks,
-               const ReportOptions& options) {
+               const JobCommandOptions& options) {
   JsonWriter w(out);
   w.BeginObject();
   w.Key("schema").String("cupmon.job/1");
@@ -351,16 +351,16 @@ void WriteJson(std::ostream& out, const job::JobAnalysis& a, const std::vector<c
 }  // namespace
 
 int RunJobCommand(const std::vector<const Rank*>& chosen, const std::vector<std::string>& paths,
-                  const ReportOptions& options, std::ostream& out, std::ostream& err,
+                  const JobCommandOptions& options, std::ostream& out, std::ostream& err,
                   bool warnings) {
-  const TraceFilter& f = options.filter;
+  const TraceFilter& f = options.read.filter;
   if (f.window || f.device || f.stream || f.kernel || options.limit) {
     err << "cupmon-decode: job reads whole ranks: --window, --device, --stream, --kernel and "
            "--limit do not apply (--from/--to choose the steps; use the drill-down commands for "
            "the rest)\n";
     return kExitUnusable;
   }
-  if (options.report_format == ReportFormat::kCsv) {
+  if (options.format == ReportFormat::kCsv) {
     err << "cupmon-decode: job has no csv form: use --format json\n";
     return kExitUnusable;
   }
@@ -380,10 +380,10 @@ int RunJobCommand(const std::vector<const Rank*>& chosen, const std::vector<std:
       warnings = true;
     }
   }
-  RankPass pass(chosen, 1, options.progress, err);
+  RankPass pass(chosen, 1, options.read.progress, err);
   std::vector<job::RankInput> inputs;
   pass.Run(
-      RankJobs(chosen.size(), options.jobs, DecodeThreads()),
+      RankJobs(chosen.size(), options.read.jobs, DecodeThreads()),
       [&](size_t i, const PassProgress& progress) {
         return ReadRank(*chosen[i], options, progress);
       },
@@ -419,7 +419,7 @@ int RunJobCommand(const std::vector<const Rank*>& chosen, const std::vector<std:
            "cannot be matched\n";
     warnings = true;
   }
-  if (options.report_format == ReportFormat::kJson)
+  if (options.format == ReportFormat::kJson)
     WriteJson(out, a, chosen, options);
   else
     PrintText(out, a, chosen, paths, options);

@@ -2,22 +2,33 @@
 // its GPU activity and its steps, handed to the job analysis (decoder/src/job/job_analysis.h).
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
 
+#include "commands/command_options.h"
 #include "cupmon/decoder/rank_listing.h"
 #include "cupmon/decoder/reports.h"
+#include "cupmon/decoder/steps.h"
 
 namespace cupmon::decoder {
 
-// Called by RunReport once the ranks are chosen. Reads options.report_format (text or json),
-// options.steps (how steps are found, the slow factor and rolling window) and the filter's
-// --from/--to (the job steps whose start lies in the range); other filters are refused. `paths`
-// are the user's arguments (for the drill-down command lines); `warnings` carries what the
-// listing already warned about. Returns an exit code.
+struct JobCommandOptions {
+  // The filter's --from/--to choose the job steps whose start lies in the range; its other
+  // filters are refused.
+  RankReadOptions read;
+  std::optional<uint64_t> limit;  // refused
+  ReportFormat format = ReportFormat::kText;  // text or json (csv is refused)
+  StepOptions steps;  // how each rank's steps are found, the slow factor and rolling window
+};
+
+// Run by RunReport once the ranks are chosen. `paths` are the user's arguments (for the
+// drill-down command lines); `warnings` carries what the listing already warned about. Returns
+// an exit code.
 int RunJobCommand(const std::vector<const Rank*>& chosen, const std::vector<std::string>& paths,
-                  const ReportOptions& options, std::ostream& out, std::ostream& err,
+                  const JobCommandOptions& options, std::ostream& out, std::ostream& err,
                   bool warnings);
 
 }  // namespace cupmon::decoder

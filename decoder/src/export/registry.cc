@@ -2,6 +2,7 @@
 // Exporter class, its header included here and one line in kFormats.
 #include "export/registry.h"
 
+#include <iterator>
 #include <string>
 
 #include "cupmon/base/check.h"
@@ -16,12 +17,15 @@ namespace cupmon::decoder {
 namespace {
 
 constexpr ExportFormatEntry kFormats[] = {
-    {"chrome-json", ExportFormat::kChromeJson, &ChromeJsonExporter::Make},
-    {"perfetto", ExportFormat::kPerfetto, &PerfettoExporter::Make},
-    {"kineto", ExportFormat::kKineto, &KinetoExporter::Make},
-    {"sqlite", ExportFormat::kSqlite, &SqliteExporter::Make},
-    {"csv", ExportFormat::kCsv, &CsvExporter::Make},
-    {"jsonl", ExportFormat::kJsonl, &JsonlExporter::Make},
+    {"chrome-json", ExportFormat::kChromeJson, &ChromeJsonExporter::Make, ""},
+    {"perfetto", ExportFormat::kPerfetto, &PerfettoExporter::Make,
+     "binary protobuf .pftrace: needs -o or a redirected stdout"},
+    {"kineto", ExportFormat::kKineto, &KinetoExporter::Make,
+     "-o DIR: one Kineto JSON trace per rank, DIR/rank0.json..., for Holistic Trace Analysis"},
+    {"sqlite", ExportFormat::kSqlite, &SqliteExporter::Make,
+     "a database in the Nsight Systems export schema: needs -o FILE, which it replaces"},
+    {"csv", ExportFormat::kCsv, &CsvExporter::Make, ""},
+    {"jsonl", ExportFormat::kJsonl, &JsonlExporter::Make, ""},
 };
 
 const ExportFormatEntry* Find(ExportFormat format) {
@@ -48,6 +52,18 @@ Expected<ExportFormat> ExportFormatNamed(std::string_view name) {
   }
   // As the command line's check of --format words it.
   return unexpected(Error{"--format: " + std::string(name) + " not in {" + names + "}", 0});
+}
+
+std::string ExportFormatsHelp() {
+  std::string help;
+  const size_t n = std::size(kFormats);
+  for (size_t i = 0; i < n; ++i) {
+    const ExportFormatEntry& e = kFormats[i];
+    help += i == 0 ? "" : i + 1 == n ? " or " : ", ";
+    help += e.name;
+    if (!e.help.empty()) help += " (" + std::string(e.help) + ")";
+  }
+  return help;
 }
 
 std::string_view ExportFormatName(ExportFormat format) {

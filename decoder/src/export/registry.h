@@ -27,6 +27,9 @@ struct ExportFormatEntry {
   std::string_view name;  // --format's value
   ExportFormat format;
   ExporterMaker make;
+  // What `export --help` says of it after its name, in parentheses (what it writes, what it
+  // needs); empty: the name alone.
+  std::string_view help;
 };
 
 // Every format, in the order `cupmon-decode export --help` lists them (ExportFormatNames,

@@ -39,6 +39,22 @@ TEST(ExportRegistryTest, EveryFormatIsListedOnceAndItsNameResolvesToIt) {
   EXPECT_EQ(ExportFormatNames(), (std::vector<std::string_view>(names.begin(), names.end())));
 }
 
+TEST(ExportRegistryTest, TheHelpNamesEveryFormatInOrderWithWhatItNeeds) {
+  const std::string help = ExportFormatsHelp();
+  size_t at = 0;
+  for (const ExportFormatEntry& e : ExportFormats()) {
+    const size_t found = help.find(std::string(e.name), at);
+    ASSERT_NE(found, std::string::npos) << e.name << " after " << at << " in: " << help;
+    at = found + e.name.size();
+    if (!e.help.empty()) {
+      EXPECT_EQ(help.compare(at, e.help.size() + 3, " (" + std::string(e.help) + ")"), 0)
+          << e.name << " in: " << help;
+    }
+  }
+  EXPECT_TRUE(help.starts_with("chrome-json, perfetto (")) << help;
+  EXPECT_TRUE(help.ends_with(", csv or jsonl")) << help;
+}
+
 TEST(ExportRegistryTest, AnUnknownNameGetsTheCommandLinesMessage) {
   auto named = ExportFormatNamed("parquet");
   ASSERT_FALSE(named.has_value());

@@ -1,6 +1,6 @@
 // `cupmon-decode diff A B`: compares two recordings, two ranks, two windows or two time ranges
 // per kernel name and memcpy kind (calls, total, mean, p50, p99), with step times side by side
-// and a regression gate. The report itself is decoder/src/diff_report.cc.
+// and a regression gate. The report itself is decoder/src/commands/diff_report.cc.
 #pragma once
 
 #include <cstdint>

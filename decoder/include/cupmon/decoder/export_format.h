@@ -2,6 +2,7 @@
 // reports.h carries them; decoder/src/export/registry.cc lists and builds each format).
 #pragma once
 
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -22,6 +23,9 @@ enum class KinetoSteps { kAuto, kDetected, kAnnotation, kNone };
 // The names `export --format` takes ("chrome-json", "perfetto", ...), in the order its help lists
 // them.
 std::vector<std::string_view> ExportFormatNames();
+// `export --format`'s help: every name in that order, with what the format writes or needs in
+// parentheses ("chrome-json, perfetto (binary protobuf ...), ... csv or jsonl").
+std::string ExportFormatsHelp();
 // The format called `name`; an unknown name gives the message the command line prints for it.
 Expected<ExportFormat> ExportFormatNamed(std::string_view name);
 // --format's value for `format`.

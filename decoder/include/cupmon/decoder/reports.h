@@ -1,6 +1,8 @@
-// cupmon-decode's reports: summary, gpu-trace, api-trace, kern-exec, export and info, each streaming
-// one recording at a time through a TraceBuilder; several recordings (ranks of one job) are merged
-// into one view. The command-line tool is a thin shell over these.
+// cupmon-decode's commands (summary, gpu-trace, api-trace, kern-exec, export, info, steps,
+// timeline, diff, report) behind one entry, RunReport; several recordings (ranks of one job) are
+// merged into one view. Each command is a module under decoder/src/commands/ with its own
+// options; RunReport lists the ranks and hands each command its part of ReportOptions. The
+// command-line tool is a thin shell over these.
 #pragma once
 
 #include <cstdint>
@@ -18,14 +20,15 @@
 namespace cupmon::decoder {
 
 // kTimeline writes ExportFormat kCsv or kJsonl. kReport: one self-contained HTML page
-// (decoder/src/html_report.cc).
-// kJob: which rank made a step slow, and why (decoder/src/commands/job_command.cc).
+// (decoder/src/commands/html_report.cc). kJob: which rank made a step slow, and why
+// (decoder/src/commands/job_command.cc).
 enum class ReportKind { kSummary, kGpuTrace, kApiTrace, kKernExec, kExport, kInfo, kSteps,
                         kTimeline, kDiff, kReport, kJob };
 // summary and info: the text report, one JSON document (schemas cupmon.summary/1 and
 // cupmon.info/1, docs/DECODER.md), or CSV (summary's tables only; info has none).
 enum class ReportFormat { kText, kJson, kCsv };
 
+// The options of every command, as the command line gives them.
 struct ReportOptions {
   TraceFilter filter;
   std::optional<uint32_t> pid;
@@ -55,11 +58,11 @@ struct ReportOptions {
   // correlates with them (so that they take the iteration of the step they start in).
   KinetoSteps kineto_steps = KinetoSteps::kAuto;
   bool kineto_synthetic_launches = false;
-  // `steps` (decoder/src/steps_report.cc).
+  // `steps` (decoder/src/commands/steps_report.cc).
   StepOptions steps;
-  // `timeline` (decoder/src/timeline_report.cc): the bucket size and row limit.
+  // `timeline` (decoder/src/commands/timeline_report.cc): the bucket size and row limit.
   TimelineOptions timeline;
-  // `diff` (decoder/src/diff_report.cc): per-side selections, format and the gate.
+  // `diff` (decoder/src/commands/diff_report.cc): per-side selections, format and the gate.
   DiffOptions diff;
   // export --format sqlite: the file (written beside it, then renamed onto it).
   std::string output_path;
@@ -79,7 +82,7 @@ inline constexpr int kExitRegression = 3;  // diff --fail-above: B is slower tha
 // problems to `err`. Returns one of the exit codes above.
 int RunReport(ReportKind kind, const std::string& path, const ReportOptions& options,
               std::ostream& out, std::ostream& err);
-// ReportKind::kDiff takes exactly two paths, A then B (see RunDiffReport in diff_report.h).
+// ReportKind::kDiff takes exactly two paths, A then B (see RunDiffReport in commands/diff_report.h).
 // Runs one report over several paths (directories, their per-rank subdirectories, or .cupmon
 // files; see ListRanks). One recording gives exactly the single-recording report. Several are
 // merged, one rank per recording (process): summary prints a section per rank and a total, info

@@ -260,6 +260,15 @@ constexpr Table kTables[] = {
      "    end INTEGER,\n"
      "    note TEXT\n"
      ")"},
+    // Intervals in which CUPTI was behind its own records: it may have lost some uncounted.
+    {"CUPMON_BEHIND",
+     "CREATE TABLE CUPMON_BEHIND (\n"
+     "    globalPid INTEGER NOT NULL,\n"
+     "    behindId INTEGER NOT NULL,\n"
+     "    start INTEGER,\n"
+     "    end INTEGER,\n"
+     "    note TEXT\n"
+     ")"},
     // Per rank: the monitor's stats (drops, losses, zero timestamps, ...), the reader's integrity
     // report, the decoder's counts and the export's own (rows per table, rows without times).
     {"CUPMON_COUNTERS",

@@ -50,6 +50,8 @@ constexpr const char* kInsertWindow =
     "firstApiCorrelationId, launchedBefore) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)";
 constexpr const char* kInsertGap =
     "INSERT INTO CUPMON_GAPS (globalPid, gapId, start, end, note) VALUES (?1, ?2, ?3, ?4, ?5)";
+constexpr const char* kInsertBehind =
+    "INSERT INTO CUPMON_BEHIND (globalPid, behindId, start, end, note) VALUES (?1, ?2, ?3, ?4, ?5)";
 constexpr const char* kInsertCounter =
     "INSERT INTO CUPMON_COUNTERS (globalPid, name, value) VALUES (?1, ?2, ?3)";
 constexpr const char* kInsertAnnotation =
@@ -551,6 +553,11 @@ void SqliteSink::End(const TraceBuilder& b, const Recording& rec, const ReadInte
     const bool ended = g.end != 0 && g.end >= g.begin;
     Defer(kInsertGap, {I(global_pid_), I(id), IfI(g.begin != 0, g.begin ? wall(g.begin) : 0),
                        IfI(ended, ended ? wall(g.end) : 0), T(g.note)});
+  }
+  for (const auto& [id, g] : b.behind()) {
+    const bool ended = g.end != 0 && g.end >= g.begin;
+    Defer(kInsertBehind, {I(global_pid_), I(id), IfI(g.begin != 0, g.begin ? wall(g.begin) : 0),
+                          IfI(ended, ended ? wall(g.end) : 0), T(g.note)});
   }
   for (const auto& [id, a] : annotations_)
     Defer(kInsertAnnotation, {I(global_pid_), I(static_cast<int64_t>(id)), I(StringId(a.label)),

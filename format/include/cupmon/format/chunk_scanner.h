@@ -36,6 +36,12 @@ class ChunkScanner {
   // The next good chunk, or nullopt at the end of the file. Damage found on the way is appended.
   std::optional<ScannedChunk> Next(std::vector<Damage>* damage);
 
+  // The footer chunk that ends `file` exactly, found from the end without reading the rest (at
+  // most the last `search_bytes` are looked at); nullopt when the file does not end with a good
+  // footer (cut by a crash, damaged, or longer than that).
+  static std::optional<ScannedChunk> FindFooter(std::span<const uint8_t> file,
+                                                uint64_t search_bytes = 64ull << 20);
+
   // Non-zero when a chunk declared a major version this reader does not know (the file is refused).
   uint8_t future_major() const { return future_major_; }
   uint64_t position() const { return pos_; }

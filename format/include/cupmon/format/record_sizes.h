@@ -32,6 +32,35 @@ class RecordSizeTable {
   std::array<uint32_t, kMaxKind> sizes_{};
 };
 
+// Where each activity kind keeps its timestamps and correlation id, as byte offsets into its
+// record (0: the kind has no such field, or the writer does not know it). A kind with one
+// timestamp (marker, memory) has start == end. The writer uses it for the footer's chunk index
+// (docs/FORMAT.md, "Chunk index"); the monitor fills it from the CUPTI structs it was compiled
+// with, for the kinds whose probed size matches them.
+struct RecordTimeFields {
+  uint32_t start = 0;
+  uint32_t end = 0;
+  uint32_t correlation = 0;
+};
+class RecordTimeLayout {
+ public:
+  void Set(uint32_t kind, RecordTimeFields f) {
+    if (kind < RecordSizeTable::kMaxKind) fields_[kind] = f;
+  }
+  const RecordTimeFields& Get(uint32_t kind) const {
+    static const RecordTimeFields kNone;
+    return kind < RecordSizeTable::kMaxKind ? fields_[kind] : kNone;
+  }
+  bool Empty() const {
+    for (const auto& f : fields_)
+      if (f.start) return false;
+    return true;
+  }
+
+ private:
+  std::array<RecordTimeFields, RecordSizeTable::kMaxKind> fields_{};
+};
+
 // The kind field every CUPTI activity record starts with (CUpti_Activity::kind, 4 bytes).
 inline uint32_t RecordKindAt(const uint8_t* record) {
   return static_cast<uint32_t>(record[0]) | static_cast<uint32_t>(record[1]) << 8 |

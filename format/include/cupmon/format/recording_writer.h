@@ -20,6 +20,12 @@ struct RecordingWriterOptions {
   RollingFileOptions files;
   Encoding encoding = Encoding::kColumnsDeltaZstd;
   int zstd_level = 1;
+  // Timestamp and correlation fields by kind, for the footer's chunk index; a raw buffer with a
+  // record of a kind not in it is indexed as not timed.
+  RecordTimeLayout time_layout;
+  // Files with more chunks than this keep no index (Footer.indexed false): it bounds the writer's
+  // memory and the footer's size.
+  uint32_t max_indexed_chunks = 1u << 16;
 };
 
 // The writer side of the format: every chunk goes through here. Single-threaded (the monitor's
@@ -66,7 +72,10 @@ class RecordingWriter {
   // Writes one framed chunk, rotating first if needed; assigns its sequence number. `by_kind`
   // (raw buffers only) is what the chunk holds, counted as lost when the write fails.
   void Emit(std::span<uint8_t> chunk, uint64_t records, uint64_t kernel_records,
-            const RecordsByKind* by_kind = nullptr);
+            const RecordsByKind* by_kind = nullptr, const pb::ChunkSpan* span = nullptr);
+  // Adds the chunks of `bytes` (whole framed chunks) at `offset` of the current file to the
+  // index; `span` describes a single raw-buffer chunk.
+  void Index(std::span<const uint8_t> bytes, uint64_t offset, const pb::ChunkSpan* span);
   // Counts one chunk that will never be on disk, and the records it held (Stats.lost_*).
   void CountLost(const RecordsByKind* records);
   void Stamp(uint8_t* header);
@@ -89,6 +98,9 @@ class RecordingWriter {
   bool closed_ = false;
   std::string last_error_;
   RecordsByKind by_kind_;  // the current raw buffer's, reused
+  // The current file's chunk index; cleared (and indexed_ false) past max_indexed_chunks.
+  std::vector<pb::ChunkSpan> index_;
+  bool indexed_ = true;
   std::vector<uint8_t> encoded_;
   std::vector<uint8_t> framed_;
   std::string serialized_;

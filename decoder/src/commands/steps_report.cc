@@ -1,7 +1,7 @@
 // `cupmon-decode steps`: a table (or csv/jsonl rows) of the training steps of each rank, their
 // time distribution, the slow steps with a command to drill into each, and on merged recordings
 // the steps where ranks diverge, with the straggler.
-#include "steps_report.h"
+#include "commands/steps_report.h"
 
 #include <algorithm>
 #include <cinttypes>
@@ -11,6 +11,7 @@
 #include <set>
 
 #include "cupmon/decoder/kernel_names.h"
+#include "cupmon/decoder/reports.h"
 #include "cupmon/decoder/steps.h"
 #include "cupmon/decoder/trace_builder.h"
 #include "commands/rank_pass.h"
@@ -303,21 +304,21 @@ void PrintRows(std::ostream& out, const std::vector<RankSteps>& ranks, StepForma
 }  // namespace
 
 int RunStepsReport(const std::vector<const Rank*>& chosen, const std::vector<std::string>& paths,
-                   const ReportOptions& options, std::ostream& out, std::ostream& err,
+                   const StepsReportOptions& options, std::ostream& out, std::ostream& err,
                    bool warnings) {
-  const TraceFilter& f = options.filter;
+  const TraceFilter& f = options.read.filter;
   if (f.window || f.from_wall || f.to_wall || f.from_rel || f.to_rel || f.device || f.stream ||
       f.kernel || options.limit) {
     err << "cupmon-decode: steps reads whole recordings: --window, --from, --to, --device, "
            "--stream, --kernel and --limit do not apply (use them on the drill-down commands)\n";
     return kExitUnusable;
   }
-  RankPass pass(chosen, 1, options.progress, err);
+  RankPass pass(chosen, 1, options.read.progress, err);
   const bool merged = pass.merged();
   std::vector<RankSteps> ranks;
   // Several ranks are read at once (RankJobs), their steps kept and reported in rank order.
   pass.Run(
-      RankJobs(chosen.size(), options.jobs, DecodeThreads()),
+      RankJobs(chosen.size(), options.read.jobs, DecodeThreads()),
       [&](size_t i, const PassProgress& progress) {
         return std::make_unique<StepList>(
             FindSteps(chosen[i]->recording, options.steps,
@@ -351,7 +352,7 @@ int RunStepsReport(const std::vector<const Rank*>& chosen, const std::vector<std
     for (size_t i = 0; i < ranks.size(); ++i) {
       const std::string who = merged ? ranks[i].rank->label + ": " : std::string();
       if (i) out << "\n";
-      PrintHeader(out, ranks[i], who, options.full_names || options.filter.mangled);
+      PrintHeader(out, ranks[i], who, options.read.full_names || options.read.filter.mangled);
       if (ranks[i].list.steps.empty()) continue;
       PrintTable(out, ranks[i], devices);
       PrintDistribution(out, ranks[i], options.steps, paths, merged);

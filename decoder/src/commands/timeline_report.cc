@@ -1,7 +1,7 @@
 // `cupmon-decode timeline`: per rank and device, fixed wall-clock buckets of busy %, kernels/s,
 // memcpy bytes/s and device memory in use, streamed as CSV or JSONL rows while each recording is
 // read.
-#include "timeline_report.h"
+#include "commands/timeline_report.h"
 
 #include <cinttypes>
 #include <cstdio>
@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 
+#include "cupmon/decoder/reports.h"
 #include "cupmon/decoder/timeline.h"
 #include "cupmon/decoder/trace_builder.h"
 #include "commands/rank_pass.h"
@@ -148,7 +149,7 @@ class RowWriter {
 // One rank's read for the timeline: the builder's rows through the sink into the buckets.
 struct TimelineRead {
   TimelineRead(const TimelineOptions& timeline_options,
-               std::function<void(const TimelineBucket&)> emit, const ReportOptions& options)
+               std::function<void(const TimelineBucket&)> emit, const RankReadOptions& options)
       : timeline(timeline_options, std::move(emit)),
         sink(&timeline),
         builder(options.filter, &sink, options.horizon, ReorderOptions{}) {}
@@ -160,8 +161,9 @@ struct TimelineRead {
 
 }  // namespace
 
-int RunTimelineReport(const std::vector<const Rank*>& chosen, const ReportOptions& options,
-                      std::ostream& out, std::ostream& err, bool warnings) {
+int RunTimelineReport(const std::vector<const Rank*>& chosen,
+                      const TimelineReportOptions& options, std::ostream& out, std::ostream& err,
+                      bool warnings) {
   if (options.limit) {
     err << "cupmon-decode: timeline writes every bucket of the time span: --limit does not apply "
            "(narrow it with --from/--to or --window)\n";
@@ -171,7 +173,7 @@ int RunTimelineReport(const std::vector<const Rank*>& chosen, const ReportOption
     err << "cupmon-decode: timeline writes csv or jsonl\n";
     return kExitUnusable;
   }
-  RankPass pass(chosen, 1, options.progress, err);
+  RankPass pass(chosen, 1, options.read.progress, err);
   RowWriter writer(out, options.format == ExportFormat::kJsonl);
   uint64_t activities = 0;
   bool too_many_rows = false;
@@ -189,7 +191,7 @@ int RunTimelineReport(const std::vector<const Rank*>& chosen, const ReportOption
             [&writer, rank, pid = rank->recording.header.pid()](const TimelineBucket& b) {
               writer.Write(b, rank->rank, pid);
             },
-            options);
+            options.read);
         ReadRecording(rank->recording, read->builder, &read->integrity,
                       [&](uint64_t done, uint64_t) { progress(0, done); });
         read->builder.Finish();

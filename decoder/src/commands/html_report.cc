@@ -3,7 +3,7 @@
 // use (when the recording has MEMORY2 records), top GPU activities, windows, drops and integrity,
 // and per-rank rows. Two passes per recording: FindSteps, then one
 // TraceBuilder pass feeding the activity table and a TimelineBuilder.
-#include "html_report.h"
+#include "commands/html_report.h"
 
 #include <algorithm>
 #include <cinttypes>
@@ -18,6 +18,7 @@
 #include <unordered_map>
 
 #include "cupmon/decoder/kernel_names.h"
+#include "cupmon/decoder/reports.h"
 #include "cupmon/decoder/memory_usage.h"
 #include "cupmon/decoder/steps.h"
 #include "cupmon/decoder/timeline.h"
@@ -612,7 +613,7 @@ void RanksTable(std::ostream& o, const std::vector<RankPage>& pages) {
   o << "</table>\n";
 }
 
-void WritePage(std::ostream& o, const std::vector<RankPage>& pages, const ReportOptions& options,
+void WritePage(std::ostream& o, const std::vector<RankPage>& pages, const HtmlReportOptions& options,
                const std::vector<std::string>& paths) {
   const bool merged = pages.size() > 1;
   std::map<std::string, Stat> all;
@@ -626,7 +627,7 @@ void WritePage(std::ostream& o, const std::vector<RankPage>& pages, const Report
     << "</style></head>\n<body>\n<h1>cupmon report: " << Esc(where) << "</h1>\n<p id=\"overview\" "
     << "data-ranks=\"" << pages.size() << "\">" << pages.size() << " recording(s)"
     << (merged ? ", merged as the ranks of one job" : "") << ".";
-  const TraceFilter& f = options.filter;
+  const TraceFilter& f = options.read.filter;
   if (f.device || f.stream || f.kernel)
     o << " <span class=\"warn\">Filtered (--device/--stream/--kernel): the activity table and busy "
       << "chart show only matching activities; steps are found in whole recordings.</span>";
@@ -651,12 +652,12 @@ void WritePage(std::ostream& o, const std::vector<RankPage>& pages, const Report
     IntegritySection(o, r, ri);
     o << "</section>\n";
   }
-  ActivityTable(o, all, pages.size(), !options.full_names && !options.filter.mangled);
+  ActivityTable(o, all, pages.size(), !options.read.full_names && !options.read.filter.mangled);
   o << "</body></html>\n";
 }
 
 // Fills a rank's page: steps, then one pass for the activity table and the busy chart.
-void ReadRank(const Rank& rank, const ReportOptions& options, RankPage* page,
+void ReadRank(const Rank& rank, const HtmlReportOptions& options, RankPage* page,
               const std::function<void(int pass, uint64_t done)>& progress) {
   page->rank = &rank;
   page->steps = FindSteps(rank.recording, options.steps, [&](uint64_t done, uint64_t) {
@@ -682,7 +683,7 @@ void ReadRank(const Rank& rank, const ReportOptions& options, RankPage* page,
   });
   MemoryUsage memory;
   PageSink sink(&timeline, &memory);
-  TraceBuilder builder(options.filter, &sink, options.horizon, ReorderOptions{});
+  TraceBuilder builder(options.read.filter, &sink, options.read.horizon, ReorderOptions{});
   ReadRecording(rank.recording, builder, &page->integrity, [&](uint64_t done, uint64_t) {
     progress(1, done);
   });
@@ -730,21 +731,21 @@ void ReadRank(const Rank& rank, const ReportOptions& options, RankPage* page,
 }  // namespace
 
 int RunHtmlReport(const std::vector<const Rank*>& chosen, const std::vector<std::string>& paths,
-                  const ReportOptions& options, std::ostream& out, std::ostream& err,
+                  const HtmlReportOptions& options, std::ostream& out, std::ostream& err,
                   bool warnings) {
-  const TraceFilter& f = options.filter;
+  const TraceFilter& f = options.read.filter;
   if (f.window || f.from_wall || f.to_wall || f.from_rel || f.to_rel || options.limit) {
     err << "cupmon-decode: report covers whole recordings: --window, --from, --to and --limit do "
            "not apply (the page's drill-down commands take them)\n";
     return kExitUnusable;
   }
   // Each recording is read twice (steps, then activities): the progress line counts both.
-  RankPass pass(chosen, 2, options.progress, err);
+  RankPass pass(chosen, 2, options.read.progress, err);
   const bool merged = pass.merged();
   std::vector<RankPage> pages(chosen.size());
   // Several ranks are read at once (RankJobs), their pages kept and reported in rank order.
   pass.Run(
-      RankJobs(chosen.size(), options.jobs, DecodeThreads()),
+      RankJobs(chosen.size(), options.read.jobs, DecodeThreads()),
       [&](size_t i, const PassProgress& progress) {
         auto page = std::make_unique<RankPage>();
         ReadRank(*chosen[i], options, page.get(), progress);

@@ -1,7 +1,7 @@
 // `cupmon-decode diff A B`: one TraceBuilder pass and one FindSteps pass per recording of each
 // side; per-name statistics in bounded memory (DurationHistogram), step times side by side, the
 // verdict and the --fail-above gate.
-#include "diff_report.h"
+#include "commands/diff_report.h"
 
 #include <algorithm>
 #include <array>
@@ -17,6 +17,7 @@
 
 #include "cupmon/decoder/diff.h"
 #include "cupmon/decoder/rank_listing.h"
+#include "cupmon/decoder/reports.h"
 #include "cupmon/decoder/steps.h"
 #include "cupmon/decoder/trace_builder.h"
 #include "commands/rank_pass.h"
@@ -257,9 +258,9 @@ TraceFilter SideFilter(const TraceFilter& common, const DiffSideRange& r) {
 }
 
 // Lists one side's recordings and picks its ranks; false (after a message) when none is usable.
-bool ListSide(Side& side, const ReportOptions& options, std::ostream& err) {
+bool ListSide(Side& side, const DiffReportOptions& options, std::ostream& err) {
   const std::string who = std::string("cupmon-decode: ") + side.name + ": ";
-  auto listing = ListRanks({side.path}, RankListingOptions{options.recursive});
+  auto listing = ListRanks({side.path}, RankListingOptions{options.read.recursive});
   if (!listing) {
     err << who << listing.error().message << "\n";
     return false;
@@ -271,12 +272,12 @@ bool ListSide(Side& side, const ReportOptions& options, std::ostream& err) {
   side.warnings = !listing->refused.empty() || !listing->warnings.empty();
   side.listing = std::move(*listing);
   for (const Rank& r : side.listing->ranks)
-    if ((!options.pid || r.recording.header.pid() == *options.pid) &&
+    if ((!options.read.pid || r.recording.header.pid() == *options.read.pid) &&
         (!side.rank || r.rank == *side.rank))
       side.chosen.push_back(&r);
   if (side.chosen.empty()) {
     err << who << "no usable recording in " << side.path
-        << (options.pid ? " with pid " + std::to_string(*options.pid) : "")
+        << (options.read.pid ? " with pid " + std::to_string(*options.read.pid) : "")
         << (side.rank ? " with rank " + std::to_string(*side.rank) : "") << "\n";
     return false;
   }
@@ -321,7 +322,7 @@ struct SideRankRead {
 // Reads `rank` for `side`: its steps first unless `cached` holds them, then its rows.
 // progress(pass, done): pass 0 finds the steps, pass 1 reads the rows.
 std::unique_ptr<SideRankRead> ReadSideRank(const Side& side, const Rank& rank,
-                                           const ReportOptions& options, const StepList* cached,
+                                           const DiffReportOptions& options, const StepList* cached,
                                            const std::function<void(int, uint64_t)>& progress) {
   auto r = std::make_unique<SideRankRead>();
   r->steps = cached;
@@ -331,7 +332,7 @@ std::unique_ptr<SideRankRead> ReadSideRank(const Side& side, const Rank& rank,
     r->steps = r->own_steps.get();
   }
   r->sink = std::make_unique<DiffSink>(r->steps->steps);
-  r->builder = std::make_unique<TraceBuilder>(side.filter, r->sink.get(), options.horizon);
+  r->builder = std::make_unique<TraceBuilder>(side.filter, r->sink.get(), options.read.horizon);
   ReadRecording(rank.recording, *r->builder, &r->integrity,
                 [&](uint64_t done, uint64_t) { progress(1, done); });
   r->builder->Finish();
@@ -683,7 +684,7 @@ bool Inverted(const TraceFilter& f) {
 }  // namespace
 
 int RunDiffReport(const std::string& path_a, const std::string& path_b,
-                  const ReportOptions& options, std::ostream& out, std::ostream& err) {
+                  const DiffReportOptions& options, std::ostream& out, std::ostream& err) {
   const DiffOptions& o = options.diff;
   if (o.fail_above && !(*o.fail_above >= 0)) {
     err << "cupmon-decode: diff: --fail-above takes a percentage of 0 or more\n";
@@ -693,8 +694,8 @@ int RunDiffReport(const std::string& path_a, const std::string& path_b,
   a.name = "A", b.name = "B";
   a.path = path_a, b.path = path_b;
   a.rank = o.a.rank, b.rank = o.b.rank;
-  a.filter = SideFilter(options.filter, o.a);
-  b.filter = SideFilter(options.filter, o.b);
+  a.filter = SideFilter(options.read.filter, o.a);
+  b.filter = SideFilter(options.read.filter, o.b);
   for (Side* s : {&a, &b}) {
     s->range = DescribeRange(s->filter);
     if (Inverted(s->filter)) {
@@ -718,8 +719,8 @@ int RunDiffReport(const std::string& path_a, const std::string& path_b,
       side_of.push_back(s);
       shared |= !keys.insert(StepKey(r->recording)).second;
     }
-  RankPass pass(reads, 2, options.progress, err);
-  const size_t jobs = shared ? 1 : RankJobs(reads.size(), options.jobs, DecodeThreads());
+  RankPass pass(reads, 2, options.read.progress, err);
+  const size_t jobs = shared ? 1 : RankJobs(reads.size(), options.read.jobs, DecodeThreads());
   StepCache cache;  // read on this thread only (jobs == 1)
   SideSeen seen;    // of the side being added
   bool usable = true;
