@@ -87,10 +87,10 @@ void AddCommon(CLI::App* app, CommonArgs* a) {
                   "CUPMON_DECODE_THREADS")
       ->check(CLI::Range(1, 2));
   app->add_option("--jobs", a->jobs,
-                  "summary, info, steps and report of several ranks, and diff's two sides: ranks "
-                  "read at once, each with --threads threads (default: as many as the CPUs hold "
-                  "at --threads each, at most 8 and one per 128 MiB of memory left; 1 reads them "
-                  "one after another). The output is the same, in rank order")
+                  "summary, info, steps, job and report of several ranks, and diff's two sides: "
+                  "ranks read at once, each with --threads threads (default: as many as the CPUs "
+                  "hold at --threads each, at most 8 and one per 128 MiB of memory left; 1 reads "
+                  "them one after another). The output is the same, in rank order")
       ->check(CLI::Range(1, 1024));
   app->add_option("--clock", a->clock,
                   "wall (default): times in unix ns through the recording's calibration; cupti: "
@@ -206,6 +206,7 @@ int main(int argc, char** argv) {
       "  cupmon-decode diff rec rec --window-a 1 --window-b 2   # two windows of one recording\n"
       "  cupmon-decode diff rec rec --from-a 0s --to-a 10s --from-b 50s --to-b 60s\n"
       "  cupmon-decode diff base/ new/ --fail-above 5   # CI gate: exit 3 when B is >5% slower\n"
+      "  cupmon-decode job job/   # slow steps: which rank, its work, host or the collectives\n"
       "  cupmon-decode report job/ -o report.html   # one self-contained HTML page\n"
       "  cupmon-decode summary rec/ --threads 1   # read on one thread (default: 2 where 2 CPUs)\n"
       "  cupmon-decode summary job/ --jobs 4   # read 4 ranks at once (default: CPUs / threads)\n\n"
@@ -262,6 +263,11 @@ int main(int argc, char** argv) {
        "kind calls, total, mean, p50, p99 and their change, step times, a verdict; --fail-above "
        "makes it a CI gate",
        ReportKind::kDiff},
+      {"job",
+       "Which rank made a step slow, and why: the ranks' collectives matched instance by instance "
+       "(not by their clocks), per step and rank work, collective time, wait and host gap, a "
+       "verdict per slow step (gpu-work, host-gap, collectives, unexplained), stragglers, hangs",
+       ReportKind::kJob},
       {"report",
        "One self-contained HTML page (-o FILE.html): header, step-time chart with slow steps and "
        "their drill-down commands, busy time per GPU, device memory in use (MEMORY2 records), top "
@@ -416,6 +422,31 @@ int main(int argc, char** argv) {
                       "durations, over the names on both sides); see docs/DECODER.md")
           ->check(CLI::NonNegativeNumber);
     }
+    if (c.kind == ReportKind::kJob) {
+      sub->add_option("--format", report_format,
+                      "text (default: the answers) or json (one document, schema cupmon.job/1, "
+                      "with every step and rank)")
+          ->check(CLI::IsMember({"text", "json"}));
+      sub->add_option("--by", steps_by, "How each rank's steps are found, as for steps: auto "
+                      "(default), pattern or annotation")
+          ->check(CLI::IsMember({"auto", "pattern", "annotation"}));
+      sub->add_option("--slow-factor", steps_slow_factor,
+                      "A step is slow at this many times the median of the steps before it "
+                      "(default 1.5), on the job's step time (its longest rank's)")
+          ->check(CLI::PositiveNumber);
+      sub->get_option("--from")->description(
+          "Only the job steps that start at or after this time (same forms as for the other "
+          "commands; relative: to the first step)");
+      sub->get_option("--to")->description("Only the job steps that start before this time");
+      sub->footer(
+          "Examples:\n"
+          "  cupmon-decode job /shared/cupmon/job-1234/   # slow steps: which rank, and why\n"
+          "  cupmon-decode job job/ --from 2026-03-01T12:00:00Z --to 2026-03-01T13:00:00Z\n"
+          "  cupmon-decode job job/ --format json | jq '.slow_steps[]'\n\n"
+          "Each rank's steps are as `steps` finds them; the figures, the verdict classes and "
+          "their thresholds: docs/DECODER.md, \"Which rank, which step, and why (`job`)\". "
+          "--jobs reads several ranks at once, as for summary.");
+    }
     if (c.kind == ReportKind::kReport) {
       sub->add_option("--slow-factor", steps_slow_factor,
                       "A step is slow at this many times the median of the steps before it "
@@ -551,7 +582,8 @@ int main(int argc, char** argv) {
   // terminal would tear through them. Summary and info write only once reading is done.
   const bool streams_to_terminal = args.output.empty() && isatty(STDOUT_FILENO) &&
                                    kind != ReportKind::kSummary && kind != ReportKind::kInfo &&
-                                   kind != ReportKind::kSteps && kind != ReportKind::kDiff;
+                                   kind != ReportKind::kSteps && kind != ReportKind::kDiff &&
+                                   kind != ReportKind::kJob;
   opt.progress = isatty(STDERR_FILENO) && !streams_to_terminal;
   if (!args.from.empty() &&
       !cupmon::decoder::ParseTimeArg(args.from, &opt.filter.from_rel, &opt.filter.from_wall)) {

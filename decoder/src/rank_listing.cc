@@ -214,7 +214,12 @@ Expected<RankListing> ListRanks(const std::vector<std::string>& paths,
   for (Rank& r : out.ranks) {
     const auto& h = r.recording.header;
     const Importer& importer = r.recording.importer ? *r.recording.importer : CupmonFiles();
-    r.label = "rank " + std::to_string(r.rank) + " (" + importer.ProcessName(r.recording) + ")";
+    // A number the launcher gave names the rank. One made up by (host, pid) order means nothing
+    // across jobs, where every job has its own rank 0: such a rank goes by its process alone.
+    if (r.rank_from_header || !out.mixed_jobs)
+      r.label = "rank " + std::to_string(r.rank) + " (" + importer.ProcessName(r.recording) + ")";
+    else
+      r.label = importer.ProcessName(r.recording);
     if (out.mixed_jobs)
       r.label += " " + (r.job.empty() ? "(no job id: " + CommandOf(h) + ")" : "job " + r.job);
   }

@@ -12,6 +12,7 @@
 
 #include "commands/diff_report.h"
 #include "commands/html_report.h"
+#include "commands/job_command.h"
 #include "commands/rows_report.h"
 #include "commands/steps_report.h"
 #include "commands/timeline_report.h"
@@ -37,6 +38,11 @@ RankReadOptions ReadOptionsOf(const ReportOptions& o) {
 
 StepsReportOptions StepsOptionsOf(const ReportOptions& o) {
   return {.read = ReadOptionsOf(o), .limit = o.limit, .steps = o.steps};
+}
+
+JobCommandOptions JobOptionsOf(const ReportOptions& o) {
+  return {.read = ReadOptionsOf(o), .limit = o.limit, .format = o.report_format,
+          .steps = o.steps};
 }
 
 TimelineReportOptions TimelineOptionsOf(const ReportOptions& o) {
@@ -214,6 +220,8 @@ int RunReport(ReportKind kind, const std::vector<std::string>& paths, const Repo
   switch (kind) {
     case ReportKind::kSteps:
       return RunStepsReport(chosen, paths, StepsOptionsOf(options), out, err, warnings);
+    case ReportKind::kJob:
+      return RunJobCommand(chosen, paths, JobOptionsOf(options), out, err, warnings);
     case ReportKind::kTimeline:
       return RunTimelineReport(chosen, TimelineOptionsOf(options), out, err, warnings);
     case ReportKind::kReport:

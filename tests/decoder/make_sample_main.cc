@@ -13,6 +13,10 @@
 //   cupmon-make-sample --steps DIR 100000 2       the same loop with gemm_wgrad 2x slower (`diff`)
 //   cupmon-make-sample --overlapping-steps DIR    a training loop whose streams overlap and whose
 //                                                 records come when kernels end, out of start order
+//   cupmon-make-sample --job DIR RANKS [WHAT...]  a data-parallel job of RANKS ranks (DIR/rank*),
+//                                                 clocks seconds apart, with injected stragglers:
+//                                                 host-gap:R:S:MS gpu-work:R:S:MS collectives:S:MS
+//                                                 hang:R:S first-step:R:S steps:N
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -21,6 +25,7 @@
 
 #include "cupmon/base/check.h"
 #include "recording_builder.h"
+#include "job_stream.h"
 #include "step_stream.h"
 
 namespace {
@@ -332,7 +337,54 @@ size_t WriteSteps(const std::string& dir) {
 
 }  // namespace
 
+// `--job DIR RANKS [WHAT...]`: the job of tests/decoder/job_stream.h; returns an exit code.
+int WriteJob(int argc, char** argv) {
+  using cupmon::testing::JobInjection;
+  cupmon::testing::JobStreamSpec spec;
+  char* end = nullptr;
+  const unsigned long ranks = std::strtoul(argv[3], &end, 10);
+  if (end == argv[3] || *end || ranks == 0 || ranks > 1024) {
+    std::fprintf(stderr, "%s: RANKS must be a number 1..1024, not '%s'\n", argv[0], argv[3]);
+    return 2;
+  }
+  spec.ranks = static_cast<uint32_t>(ranks);
+  for (int i = 4; i < argc; ++i) {
+    const std::string what = argv[i];
+    std::vector<unsigned long long> n;
+    const size_t colon = what.find(':');
+    const std::string kind = what.substr(0, colon);
+    for (size_t at = colon; at != std::string::npos;) {
+      const size_t next = what.find(':', at + 1);
+      n.push_back(std::strtoull(what.substr(at + 1, next - at - 1).c_str(), nullptr, 10));
+      at = next;
+    }
+    const auto u = [&](size_t k) { return static_cast<uint32_t>(n[k]); };
+    if ((kind == "host-gap" || kind == "gpu-work") && n.size() == 3)
+      spec.inject.push_back({kind == "host-gap" ? JobInjection::kHostGap : JobInjection::kGpuWork,
+                             u(0), u(1), n[2] * 1'000'000});
+    else if (kind == "collectives" && n.size() == 2)
+      spec.inject.push_back({JobInjection::kCollectives, 0, u(0), n[1] * 1'000'000});
+    else if (kind == "hang" && n.size() == 2)
+      spec.inject.push_back({JobInjection::kHang, u(0), u(1), 0});
+    else if (kind == "first-step" && n.size() == 2 && u(0) < spec.ranks) {
+      spec.first_step.resize(spec.ranks, 1);
+      spec.first_step[u(0)] = u(1);
+    } else if (kind == "steps" && n.size() == 1 && n[0] > 0)
+      spec.steps = u(0);
+    else {
+      std::fprintf(stderr, "%s: cannot read '%s' (host-gap:R:S:MS, gpu-work:R:S:MS, "
+                   "collectives:S:MS, hang:R:S, first-step:R:S or steps:N)\n", argv[0], argv[i]);
+      return 2;
+    }
+  }
+  cupmon::testing::WriteJobStream(argv[2], cupmon::testing::MakeJobStream(spec));
+  std::printf("wrote a synthetic job of %u ranks (CUPTI test double) to %s/rank*\n", spec.ranks,
+              argv[2]);
+  return 0;
+}
+
 int main(int argc, char** argv) {
+  if (argc >= 4 && std::strcmp(argv[1], "--job") == 0) return WriteJob(argc, argv);
   if (argc == 3 && std::strcmp(argv[1], "--overlap") == 0) {
     const size_t n = WriteOverlap(argv[2]);
     std::printf("wrote a synthetic recording (%zu records, CUPTI test double) to %s\n", n, argv[2]);
@@ -427,7 +479,7 @@ int main(int argc, char** argv) {
         "usage: %s DIR [RECORDS] | --ranks RANKS DIR RECORDS | --overlap DIR |\n"
         "       --annotated-steps DIR | --nvtx DIR | --memory DIR |\n"
         "       --memory-check DIR [--wrong] | --steps DIR RECORDS [SLOWER] |\n"
-        "       --overlapping-steps DIR\n"
+        "       --overlapping-steps DIR | --job DIR RANKS [WHAT...]\n"
         "Writes a synthetic recording (CUPTI test double, not GPU data) into DIR: the small\n"
         "sample, RECORDS records of a training-like mix for timing cupmon-decode,\n"
         "(--ranks) RANKS such recordings of one job in DIR/rank0, DIR/rank1, ...,\n"
@@ -439,7 +491,10 @@ int main(int argc, char** argv) {
         "on stdout (--wrong: one release missing), or\n"
         "(--steps) a training loop of about RECORDS records for timing cupmon-decode steps\n"
         "(SLOWER: its gemm_wgrad kernel lasts SLOWER times longer, a regression for diff), or\n"
-        "(--overlapping-steps) such a loop whose streams overlap, recorded out of start order.\n"
+        "(--overlapping-steps) such a loop whose streams overlap, recorded out of start order,\n"
+        "or (--job) a data-parallel job of RANKS ranks on clocks seconds apart, with WHAT\n"
+        "injected: host-gap:R:S:MS, gpu-work:R:S:MS (rank R, step S, MS milliseconds),\n"
+        "collectives:S:MS, hang:R:S, first-step:R:S (history from step S), steps:N.\n"
         "  %s /tmp/sample\n  %s /tmp/big 10000000\n  %s --ranks 8 /tmp/job 1000000\n"
         "  %s --memory /tmp/mem\n",
         argv[0], argv[0], argv[0], argv[0], argv[0]);

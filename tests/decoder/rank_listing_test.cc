@@ -353,9 +353,13 @@ TEST_F(MergeReportTest, UnrelatedJobsAreReportedAndStillMerged) {
   const Result p = Decode(ReportKind::kInfo, {other.path()});
   EXPECT_EQ(p.rc, kExitWarnings);
   EXPECT_NE(
-      p.err.find("rank 0 (synthetic-host:1001) (no job id: python serve.py), recording 0xabc3e9"),
+      p.err.find("\n    synthetic-host:1001 (no job id: python serve.py), recording 0xabc3e9"),
       std::string::npos)
       << p.err;
+  // Each such process is a job of its own: none is called "rank 0".
+  EXPECT_NE(p.err.find("\n    synthetic-host:1000 (no job id: "), std::string::npos) << p.err;
+  EXPECT_EQ(p.err.find("rank 0"), std::string::npos) << p.err;
+  EXPECT_EQ(p.out.find("rank 0"), std::string::npos) << p.out;
 }
 
 TEST_F(MergeReportTest, LauncherWithoutRankOrActivityIsLeftOutWithANote) {

@@ -16,7 +16,8 @@ struct Rank {
   uint32_t rank = 0;              // within its job (see ListRanks)
   bool rank_from_header = false;  // false: numbered by (host, pid) order
   std::string job;                // RecordingHeader.job_id, "" when absent
-  // "rank N (host:pid)", plus " job J" when recordings of several jobs are merged.
+  // "rank N (host:pid)", plus " job J" when recordings of several jobs are merged; there a rank
+  // without a launcher number is "host:pid" alone (every job would have its own "rank 0").
   std::string label;
 };
 

@@ -20,9 +20,10 @@
 namespace cupmon::decoder {
 
 // kTimeline writes ExportFormat kCsv or kJsonl. kReport: one self-contained HTML page
-// (decoder/src/commands/html_report.cc).
+// (decoder/src/commands/html_report.cc). kJob: which rank made a step slow, and why
+// (decoder/src/commands/job_command.cc).
 enum class ReportKind { kSummary, kGpuTrace, kApiTrace, kKernExec, kExport, kInfo, kSteps,
-                        kTimeline, kDiff, kReport };
+                        kTimeline, kDiff, kReport, kJob };
 // summary and info: the text report, one JSON document (schemas cupmon.summary/1 and
 // cupmon.info/1, docs/DECODER.md), or CSV (summary's tables only; info has none).
 enum class ReportFormat { kText, kJson, kCsv };
