@@ -72,7 +72,6 @@ PeriodicFlush::Done PeriodicFlush::FlushOnce() {
   cupti_.ActivityFlushAll(0);
   const Done done{clock_.SteadyNs() - began, began_cupti};
   began_cupti_ns_.store(0, std::memory_order_release);
-  flushes_.fetch_add(1, std::memory_order_relaxed);
   return done;
 }
 

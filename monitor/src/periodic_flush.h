@@ -52,7 +52,6 @@ class PeriodicFlush {
   // and for how long it has run (steady ns); 0 when none runs.
   uint64_t running_since_cupti_ns() const { return began_cupti_ns_.load(std::memory_order_acquire); }
   int64_t running_for_ns() const;
-  uint64_t flushes() const { return flushes_.load(std::memory_order_relaxed); }
 
  private:
   void Run() noexcept;
@@ -75,7 +74,6 @@ class PeriodicFlush {
   // Written by the flush thread around each flush; read by any thread.
   std::atomic<uint64_t> began_cupti_ns_{0};
   std::atomic<int64_t> began_steady_ns_{0};
-  std::atomic<uint64_t> flushes_{0};
 };
 
 }  // namespace cupmon
