@@ -518,6 +518,12 @@ void ControlLoop::CheckCallbacks() {
       return;
     case CallbackWatch::Action::kReclaim: {
       const int64_t held_ms = now_ms - watch_->gap_start_ms();
+      // Counted before cupmon's callbacks are back: from then on, the application's next
+      // record may ask cupmon for a new buffer, which is not stranded.
+      const uint64_t at_writer_now =
+          parts_.counters.buffers_at_writer.load(std::memory_order_relaxed);
+      const uint64_t held_by_other =
+          pool.in_use() > at_writer_now ? pool.in_use() - at_writer_now : 0;
       CUptiResult r;
       if (auto* mux = dynamic_cast<CuptiMux*>(&parts_.cupti)) {
         r = mux->Reassert();
@@ -528,9 +534,7 @@ void ControlLoop::CheckCallbacks() {
         for (uint32_t kind : parts_.facts.enabled_kinds)
           parts_.cupti.ActivityEnable(static_cast<CUpti_ActivityKind>(kind));
       }
-      const uint64_t at_writer_now =
-          parts_.counters.buffers_at_writer.load(std::memory_order_relaxed);
-      watch_->Reclaimed(pool.in_use() > at_writer_now ? pool.in_use() - at_writer_now : 0);
+      watch_->Reclaimed(held_by_other);
       parts_.counters.stranded_buffers.store(watch_->stranded(), std::memory_order_relaxed);
       const std::string note =
           r == CUPTI_SUCCESS

@@ -11,10 +11,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <mutex>
 #include <set>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "cupmon/decoder/recording_reader.h"
@@ -654,12 +656,20 @@ class HoldingCupti final : public CuptiApi {
  public:
   explicit HoldingCupti(FakeCupti& f) : f_(f) {}
   std::atomic<bool> hold{false};
+  // Runs on the monitor's thread right after it switches a kind on: the application's next record,
+  // racing the reclaim.
+  std::function<void()> after_enable;
   CUptiResult GetVersion(uint32_t* v) override { return f_.GetVersion(v); }
   CUptiResult ActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc r,
                                         CUpti_BuffersCallbackCompleteFunc c) override {
     return f_.ActivityRegisterCallbacks(r, c);
   }
-  CUptiResult ActivityEnable(CUpti_ActivityKind k) override { return f_.ActivityEnable(k); }
+  CUptiResult ActivityEnable(CUpti_ActivityKind k) override {
+    const CUptiResult r = f_.ActivityEnable(k);
+    if (k == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL && after_enable)
+      std::exchange(after_enable, nullptr)();
+    return r;
+  }
   CUptiResult ActivityDisable(CUpti_ActivityKind k) override { return f_.ActivityDisable(k); }
   CUptiResult ActivityFlushAll(uint32_t flag) override {
     if (hold && !(flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED)) return CUPTI_SUCCESS;
@@ -750,11 +760,15 @@ TEST(TakeoverTest, AnotherClientTakingTheCallbacksIsMarkedCountedAndUndone) {
     std::lock_guard<std::mutex> lk(g_other_mu);
     EXPECT_EQ(g_other_unknown, 1u);  // cupmon's buffer went to the other client
   }
+  // cupmon takes CUPTI back after reclaim_ms and switches its kinds on again; the application's
+  // next kernel asks cupmon for a new buffer at once, before the reclaim is done. That buffer is
+  // cupmon's own, not stranded.
+  std::atomic<bool> first_after{false};
+  cupti.after_enable = [&] { first_after = p->Kernel(name, 400, 401); };
   // Its session ends: it switches its kinds off (cupmon's too, CUPTI's kinds are process-wide).
   fake.ActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-  // cupmon takes CUPTI back after reclaim_ms and switches its kinds on again.
-  ASSERT_TRUE(WaitFor([&] { return fake.kind_enabled(kKernel); }));
-  for (int i = 0; i < 7; ++i) ASSERT_TRUE(p->Kernel(name, 400 + i, 401 + i));
+  ASSERT_TRUE(WaitFor([&] { return fake.kind_enabled(kKernel) && first_after.load(); }));
+  for (int i = 1; i < 7; ++i) ASSERT_TRUE(p->Kernel(name, 400 + i, 401 + i));
   (*m)->Stop();
   const MonitorStats st = (*m)->GetStats();
   EXPECT_EQ(st.cupti_gaps, 1u);
