@@ -38,17 +38,20 @@ class AutoWindowTrigger {
   }
 
   // `mailbox` null: the monitor has no step watch (no automatic windows). `window` is the one
-  // the trigger opens; `stopping` ends the poll.
+  // the trigger opens; `stopping` ends the poll; `control_thread` is the control thread's check
+  // (ControlLoop's).
   AutoWindowTrigger(const SessionFacts& facts, AutoWindowMailbox* mailbox, WriterQueue& queue,
                     TraceWindow& window, MonitorCounters& counters, boost::asio::io_context& io,
-                    MonitorClock& clock, const std::atomic<bool>& stopping)
+                    MonitorClock& clock, const std::atomic<bool>& stopping,
+                    const ThreadChecker& control_thread)
       : facts_(facts),
         mailbox_(mailbox),
         queue_(queue),
         window_(window),
         counters_(counters),
         clock_(clock),
-        timer_(io, clock, stopping, counters.control_faults) {}
+        timer_(io, clock, stopping, counters.control_faults),
+        thread_(control_thread) {}
   AutoWindowTrigger(const AutoWindowTrigger&) = delete;
   AutoWindowTrigger& operator=(const AutoWindowTrigger&) = delete;
 
@@ -76,7 +79,7 @@ class AutoWindowTrigger {
   MonitorClock& clock_;
   RepeatingTimer timer_;
 
-  ThreadChecker thread_;  // the control thread
+  const ThreadChecker& thread_;  // the control thread (ControlLoop binds it)
   bool running_ = false;
   std::optional<int64_t> last_auto_ns_;  // steady time (clock_) of the last automatic window
   std::optional<TraceWindow::Request> once_request_;  // armed by --when-slower

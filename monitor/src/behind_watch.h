@@ -25,13 +25,15 @@ namespace cupmon {
 // thread joined, on the stopping thread.
 class BehindWatch {
  public:
+  // `control_thread`: the control thread's check (ControlLoop's).
   BehindWatch(CuptiApi& cupti, WriterQueue& queue, RecordingPipeline& pipeline,
-              MonitorCounters& counters, uint32_t flush_ms)
+              MonitorCounters& counters, uint32_t flush_ms, const ThreadChecker& control_thread)
       : cupti_(cupti),
         queue_(queue),
         pipeline_(pipeline),
         counters_(counters),
-        flush_ms_(flush_ms) {}
+        flush_ms_(flush_ms),
+        thread_(control_thread) {}
   BehindWatch(const BehindWatch&) = delete;
   BehindWatch& operator=(const BehindWatch&) = delete;
 
@@ -60,7 +62,7 @@ class BehindWatch {
   MonitorCounters& counters_;
   const uint32_t flush_ms_;
 
-  ThreadChecker thread_;       // the control thread
+  const ThreadChecker& thread_;  // the control thread (ControlLoop binds it)
   bool behind_ = false;        // a BEHIND_BEGIN written, its END not yet
   uint32_t id_ = 0;
   uint64_t zero_ts_seen_ = 0;  // zero-timestamp records the writer had counted at the last flush

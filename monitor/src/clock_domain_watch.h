@@ -14,10 +14,11 @@ namespace cupmon {
 // Threading: control thread only (checked).
 class ClockDomainWatch {
  public:
-  // `start` is the sample the recording header carries.
+  // `start` is the sample the recording header carries; `control_thread` the control thread's
+  // check (ControlLoop's).
   ClockDomainWatch(CuptiApi& cupti, MonitorClock& clock, WriterQueue& queue,
-                   const pb::CalibrationSample& start)
-      : cupti_(cupti), clock_(clock), queue_(queue), last_(start) {}
+                   const pb::CalibrationSample& start, const ThreadChecker& control_thread)
+      : cupti_(cupti), clock_(clock), queue_(queue), thread_(control_thread), last_(start) {}
   ClockDomainWatch(const ClockDomainWatch&) = delete;
   ClockDomainWatch& operator=(const ClockDomainWatch&) = delete;
 
@@ -32,7 +33,7 @@ class ClockDomainWatch {
   MonitorClock& clock_;
   WriterQueue& queue_;
 
-  ThreadChecker thread_;  // the control thread
+  const ThreadChecker& thread_;  // the control thread (ControlLoop binds it)
   // The last two samples written.
   pb::CalibrationSample last_, prev_;
   int written_ = 1;

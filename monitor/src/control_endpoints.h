@@ -26,17 +26,19 @@ class ControlEndpoints {
  public:
   // `target` serves the control plane's requests, `metrics` the endpoint's scrapes.
   // `on_termination_signal`: SIGTERM/SIGINT caught, on the control thread; null: those signals are
-  // left alone. `faults` counts exceptions of Shutdown().
+  // left alone. `faults` counts exceptions of Shutdown(). `control_thread`: the control thread's
+  // check (ControlLoop's).
   ControlEndpoints(boost::asio::io_context& io, const MonitorConfig& config,
                    control::ControlTarget& target, metrics::MetricsSource& metrics,
                    std::function<void(int)> on_termination_signal,
-                   std::atomic<uint64_t>& faults)
+                   std::atomic<uint64_t>& faults, const ThreadChecker& control_thread)
       : io_(io),
         config_(config),
         target_(target),
         metrics_source_(metrics),
         on_termination_signal_(std::move(on_termination_signal)),
-        faults_(faults) {}
+        faults_(faults),
+        thread_(control_thread) {}
   ControlEndpoints(const ControlEndpoints&) = delete;
   ControlEndpoints& operator=(const ControlEndpoints&) = delete;
 
@@ -60,7 +62,7 @@ class ControlEndpoints {
   const std::function<void(int)> on_termination_signal_;
   std::atomic<uint64_t>& faults_;
 
-  ThreadChecker thread_;  // the control thread
+  const ThreadChecker& thread_;  // the control thread (ControlLoop binds it)
   std::unique_ptr<control::ControlPlane> control_;
   std::unique_ptr<metrics::MetricsServer> metrics_;
   std::unique_ptr<TerminationSignals> term_;

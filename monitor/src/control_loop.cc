@@ -40,25 +40,26 @@ void ControlLoop::Start() {
   window_ =
       std::make_unique<TraceWindow>(io_, parts_.cupti, std::move(wo), std::move(hooks), clock_);
   takeover_ = std::make_unique<TakeoverWatch>(f, parts_.cupti, parts_.pool, parts_.queue,
-                                              parts_.counters, clock_);
+                                              parts_.counters, clock_, control_thread_);
   behind_ = std::make_unique<BehindWatch>(parts_.cupti, parts_.queue, parts_.pipeline,
-                                          parts_.counters, c.flush_ms);
-  clock_domain_ = std::make_unique<ClockDomainWatch>(parts_.cupti, clock_, parts_.queue,
-                                                     f.start_calibration.samples(0));
+                                          parts_.counters, c.flush_ms, control_thread_);
+  clock_domain_ = std::make_unique<ClockDomainWatch>(
+      parts_.cupti, clock_, parts_.queue, f.start_calibration.samples(0), control_thread_);
   auto_ = std::make_unique<AutoWindowTrigger>(f, parts_.auto_window, parts_.queue, *window_,
-                                              parts_.counters, io_, clock_, stopping_);
+                                              parts_.counters, io_, clock_, stopping_,
+                                              control_thread_);
   ticks_ = std::make_unique<PeriodicTicks>(
       PeriodicTicks::Parts{f, parts_.cupti, clock_, parts_.queue, parts_.counters,
                            parts_.fill_stats, parts_.faults, parts_.rebinder, *clock_domain_,
                            *behind_, *takeover_, *auto_},
-      io_, stopping_);
+      io_, stopping_, control_thread_);
   metrics_ = std::make_unique<MonitorMetrics>(f, parts_.pipeline, parts_.fill_stats);
   requests_ = std::make_unique<ControlRequests>(ControlRequests::Parts{
       f, parts_.pipeline, parts_.queue, parts_.counters, clock_, parts_.fill_stats, *window_,
-      *auto_, *ticks_, *metrics_, stopping_});
-  endpoints_ = std::make_unique<ControlEndpoints>(io_, c, *requests_, *metrics_,
-                                                  parts_.on_termination_signal,
-                                                  parts_.counters.control_faults);
+      *auto_, *ticks_, *metrics_, stopping_, control_thread_});
+  endpoints_ = std::make_unique<ControlEndpoints>(
+      io_, c, *requests_, *metrics_, parts_.on_termination_signal, parts_.counters.control_faults,
+      control_thread_);
   ticks_->RebindAllImports();
   MaybeFault(parts_.faults, "start.control_thread");
   ticks_->StartFlushThread();
@@ -72,6 +73,8 @@ void ControlLoop::Start() {
 
 void ControlLoop::Run() noexcept {
   pthread_setname_np(pthread_self(), "cupmon-control");
+  control_thread_.BindToCurrentThread();
+  window_->BindToCurrentThread();
   for (;;) {
     try {
       io_.run();

@@ -25,6 +25,7 @@
 #include "control_endpoints.h"
 #include "control_requests.h"
 #include "cupmon.pb.h"
+#include "cupmon/base/thread_checker.h"
 #include "cupmon/control/control_plane.h"
 #include "cupmon/monitor/buffer_pool.h"
 #include "cupmon/monitor/cupti_api.h"
@@ -140,6 +141,9 @@ class ControlLoop final {
   MonitorClock& clock_;
   std::thread thread_;
   std::atomic<bool> stopping_{false};
+  // The control thread's check, bound by Run() before the io_context serves anything; the parts
+  // below check against it.
+  ThreadChecker control_thread_;
 
   // Created in Start() before the thread runs; used on the control thread (each part checks).
   std::unique_ptr<TraceWindow> window_;

@@ -43,11 +43,13 @@ class ControlRequests final : public control::ControlTarget {
     PeriodicTicks& ticks;
     MonitorMetrics& metrics;
     const std::atomic<bool>& stopping;
+    const ThreadChecker& control_thread;  // ControlLoop's
   };
   static constexpr auto kMinFlushInterval = std::chrono::milliseconds(100);
   static constexpr auto kMinRotateInterval = std::chrono::seconds(1);
 
-  explicit ControlRequests(Parts parts) : parts_(std::move(parts)) {}
+  explicit ControlRequests(Parts parts)
+      : parts_(std::move(parts)), thread_(parts_.control_thread) {}
   ControlRequests(const ControlRequests&) = delete;
   ControlRequests& operator=(const ControlRequests&) = delete;
 
@@ -62,7 +64,7 @@ class ControlRequests final : public control::ControlTarget {
 
  private:
   Parts parts_;
-  ThreadChecker thread_;  // the control thread
+  const ThreadChecker& thread_;  // the control thread (ControlLoop binds it)
   // Steady times (clock) of the last flush and rotation requests.
   std::optional<int64_t> last_flush_ns_, last_rotate_ns_;
   std::atomic<uint64_t> trigger_signals_{0};  // written on the control thread

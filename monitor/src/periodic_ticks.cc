@@ -8,12 +8,14 @@
 namespace cupmon {
 
 PeriodicTicks::PeriodicTicks(Parts parts, boost::asio::io_context& io,
-                             const std::atomic<bool>& stopping)
+                             const std::atomic<bool>& stopping,
+                             const ThreadChecker& control_thread)
     : parts_(std::move(parts)),
       io_(io),
       stopping_(stopping),
       flush_timer_(io, parts_.clock, stopping, parts_.counters.control_faults),
-      stats_timer_(io, parts_.clock, stopping, parts_.counters.control_faults) {}
+      stats_timer_(io, parts_.clock, stopping, parts_.counters.control_faults),
+      thread_(control_thread) {}
 
 void PeriodicTicks::RebindAllImports() {
   if (!parts_.rebinder) return;

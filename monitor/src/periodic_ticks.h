@@ -53,7 +53,9 @@ class PeriodicTicks {
     TakeoverWatch& takeover;
     AutoWindowTrigger& auto_window;
   };
-  PeriodicTicks(Parts parts, boost::asio::io_context& io, const std::atomic<bool>& stopping);
+  // `control_thread`: the control thread's check (ControlLoop's).
+  PeriodicTicks(Parts parts, boost::asio::io_context& io, const std::atomic<bool>& stopping,
+                const ThreadChecker& control_thread);
   PeriodicTicks(const PeriodicTicks&) = delete;
   PeriodicTicks& operator=(const PeriodicTicks&) = delete;
 
@@ -91,7 +93,7 @@ class PeriodicTicks {
   RepeatingTimer stats_timer_;
   std::unique_ptr<PeriodicFlush> flusher_;  // created by StartFlushThread()
 
-  ThreadChecker thread_;  // the control thread
+  const ThreadChecker& thread_;  // the control thread (ControlLoop binds it)
   // A cupmonctl flush asked for a stats chunk after the flush it requested.
   std::atomic<bool> stats_after_flush_{false};
 };

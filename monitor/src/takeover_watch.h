@@ -24,14 +24,17 @@ namespace cupmon {
 // last_active_cupti_ns() after that thread joined, on the stopping thread.
 class TakeoverWatch {
  public:
+  // `control_thread`: the control thread's check (ControlLoop's).
   TakeoverWatch(const SessionFacts& facts, CuptiApi& cupti, BufferPool& pool, WriterQueue& queue,
-                MonitorCounters& counters, MonitorClock& clock)
+                MonitorCounters& counters, MonitorClock& clock,
+                const ThreadChecker& control_thread)
       : facts_(facts),
         cupti_(cupti),
         pool_(pool),
         queue_(queue),
         counters_(counters),
         clock_(clock),
+        thread_(control_thread),
         watch_(facts.config.reclaim_ms) {}
   TakeoverWatch(const TakeoverWatch&) = delete;
   TakeoverWatch& operator=(const TakeoverWatch&) = delete;
@@ -67,7 +70,7 @@ class TakeoverWatch {
   MonitorCounters& counters_;
   MonitorClock& clock_;
 
-  ThreadChecker thread_;  // the control thread
+  const ThreadChecker& thread_;  // the control thread (ControlLoop binds it)
   CallbackWatch watch_;
   uint64_t last_active_cupti_ns_ = 0;  // CUPTI time of the last tick that saw callbacks run
   std::vector<size_t> fill_;           // per pool slot: bytes CUPTI had written at the last tick

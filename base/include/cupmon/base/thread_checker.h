@@ -24,7 +24,9 @@
 namespace cupmon {
 
 // Threading: any thread. Unbound until the first check (or BindToCurrentThread()), which binds it
-// to the calling thread; from then on a check from any other thread fails.
+// to the calling thread; from then on a check from any other thread fails. A thread's body binds
+// its checker before it serves anything, so that a first use from the wrong thread is caught
+// too; the parts of one thread may share that checker by reference.
 class ThreadChecker {
  public:
   ThreadChecker() = default;
