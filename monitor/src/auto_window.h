@@ -1,6 +1,6 @@
 // Windows that open themselves (CUPMON_AUTO_WINDOW, issue 18): StepWatch times steps on the writer
 // thread from the always-on kernel records; AutoWindowMailbox hands a slow step to the control
-// thread, which opens the window (control_loop.cc).
+// thread, which opens the window (auto_window_trigger.cc).
 #pragma once
 
 #include <atomic>
@@ -46,7 +46,7 @@ class AutoWindowMailbox {
   // Any thread: the armed one-shot factor; 0 when not armed.
   double once_factor() const { return once_milli_.load(std::memory_order_relaxed) / 1000.0; }
 
-  // Flush marks (ControlLoop::MarkFlushed): at most one queued at a time, so that a stalled
+  // Flush marks (AutoWindowTrigger::MarkFlushed): at most one queued at a time, so that a stalled
   // writer and a short CUPMON_FLUSH_MS cannot fill the queue's task quota with them; a flush while
   // one is queued is remembered, and the writer queues the next mark itself when it takes that
   // one (it then follows the flush's buffers). Any thread, after a flush: true when the caller

@@ -101,6 +101,7 @@ WriterItem RecordingPipeline::FinalTask(std::function<void(RecordingWriter&)> ta
 }
 
 void RecordingPipeline::Run() noexcept {
+  thread_.BindToCurrentThread();
   std::vector<WriterItem> batch;
   for (;;) {
     try {
@@ -151,6 +152,7 @@ void RecordingPipeline::ReleaseBuffer(uint8_t* buffer) {
 }
 
 void RecordingPipeline::Process(WriterItem& item) {
+  CUPMON_DCHECK_THREAD(thread_);
   if (item.flush_mark) TakeFlushMark();  // first, even when discarding
   if (discard_.load(std::memory_order_acquire)) return;
   if (item.flush_mark) {
@@ -373,6 +375,7 @@ void RecordingPipeline::CountFiles(PipelineSnapshot* s) {
 }
 
 void RecordingPipeline::Publish() {
+  CUPMON_DCHECK_THREAD(thread_);
   PipelineSnapshot s;
   if (writer_) {
     s.stats = writer_->stats();

@@ -17,6 +17,7 @@
 #include "cupmon.pb.h"
 #include "cupmon/base/file_system.h"
 #include "cupmon/base/thread_annotations.h"
+#include "cupmon/base/thread_checker.h"
 #include "cupmon/metrics/metrics_server.h"
 #include "cupmon/monitor/buffer_pool.h"
 #include "cupmon/monitor/fault_injection.h"
@@ -43,9 +44,9 @@ struct PipelineSnapshot {
   std::map<uint32_t, std::string> gpu_uuids;  // device id -> 16 raw bytes, once the file is open
 };
 
-// Threading: Run() is the writer thread's body; everything but Snapshot(), WaitFinished() and
-// finished() is that thread's. Snapshot() copies under snapshot_mu_, which the writer holds only to
-// publish. The writer never calls CUPTI.
+// Threading: Run() is the writer thread's body; everything but Snapshot(), WaitFinished(),
+// finished(), Discard() and FinalTask() is that thread's (checked: thread_). Snapshot() copies
+// under snapshot_mu_, which the writer holds only to publish. The writer never calls CUPTI.
 //
 // Exception boundary: each item is processed inside its own try; an exception (bad_alloc, a
 // system_error from the standard library) drops that item, counts a writer fault, returns a
@@ -110,6 +111,7 @@ class RecordingPipeline {
   const Options options_;
 
   // Writer thread only.
+  ThreadChecker thread_;
   // Declared before writer_, which uses it until destroyed.
   std::unique_ptr<ForkClosingFileSystem> fs_;
   std::unique_ptr<RecordingWriter> writer_;

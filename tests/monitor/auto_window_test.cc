@@ -24,7 +24,7 @@
 #include "cupmon/format/record_sizes.h"
 #include "cupmon/monitor/config.h"
 #include "cupmon/monitor/monitor.h"
-#include "monitor/src/control_loop.h"
+#include "monitor/src/auto_window_trigger.h"
 #include "monitor/testing/fake_cupti.h"
 #include "monitor/testing/kernel10_facts.h"
 #include "monitor_fixture.h"
@@ -153,7 +153,7 @@ MonitorOptions AutoOptions(FakeCupti* fake, const std::string& dir) {
 // Flushes, lets the writer time what it got and the control thread poll its mailbox.
 void Settle(Monitor& m) {
   m.FlushAndWait();
-  std::this_thread::sleep_for(std::chrono::milliseconds(3 * ControlLoop::kAutoPollMs));
+  std::this_thread::sleep_for(std::chrono::milliseconds(3 * AutoWindowTrigger::kPollMs));
 }
 
 // The slow step is timed as soon as the next step's first kernel is delivered: the stream ends

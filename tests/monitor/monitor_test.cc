@@ -262,7 +262,7 @@ BehindMarkers ReadBehindMarkers(const std::string& dir) {
 }
 
 // A monitor on the test double with a 50 ms flush period (the behind threshold stays 1 s:
-// ControlLoop::BehindThresholdNs), its producer, and `n` kernels with timestamps recorded.
+// BehindWatch::ThresholdNs), its producer, and `n` kernels with timestamps recorded.
 struct BehindJob {
   BehindJob(const std::string& name, int n) : dir(TempDir(name)) {
     kernel = fake.AddKernelName("k");
