@@ -41,6 +41,10 @@ void RankMessageLog::Note(std::string message) {
 
 void RankMessageLog::ReadProblems(const ReadIntegrity& integrity, const TraceCounts* counts) {
   for (const auto& m : integrity.messages) Warning(m);
+  if (integrity.chunks_not_read)
+    Note("read by the files' chunk indexes: " + std::to_string(integrity.chunks_not_read) +
+         " raw buffer chunk(s) (" + std::to_string(integrity.bytes_not_read) +
+         " bytes) that cannot hold the time range were not read or checked");
   if (counts)
     for (const auto& m : counts->messages) Warning(m);
 }

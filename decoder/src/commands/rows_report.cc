@@ -63,6 +63,7 @@ class StoppableRead : public ChunkVisitor {
   bool StopReading() const override {
     return output_.OutputFailed() || output_.LimitReachedAndFinal();
   }
+  const RangedVisitor* Ranged() const override { return a_.Ranged(); }
 
  private:
   ChunkVisitor& a_;
@@ -87,7 +88,10 @@ struct RankRead {
             : kind == ReportKind::kSummary ? static_cast<RowSink*>(&summary)
                                            : &null,
             options.read.horizon,
-            trace ? ReorderOptions{options.reorder_rows, options.reorder_ns} : ReorderOptions{}) {}
+            trace ? ReorderOptions{options.reorder_rows, options.reorder_ns} : ReorderOptions{}) {
+    // info is the whole check; the others' rows of a time range are those of a whole read.
+    if (kind != ReportKind::kInfo) builder.AllowRangedRead();
+  }
   SummarySink summary;
   NullSink null;
   TraceBuilder builder;
@@ -321,7 +325,7 @@ bool WarnRank(RankMessageLog& log, const ReadIntegrity& integrity, const TraceCo
     log.Warning("lost before disk: " + LostBeforeDisk(c.stats));
   // Damage already explains a shortfall; without it, records the writer counted but that are
   // neither decoded, lost nor deleted mean the counters or the files are wrong.
-  if (c.stats_final && !integrity.HasWarnings() &&
+  if (c.stats_final && !integrity.HasWarnings() && !integrity.chunks_not_read &&
       c.stats.records() != c.records + c.records_not_decoded + c.stats.lost_records() +
                                c.stats.records_deleted()) {
     log.Warning("records: " + RecordBalance(c));
