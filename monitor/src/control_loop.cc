@@ -315,10 +315,11 @@ void ControlLoop::RebindImports(bool only_new) {
 }
 
 void ControlLoop::MarkFlushed() {
-  // Only while the step trigger can fire; cuptiActivityFlushAll is blocking, so the buffers it
-  // handed back are queued ahead of the mark.
+  // Only while the step trigger can fire or steps are summed; cuptiActivityFlushAll is blocking,
+  // so the buffers it handed back are queued ahead of the mark.
+  const MonitorConfig& c = parts_.facts.config;
   if (!parts_.auto_window ||
-      !(parts_.facts.config.auto_window || parts_.auto_window->once_factor() > 0))
+      !(c.auto_window || SumsSteps(c) || parts_.auto_window->once_factor() > 0))
     return;
   // One queued at a time; while one waits, the writer queues the next when it takes it.
   if (!parts_.auto_window->ClaimMark()) return;
@@ -741,6 +742,7 @@ metrics::MetricsSnapshot ControlLoop::Snapshot() {
   m.last_write_failed = !snap.last_write_error.empty();
   m.device_busy = snap.device_busy;
   m.stream_busy = snap.stream_busy;
+  m.steps = snap.steps;
   m.files = snap.files;
   m.disk_bytes = snap.disk_bytes;
   m.gpu_uuids = snap.gpu_uuids;  // dcgm-exporter's UUID label, once the devices are known
