@@ -90,7 +90,11 @@ RecordingPipeline::RecordingPipeline(const SessionFacts& facts, BufferPool& pool
       counters_(counters),
       options_(std::move(options)),
       busy_(facts),
-      sums_(options_.auto_window && SumsSteps(facts.config)) {}
+      sums_(options_.auto_window && SumsSteps(facts.config)) {
+  // Served as 0 from the first scrape on, before the writer's first publication.
+  MutexLock lk(snapshot_mu_);
+  snapshot_.steps.on = sums_;
+}
 
 RecordingPipeline::~RecordingPipeline() = default;
 

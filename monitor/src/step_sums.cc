@@ -4,6 +4,7 @@
 #include <cupti.h>
 
 #include <algorithm>
+#include <span>
 
 #include "unaligned_load.h"
 
@@ -58,6 +59,12 @@ void StepSums::Add(const uint8_t* buffer, size_t valid) {
 }
 
 void StepSums::Hold(uint64_t start, uint64_t end, bool collective) {
+  if (!holding_) {
+    floor_end_ = std::max(floor_end_, end);
+    unheld_until_ = have_unheld_ ? std::max(unheld_until_, start) : start;
+    have_unheld_ = true;
+    return;
+  }
   if (start < summed_until_) {
     // Its step was summed already: left out, but its end still bounds the next host gap.
     ++dropped_;
@@ -83,35 +90,29 @@ void StepSums::DropOldest() {
 
 void StepSums::OnBoundary(uint64_t number, uint64_t start) {
   if (!bounds_.empty() && start <= bounds_.back().start) return;  // the watch keeps them ordered
+  holding_ = true;
   bounds_.push_back({number, start});
   while (bounds_.size() >= 3) SumOldestStep();
 }
 
 void StepSums::SumOldestStep() {
   const uint64_t begin = bounds_[0].start, end = bounds_[1].start;
-  // Activities before the step (those before the first boundary) only bound its host gap; the
-  // step's own go to scratch_, sorted by start.
-  scratch_.clear();
-  size_t kept = 0;
-  for (const Interval& iv : held_) {
-    if (iv.start < begin) {
-      floor_end_ = std::max(floor_end_, iv.end);
-    } else if (iv.start < end) {
-      scratch_.push_back(iv);
-    } else {
-      held_[kept++] = iv;
-    }
-  }
-  held_.resize(kept);
-  std::sort(scratch_.begin(), scratch_.end(),
-            [](const Interval& a, const Interval& b) { return a.start < b.start; });
+  // In place: activities before the step (late ones) only bound its host gap; the step's own are
+  // sorted by start; later ones stay held.
+  const auto before = std::partition(held_.begin(), held_.end(),
+                                     [&](const Interval& iv) { return iv.start < begin; });
+  for (auto it = held_.begin(); it != before; ++it) floor_end_ = std::max(floor_end_, it->end);
+  const auto own_end =
+      std::partition(before, held_.end(), [&](const Interval& iv) { return iv.start < end; });
+  std::sort(before, own_end, [](const Interval& a, const Interval& b) { return a.start < b.start; });
+  const std::span<const Interval> own(before, own_end);
 
   StepFigures f;
   f.number = bounds_[0].number;
   f.step_ns = end - begin;
   uint64_t work_until = 0, coll_until = 0, last_end = 0;
   std::optional<uint64_t> first_collective;
-  for (const Interval& iv : scratch_) {
+  for (const Interval& iv : own) {
     uint64_t& until = iv.collective ? coll_until : work_until;
     uint64_t& sum = iv.collective ? f.collective_ns : f.work_ns;
     if (iv.end > until) {
@@ -129,7 +130,7 @@ void StepSums::SumOldestStep() {
   const uint64_t hi = first_collective ? *first_collective : std::min(last_end, end);
   if (hi > lo) {
     uint64_t covered = 0, until = lo;
-    for (const Interval& iv : scratch_) {
+    for (const Interval& iv : own) {
       if (iv.start >= hi) break;
       const uint64_t a = std::max(iv.start, until), b = std::min(iv.end, hi);
       if (b > a) {
@@ -141,8 +142,11 @@ void StepSums::SumOldestStep() {
   }
   floor_end_ = std::max(floor_end_, last_end);
   summed_until_ = end;
+  held_.erase(held_.begin(), own_end);
 
-  if (have_cut_ && cut_until_ >= begin) {
+  if (have_unheld_ && unheld_until_ >= begin) {
+    // Began before the first boundary came: its activities were not held.
+  } else if (have_cut_ && cut_until_ >= begin) {
     ++cut_steps_;  // an interval of this step, or a later one, was dropped
   } else {
     ++totals_.steps;

@@ -36,13 +36,17 @@ struct StepFigures {
 // when s(n+1) was delivered has come by then. Activities are read at SessionFacts' offsets
 // (kernels, memcpy, peer copies, memset; a kind whose layout is unknown is not read).
 //
+// Intervals are held from the first boundary on: before it (while the watch learns the pattern, or
+// when it never finds one) only their latest start and end are kept, and steps that began before
+// that latest start are not published.
+//
 // Memory: at most kMaxHeld intervals (24 bytes each) and kMaxCollectiveNames name pointers. When
 // the held intervals reach the cap, the earliest-started half is dropped (counted); a step in or
 // after which an interval was dropped is not published (counted in steps_cut), and the figures of
 // the steps after it are exact again (the dropped intervals' ends still bound the next host gap).
 class StepSums {
  public:
-  static constexpr size_t kMaxHeld = size_t{1} << 17;
+  static constexpr size_t kMaxHeld = size_t{1} << 16;
   static constexpr size_t kMaxCollectiveNames = size_t{1} << 16;
 
   explicit StepSums(const SessionFacts& facts);
@@ -88,7 +92,9 @@ class StepSums {
   uint64_t floor_end_ = 0;        // latest end of the activities no longer held
   bool have_cut_ = false;
   uint64_t cut_until_ = 0;        // latest start of a dropped interval
-  std::vector<Interval> scratch_;
+  bool holding_ = false;          // from the first boundary on
+  bool have_unheld_ = false;
+  uint64_t unheld_until_ = 0;     // latest start of an activity before the first boundary
   std::vector<StepFigures> finished_;
   metrics::StepTotals totals_;
   uint64_t dropped_ = 0;

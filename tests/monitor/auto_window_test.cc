@@ -666,22 +666,28 @@ enum class Slowness { kWaited, kLaunchedLate };
 constexpr uint64_t kUs = 1000;
 constexpr uint64_t kExtraNs = 3900 * kUs;
 
-void ProduceRankSteps(FakeCupti& fake, uint64_t steps, uint64_t slow, Slowness how) {
-  const uint32_t fwd = fake.AddKernelName("fwd_gemm");
-  const uint32_t bwd = fake.AddKernelName("bwd_gemm");
-  const uint32_t nccl = fake.AddKernelName("ncclDevKernel_AllReduce_Sum_f32_RING_LL");
-  const uint32_t adam = fake.AddKernelName("adam_step");
-  FakeCupti::Producer* p = fake.NewProducer();
-  uint64_t t = 1'000'000'000;
-  for (uint64_t s = 1; s <= steps; ++s) {
+struct RankNames {
+  explicit RankNames(FakeCupti& fake)
+      : fwd(fake.AddKernelName("fwd_gemm")),
+        bwd(fake.AddKernelName("bwd_gemm")),
+        nccl(fake.AddKernelName("ncclDevKernel_AllReduce_Sum_f32_RING_LL")),
+        adam(fake.AddKernelName("adam_step")) {}
+  uint32_t fwd, bwd, nccl, adam;
+};
+
+// Steps `first` to `last` of the loop; `t` is the next step's start.
+void ProduceRankSteps(const RankNames& n, FakeCupti::Producer* p, uint64_t first, uint64_t last,
+                      uint64_t slow, Slowness how, uint64_t* t) {
+  const uint32_t fwd = n.fwd, bwd = n.bwd, nccl = n.nccl, adam = n.adam;
+  for (uint64_t s = first; s <= last; ++s) {
     // The late rank's step `slow` begins kExtraNs late: the idle after step slow - 1 grows.
-    if (how == Slowness::kLaunchedLate && s == slow) t += kExtraNs;
+    if (how == Slowness::kLaunchedLate && s == slow) *t += kExtraNs;
     const uint64_t collective = 100 * kUs + (how == Slowness::kWaited && s == slow ? kExtraNs : 0);
-    EXPECT_TRUE(p->Kernel(fwd, t, t + 100 * kUs));
-    EXPECT_TRUE(p->Kernel(bwd, t + 100 * kUs, t + 300 * kUs));
-    EXPECT_TRUE(p->Kernel(nccl, t + 300 * kUs, t + 300 * kUs + collective));
-    EXPECT_TRUE(p->Kernel(adam, t + 300 * kUs + collective, t + 350 * kUs + collective));
-    t += 1000 * kUs + (collective - 100 * kUs);
+    EXPECT_TRUE(p->Kernel(fwd, *t, *t + 100 * kUs));
+    EXPECT_TRUE(p->Kernel(bwd, *t + 100 * kUs, *t + 300 * kUs));
+    EXPECT_TRUE(p->Kernel(nccl, *t + 300 * kUs, *t + 300 * kUs + collective));
+    EXPECT_TRUE(p->Kernel(adam, *t + 300 * kUs + collective, *t + 350 * kUs + collective));
+    *t += 1000 * kUs + (collective - 100 * kUs);
   }
 }
 
@@ -698,8 +704,15 @@ RankResult RunRank(AutoWindowBy by, Slowness how, const std::string& name) {
   auto m = Monitor::Start(std::move(o));
   EXPECT_TRUE(m) << m.error().message;
   if (!m) return {};
-  // Figures wait for the boundary after the next step's: two steps after the slow one.
-  ProduceRankSteps(fake, kSlowAt + 3, kSlowAt, how);
+  // The watch learns the pattern, and its first boundaries come at the flush: the sums hold
+  // activities from then on. Figures wait for the boundary after the next step's: two steps
+  // after the slow one.
+  const RankNames names(fake);
+  FakeCupti::Producer* p = fake.NewProducer();
+  uint64_t t = 1'000'000'000;
+  ProduceRankSteps(names, p, 1, 1500, kSlowAt, how, &t);
+  Settle(**m);
+  ProduceRankSteps(names, p, 1501, kSlowAt + 3, kSlowAt, how, &t);
   Settle(**m);
   Settle(**m);
   RankResult r;

@@ -83,6 +83,7 @@ TEST(StepSumsTest, FiguresFollowTheDefinitionToTheNanosecond) {
   StepSums sums(facts);
   sums.NoteStrings(Names());
   Records r;
+  sums.OnBoundary(1, 1000);   // intervals are held from the first boundary on
   r.Kernel(kGemm, 500, 900);  // before the first step: only bounds step 1's host gap
   // Step 1: work [1000, 1400) (two gemms and a copy, overlapping), collectives [1600, 1900).
   r.Kernel(kAllReduce, 1700, 1900).Kernel(kGemm, 1000, 1200).Kernel(kGemm, 1100, 1300);
@@ -92,7 +93,6 @@ TEST(StepSumsTest, FiguresFollowTheDefinitionToTheNanosecond) {
   // Step 3: a collective that starts before step 2's last activity ended.
   r.Kernel(kGemm, 3000, 3100).Kernel(kAllReduce, 3050, 3500);
   r.To(sums);
-  sums.OnBoundary(1, 1000);
   sums.OnBoundary(2, 2000);
   EXPECT_TRUE(sums.finished().empty());  // step 1 waits for s(3)
   sums.OnBoundary(3, 3000);
@@ -145,6 +145,7 @@ TEST(StepSumsTest, HeldIntervalsAreCappedAndACutStepIsNotPublished) {
   sums.NoteStrings(Names());
   Records r;
   constexpr uint64_t kStep = 100'000'000;
+  sums.OnBoundary(1, kStep);
   for (uint64_t i = 0; i <= StepSums::kMaxHeld; ++i) r.Kernel(kGemm, kStep + i * 10, kStep + i * 10 + 5);
   for (uint64_t s = 2; s <= 4; ++s) {
     r.Kernel(kGemm, s * kStep, s * kStep + 1000);
@@ -153,7 +154,7 @@ TEST(StepSumsTest, HeldIntervalsAreCappedAndACutStepIsNotPublished) {
   r.To(sums);
   EXPECT_EQ(sums.intervals_dropped(), StepSums::kMaxHeld / 2);
   EXPECT_LE(sums.held(), StepSums::kMaxHeld);
-  for (uint64_t s = 1; s <= 5; ++s) sums.OnBoundary(s, s * kStep);
+  for (uint64_t s = 2; s <= 5; ++s) sums.OnBoundary(s, s * kStep);
   EXPECT_EQ(sums.steps_cut(), 1u);
   ASSERT_EQ(sums.finished().size(), 2u);
   EXPECT_EQ(sums.finished()[0].number, 2u);
@@ -165,6 +166,32 @@ TEST(StepSumsTest, HeldIntervalsAreCappedAndACutStepIsNotPublished) {
   // [step 2's collective end, step 3's collective start) less step 3's gemm.
   EXPECT_EQ(sums.finished()[1].host_gap_ns, (3 * kStep + 3000 - (2 * kStep + 4000)) - 1000);
   EXPECT_EQ(sums.totals().steps, 2u);
+}
+
+// Before the first boundary (the watch still learning, or no pattern at all) nothing is held, and
+// the steps that began before the last activity seen then are not published.
+TEST(StepSumsTest, NothingIsHeldBeforeTheFirstBoundary) {
+  const SessionFacts facts = Facts();
+  StepSums sums(facts);
+  Records r;
+  for (uint64_t i = 0; i < 1000; ++i) r.Kernel(kGemm, 1000 + i * 100, 1050 + i * 100);
+  r.To(sums);
+  EXPECT_EQ(sums.held(), 0u);
+  // Steps of 10,000 ns from 1000 on: the last unheld activity started at 100,900, in step 10.
+  for (uint64_t s = 1; s <= 12; ++s) sums.OnBoundary(s, 1000 + (s - 1) * 10'000);
+  EXPECT_TRUE(sums.finished().empty());
+  r.Kernel(kGemm, 111'000, 111'500).Kernel(kGemm, 121'000, 121'500);  // steps 12 and 13
+  r.To(sums);
+  sums.OnBoundary(13, 121'000);
+  sums.OnBoundary(14, 131'000);
+  ASSERT_EQ(sums.finished().size(), 2u);  // steps 11 and 12
+  EXPECT_EQ(sums.finished()[0].number, 11u);
+  EXPECT_EQ(sums.finished()[0].work_ns, 0u);
+  EXPECT_EQ(sums.finished()[1].work_ns, 500u);
+  // No collective: [100,950 (the last unheld end), 111,500) less its own kernel.
+  EXPECT_EQ(sums.finished()[1].host_gap_ns, 10'050u);
+  EXPECT_EQ(sums.steps_cut(), 0u);
+  EXPECT_EQ(sums.intervals_dropped(), 0u);
 }
 
 }  // namespace
