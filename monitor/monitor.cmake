@@ -30,6 +30,7 @@ set(CUPMON_MONITOR_SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/src/recording_pipeline.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/src/repeating_timer.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/src/session_facts.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/src/step_sums.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/src/string_table.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/src/takeover_watch.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/src/termination_signals.cc

@@ -7,9 +7,10 @@
 namespace cupmon {
 
 void AutoWindowTrigger::MarkFlushed() {
-  // Only while the step trigger can fire; cuptiActivityFlushAll is blocking, so the buffers it
-  // handed back are queued ahead of the mark.
-  if (!mailbox_ || !(facts_.config.auto_window || mailbox_->once_factor() > 0)) return;
+  // Only while the step trigger can fire or steps are summed; cuptiActivityFlushAll is blocking,
+  // so the buffers it handed back are queued ahead of the mark.
+  const MonitorConfig& c = facts_.config;
+  if (!mailbox_ || !(c.auto_window || SumsSteps(c) || mailbox_->once_factor() > 0)) return;
   // One queued at a time; while one waits, the writer queues the next when it takes it.
   if (!mailbox_->ClaimMark()) return;
   WriterItem mark;

@@ -20,6 +20,7 @@ metrics::MetricsSnapshot MonitorMetrics::Snapshot() {
   m.last_write_failed = !snap.last_write_error.empty();
   m.device_busy = snap.device_busy;
   m.stream_busy = snap.stream_busy;
+  m.steps = snap.steps;
   m.files = snap.files;
   m.disk_bytes = snap.disk_bytes;
   m.gpu_uuids = snap.gpu_uuids;  // dcgm-exporter's UUID label, once the devices are known

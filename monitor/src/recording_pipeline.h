@@ -39,6 +39,7 @@ struct PipelineSnapshot {
   std::string last_write_error;
   std::vector<metrics::DeviceBusy> device_busy;
   std::vector<metrics::StreamBusy> stream_busy;
+  metrics::StepTotals steps;  // on: the writer sums steps (SumsSteps)
   uint64_t files = 0;       // this recording's files on disk (listed at most once a second)
   uint64_t disk_bytes = 0;
   std::map<uint32_t, std::string> gpu_uuids;  // device id -> 16 raw bytes, once the file is open
@@ -99,6 +100,7 @@ class RecordingPipeline {
   void TakeFlushMark();
   template <typename F>
   void CountSteps(F&& f);
+  bool StepWatchOn() const;
   void OpenWriter();
   pb::RecordingHeader BuildHeader();
   void CountFiles(PipelineSnapshot* s);
@@ -118,9 +120,11 @@ class RecordingPipeline {
   std::vector<std::function<void(RecordingWriter&)>> early_tasks_;
   std::vector<pb::StringEntry> new_strings_;
   BusyTime busy_;
-  // Created at the first buffer the trigger is armed for, or at the first strings with an anchor.
+  // Created at the first buffer the trigger is armed for, or at the first strings with an anchor
+  // or with step sums (SumsSteps: on from the start).
   std::unique_ptr<StepWatch> steps_;
   bool watching_ = false;  // buffers go to steps_ (from the first one the trigger was armed for)
+  const bool sums_ = false;  // SumsSteps(config)
   std::chrono::steady_clock::time_point last_listing_{};
   uint64_t files_ = 0, disk_bytes_ = 0;
 
