@@ -284,7 +284,7 @@ const char* AutoWindowByName(AutoWindowBy by) {
 
 bool SumsSteps(const MonitorConfig& c) {
   if (c.auto_window && c.auto_window_by != AutoWindowBy::kStep) return true;
-  return c.step_metrics.value_or(!c.metrics_address.empty());
+  return c.step_metrics.value_or(false);
 }
 
 Expected<int> ParseSignal(std::string_view text) {

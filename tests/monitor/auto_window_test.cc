@@ -640,10 +640,13 @@ TEST(AutoWindowConfigTest, GoodValuesAreTaken) {
   for (AutoWindowBy b : {AutoWindowBy::kStep, AutoWindowBy::kWork, AutoWindowBy::kHostGap,
                          AutoWindowBy::kOwn})
     EXPECT_EQ(*ParseAutoWindowBy(AutoWindowByName(b)), b);
-  // Steps are summed with the metrics endpoint, or for a quantity other than the step time.
+  // Steps are summed when asked, or for a quantity other than the step time; the metrics endpoint
+  // alone does not turn them on.
   MonitorConfig c;
   EXPECT_FALSE(SumsSteps(c));
   c.metrics_address = "127.0.0.1:0";
+  EXPECT_FALSE(SumsSteps(c));
+  c.step_metrics = true;
   EXPECT_TRUE(SumsSteps(c));
   c.step_metrics = false;
   EXPECT_FALSE(SumsSteps(c));

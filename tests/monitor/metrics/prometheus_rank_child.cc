@@ -29,7 +29,8 @@ int main(int argc, char** argv) {
   const uint64_t gap = std::strtoull(argv[3], nullptr, 10) * 1000;
   cupmon::testing::FakeCupti fake;
   cupmon::MonitorOptions o = cupmon::testing::TestDoubleOptions(&fake, dir);
-  o.config.metrics_address = "127.0.0.1:0";  // steps are summed while the endpoint is on
+  o.config.metrics_address = "127.0.0.1:0";
+  o.config.step_metrics = true;  // CUPMON_STEP_METRICS=1
   auto m = cupmon::Monitor::Start(std::move(o));
   if (!m) {
     std::fprintf(stderr, "prometheus_rank_child: %s\n", m.error().message.c_str());

@@ -99,13 +99,13 @@ struct MonitorConfig {
   // CUPMON_AUTO_WINDOW_BY: the quantity the slow-step test runs on (docs/CONTROL.md).
   AutoWindowBy auto_window_by = AutoWindowBy::kStep;
   // CUPMON_STEP_METRICS: the writer sums every step's work, collective time and host gap
-  // (cupmon_step_*_total, the status reply). Unset: on while the metrics endpoint is on.
+  // (cupmon_step_*_total, the status reply). Unset: off.
   std::optional<bool> step_metrics;
   std::string metrics_address;  // "127.0.0.1:9464"; empty: no metrics endpoint
   bool metrics_allow_remote = false;  // CUPMON_METRICS_ALLOW_REMOTE=1: a non-loopback address
 };
 
-// Whether the writer sums steps: CUPMON_STEP_METRICS, else the metrics endpoint; and always for
+// Whether the writer sums steps: CUPMON_STEP_METRICS (default off), and always for
 // CUPMON_AUTO_WINDOW with a quantity other than the step time.
 bool SumsSteps(const MonitorConfig& c);
 
