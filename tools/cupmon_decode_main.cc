@@ -16,6 +16,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cupmon/decoder/diagnostics.h"
 #include "cupmon/decoder/export_format.h"
 #include "cupmon/decoder/output_file.h"
 #include "cupmon/decoder/quick_info.h"
@@ -23,9 +24,12 @@
 #include "cupmon/decoder/reports.h"
 #include "cupmon/decoder/torch_monitor_dump.h"
 #include "cupmon/format/build_info.h"
+#include "cupmon_decode/stderr_text.h"
 
 namespace {
 
+using cupmon::decode_cli::ExitCode;
+using cupmon::decode_cli::kExitUnusable;
 using cupmon::decoder::ExportFormat;
 using cupmon::decoder::ReportKind;
 using cupmon::decoder::ReportOptions;
@@ -132,14 +136,14 @@ int QuickInfo(const std::vector<std::string>& dirs, const std::string& format,
   if (format != "text") {
     std::cerr << "cupmon-decode: info --quick prints text only (drop --format " << format
               << ", or drop --quick for the json document)\n";
-    return cupmon::decoder::kExitUnusable;
+    return kExitUnusable;
   }
   std::vector<cupmon::decoder::DirectoryListing> listings;
   for (const std::string& dir : dirs) {
     auto listing = cupmon::decoder::ListRecordings(dir);
     if (!listing) {
       std::cerr << "cupmon-decode: " << listing.error().message << "\n";
-      return cupmon::decoder::kExitUnusable;
+      return kExitUnusable;
     }
     for (const std::string& why : listing->refused)
       std::cerr << "cupmon-decode: warning: " << why << "\n";
@@ -151,7 +155,7 @@ int QuickInfo(const std::vector<std::string>& dirs, const std::string& format,
       quick.push_back(cupmon::decoder::ReadQuick(recording));
   if (quick.empty()) {
     std::cerr << "cupmon-decode: no cupmon recording found\n";
-    return cupmon::decoder::kExitUnusable;
+    return kExitUnusable;
   }
   if (output == "-") output.clear();
   std::unique_ptr<cupmon::decoder::OutputFile> file;
@@ -159,7 +163,7 @@ int QuickInfo(const std::vector<std::string>& dirs, const std::string& format,
     auto opened = cupmon::decoder::OutputFile::Open(output);
     if (!opened) {
       std::cerr << "cupmon-decode: " << opened.error().message << "\n";
-      return cupmon::decoder::kExitUnusable;
+      return kExitUnusable;
     }
     file = std::move(*opened);
   }
@@ -167,11 +171,11 @@ int QuickInfo(const std::vector<std::string>& dirs, const std::string& format,
   if (file) {
     if (auto committed = file->Commit(); !committed) {
       std::cerr << "cupmon-decode: " << committed.error().message << "\n";
-      return cupmon::decoder::kExitUnusable;
+      return kExitUnusable;
     }
   } else if (!std::cout.flush()) {
     std::cerr << "cupmon-decode: writing standard output failed\n";
-    return cupmon::decoder::kExitUnusable;
+    return kExitUnusable;
   }
   return 0;
 }
@@ -295,7 +299,7 @@ int main(int argc, char** argv) {
       std::cerr << "cupmon-decode: unknown command '" << word << "'";
       if (nearest && best <= 3) std::cerr << "; did you mean '" << nearest->name << "'?";
       std::cerr << "\ncommands: " << names << " (cupmon-decode --help)\n";
-      return cupmon::decoder::kExitUnusable;
+      return kExitUnusable;
     }
   }
   // The export registry's formats (export_format.h), in the order its help lists them.
@@ -469,7 +473,7 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     const int rc = app.exit(e);
-    return rc == 0 ? 0 : cupmon::decoder::kExitUnusable;
+    return rc == 0 ? 0 : kExitUnusable;
   }
   ReportKind kind = ReportKind::kSummary;
   for (const auto& [sub, k] : kinds)
@@ -481,7 +485,7 @@ int main(int argc, char** argv) {
     cupmon::decoder::SetDecodeThreads(*args.threads);
   } else if (const std::string why = CheckThreadsVariable(); !why.empty()) {
     std::cerr << "cupmon-decode: " << why << "\n";
-    return cupmon::decoder::kExitUnusable;
+    return kExitUnusable;
   }
 
   ReportOptions opt;
@@ -503,7 +507,7 @@ int main(int argc, char** argv) {
     opt.format = *named;
   } else {
     std::cerr << "cupmon-decode: " << named.error().message << "\n";
-    return cupmon::decoder::kExitUnusable;
+    return kExitUnusable;
   }
   opt.report_format = report_format == "json"  ? cupmon::decoder::ReportFormat::kJson
                       : report_format == "csv" ? cupmon::decoder::ReportFormat::kCsv
@@ -518,7 +522,7 @@ int main(int argc, char** argv) {
   if ((kineto_steps != "auto" || kineto_synthetic) && opt.format != ExportFormat::kKineto) {
     std::cerr << "cupmon-decode: --kineto-steps and --kineto-synthetic-launches apply to export "
                  "--format kineto only\n";
-    return cupmon::decoder::kExitUnusable;
+    return kExitUnusable;
   }
   opt.kineto_steps = kineto_steps == "detected"     ? cupmon::decoder::KinetoSteps::kDetected
                      : kineto_steps == "annotation" ? cupmon::decoder::KinetoSteps::kAnnotation
@@ -530,7 +534,7 @@ int main(int argc, char** argv) {
     auto bucket = cupmon::decoder::ParseBucketSize(timeline_bucket);
     if (!bucket) {
       std::cerr << "cupmon-decode: --bucket: " << bucket.error().message << "\n";
-      return cupmon::decoder::kExitUnusable;
+      return kExitUnusable;
     }
     opt.timeline.bucket_ns = *bucket;
     opt.timeline.max_rows = timeline_max_rows;
@@ -545,38 +549,38 @@ int main(int argc, char** argv) {
     r->rank = a->rank;
     if (!a->from.empty() && !cupmon::decoder::ParseTimeArg(a->from, &r->from_rel, &r->from_wall)) {
       std::cerr << "cupmon-decode: cannot parse --from-" << side << " " << a->from << "\n";
-      return cupmon::decoder::kExitUnusable;
+      return kExitUnusable;
     }
     if (!a->to.empty() && !cupmon::decoder::ParseTimeArg(a->to, &r->to_rel, &r->to_wall)) {
       std::cerr << "cupmon-decode: cannot parse --to-" << side << " " << a->to << "\n";
-      return cupmon::decoder::kExitUnusable;
+      return kExitUnusable;
     }
   }
   const bool sqlite = kind == ReportKind::kExport && opt.format == ExportFormat::kSqlite;
   if (sqlite && !cupmon::decoder::SqliteExportBuilt()) {
     std::cerr << "cupmon-decode: --format sqlite is not available: this cupmon-decode was built "
                  "without SQLite (install libsqlite3-dev, or run tools/install-deps, and rebuild)\n";
-    return cupmon::decoder::kExitUnusable;
+    return kExitUnusable;
   }
   // "-o -" is standard output, as elsewhere on the command line; "./-" still names a file.
   if (args.output == "-") args.output.clear();
   if (sqlite && args.output.empty()) {
     std::cerr << "cupmon-decode: --format sqlite writes an SQLite database file and cannot write "
                  "to standard output: give -o FILE.sqlite\n";
-    return cupmon::decoder::kExitUnusable;
+    return kExitUnusable;
   }
   if (sqlite) opt.output_path = args.output;
   const bool html = kind == ReportKind::kReport;
   if (html && args.output.empty() && isatty(STDOUT_FILENO)) {
     std::cerr << "cupmon-decode: report writes an HTML page: give -o FILE.html or redirect "
                  "standard output\n";
-    return cupmon::decoder::kExitUnusable;
+    return kExitUnusable;
   }
   if (kind == ReportKind::kExport && opt.format == ExportFormat::kPerfetto && args.output.empty() &&
       isatty(STDOUT_FILENO)) {
     std::cerr << "cupmon-decode: --format perfetto writes binary protobuf; give -o FILE.pftrace "
                  "or redirect standard output\n";
-    return cupmon::decoder::kExitUnusable;
+    return kExitUnusable;
   }
   // Traces and exports stream to stdout while they read: a progress line redrawn on the same
   // terminal would tear through them. Summary and info write only once reading is done.
@@ -584,16 +588,17 @@ int main(int argc, char** argv) {
                                    kind != ReportKind::kSummary && kind != ReportKind::kInfo &&
                                    kind != ReportKind::kSteps && kind != ReportKind::kDiff &&
                                    kind != ReportKind::kJob;
-  opt.progress = isatty(STDERR_FILENO) && !streams_to_terminal;
+  cupmon::decode_cli::StderrText diagnostics(std::cerr,
+                                             isatty(STDERR_FILENO) && !streams_to_terminal);
   if (!args.from.empty() &&
       !cupmon::decoder::ParseTimeArg(args.from, &opt.filter.from_rel, &opt.filter.from_wall)) {
     std::cerr << "cupmon-decode: cannot parse --from " << args.from << "\n";
-    return cupmon::decoder::kExitUnusable;
+    return kExitUnusable;
   }
   if (!args.to.empty() &&
       !cupmon::decoder::ParseTimeArg(args.to, &opt.filter.to_rel, &opt.filter.to_wall)) {
     std::cerr << "cupmon-decode: cannot parse --to " << args.to << "\n";
-    return cupmon::decoder::kExitUnusable;
+    return kExitUnusable;
   }
   // An empty or inverted range would print an empty report and exit 0. Ranges of the same kind
   // compare here; a relative end against a wall-clock start needs the recording, and is left alone.
@@ -604,14 +609,14 @@ int main(int argc, char** argv) {
       inverted(opt.filter.from_wall, opt.filter.to_wall)) {
     std::cerr << "cupmon-decode: --to " << args.to << " is not after --from " << args.from
               << ": the range is empty\n";
-    return cupmon::decoder::kExitUnusable;
+    return kExitUnusable;
   }
   if (!args.kernel.empty()) {
     try {
       opt.filter.kernel.emplace(args.kernel);
     } catch (const std::regex_error& e) {
       std::cerr << "cupmon-decode: bad --kernel regex: " << e.what() << "\n";
-      return cupmon::decoder::kExitUnusable;
+      return kExitUnusable;
     }
   }
   std::unique_ptr<cupmon::decoder::OutputFile> file;
@@ -619,7 +624,7 @@ int main(int argc, char** argv) {
   if (kind == ReportKind::kExport && opt.format == ExportFormat::kKineto) {
     if (args.output.empty()) {
       std::cerr << "cupmon-decode: --format kineto writes one file per rank: give -o DIR\n";
-      return cupmon::decoder::kExitUnusable;
+      return kExitUnusable;
     }
     opt.output_dir = std::move(args.output);
     args.output.clear();
@@ -631,15 +636,15 @@ int main(int argc, char** argv) {
     auto opened = cupmon::decoder::OutputFile::Open(args.output);
     if (!opened) {
       std::cerr << "cupmon-decode: " << opened.error().message << "\n";
-      return cupmon::decoder::kExitUnusable;
+      return kExitUnusable;
     }
     file = std::move(*opened);
   }
   std::ostream& out = file ? file->stream() : std::cout;
   std::ios::sync_with_stdio(false);
-  int rc = cupmon::decoder::kExitUnusable;
+  int rc = kExitUnusable;
   try {
-    rc = cupmon::decoder::RunReport(kind, args.dirs, opt, out, std::cerr);
+    rc = ExitCode(cupmon::decoder::RunReport(kind, args.dirs, opt, out, diagnostics));
   } catch (const std::bad_alloc&) {
     // Exit 2 and the reason, not std::terminate's abort. Each rank read at once holds its own
     // working memory (60-80 MB), so fewer at once is the first thing to try.
@@ -652,16 +657,16 @@ int main(int argc, char** argv) {
   // Exit 2 means the output is not usable (the message says why): FILE is left as it was. When
   // the output itself failed (the report stopped reading then), Commit says why and removes the
   // temporary.
-  const bool unusable = rc == cupmon::decoder::kExitUnusable;
+  const bool unusable = rc == kExitUnusable;
   if (file && (!unusable || file->stream().fail())) {
     if (auto committed = file->Commit(); !committed) {
       std::cerr << "cupmon-decode: " << committed.error().message << "\n";
-      rc = cupmon::decoder::kExitUnusable;
+      rc = kExitUnusable;
     }
   } else if (!file && (!unusable || std::cout.fail()) && !std::cout.flush()) {
     std::cerr << "cupmon-decode: writing standard output failed (a full disk, or the reader of the "
                  "pipe went away): the output is incomplete\n";
-    rc = cupmon::decoder::kExitUnusable;
+    rc = kExitUnusable;
   }
   return rc;
 }

@@ -28,7 +28,6 @@ RankReadOptions ReadOptionsOf(const ReportOptions& o) {
   RankReadOptions r;
   r.filter = o.filter;
   r.pid = o.pid;
-  r.progress = o.progress;
   r.horizon = o.horizon;
   r.recursive = o.recursive;
   r.jobs = o.jobs;
@@ -157,77 +156,77 @@ bool ParseTimeArg(const std::string& text, std::optional<int64_t>* rel, std::opt
   return true;
 }
 
-int RunReport(ReportKind kind, const std::string& path, const ReportOptions& options,
-              std::ostream& out, std::ostream& err) {
-  return RunReport(kind, std::vector<std::string>{path}, options, out, err);
+Outcome RunReport(ReportKind kind, const std::string& path, const ReportOptions& options,
+                  std::ostream& out, Diagnostics& diagnostics) {
+  return RunReport(kind, std::vector<std::string>{path}, options, out, diagnostics);
 }
 
-int RunReport(ReportKind kind, const std::vector<std::string>& paths, const ReportOptions& options,
-              std::ostream& out, std::ostream& err) {
+Outcome RunReport(ReportKind kind, const std::vector<std::string>& paths,
+                  const ReportOptions& options, std::ostream& out, Diagnostics& diagnostics) {
   const bool sqlite = kind == ReportKind::kExport && options.format == ExportFormat::kSqlite;
   if (sqlite && !SqliteExportBuilt()) {
-    err << "cupmon-decode: --format sqlite is not available: this cupmon-decode was built without "
-           "SQLite (install libsqlite3-dev, or run tools/install-deps, and rebuild)\n";
-    return kExitUnusable;
+    diagnostics.Error(
+        "--format sqlite is not available: this cupmon-decode was built without SQLite (install "
+        "libsqlite3-dev, or run tools/install-deps, and rebuild)");
+    return Outcome::kUsageError;
   }
   if (sqlite && options.output_path.empty()) {
-    err << "cupmon-decode: --format sqlite writes a database file, not a stream: give -o FILE\n";
-    return kExitUnusable;
+    diagnostics.Error("--format sqlite writes a database file, not a stream: give -o FILE");
+    return Outcome::kUsageError;
   }
   if (kind == ReportKind::kDiff) {
     if (paths.size() != 2) {
-      err << "cupmon-decode: diff compares two recordings: cupmon-decode diff A B (got "
-          << paths.size() << " path(s))\n";
-      return kExitUnusable;
+      diagnostics.Error("diff compares two recordings: cupmon-decode diff A B (got " +
+                        std::to_string(paths.size()) + " path(s))");
+      return Outcome::kUsageError;
     }
-    return RunDiffReport(paths[0], paths[1], DiffOptionsOf(options), out, err);
+    return RunDiffReport(paths[0], paths[1], DiffOptionsOf(options), out, diagnostics);
   }
   auto listing = ListRanks(paths, RankListingOptions{options.recursive});
   if (!listing) {
-    err << "cupmon-decode: " << listing.error().message << "\n";
-    return kExitUnusable;
+    diagnostics.Error(listing.error().message);
+    return Outcome::kFailed;
   }
   if (kind == ReportKind::kInfo && options.report_format == ReportFormat::kCsv) {
-    err << "cupmon-decode: info has no csv form (it is no one table): use --format json\n";
-    return kExitUnusable;
+    diagnostics.Error("info has no csv form (it is no one table): use --format json");
+    return Outcome::kUsageError;
   }
   bool warnings = false;
   // Warnings that belong to no one rank, for a document's top-level "warnings".
   std::vector<std::string> job_warnings;
-  for (const auto& f : listing->ignored)
-    err << "cupmon-decode: ignored (not *.cupmon): " << f << "\n";
+  for (const auto& f : listing->ignored) diagnostics.Status("ignored (not *.cupmon): " + f);
   for (const auto& f : listing->refused) {
-    err << "cupmon-decode: refused: " << f << "\n";
+    diagnostics.Status("refused: " + f);
     job_warnings.push_back("refused: " + f);
     warnings = true;
   }
   for (const auto& w : listing->warnings) {
-    err << "cupmon-decode: warning: " << w << "\n";
+    diagnostics.Warning(w);
     job_warnings.push_back(w);
     warnings = true;
   }
-  for (const auto& l : listing->left_out) err << "cupmon-decode: left out: " << l << "\n";
+  for (const auto& l : listing->left_out) diagnostics.Status("left out: " + l);
   std::vector<const Rank*> chosen;
   for (const auto& r : listing->ranks)
     if (!options.pid || r.recording.header.pid() == *options.pid) chosen.push_back(&r);
   if (chosen.empty()) {
     std::string where;
     for (const auto& p : paths) where += (where.empty() ? "" : ", ") + p;
-    err << "cupmon-decode: no usable recording in " << where
-        << (options.pid ? " with pid " + std::to_string(*options.pid) : "") << "\n";
-    return kExitUnusable;
+    diagnostics.Error("no usable recording in " + where +
+                      (options.pid ? " with pid " + std::to_string(*options.pid) : ""));
+    return Outcome::kFailed;
   }
   switch (kind) {
     case ReportKind::kSteps:
-      return RunStepsReport(chosen, paths, StepsOptionsOf(options), out, err, warnings);
+      return RunStepsReport(chosen, paths, StepsOptionsOf(options), out, diagnostics, warnings);
     case ReportKind::kJob:
-      return RunJobCommand(chosen, paths, JobOptionsOf(options), out, err, warnings);
+      return RunJobCommand(chosen, paths, JobOptionsOf(options), out, diagnostics, warnings);
     case ReportKind::kTimeline:
-      return RunTimelineReport(chosen, TimelineOptionsOf(options), out, err, warnings);
+      return RunTimelineReport(chosen, TimelineOptionsOf(options), out, diagnostics, warnings);
     case ReportKind::kReport:
-      return RunHtmlReport(chosen, paths, HtmlOptionsOf(options), out, err, warnings);
+      return RunHtmlReport(chosen, paths, HtmlOptionsOf(options), out, diagnostics, warnings);
     default:
-      return RunRowsReport(kind, *listing, chosen, RowsOptionsOf(options), out, err, warnings,
+      return RunRowsReport(kind, *listing, chosen, RowsOptionsOf(options), out, diagnostics, warnings,
                            std::move(job_warnings));
   }
 }

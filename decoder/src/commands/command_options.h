@@ -13,8 +13,6 @@ namespace cupmon::decoder {
 struct RankReadOptions {
   TraceFilter filter;
   std::optional<uint32_t> pid;  // only the recording of this process
-  // A progress line on `err` while large inputs are read (RankPass, ProgressLine).
-  bool progress = false;
   size_t horizon = 1 << 16;  // join horizon in records (see TraceBuilder)
   // Search the given directories' subdirectories at any depth, not only one level down.
   bool recursive = false;

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "commands/command_options.h"
+#include "cupmon/decoder/diagnostics.h"
 #include "cupmon/decoder/diff.h"
 #include "cupmon/decoder/steps.h"
 
@@ -22,9 +23,10 @@ struct DiffReportOptions {
 // Reads side A from `path_a` and side B from `path_b` (each a directory, a rank directory or a
 // .cupmon file; the same path twice for two windows or ranges of one recording), each through
 // options.read.filter with options.diff's per-side selection, and writes the comparison to `out`.
-// Returns kExitUnusable when a side cannot be read or holds nothing, kExitRegression when
-// options.diff.fail_above is exceeded, else kExitWarnings or kExitClean.
-int RunDiffReport(const std::string& path_a, const std::string& path_b,
-                  const DiffReportOptions& options, std::ostream& out, std::ostream& err);
+// Fails (kFailed) when a side cannot be read or holds nothing; kRegression when
+// options.diff.fail_above is exceeded, else kWarnings or kClean.
+Outcome RunDiffReport(const std::string& path_a, const std::string& path_b,
+                      const DiffReportOptions& options, std::ostream& out,
+                      Diagnostics& diagnostics);
 
 }  // namespace cupmon::decoder

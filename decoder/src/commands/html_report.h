@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "commands/command_options.h"
+#include "cupmon/decoder/diagnostics.h"
 #include "cupmon/decoder/rank_listing.h"
 #include "cupmon/decoder/steps.h"
 
@@ -25,9 +26,9 @@ struct HtmlReportOptions {
 // Writes the page for the ranks in `chosen` to `out` (cupmon-decode's -o FILE is an OutputFile:
 // written beside FILE, renamed onto it once complete). `paths` are the
 // user's arguments (for the drill-down command lines); `warnings` carries what the listing
-// already warned about. Returns an exit code.
-int RunHtmlReport(const std::vector<const Rank*>& chosen, const std::vector<std::string>& paths,
-                  const HtmlReportOptions& options, std::ostream& out, std::ostream& err,
-                  bool warnings);
+// already warned about.
+Outcome RunHtmlReport(const std::vector<const Rank*>& chosen,
+                      const std::vector<std::string>& paths, const HtmlReportOptions& options,
+                      std::ostream& out, Diagnostics& diagnostics, bool warnings);
 
 }  // namespace cupmon::decoder

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "commands/command_options.h"
+#include "cupmon/decoder/diagnostics.h"
 #include "cupmon/decoder/rank_listing.h"
 #include "cupmon/decoder/reports.h"
 #include "cupmon/decoder/steps.h"
@@ -25,10 +26,9 @@ struct JobCommandOptions {
 };
 
 // Run by RunReport once the ranks are chosen. `paths` are the user's arguments (for the
-// drill-down command lines); `warnings` carries what the listing already warned about. Returns
-// an exit code.
-int RunJobCommand(const std::vector<const Rank*>& chosen, const std::vector<std::string>& paths,
-                  const JobCommandOptions& options, std::ostream& out, std::ostream& err,
-                  bool warnings);
+// drill-down command lines); `warnings` carries what the listing already warned about.
+Outcome RunJobCommand(const std::vector<const Rank*>& chosen,
+                      const std::vector<std::string>& paths, const JobCommandOptions& options,
+                      std::ostream& out, Diagnostics& diagnostics, bool warnings);
 
 }  // namespace cupmon::decoder

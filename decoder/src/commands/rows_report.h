@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "commands/command_options.h"
+#include "cupmon/decoder/diagnostics.h"
 #include "cupmon/decoder/export_format.h"
 #include "cupmon/decoder/rank_listing.h"
 #include "cupmon/decoder/reports.h"
@@ -32,10 +33,10 @@ struct RowsReportOptions {
 
 // `kind`: kSummary, kInfo, kGpuTrace, kApiTrace, kKernExec or kExport. `listing` and `chosen`:
 // the ranks (RunReport's choice); `warnings` and `job_warnings`: what the listing already warned
-// about (the latter for a document's top-level "warnings"). Returns an exit code.
-int RunRowsReport(ReportKind kind, const RankListing& listing,
-                  const std::vector<const Rank*>& chosen, const RowsReportOptions& options,
-                  std::ostream& out, std::ostream& err, bool warnings,
-                  std::vector<std::string> job_warnings);
+// about (the latter for a document's top-level "warnings").
+Outcome RunRowsReport(ReportKind kind, const RankListing& listing,
+                      const std::vector<const Rank*>& chosen, const RowsReportOptions& options,
+                      std::ostream& out, Diagnostics& diagnostics, bool warnings,
+                      std::vector<std::string> job_warnings);
 
 }  // namespace cupmon::decoder

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "commands/command_options.h"
+#include "cupmon/decoder/diagnostics.h"
 #include "cupmon/decoder/rank_listing.h"
 #include "cupmon/decoder/steps.h"
 
@@ -21,9 +22,9 @@ struct StepsReportOptions {
 };
 
 // `paths` are the user's arguments (for the drill-down command lines); `warnings` carries what
-// the listing already warned about. Returns an exit code.
-int RunStepsReport(const std::vector<const Rank*>& chosen, const std::vector<std::string>& paths,
-                   const StepsReportOptions& options, std::ostream& out, std::ostream& err,
-                   bool warnings);
+// the listing already warned about.
+Outcome RunStepsReport(const std::vector<const Rank*>& chosen,
+                       const std::vector<std::string>& paths, const StepsReportOptions& options,
+                       std::ostream& out, Diagnostics& diagnostics, bool warnings);
 
 }  // namespace cupmon::decoder

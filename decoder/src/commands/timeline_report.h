@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "commands/command_options.h"
+#include "cupmon/decoder/diagnostics.h"
 #include "cupmon/decoder/export_format.h"
 #include "cupmon/decoder/rank_listing.h"
 #include "cupmon/decoder/timeline.h"
@@ -24,9 +25,9 @@ struct TimelineReportOptions {
 };
 
 // Writes the rows of each rank in `chosen` in turn; `warnings` carries what the listing already
-// warned about. Returns an exit code.
-int RunTimelineReport(const std::vector<const Rank*>& chosen,
-                      const TimelineReportOptions& options, std::ostream& out, std::ostream& err,
-                      bool warnings);
+// warned about.
+Outcome RunTimelineReport(const std::vector<const Rank*>& chosen,
+                          const TimelineReportOptions& options, std::ostream& out,
+                          Diagnostics& diagnostics, bool warnings);
 
 }  // namespace cupmon::decoder

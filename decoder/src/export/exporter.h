@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "cupmon/decoder/diagnostics.h"
 #include "cupmon/decoder/export_format.h"
 #include "cupmon/decoder/rank_listing.h"
 #include "cupmon/decoder/recording_reader.h"
@@ -71,9 +72,9 @@ class Exporter {
                    const ReadIntegrity& /*integrity*/) {}
   // After the last recording: completes the output (closes the document, commits the files).
   virtual void Close() = 0;
-  // After Close: prints what became of the output to `err` (files written, notes, problems), as
-  // "cupmon-decode: ..." lines, and says what it was.
-  virtual ExportOutcome Conclude(std::ostream& /*err*/) { return ExportOutcome::kWritten; }
+  // After Close: reports what became of the output to `diagnostics` (files written, notes,
+  // problems), and says what it was.
+  virtual ExportOutcome Conclude(Diagnostics& /*diagnostics*/) { return ExportOutcome::kWritten; }
   // True once the output can no longer be written (a full disk, a file size limit), so that the
   // pass stops reading. Asked after every chunk.
   virtual bool Failed() const = 0;

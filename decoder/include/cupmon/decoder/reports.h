@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "cupmon/decoder/diagnostics.h"
 #include "cupmon/decoder/diff.h"
 #include "cupmon/decoder/export_format.h"
 #include "cupmon/decoder/steps.h"
@@ -36,9 +37,6 @@ struct ReportOptions {
   ExportFormat format = ExportFormat::kChromeJson;
   // summary and info (kCsv: summary only).
   ReportFormat report_format = ReportFormat::kText;
-  // A progress line on `err` while large inputs are read (see ProgressLine). The tool sets it
-  // when stderr is a terminal and the report's output does not stream to that terminal.
-  bool progress = false;
   size_t horizon = 1 << 16;       // join horizon in records (see TraceBuilder)
   // Traces and exports list rows by start time through a bounded reorder stage (see
   // ReorderOptions): at most reorder_rows rows held (0: delivery order), released early once the
@@ -72,16 +70,10 @@ struct ReportOptions {
   bool full_names = false;
 };
 
-// Exit codes of cupmon-decode.
-inline constexpr int kExitClean = 0;
-inline constexpr int kExitWarnings = 1;  // damage, drops, skips, unknown timestamps...
-inline constexpr int kExitUnusable = 2;  // nothing decodable, or a usage error
-inline constexpr int kExitRegression = 3;  // diff --fail-above: B is slower than allowed
-
-// Runs one report over `path` (a directory or a .cupmon file). Output goes to `out`, warnings and
-// problems to `err`. Returns one of the exit codes above.
-int RunReport(ReportKind kind, const std::string& path, const ReportOptions& options,
-              std::ostream& out, std::ostream& err);
+// Runs one report over `path` (a directory or a .cupmon file). Output goes to `out`, warnings,
+// problems and the progress line to `diagnostics`.
+Outcome RunReport(ReportKind kind, const std::string& path, const ReportOptions& options,
+                  std::ostream& out, Diagnostics& diagnostics);
 // ReportKind::kDiff takes exactly two paths, A then B (see RunDiffReport in commands/diff_report.h).
 // Runs one report over several paths (directories, their per-rank subdirectories, or .cupmon
 // files; see ListRanks). One recording gives exactly the single-recording report. Several are
@@ -89,9 +81,10 @@ int RunReport(ReportKind kind, const std::string& path, const ReportOptions& opt
 // a per-rank overview with the ranks' window begins in wall-clock time, chrome-json one timeline
 // with a process per rank on one wall-clock axis (each rank through its own calibration), the
 // traces and csv/jsonl each rank in turn, labelled. Problems of one rank (damage, a window the
-// others have and it lacks) are reported and make the exit code 1; the other ranks still merge.
-int RunReport(ReportKind kind, const std::vector<std::string>& paths, const ReportOptions& options,
-              std::ostream& out, std::ostream& err);
+// others have and it lacks) are reported and make the outcome kWarnings; the other ranks still
+// merge.
+Outcome RunReport(ReportKind kind, const std::vector<std::string>& paths,
+                  const ReportOptions& options, std::ostream& out, Diagnostics& diagnostics);
 
 // nvprof-style duration: 5 significant digits with the unit scaled (e.g. "15.840us", "1.0090ms").
 std::string FormatDuration(double ns);

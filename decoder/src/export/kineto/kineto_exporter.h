@@ -209,7 +209,7 @@ class KinetoExporter final : public Exporter {
   void Close() override;
   // Prints the files written, notes and problems: kWarnings for other traces in DIR, kIncomplete
   // when a file could not be written.
-  ExportOutcome Conclude(std::ostream& err) override;
+  ExportOutcome Conclude(Diagnostics& diagnostics) override;
 
   // True once a write to the rank's file has failed (a full disk, a size limit: Conclude says why
   // once the file is closed); the read can stop. A rank whose file could not be created is not a
