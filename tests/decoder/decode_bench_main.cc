@@ -36,6 +36,7 @@
 namespace {
 
 using namespace cupmon::decoder;
+using cupmon::testing::ReportOptions;  // the options of every command (report_run.h)
 using cupmon::testing::RunReport;  // messages rendered as cupmon-decode writes them
 
 double Now(clockid_t clock) {

@@ -19,6 +19,7 @@
 namespace cupmon::decoder {
 namespace {
 // The text and exit codes cupmon-decode would show (report_run.h).
+using ::cupmon::testing::ReportOptions;
 using ::cupmon::testing::RunReport;
 using ::cupmon::testing::kExitClean, ::cupmon::testing::kExitRegression,
     ::cupmon::testing::kExitUnusable, ::cupmon::testing::kExitWarnings;

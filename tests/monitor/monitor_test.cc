@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "cupmon/decoder/recording_reader.h"
+#include "cupmon/decoder/commands.h"
 #include "cupmon/decoder/reports.h"
 #include "cupmon/format/chunk_scanner.h"
 #include "monitor/testing/fake_cupti.h"
@@ -115,7 +116,7 @@ TEST(MonitorTest, CuptiAttributesAreSetBeforeCallbacksAndKindsAndRecorded) {
   EXPECT_FALSE(c.zero_buffers());
   std::ostringstream out, err;
   decode_cli::StderrText err_text(err);
-  decoder::RunReport(decoder::ReportKind::kInfo, dir, decoder::ReportOptions{}, out, err_text);
+  decoder::RunRowsCommand(decoder::ReportKind::kInfo, {dir}, {}, out, err_text);
   EXPECT_NE(out.str().find("CUPTI attributes set: per-thread buffers 0, device buffer 33554432 "
                            "bytes, device buffers pre-allocated 16, device buffer pool limit 500\n"),
             std::string::npos)
@@ -137,7 +138,7 @@ TEST(MonitorTest, NoCuptiAttributeIsSetByDefault) {
   EXPECT_FALSE(c.has_cupti_device_buffer_pool_limit());
   std::ostringstream out, err;
   decode_cli::StderrText err_text(err);
-  decoder::RunReport(decoder::ReportKind::kInfo, dir, decoder::ReportOptions{}, out, err_text);
+  decoder::RunRowsCommand(decoder::ReportKind::kInfo, {dir}, {}, out, err_text);
   EXPECT_NE(out.str().find("Recording "), std::string::npos) << out.str();
   EXPECT_EQ(out.str().find("CUPTI attributes set"), std::string::npos) << out.str();
 }

@@ -1,7 +1,7 @@
 // `cupmon-decode diff A B`: one TraceBuilder pass and one FindSteps pass per recording of each
 // side; per-name statistics in bounded memory (DurationHistogram), step times side by side, the
 // verdict and the --fail-above gate.
-#include "commands/diff_report.h"
+#include "cupmon/decoder/commands.h"
 
 #include <algorithm>
 #include <array>
@@ -683,9 +683,9 @@ bool Inverted(const TraceFilter& f) {
 
 }  // namespace
 
-Outcome RunDiffReport(const std::string& path_a, const std::string& path_b,
-                      const DiffReportOptions& options, std::ostream& out,
-                      Diagnostics& diagnostics) {
+Outcome RunDiffCommand(const std::string& path_a, const std::string& path_b,
+                       const DiffReportOptions& options, std::ostream& out,
+                       Diagnostics& diagnostics) {
   const DiffOptions& o = options.diff;
   if (o.fail_above && !(*o.fail_above >= 0)) {
     diagnostics.Error("diff: --fail-above takes a percentage of 0 or more");

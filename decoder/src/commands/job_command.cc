@@ -350,9 +350,9 @@ void WriteJson(std::ostream& out, const job::JobAnalysis& a, const std::vector<c
 
 }  // namespace
 
-Outcome RunJobCommand(const std::vector<const Rank*>& chosen,
-                      const std::vector<std::string>& paths, const JobCommandOptions& options,
-                      std::ostream& out, Diagnostics& diagnostics, bool warnings) {
+Outcome RunJobReport(const std::vector<const Rank*>& chosen,
+                     const std::vector<std::string>& paths, const JobCommandOptions& options,
+                     std::ostream& out, Diagnostics& diagnostics, bool warnings) {
   const TraceFilter& f = options.read.filter;
   if (f.window || f.device || f.stream || f.kernel || options.limit) {
     diagnostics.Error(

@@ -18,18 +18,6 @@
 
 namespace cupmon::decoder {
 
-// The choices of the export command that some format takes (the others ignore them).
-struct ExportSettings {
-  // kineto: the directory of the per-rank files (created when missing).
-  std::string output_dir;
-  // sqlite: the database file (written beside it, then renamed onto it).
-  std::string output_path;
-  // kineto: where ProfilerStep#N come from, and whether GPU activities without a launch record
-  // get a marked CPU event (KinetoOptions).
-  KinetoSteps kineto_steps = KinetoSteps::kAuto;
-  bool kineto_synthetic_launches = false;
-};
-
 // What became of an export's output, as Exporter::Conclude tells it.
 enum class ExportOutcome {
   kWritten,     // everything written

@@ -48,7 +48,7 @@ class KinetoStepSource {
   virtual void OnRow(const Row& row) = 0;
   // After its last row: the steps found, in any order.
   virtual std::vector<TrainingStep> Steps() = 0;
-  // After Begin, by a caller that reads the recording for the export (RunReport): a consumer
+  // After Begin, by a caller that reads the recording for the export (the rows command): a consumer
   // that caller adds to that one pass's builder, or nullptr when the source wants none.
   // A source whose consumer was not asked for reads the recording itself, if it needs to.
   virtual RecordConsumer* RecordsWanted() { return nullptr; }
