@@ -20,6 +20,7 @@
 #include "cupmon/control/control_client.h"
 #include "cupmon/control/protocol.h"
 #include "cupmon/decoder/recording_reader.h"
+#include "cupmon/decoder/commands.h"
 #include "cupmon/decoder/reports.h"
 #include "cupmon/format/record_sizes.h"
 #include "cupmon/monitor/config.h"
@@ -28,6 +29,7 @@
 #include "monitor/testing/fake_cupti.h"
 #include "monitor/testing/kernel10_facts.h"
 #include "monitor_fixture.h"
+#include "tools/cupmon_decode/stderr_text.h"
 #include "test_dir.h"
 
 namespace cupmon {
@@ -189,7 +191,8 @@ TEST(AutoWindowTest, OneSlowStepOpensOneWindowAtThatStepOneStepLater) {
 
   // cupmon-decode info says why the window opened.
   std::ostringstream out, err;
-  decoder::RunReport(decoder::ReportKind::kInfo, dir, decoder::ReportOptions{}, out, err);
+  decode_cli::StderrText err_text(err);
+  decoder::RunRowsCommand(decoder::ReportKind::kInfo, {dir}, {}, out, err_text);
   const std::string expected = "#1 source TRIGGER_AUTO";
   EXPECT_NE(out.str().find(expected), std::string::npos) << out.str();
   const std::string why = "why: step " + std::to_string(slow_step) + " took " +
@@ -199,7 +202,8 @@ TEST(AutoWindowTest, OneSlowStepOpensOneWindowAtThatStepOneStepLater) {
 
   // cupmon-decode steps: the window, the step it began in, and the same reason.
   std::ostringstream steps, steps_err;
-  decoder::RunReport(decoder::ReportKind::kSteps, dir, decoder::ReportOptions{}, steps, steps_err);
+  decode_cli::StderrText steps_err_text(steps_err);
+  decoder::RunStepsCommand({dir}, {}, steps, steps_err_text);
   EXPECT_NE(steps.str().find("windows: 1\n  #1 TRIGGER_AUTO at "), std::string::npos)
       << steps.str().substr(steps.str().find("windows:") == std::string::npos
                                 ? 0
@@ -208,7 +212,8 @@ TEST(AutoWindowTest, OneSlowStepOpensOneWindowAtThatStepOneStepLater) {
 
   // cupmon-decode report (HTML): the windows table has the reason in its own column.
   std::ostringstream html, html_err;
-  decoder::RunReport(decoder::ReportKind::kReport, dir, decoder::ReportOptions{}, html, html_err);
+  decode_cli::StderrText html_err_text(html_err);
+  decoder::RunHtmlCommand({dir}, {}, html, html_err_text);
   EXPECT_NE(html.str().find("<th>why it opened</th>"), std::string::npos) << html_err.str();
   const std::string reason = why.substr(std::string("why: ").size());
   EXPECT_NE(html.str().find("<td class=\"why\">" + reason + "</td>"), std::string::npos)

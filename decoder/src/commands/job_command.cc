@@ -350,19 +350,19 @@ void WriteJson(std::ostream& out, const job::JobAnalysis& a, const std::vector<c
 
 }  // namespace
 
-int RunJobCommand(const std::vector<const Rank*>& chosen, const std::vector<std::string>& paths,
-                  const JobCommandOptions& options, std::ostream& out, std::ostream& err,
-                  bool warnings) {
+Outcome RunJobReport(const std::vector<const Rank*>& chosen,
+                     const std::vector<std::string>& paths, const JobCommandOptions& options,
+                     std::ostream& out, Diagnostics& diagnostics, bool warnings) {
   const TraceFilter& f = options.read.filter;
   if (f.window || f.device || f.stream || f.kernel || options.limit) {
-    err << "cupmon-decode: job reads whole ranks: --window, --device, --stream, --kernel and "
-           "--limit do not apply (--from/--to choose the steps; use the drill-down commands for "
-           "the rest)\n";
-    return kExitUnusable;
+    diagnostics.Error(
+        "job reads whole ranks: --window, --device, --stream, --kernel and --limit do not apply "
+        "(--from/--to choose the steps; use the drill-down commands for the rest)");
+    return Outcome::kUsageError;
   }
   if (options.format == ReportFormat::kCsv) {
-    err << "cupmon-decode: job has no csv form: use --format json\n";
-    return kExitUnusable;
+    diagnostics.Error("job has no csv form: use --format json");
+    return Outcome::kUsageError;
   }
   {
     // The listing has warned that jobs are mixed; the analysis would pair their collectives
@@ -374,13 +374,13 @@ int RunJobCommand(const std::vector<const Rank*>& chosen, const std::vector<std:
       jobs.insert(r->job.empty() ? "\x01" + cmd : r->job);
     }
     if (jobs.size() > 1) {
-      err << "cupmon-decode: warning: job: the ranks belong to " << jobs.size()
-          << " jobs; their collectives are matched as if they were one job's (choose one job's "
-             "directories)\n";
+      diagnostics.Warning("job: the ranks belong to " + std::to_string(jobs.size()) +
+                          " jobs; their collectives are matched as if they were one job's (choose "
+                          "one job's directories)");
       warnings = true;
     }
   }
-  RankPass pass(chosen, 1, options.read.progress, err);
+  RankPass pass(chosen, 1, diagnostics);
   std::vector<job::RankInput> inputs;
   pass.Run(
       RankJobs(chosen.size(), options.read.jobs, DecodeThreads()),
@@ -388,7 +388,7 @@ int RunJobCommand(const std::vector<const Rank*>& chosen, const std::vector<std:
         return ReadRank(*chosen[i], options, progress);
       },
       [&](size_t i, std::unique_ptr<RankRead> read) {
-        RankMessageLog log(err, pass.Who(i));
+        RankMessageLog log(diagnostics, pass.Who(i));
         log.ReadProblems(read->steps.integrity, nullptr);
         warnings |= read->steps.integrity.HasWarnings();
         if (read->steps.steps.empty()) {
@@ -415,8 +415,8 @@ int RunJobCommand(const std::vector<const Rank*>& chosen, const std::vector<std:
   }
   const job::JobAnalysis a = job::AnalyzeJob(inputs, o);
   if (a.streams.empty()) {
-    err << "cupmon-decode: warning: no collective (NCCL) kernel on any rank: the ranks' steps "
-           "cannot be matched\n";
+    diagnostics.Warning(
+        "no collective (NCCL) kernel on any rank: the ranks' steps cannot be matched");
     warnings = true;
   }
   if (options.format == ReportFormat::kJson)
@@ -424,7 +424,7 @@ int RunJobCommand(const std::vector<const Rank*>& chosen, const std::vector<std:
   else
     PrintText(out, a, chosen, paths, options);
   out.flush();
-  return warnings ? kExitWarnings : kExitClean;
+  return warnings ? Outcome::kWarnings : Outcome::kClean;
 }
 
 }  // namespace cupmon::decoder
