@@ -57,13 +57,13 @@ def ranges_of(path):
     out = []
     if span:
         first, dur = span
-        for lo, hi in ((0.0, 0.01), (0.5, 0.52), (0.3, 0.31), (0.97, 1.2)):
+        for lo, hi in ((0.0, 0.01), (0.5, 0.52), (0.97, 1.2)):
             out.append(["--from", "%dns" % int(dur * lo), "--to", "%dns" % int(dur * hi)])
         mid = first + dur // 2
         out.append(["--from", "@%d" % (mid - 30 * 10**9), "--to", "@%d" % (mid + 30 * 10**9)])
         out.append(["--from", "@%d" % (mid + dur // 7)])
         out.append(["--to", "@%d" % (first + dur // 9)])
-    for w in (1, 2, 3, 7):
+    for w in (1, 3):
         out.append(["--window", str(w)])
     out.append(["--window", "2", "--from", "0s", "--to", "%dns" % (span[1] // 2 if span else 10**9)])
     return out
@@ -80,6 +80,17 @@ COMMANDS = (
     ["export", "--format", "csv"],
     ["export", "--format", "jsonl"],
     ["export", "--format", "chrome-json"],
+    ["export", "--format", "perfetto", "-o", "OUT"],
+    ["summary"],
+)
+
+
+# The synthetic histories: one command per kind of output (rows, an export, the summary), so that
+# the test stays within CI's time in its three suites; every command runs on the dense recording.
+HISTORY_COMMANDS = (
+    ["gpu-trace"],
+    ["api-trace"],
+    ["export", "--format", "csv"],
     ["export", "--format", "perfetto", "-o", "OUT"],
     ["summary"],
 )
@@ -118,29 +129,29 @@ class RangedRead(unittest.TestCase):
         for name in BUNDLED:
             path = os.path.join(ARGS.source, "tests", "data", name)
             ranges = ranges_of(path)
-            self.assertEqual(self.compare(path, ranges=ranges[1:2] + ranges[4:5] + ranges[-4:-3]),
+            self.assertEqual(self.compare(path, ranges=ranges[1:2] + ranges[3:4] + ranges[-2:-1]),
                              0, name)
 
     def test_history_with_windows_and_rotation(self):
         path = os.path.join(ARGS.work, "history")
         shutil.rmtree(path, ignore_errors=True)
-        # 20 minutes at 2,000 activities a second, rotated at 2 MiB, a window every 2 minutes.
-        make("--day", path, "0.34", "2000", "2", "120")
+        # 10 minutes at 2,000 activities a second, rotated at 1 MiB, a window every minute.
+        make("--day", path, "0.17", "2000", "1", "60")
         self.assertGreater(len(os.listdir(path)), 3)
-        self.assertGreater(self.compare(path), 10)
+        self.assertGreater(self.compare(path, commands=HISTORY_COMMANDS), 10)
 
     def test_history_with_a_clock_domain_change(self):
         path = os.path.join(ARGS.work, "domains")
         shutil.rmtree(path, ignore_errors=True)
-        make("--day", path, "0.25", "2000", "2", "150", "400")
-        self.assertGreater(self.compare(path), 5)
+        make("--day", path, "0.12", "2000", "1", "75", "200")
+        self.assertGreater(self.compare(path, commands=HISTORY_COMMANDS), 5)
 
     def test_dense_recording(self):
         # The timing mix at its own rate: windows every 10 buffers, their launches and annotations
         # in untimed buffers placed by correlation id.
         path = os.path.join(ARGS.work, "dense")
         shutil.rmtree(path, ignore_errors=True)
-        make(path, "1500000")
+        make(path, "600000")
         self.assertGreater(self.compare(path, ranges=[r for r in ranges_of(path)]), 0)
 
 
@@ -159,7 +170,7 @@ class Damage(unittest.TestCase):
     def setUpClass(cls):
         cls.clean = os.path.join(ARGS.work, "damage-clean")
         shutil.rmtree(cls.clean, ignore_errors=True)
-        make("--day", cls.clean, "0.34", "2000", "4", "120")
+        make("--day", cls.clean, "0.17", "2000", "2", "60")
         cls.files = sorted(os.listdir(cls.clean))
         first, dur = span_of(cls.clean)
         cls.mid = first + dur // 2
