@@ -33,9 +33,10 @@ class FileChunkReader {
   // when nothing more of the file may be read: the visitor asked to stop (integrity->stopped),
   // or a chunk of a future major version was found (counted and noted).
   bool ReadPiece(uint64_t start, uint64_t end, bool background);
-  // One chunk that is not a raw buffer, at `start` (an index entry), ending by `end`. False when
-  // the visitor asked to stop.
-  bool ReadOne(uint64_t start, uint64_t end);
+  // One chunk that is not a raw buffer: `piece` holds the file's bytes from `start` (an index
+  // entry) to where the chunk must end, from this reader's bytes or a copy. False when the
+  // visitor asked to stop.
+  bool ReadOne(uint64_t start, std::span<const uint8_t> piece);
   // A footer chunk was read.
   bool footer() const { return footer_; }
 

@@ -8,6 +8,9 @@
 #include <limits>
 #include <optional>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include "cupmon/format/chunk.h"
 #include "cupmon/format/chunk_scanner.h"
 #include "cupmon/format/raw_codec.h"
@@ -31,13 +34,16 @@ int64_t SaturatingAdd(int64_t a, int64_t b) {
 // One raw buffer of an indexed file.
 struct RangePlan::Entry {
   bool timed = false;
+  bool records_known = false;  // records_at_least was read from the chunk's header
   uint64_t min_ns = 0, max_ns = 0;
   uint32_t min_corr = 0, max_corr = 0;
   uint64_t records_at_least = 0;  // a lower bound of its records, from its decompressed size
+  size_t file = 0;
+  uint64_t offset = 0;  // of its chunk header in the file
 };
 
 // One file's chunks by its index: each chunk's [offset, end) and type, and for raw buffers their
-// place in raw_.
+// place in raw_; and the file's mapping, which the read of the file uses too.
 struct RangePlan::FileIndex {
   bool indexed = false;
   struct Span {
@@ -47,7 +53,50 @@ struct RangePlan::FileIndex {
   };
   std::vector<Span> spans;
   uint64_t footer_offset = 0;
+  std::optional<MappedFile> mapped;
+  // Copies of the small chunks that are not raw buffers (calibration samples, markers, strings,
+  // stats), read with pread: thousands of them lie a raw buffer apart, and a page fault for each
+  // costs far more than a read. Span i's copy is copies[copy_at[i], copy_at[i + 1]) when
+  // copied[i].
+  std::vector<uint8_t> copies;
+  std::vector<size_t> copy_at;
+  std::vector<bool> copied;
+
+  // Copies spans' chunks until `budget` bytes (of the whole plan) are used.
+  void CopySmallChunks(const std::string& path, uint64_t* budget);
+  // Span i's bytes: its copy, or the mapping's.
+  std::span<const uint8_t> Piece(size_t i, std::span<const uint8_t> bytes) const {
+    if (copied[i]) return {copies.data() + copy_at[i], copy_at[i + 1] - copy_at[i]};
+    return bytes.subspan(spans[i].offset, spans[i].end - spans[i].offset);
+  }
 };
+
+void RangePlan::FileIndex::CopySmallChunks(const std::string& path, uint64_t* budget) {
+  // Chunks of at most kChunkBytes; the rest, and everything when the file cannot be read this
+  // way, comes from the mapping. A file's copies are dropped once it is read.
+  constexpr uint64_t kChunkBytes = 4096;
+  copy_at.assign(spans.size() + 1, 0);
+  copied.assign(spans.size(), false);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  constexpr auto kRaw = static_cast<uint8_t>(ChunkType::kRawBuffer);
+  for (size_t i = 0; i < spans.size(); ++i) {
+    copy_at[i] = copies.size();
+    const Span& span = spans[i];
+    const uint64_t n = span.end - span.offset;
+    if (span.type == kRaw || n > kChunkBytes || n > *budget) continue;
+    copies.resize(copies.size() + n);
+    const ssize_t got = ::pread(fd, copies.data() + copy_at[i], n, static_cast<off_t>(span.offset));
+    if (got == static_cast<ssize_t>(n)) {
+      copied[i] = true;
+      *budget -= n;
+    } else {
+      copies.resize(copy_at[i]);
+    }
+  }
+  copy_at[spans.size()] = copies.size();
+  ::close(fd);
+}
 
 RangePlan::RangePlan(const Recording& recording, const RangedVisitor& visitor)
     : recording_(recording), visitor_(visitor), range_(visitor.Range()) {}
@@ -71,6 +120,7 @@ std::unique_ptr<RangePlan> RangePlan::Make(const Recording& recording,
   std::vector<uint8_t> scratch;
   std::string why;
   bool any_indexed = false;
+  uint64_t copy_budget = 64 << 20;
   plan->files_.resize(recording.files.size());
   for (size_t f = 0; f < recording.files.size(); ++f) {
     auto mapped = MappedFile::Open(recording.files[f].path);
@@ -81,56 +131,51 @@ std::unique_ptr<RangePlan> RangePlan::Make(const Recording& recording,
     pb::Footer footer;
     if (!ParseChunkPayload(codec, *found, &scratch, &footer, &why)) continue;
     if (!footer.indexed() || footer.index_size() == 0) continue;
-    // Trusted only whole: every entry a good chunk header of its type, end to end from the first
-    // byte to the footer.
+    // Trusted only whole: the entries in file order from the first byte, each with room for a
+    // chunk header before the next one (its end) or the footer. Chunk headers are checked where
+    // chunks are read (FileChunkReader), and a raw buffer's where the margin needs its size.
     FileIndex index;
     std::vector<Entry> raw;
-    uint64_t at = 0;
-    bool good = true;
-    for (const pb::ChunkSpan& s : footer.index()) {
-      ChunkHeader header;
-      if (s.offset() != at || at + kChunkHeaderSize > found->offset ||
-          DecodeChunkHeader(bytes.data() + at, &header) != HeaderStatus::kOk ||
-          header.type != s.type()) {
+    bool good = footer.index(0).offset() == 0;
+    for (int i = 0; good && i < footer.index_size(); ++i) {
+      const pb::ChunkSpan& s = footer.index(i);
+      const uint64_t end = i + 1 < footer.index_size() ? footer.index(i + 1).offset()
+                                                       : found->offset;
+      if (s.type() > 0xFF || end < s.offset() || end - s.offset() < kChunkHeaderSize ||
+          end > found->offset) {
         good = false;
         break;
       }
-      const uint64_t end = at + kChunkHeaderSize + header.payload_length;
-      if (end > found->offset) {
-        good = false;
-        break;
-      }
-      FileIndex::Span span{at, end, header.type, 0};
-      if (header.type == static_cast<uint8_t>(ChunkType::kRawBuffer)) {
+      FileIndex::Span span{s.offset(), end, static_cast<uint8_t>(s.type()), 0};
+      if (span.type == static_cast<uint8_t>(ChunkType::kRawBuffer)) {
         Entry e;
         e.timed = s.timed();
         e.min_ns = s.min_ns();
         e.max_ns = s.max_ns();
         e.min_corr = s.min_correlation();
         e.max_corr = s.max_correlation();
-        const uint64_t body = header.uncompressed_length > kRawBufferPrefixSize
-                                  ? header.uncompressed_length - kRawBufferPrefixSize
-                                  : 0;
-        e.records_at_least = body / plan->max_record_bytes_;
+        e.file = f;
+        e.offset = s.offset();
         span.raw = plan->raw_.size() + raw.size();
         raw.push_back(e);
       }
       index.spans.push_back(span);
-      at = end;
     }
-    if (!good || at != found->offset) continue;
+    if (!good) continue;
     index.indexed = true;
     index.footer_offset = found->offset;
+    index.CopySmallChunks(recording.files[f].path, &copy_budget);
     // The clock and the windows the choice maps chunks with. A damaged chunk is left to the read,
     // which reports it.
-    for (const auto& span : index.spans) {
+    for (size_t i = 0; i < index.spans.size(); ++i) {
+      const auto& span = index.spans[i];
       const bool calibration = span.type == static_cast<uint8_t>(ChunkType::kCalibration);
       const bool marker = span.type == static_cast<uint8_t>(ChunkType::kWindowMarker);
       if (!calibration && !marker) continue;
       std::vector<Damage> damage;
-      ChunkScanner scanner(bytes.subspan(0, span.end), span.offset);
+      ChunkScanner scanner(index.Piece(i, bytes));
       const auto c = scanner.Next(&damage);
-      if (!c || c->offset != span.offset) continue;
+      if (!c || c->offset != 0) continue;
       if (calibration) {
         pb::Calibration cal;
         if (ParseChunkPayload(codec, *c, &scratch, &cal, &why)) plan->clock_.Add(cal);
@@ -140,6 +185,7 @@ std::unique_ptr<RangePlan> RangePlan::Make(const Recording& recording,
       }
     }
     plan->raw_.insert(plan->raw_.end(), raw.begin(), raw.end());
+    index.mapped = std::move(*mapped);
     plan->files_[f] = std::move(index);
     any_indexed = true;
   }
@@ -148,6 +194,28 @@ std::unique_ptr<RangePlan> RangePlan::Make(const Recording& recording,
 }
 
 bool RangePlan::indexed(size_t file) const { return file < files_.size() && files_[file].indexed; }
+
+MappedFile* RangePlan::mapped(size_t file) {
+  return indexed(file) && files_[file].mapped ? &*files_[file].mapped : nullptr;
+}
+
+uint64_t RangePlan::RecordsAtLeast(size_t g) {
+  Entry& e = raw_[g];
+  if (e.records_known) return e.records_at_least;
+  e.records_known = true;
+  // A header that is not a good raw buffer's counts 0 records: the margin reaches further back.
+  const auto bytes = files_[e.file].mapped->bytes();
+  ChunkHeader header;
+  if (e.offset + kChunkHeaderSize <= bytes.size() &&
+      DecodeChunkHeader(bytes.data() + e.offset, &header) == HeaderStatus::kOk &&
+      header.type == static_cast<uint8_t>(ChunkType::kRawBuffer)) {
+    const uint64_t body = header.uncompressed_length > kRawBufferPrefixSize
+                              ? header.uncompressed_length - kRawBufferPrefixSize
+                              : 0;
+    e.records_at_least = body / max_record_bytes_;
+  }
+  return e.records_at_least;
+}
 
 void RangePlan::Choose() {
   chosen_ = true;
@@ -245,7 +313,7 @@ void RangePlan::Choose() {
   // The margin: the join's ring is full before the first record of the range, as in a whole read.
   head_ = first_g;
   uint64_t margin = 0;
-  while (head_ > 0 && margin < 2 * visitor_.JoinHorizon()) margin += raw_[--head_].records_at_least;
+  while (head_ > 0 && margin < 2 * visitor_.JoinHorizon()) margin += RecordsAtLeast(--head_);
 }
 
 bool RangePlan::WantRaw(size_t g) {
@@ -268,14 +336,21 @@ bool RangePlan::WantRaw(size_t g) {
 
 bool RangePlan::ReadFile(size_t file, std::span<const uint8_t> bytes, ChunkVisitor& visitor,
                          ReadIntegrity* integrity, const std::function<void(uint64_t)>& consumed) {
-  const FileIndex& index = files_[file];
+  FileIndex& index = files_[file];
+  struct DropCopies {  // once the file is read, however the read ends
+    FileIndex& index;
+    ~DropCopies() {
+      std::fill(index.copied.begin(), index.copied.end(), false);
+      std::vector<uint8_t>().swap(index.copies);
+    }
+  } drop{index};
   FileChunkReader reader(bytes, recording_.files[file], visitor, integrity, nullptr, consumed);
   constexpr auto kRaw = static_cast<uint8_t>(ChunkType::kRawBuffer);
   const auto& spans = index.spans;
   for (size_t i = 0; i < spans.size();) {
     const auto& span = spans[i];
     if (span.type != kRaw) {
-      if (!reader.ReadOne(span.offset, span.end)) return false;
+      if (!reader.ReadOne(span.offset, index.Piece(i, bytes))) return false;
       ++i;
       continue;
     }
@@ -300,7 +375,7 @@ bool RangePlan::ReadFile(size_t file, std::span<const uint8_t> bytes, ChunkVisit
     }
     i = j;
   }
-  if (!reader.ReadOne(index.footer_offset, bytes.size())) return false;
+  if (!reader.ReadOne(index.footer_offset, bytes.subspan(index.footer_offset))) return false;
   return true;
 }
 

@@ -32,8 +32,9 @@ namespace cupmon::decoder {
 // row of the range is then emitted at the place in the stream a whole read emits it, with the same
 // calibration samples, join partners and windows read before it.
 //
-// A file without a good footer, or whose index is not complete and consistent (every entry a good
-// chunk header of its listed type, the entries end to end up to the footer), is read whole.
+// A file without a good footer, or whose index is not complete and in order (entries from the
+// first byte, each with room for a chunk header before the next one or the footer), is read whole.
+// Chunk headers are checked where chunks are read.
 class RangePlan {
  public:
   static constexpr int64_t kSlackNs = 2'000'000'000;
@@ -45,6 +46,9 @@ class RangePlan {
   ~RangePlan();
 
   bool indexed(size_t file) const;
+  // The mapping of an indexed file, opened by the plan; the read of the file uses it (its pages
+  // the plan touched are not faulted in again). Null when `file` is not indexed.
+  MappedFile* mapped(size_t file);
   // Reads file number `file` (of recording.files) by the plan. Counts what it leaves out in
   // integrity->chunks_not_read and bytes_not_read. False when the visitor asked to stop.
   bool ReadFile(size_t file, std::span<const uint8_t> bytes, ChunkVisitor& visitor,
@@ -56,6 +60,8 @@ class RangePlan {
   RangePlan(const Recording& recording, const RangedVisitor& visitor);
   // The raw buffer's decision: read it, or not.
   bool WantRaw(size_t g);
+  // Raw buffer g's lower bound of records, read from its chunk header on first use.
+  uint64_t RecordsAtLeast(size_t g);
   void Choose();
 
   const Recording& recording_;

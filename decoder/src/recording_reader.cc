@@ -333,15 +333,18 @@ bool FileChunkReader::ReadPiece(uint64_t start, uint64_t end, bool background) {
   return !ended_;
 }
 
-bool FileChunkReader::ReadOne(uint64_t start, uint64_t end) {
-  ChunkScanner scanner(bytes_.subspan(0, end), start);
+bool FileChunkReader::ReadOne(uint64_t start, std::span<const uint8_t> piece) {
+  // Scanned as a file of its own; its offsets are moved to the file's.
+  ChunkScanner scanner(piece);
   one_.damage.clear();
   auto c = scanner.Next(&one_.damage);
+  for (Damage& d : one_.damage) d.offset += start;
   ReportDamage(one_.damage);
   one_.damage.clear();
   if (!c) return true;  // damage where the index said a chunk starts: reported above
   one_.chunk = *c;
-  one_.position = scanner.position();
+  one_.chunk.offset += start;
+  one_.position = start + scanner.position();
   return Handle(one_);
 }
 
@@ -455,8 +458,17 @@ void CupmonImporter::Read(const Recording& recording, ChunkVisitor& visitor,
     }
     first = false;
     expected_index = file.file_index + 1;
-    auto mapped = OpenRecordingFile(file, visitor, integrity);
-    if (!mapped) continue;
+    // An indexed file is read through the plan's mapping, whose pages the plan touched already.
+    std::optional<MappedFile> opened;
+    MappedFile* mapped = plan ? plan->mapped(k) : nullptr;
+    if (mapped) {
+      ++integrity->files;
+      visitor.OnFile(file);
+    } else {
+      opened = OpenRecordingFile(file, visitor, integrity);
+      if (!opened) continue;
+      mapped = &*opened;
+    }
     if (!file.header_from.empty()) {
       // Every file of a recording carries the same header but for file_index and creation time.
       ++integrity->borrowed_headers;
@@ -479,7 +491,7 @@ void CupmonImporter::Read(const Recording& recording, ChunkVisitor& visitor,
       }
       if (progress) progress(done_before + at, std::max(total, done_before + at));
     };
-    if (plan && plan->indexed(k))
+    if (!opened)
       plan->ReadFile(k, mapped->bytes(), visitor, integrity, consumed);
     else
       ReadFileBytes(mapped->bytes(), file, visitor, integrity, plan ? nullptr : &sequences,

@@ -312,23 +312,23 @@ TEST(ClockMapTest, AbsurdCalibrationClampsInsteadOfOverflowing) {
 // stop following the samples (a map that dropped those beyond its bound extrapolated the last
 // hours with one offset: 50 ppm of a day is 4.3 ms).
 TEST(ClockMapTest, AWeekOfSamplesFromAClock50PpmFastMapsWithin1us) {
-  constexpr int64_t kWall0 = 1'800'000'000'000'000'000;
+  constexpr int64_t kWeekWall0 = 1'800'000'000'000'000'000;
   constexpr int64_t kWeek = int64_t{7} * 24 * 3600 * 1'000'000'000;
   constexpr int64_t kEvery = 5'000'000'000;
   auto cupti_at = [](int64_t wall) {
-    const Int128 since = static_cast<Int128>(wall) - kWall0;
+    const Int128 since = static_cast<Int128>(wall) - kWeekWall0;
     return static_cast<uint64_t>(wall + static_cast<int64_t>(since * 50'000 / 1'000'000'000));
   };
   ClockMap m;
-  for (int64_t w = kWall0; w <= kWall0 + kWeek; w += kEvery) m.Add(S(cupti_at(w), w));
+  for (int64_t w = kWeekWall0; w <= kWeekWall0 + kWeek; w += kEvery) m.Add(S(cupti_at(w), w));
   EXPECT_EQ(m.domains(), 1u);
   EXPECT_EQ(m.samples(), static_cast<uint64_t>(kWeek / kEvery + 1));
   std::mt19937_64 rng(50);
   int64_t worst = 0;
   for (int i = 0; i < 200'000; ++i) {
     // Half of them in the last day.
-    const int64_t wall = kWall0 + static_cast<int64_t>(rng() % static_cast<uint64_t>(kWeek)) /
-                                      (i % 2 ? 1 : 7) + (i % 2 ? 0 : kWeek - kWeek / 7);
+    const int64_t wall = kWeekWall0 + static_cast<int64_t>(rng() % static_cast<uint64_t>(kWeek)) /
+                                          (i % 2 ? 1 : 7) + (i % 2 ? 0 : kWeek - kWeek / 7);
     const int64_t error = m.ToWall(cupti_at(wall)) - wall;
     worst = std::max(worst, error < 0 ? -error : error);
   }
