@@ -228,6 +228,7 @@ int main(int argc, char** argv) {
   uint64_t timeline_max_rows = cupmon::decoder::TimelineOptions{}.max_rows;
   std::string diff_format = "table";
   std::string report_format = "text";
+  std::string job_tables_out;
   bool info_quick = false;
   struct DiffSideArgs {
     std::optional<uint32_t> window, rank;
@@ -438,14 +439,22 @@ int main(int argc, char** argv) {
           "Only the job steps that start at or after this time (same forms as for the other "
           "commands; relative: to the first step)");
       sub->get_option("--to")->description("Only the job steps that start before this time");
+      sub->add_option("--tables-out", job_tables_out,
+                      "Write each rank's step table into DIR (rank<N>-<host>-<pid>.cupmon-job) "
+                      "instead of the answers: run it where the recordings are (per node), then "
+                      "`job` over the tables' directories merges them");
       sub->footer(
           "Examples:\n"
           "  cupmon-decode job /shared/cupmon/job-1234/   # slow steps: which rank, and why\n"
           "  cupmon-decode job job/ --from 2026-03-01T12:00:00Z --to 2026-03-01T13:00:00Z\n"
-          "  cupmon-decode job job/ --format json | jq '.slow_steps[]'\n\n"
+          "  cupmon-decode job job/ --format json | jq '.slow_steps[]'\n"
+          "  cupmon-decode job /tmp/cupmon/4242 --tables-out /shared/4242/tables/$(hostname)\n"
+          "      # on each node: its ranks' step tables (small); then, on any host:\n"
+          "  cupmon-decode job /shared/4242/tables/   # merges every node's tables\n\n"
           "Each rank's steps are as `steps` finds them; the figures, the verdict classes and "
           "their thresholds: docs/DECODER.md, \"Which rank, which step, and why (`job`)\". "
-          "--jobs reads several ranks at once, as for summary.");
+          "--jobs reads several ranks at once, as for summary. Arguments holding *.cupmon-job "
+          "files (directly or one level down) are merged as tables, not read as recordings.");
     }
     if (c.kind == ReportKind::kReport) {
       sub->add_option("--slow-factor", steps_slow_factor,
@@ -515,6 +524,7 @@ int main(int argc, char** argv) {
                      : steps_by == "annotation" ? cupmon::decoder::StepSource::kAnnotation
                                                 : cupmon::decoder::StepSource::kAuto;
   opt.steps.slow_factor = steps_slow_factor;
+  opt.job_tables_out = job_tables_out;
   if ((kineto_steps != "auto" || kineto_synthetic) && opt.format != ExportFormat::kKineto) {
     std::cerr << "cupmon-decode: --kineto-steps and --kineto-synthetic-launches apply to export "
                  "--format kineto only\n";

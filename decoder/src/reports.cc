@@ -18,6 +18,7 @@
 #include "commands/timeline_report.h"
 #include "cupmon/decoder/rank_listing.h"
 #include "cupmon/decoder/window_span.h"
+#include "job/rank_table.h"
 #include "report_text.h"
 
 namespace cupmon::decoder {
@@ -42,7 +43,7 @@ StepsReportOptions StepsOptionsOf(const ReportOptions& o) {
 
 JobCommandOptions JobOptionsOf(const ReportOptions& o) {
   return {.read = ReadOptionsOf(o), .limit = o.limit, .format = o.report_format,
-          .steps = o.steps};
+          .steps = o.steps, .tables_out = o.job_tables_out};
 }
 
 TimelineReportOptions TimelineOptionsOf(const ReportOptions& o) {
@@ -181,6 +182,11 @@ int RunReport(ReportKind kind, const std::vector<std::string>& paths, const Repo
       return kExitUnusable;
     }
     return RunDiffReport(paths[0], paths[1], DiffOptionsOf(options), out, err);
+  }
+  if (kind == ReportKind::kJob) {
+    // Step tables (`job --tables-out`'s files) are merged; recordings are read.
+    if (auto tables = job::FindTableFiles(paths); !tables.empty())
+      return RunJobTables(tables, JobOptionsOf(options), out, err);
   }
   auto listing = ListRanks(paths, RankListingOptions{options.recursive});
   if (!listing) {

@@ -60,6 +60,8 @@ struct ReportOptions {
   bool kineto_synthetic_launches = false;
   // `steps` (decoder/src/commands/steps_report.cc).
   StepOptions steps;
+  // `job --tables-out DIR` (decoder/src/commands/job_command.cc): write the ranks' step tables.
+  std::string job_tables_out;
   // `timeline` (decoder/src/commands/timeline_report.cc): the bucket size and row limit.
   TimelineOptions timeline;
   // `diff` (decoder/src/commands/diff_report.cc): per-side selections, format and the gate.
