@@ -23,3 +23,16 @@ if(CUPMON_SANITIZE)
   add_compile_options(-fsanitize=${CUPMON_SANITIZE} -fno-omit-frame-pointer -fno-sanitize-recover=all)
   add_link_options(-fsanitize=${CUPMON_SANITIZE})
 endif()
+
+# Thread checks (CUPMON_DCHECK_THREAD, base/include/cupmon/base/thread_checker.h): on in builds
+# without NDEBUG, and here in the sanitizer builds (which are RelWithDebInfo) or when asked for.
+if(CUPMON_SANITIZE)
+  set(_thread_checks_default ON)
+else()
+  set(_thread_checks_default OFF)
+endif()
+option(CUPMON_THREAD_CHECKS "Check which thread uses one-thread members, also with NDEBUG"
+       ${_thread_checks_default})
+if(CUPMON_THREAD_CHECKS)
+  add_compile_definitions(CUPMON_THREAD_CHECKS=1)
+endif()

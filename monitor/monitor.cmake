@@ -11,18 +11,28 @@ endif()
 set(CUPMON_MONITOR_SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/src/activity_intake.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/src/auto_window.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/src/auto_window_trigger.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/src/behind_watch.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/src/buffer_pool.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/src/busy_time.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/src/callback_watch.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/src/clock_domain_watch.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/src/config.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/src/control_endpoints.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/src/control_loop.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/src/control_requests.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/src/driver_probe.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/src/monitor.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/src/monitor_clock.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/src/monitor_metrics.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/src/periodic_flush.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/src/periodic_ticks.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/src/recording_pipeline.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/src/repeating_timer.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/src/session_facts.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/src/step_sums.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/src/string_table.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/src/takeover_watch.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/src/termination_signals.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/src/trace_window.cc
 )

@@ -15,8 +15,8 @@ constexpr size_t kRecordsReserve = size_t{8} << 20;
 }  // namespace
 
 ChunkDecodeThread::ChunkDecodeThread(std::span<const uint8_t> bytes, bool background,
-                                     const ColumnSelection* keep)
-    : scanner_(bytes), background_(background) {
+                                     const ColumnSelection* keep, uint64_t start)
+    : scanner_(bytes, start), background_(background) {
   if (keep) {
     use_selection_ = true;
     selection_ = *keep;

@@ -61,9 +61,10 @@ class ChunkDecodeThread {
   // do not stall the other. About 3-4 MiB a slot.
   static constexpr size_t kSlots = 8;
 
-  // `keep`, when set, is the first column selection (SetColumnSelection).
+  // `keep`, when set, is the first column selection (SetColumnSelection). The chunks are those of
+  // `bytes` from offset `start` on (ChunkScanner's), offsets counted from the start of `bytes`.
   ChunkDecodeThread(std::span<const uint8_t> bytes, bool background,
-                    const ColumnSelection* keep = nullptr);
+                    const ColumnSelection* keep = nullptr, uint64_t start = 0);
   ~ChunkDecodeThread();
   ChunkDecodeThread(const ChunkDecodeThread&) = delete;
   ChunkDecodeThread& operator=(const ChunkDecodeThread&) = delete;

@@ -3,14 +3,14 @@
 
 namespace cupmon::decoder {
 
-int ExportSink::Conclude(std::ostream& err) {
-  switch (exporter_->Conclude(err)) {
-    case ExportOutcome::kWritten: return kExitClean;
-    case ExportOutcome::kWarnings: return kExitWarnings;
-    case ExportOutcome::kIncomplete: return kExitUnusable;
-    case ExportOutcome::kNotWritten: lost_ = true; return kExitUnusable;
+Outcome ExportSink::Conclude(Diagnostics& diagnostics) {
+  switch (exporter_->Conclude(diagnostics)) {
+    case ExportOutcome::kWritten: return Outcome::kClean;
+    case ExportOutcome::kWarnings: return Outcome::kWarnings;
+    case ExportOutcome::kIncomplete: return Outcome::kFailed;
+    case ExportOutcome::kNotWritten: lost_ = true; return Outcome::kFailed;
   }
-  return kExitUnusable;
+  return Outcome::kFailed;
 }
 
 Expected<std::unique_ptr<LimitedSink>> MakeExportSink(ExportFormat format,

@@ -17,7 +17,7 @@
 namespace cupmon::decoder {
 
 // Hands the rows within --limit and the driver's per-recording calls to one Exporter, and turns
-// what became of its output into the command's exit code. Single-threaded, as the driver.
+// what became of its output into the command's outcome. Single-threaded, as the driver.
 class ExportSink final : public LimitedSink {
  public:
   ExportSink(std::ostream& out, std::optional<uint64_t> limit, std::unique_ptr<Exporter> exporter)
@@ -33,7 +33,7 @@ class ExportSink final : public LimitedSink {
     exporter_->End(b, r, i);
   }
   void Close() override { exporter_->Close(); }
-  int Conclude(std::ostream& err) override;
+  Outcome Conclude(Diagnostics& diagnostics) override;
   bool OutputFailed() const override { return exporter_->Failed(); }
   bool OutputLost() const override { return lost_; }
 

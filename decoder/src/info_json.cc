@@ -41,45 +41,9 @@ void WriteStringOrNull(JsonWriter& w, const std::string& s) {
   else w.String(s);
 }
 
-}  // namespace
-
-void WriteInfoJson(JsonWriter& w, const TraceBuilder& b, const Rank& rank,
-                   const ReadIntegrity& integrity, const RankMessages& messages) {
-  const Recording& r = rank.recording;
-  const auto& h = r.header;
+// The recording's trace windows, its gaps and behind intervals, and what sharing CUPTI cost.
+void WriteWindowsJson(JsonWriter& w, const TraceBuilder& b) {
   const auto& c = b.counts();
-  w.BeginObject();
-  WriteRankFields(w, rank);
-  w.Key("recording_id").String(RecordingIdText(r.id));
-  w.Key("synthetic").Bool(h.synthetic());
-  w.Key("host").String(h.host());
-  w.Key("format_major").Uint(h.format_major());
-  w.Key("format_minor").Uint(h.format_minor());
-  w.Key("cupti_api_version").Uint(h.cupti_api_version());
-  w.Key("cuda_driver_version").Uint(h.cuda_driver_version());
-  w.Key("cuda_runtime_version").Uint(h.cuda_runtime_version());
-  w.Key("cupmon_version").String(h.cupmon_version());
-  w.Key("source");
-  WriteStringOrNull(w, r.source_note);
-  w.Key("cupti_attributes");
-  WriteCuptiAttributes(w, h.config());
-  w.Key("command").BeginArray();
-  for (const auto& a : h.command_line()) w.String(a);
-  w.EndArray();
-  w.Key("files").BeginArray();
-  for (const auto& f : r.files) {
-    w.BeginObject().Key("index").Uint(f.file_index).Key("path").String(f.path);
-    w.Key("bytes").Uint(f.bytes).EndObject();
-  }
-  w.EndArray();
-  w.Key("chunks").Uint(integrity.chunks);
-  w.Key("raw_buffers").Uint(c.raw_buffers);
-  w.Key("records").Uint(c.records);
-  w.Key("records_by_kind").BeginArray();
-  for (const auto& [k, n] : c.records_by_kind)
-    w.BeginObject().Key("kind").Uint(k).Key("records").Uint(n).EndObject();
-  w.EndArray();
-
   w.Key("windows").BeginArray();
   for (const auto& [id, win] : b.windows()) {
     w.BeginObject();
@@ -138,7 +102,10 @@ void WriteInfoJson(JsonWriter& w, const TraceBuilder& b, const Rank& rank,
   w.Key("undelivered_records").Uint(c.stats.shared_client_undelivered());
   w.Key("imports_rebound").Uint(c.stats.imports_rebound());
   w.EndObject();
+}
 
+// The writer's stats, what was lost before disk, and the record balance.
+void WriteStatsJson(JsonWriter& w, const TraceCounts& c) {
   w.Key("stats").BeginObject();
   w.Key("buffers_completed").Uint(c.stats.buffers_completed());
   w.Key("dropped_records").Uint(c.stats.dropped_records());
@@ -177,7 +144,10 @@ void WriteInfoJson(JsonWriter& w, const TraceBuilder& b, const Rank& rank,
   else
     w.Null();
   w.EndObject();
+}
 
+// The read's damage, the decoder's findings, the calibration and the NVTX counts.
+void WriteIntegrityJson(JsonWriter& w, const TraceCounts& c, const ReadIntegrity& integrity) {
   w.Key("integrity").BeginObject();
   w.Key("files").Uint(integrity.files);
   w.Key("damaged_ranges").Uint(integrity.damaged_ranges);
@@ -230,6 +200,49 @@ void WriteInfoJson(JsonWriter& w, const TraceBuilder& b, const Rank& rank,
   } else {
     w.Null();
   }
+}
+
+}  // namespace
+
+void WriteInfoJson(JsonWriter& w, const TraceBuilder& b, const Rank& rank,
+                   const ReadIntegrity& integrity, const RankMessages& messages) {
+  const Recording& r = rank.recording;
+  const auto& h = r.header;
+  const auto& c = b.counts();
+  w.BeginObject();
+  WriteRankFields(w, rank);
+  w.Key("recording_id").String(RecordingIdText(r.id));
+  w.Key("synthetic").Bool(h.synthetic());
+  w.Key("host").String(h.host());
+  w.Key("format_major").Uint(h.format_major());
+  w.Key("format_minor").Uint(h.format_minor());
+  w.Key("cupti_api_version").Uint(h.cupti_api_version());
+  w.Key("cuda_driver_version").Uint(h.cuda_driver_version());
+  w.Key("cuda_runtime_version").Uint(h.cuda_runtime_version());
+  w.Key("cupmon_version").String(h.cupmon_version());
+  w.Key("source");
+  WriteStringOrNull(w, r.source_note);
+  w.Key("cupti_attributes");
+  WriteCuptiAttributes(w, h.config());
+  w.Key("command").BeginArray();
+  for (const auto& a : h.command_line()) w.String(a);
+  w.EndArray();
+  w.Key("files").BeginArray();
+  for (const auto& f : r.files) {
+    w.BeginObject().Key("index").Uint(f.file_index).Key("path").String(f.path);
+    w.Key("bytes").Uint(f.bytes).EndObject();
+  }
+  w.EndArray();
+  w.Key("chunks").Uint(integrity.chunks);
+  w.Key("raw_buffers").Uint(c.raw_buffers);
+  w.Key("records").Uint(c.records);
+  w.Key("records_by_kind").BeginArray();
+  for (const auto& [k, n] : c.records_by_kind)
+    w.BeginObject().Key("kind").Uint(k).Key("records").Uint(n).EndObject();
+  w.EndArray();
+  WriteWindowsJson(w, b);
+  WriteStatsJson(w, c);
+  WriteIntegrityJson(w, c, integrity);
 
   w.Key("warnings");
   WriteStrings(w, messages.warnings);

@@ -148,7 +148,7 @@ uint64_t CgroupRoom(const std::string& max, const std::string& current);  // 0: 
 // when none is limited or known.
 uint64_t CgroupsRoom(const std::string& self_cgroup, const std::string& root);
 
-// Ranks a merged report reads at once (ReportOptions::jobs; 0 chooses): as many as the CPUs hold
+// Ranks a merged report reads at once (RankReadOptions::jobs; 0 chooses): as many as the CPUs hold
 // reads of `threads_per_read` threads (DecodeThreads()), at most kMaxRankJobs and the ranks: 8 on
 // 16 CPUs, 1 on 2, where two reads at once gain no wall time (one read's two threads already use
 // both CPUs) and take twice the memory. And at

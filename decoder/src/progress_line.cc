@@ -1,4 +1,4 @@
-// ProgressLine: when and what cupmon-decode draws on a terminal while it reads.
+// ProgressLine: when and what a command shows as its progress while it reads.
 #include "cupmon/decoder/progress_line.h"
 
 #include <time.h>
@@ -36,11 +36,11 @@ std::string ProgressLine::Format(uint64_t done_bytes, uint64_t total_bytes) {
   __extension__ using Wide = unsigned __int128;
   const unsigned percent =
       total_bytes ? static_cast<unsigned>(Wide{done_bytes} * 100 / total_bytes) : 100;
-  return "cupmon-decode: read " + Bytes(done_bytes) + " of " + Bytes(total_bytes) + " (" +
+  return "read " + Bytes(done_bytes) + " of " + Bytes(total_bytes) + " (" +
          std::to_string(percent) + "%)";
 }
 
-ProgressLine::ProgressLine(std::ostream& out, bool enabled, Clock clock)
+ProgressLine::ProgressLine(Diagnostics& out, bool enabled, Clock clock)
     : out_(out), enabled_(enabled), clock_(clock ? std::move(clock) : Clock(MonotonicNs)) {
   if (enabled_) last_ns_ = clock_();  // the first redraw waits one interval: short reads show none
 }
@@ -50,14 +50,13 @@ void ProgressLine::Update(uint64_t done_bytes, uint64_t total_bytes) {
   const int64_t now = clock_();
   if (now - last_ns_ < kIntervalNs) return;
   last_ns_ = now;
-  // \r back to the line start, \033[K erase what a longer earlier text left.
-  out_ << '\r' << Format(done_bytes, total_bytes) << "\033[K" << std::flush;
+  out_.Progress(Format(done_bytes, total_bytes));
   drawn_ = true;
 }
 
 void ProgressLine::Finish() {
   if (!drawn_) return;
-  out_ << "\r\033[K" << std::flush;
+  out_.ClearProgress();
   drawn_ = false;
 }
 

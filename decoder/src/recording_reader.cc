@@ -18,11 +18,13 @@
 #include <thread>
 
 #include "chunk_decode_thread.h"
+#include "file_chunk_reader.h"
 #include "cupmon/decoder/importer.h"
 #include "cupmon/format/chunk_scanner.h"
 #include "cupmon/format/raw_codec.h"
 #include "hex_text.h"
 #include "importers.h"
+#include "ranged_read.h"
 
 namespace cupmon::decoder {
 namespace {
@@ -99,6 +101,11 @@ bool SplitFileName(const std::string& path, std::string* prefix, uint32_t* seq) 
 }
 
 }  // namespace
+
+bool ParseChunkPayload(RawBufferDecoder& codec, const ScannedChunk& c, std::vector<uint8_t>* scratch,
+                       google::protobuf::MessageLite* msg, std::string* why) {
+  return ParsePayload(codec, c, scratch, msg, why);
+}
 
 void ReadIntegrity::Note(std::string message) {
   if (messages.size() < kMaxMessages) messages.push_back(std::move(message));
@@ -275,128 +282,165 @@ int DecodeThreads() {
   return n;
 }
 
-void ReadFileBytes(std::span<const uint8_t> bytes, const RecordingFile& file, ChunkVisitor& visitor,
-                   ReadIntegrity* integrity, SequenceTracker* sequences,
-                   const std::function<void(uint64_t consumed)>& consumed) {
+FileChunkReader::FileChunkReader(std::span<const uint8_t> bytes, const RecordingFile& file,
+                                 ChunkVisitor& visitor, ReadIntegrity* integrity,
+                                 SequenceTracker* sequences,
+                                 const std::function<void(uint64_t consumed)>& consumed)
+    : bytes_(bytes),
+      file_(file),
+      visitor_(visitor),
+      integrity_(integrity),
+      sequences_(sequences),
+      consumed_(consumed) {}
+
+void FileChunkReader::ReportDamage(const std::vector<Damage>& damage) {
+  for (const Damage& d : damage) {
+    ++integrity_->damaged_ranges;
+    integrity_->damaged_bytes += d.skipped_bytes;
+    integrity_->Note(file_.path + " at offset " + std::to_string(d.offset) + ": " + d.what +
+                     " (" + std::to_string(d.skipped_bytes) + " bytes skipped" +
+                     (d.kind == Damage::Kind::kTruncatedTail ? ", truncated tail)" : ")"));
+  }
+}
+
+bool FileChunkReader::ReadPiece(uint64_t start, uint64_t end, bool background) {
   // Scan, checksums and decompression run ahead on a second thread when there is one; everything
   // that counts, notes or calls the visitor stays here, in file order, so the messages and counts
   // are those of the single-threaded read.
   // A visitor that reads only some words of each record gets a partial columnar inverse.
-  ColumnSelection keep;
-  const bool partial = visitor.RecordWordsRead(&keep);
-  ChunkDecodeThread chunks(bytes, DecodeThreads() >= 2, partial ? &keep : nullptr);
-  RawBufferDecoder codec;           // the other chunk types' protobuf payloads, parsed here
-  std::vector<uint8_t> scratch;
-  bool footer = false;
-  pb::RecordingHeader header;
-  pb::StringTable strings;
-  pb::WindowMarker marker;
-  pb::Calibration calibration;
-  pb::Stats stats;
-  pb::Footer foot;
-  auto report_damage = [&](const std::vector<Damage>& damage) {
-    for (const Damage& d : damage) {
-      ++integrity->damaged_ranges;
-      integrity->damaged_bytes += d.skipped_bytes;
-      integrity->Note(file.path + " at offset " + std::to_string(d.offset) + ": " + d.what +
-                      " (" + std::to_string(d.skipped_bytes) + " bytes skipped" +
-                      (d.kind == Damage::Kind::kTruncatedTail ? ", truncated tail)" : ")"));
-    }
-  };
+  const bool partial = visitor_.RecordWordsRead(&keep_);
+  ChunkDecodeThread chunks(bytes_.subspan(0, end), background, partial ? &keep_ : nullptr, start);
+  current_ = &chunks;
   for (;;) {
     const DecodedChunk& d = chunks.Next();
-    report_damage(d.damage);
+    ReportDamage(d.damage);
     if (d.end) {
       if (d.future_major) {
-        ++integrity->unreadable_files;
-        integrity->Note(file.path + " at offset " + std::to_string(d.position) +
-                        ": format major version " + std::to_string(d.future_major) +
-                        " is newer than this decoder; rest of file not read");
+        ++integrity_->unreadable_files;
+        integrity_->Note(file_.path + " at offset " + std::to_string(d.position) +
+                         ": format major version " + std::to_string(d.future_major) +
+                         " is newer than this decoder; rest of file not read");
+        ended_ = true;
       }
       break;
     }
-    const ScannedChunk* c = &d.chunk;
-    ++integrity->chunks;
-    const ChunkOrigin at{&file.path, c->offset, c->header.sequence};
-    if (!sequences->Add(c->header.sequence)) {
-      integrity->Note(file.path + " at offset " + std::to_string(c->offset) +
-                      ": chunk sequence " + std::to_string(c->header.sequence) + " seen twice");
-    }
-    std::string why;
-    auto undecodable = [&] {
-      ++integrity->undecodable_chunks;
-      integrity->Note(file.path + " at offset " + std::to_string(c->offset) + ": " +
-                      ChunkTypeName(c->header.type) + " chunk cannot be decoded: " + why);
-    };
-    switch (static_cast<ChunkType>(c->header.type)) {
-      case ChunkType::kMetadata:
-        if (ParsePayload(codec, *c, &scratch, &header, &why)) {
-          visitor.OnHeader(header, at);
-          if (visitor.RecordWordsRead(&keep)) chunks.SetColumnSelection(keep);
-        } else {
-          undecodable();
-        }
-        break;
-      case ChunkType::kRawBuffer:
-        if (d.short_prefix) {
-          why = "payload shorter than the raw-buffer prefix";
-          undecodable();
-        } else if (!d.decode_error.empty()) {
-          why = d.decode_error;
-          undecodable();
-        } else {
-          if (d.packed) visitor.OnPackedRawBuffer(d.prefix, d.records, d.packed_with, at);
-          else visitor.OnRawBuffer(d.prefix, d.records, at);
-        }
-        break;
-      case ChunkType::kStringTable:
-        if (ParsePayload(codec, *c, &scratch, &strings, &why)) visitor.OnStrings(strings);
-        else undecodable();
-        break;
-      case ChunkType::kWindowMarker:
-        if (ParsePayload(codec, *c, &scratch, &marker, &why)) visitor.OnWindowMarker(marker);
-        else undecodable();
-        break;
-      case ChunkType::kStats:
-        if (ParsePayload(codec, *c, &scratch, &stats, &why)) visitor.OnStats(stats);
-        else undecodable();
-        break;
-      case ChunkType::kCalibration:
-        if (ParsePayload(codec, *c, &scratch, &calibration, &why)) visitor.OnCalibration(calibration);
-        else undecodable();
-        break;
-      case ChunkType::kFooter:
-        if (ParsePayload(codec, *c, &scratch, &foot, &why)) {
-          footer = true;
-          visitor.OnFooter(foot);
-        } else {
-          undecodable();
-        }
-        break;
-      default:
-        // FORMAT.md: a reader skips chunk types it does not know, and counts them.
-        ++integrity->unknown_chunk_types;
-        integrity->Note(file.path + " at offset " + std::to_string(c->offset) +
-                        ": unknown chunk type " + std::to_string(c->header.type) + " skipped");
-        break;
-    }
-    if (consumed) consumed(d.position);
-    if (visitor.StopReading()) {
-      integrity->stopped = true;
-      return;  // the rest of the file is not read, so its footer is not missing
+    if (!Handle(d)) {
+      current_ = nullptr;
+      return false;
     }
   }
-  if (!footer) ++integrity->files_without_footer;
+  current_ = nullptr;
+  return !ended_;
+}
+
+bool FileChunkReader::ReadOne(uint64_t start, uint64_t end) {
+  ChunkScanner scanner(bytes_.subspan(0, end), start);
+  one_.damage.clear();
+  auto c = scanner.Next(&one_.damage);
+  ReportDamage(one_.damage);
+  one_.damage.clear();
+  if (!c) return true;  // damage where the index said a chunk starts: reported above
+  one_.chunk = *c;
+  one_.position = scanner.position();
+  return Handle(one_);
+}
+
+bool FileChunkReader::Handle(const DecodedChunk& d) {
+  const ScannedChunk* c = &d.chunk;
+  ++integrity_->chunks;
+  const ChunkOrigin at{&file_.path, c->offset, c->header.sequence};
+  if (sequences_ && !sequences_->Add(c->header.sequence)) {
+    integrity_->Note(file_.path + " at offset " + std::to_string(c->offset) + ": chunk sequence " +
+                     std::to_string(c->header.sequence) + " seen twice");
+  }
+  std::string why;
+  auto undecodable = [&] {
+    ++integrity_->undecodable_chunks;
+    integrity_->Note(file_.path + " at offset " + std::to_string(c->offset) + ": " +
+                     ChunkTypeName(c->header.type) + " chunk cannot be decoded: " + why);
+  };
+  switch (static_cast<ChunkType>(c->header.type)) {
+    case ChunkType::kMetadata:
+      if (ParsePayload(codec_, *c, &scratch_, &header_, &why)) {
+        visitor_.OnHeader(header_, at);
+        if (visitor_.RecordWordsRead(&keep_) && current_) current_->SetColumnSelection(keep_);
+      } else {
+        undecodable();
+      }
+      break;
+    case ChunkType::kRawBuffer:
+      if (d.short_prefix) {
+        why = "payload shorter than the raw-buffer prefix";
+        undecodable();
+      } else if (!d.decode_error.empty()) {
+        why = d.decode_error;
+        undecodable();
+      } else {
+        if (d.packed) visitor_.OnPackedRawBuffer(d.prefix, d.records, d.packed_with, at);
+        else visitor_.OnRawBuffer(d.prefix, d.records, at);
+      }
+      break;
+    case ChunkType::kStringTable:
+      if (ParsePayload(codec_, *c, &scratch_, &strings_, &why)) visitor_.OnStrings(strings_);
+      else undecodable();
+      break;
+    case ChunkType::kWindowMarker:
+      if (ParsePayload(codec_, *c, &scratch_, &marker_, &why)) visitor_.OnWindowMarker(marker_);
+      else undecodable();
+      break;
+    case ChunkType::kStats:
+      if (ParsePayload(codec_, *c, &scratch_, &stats_, &why)) visitor_.OnStats(stats_);
+      else undecodable();
+      break;
+    case ChunkType::kCalibration:
+      if (ParsePayload(codec_, *c, &scratch_, &calibration_, &why))
+        visitor_.OnCalibration(calibration_);
+      else
+        undecodable();
+      break;
+    case ChunkType::kFooter:
+      if (ParsePayload(codec_, *c, &scratch_, &foot_, &why)) {
+        footer_ = true;
+        visitor_.OnFooter(foot_);
+      } else {
+        undecodable();
+      }
+      break;
+    default:
+      // FORMAT.md: a reader skips chunk types it does not know, and counts them.
+      ++integrity_->unknown_chunk_types;
+      integrity_->Note(file_.path + " at offset " + std::to_string(c->offset) +
+                       ": unknown chunk type " + std::to_string(c->header.type) + " skipped");
+      break;
+  }
+  if (consumed_) consumed_(d.position);
+  if (visitor_.StopReading()) {
+    integrity_->stopped = true;
+    return false;  // the rest of the file is not read, so its footer is not missing
+  }
+  return true;
+}
+
+void ReadFileBytes(std::span<const uint8_t> bytes, const RecordingFile& file, ChunkVisitor& visitor,
+                   ReadIntegrity* integrity, SequenceTracker* sequences,
+                   const std::function<void(uint64_t consumed)>& consumed) {
+  FileChunkReader reader(bytes, file, visitor, integrity, sequences, consumed);
+  if (!reader.ReadPiece(0, bytes.size(), DecodeThreads() >= 2) && integrity->stopped) return;
+  if (!reader.footer()) ++integrity->files_without_footer;
 }
 
 void CupmonImporter::Read(const Recording& recording, ChunkVisitor& visitor,
                           ReadIntegrity* integrity, const ReadProgressFn& progress) const {
   SequenceTracker sequences;
+  // A ranged read skips chunks: their sequence numbers are not checked.
+  std::unique_ptr<RangePlan> plan;
+  if (const RangedVisitor* ranged = visitor.Ranged()) plan = RangePlan::Make(recording, *ranged);
   uint64_t total = 0, done_before = 0;  // the listing's sizes; a growing file may pass them
   for (const RecordingFile& file : recording.files) total += file.bytes;
   bool first = true;
   uint32_t expected_index = 0;
-  for (const RecordingFile& file : recording.files) {
+  for (size_t k = 0; k < recording.files.size(); ++k) {
+    const RecordingFile& file = recording.files[k];
     if (first && file.file_index > 0) {
       integrity->earlier_files_gone += file.file_index;
       integrity->Note("recording " + Hex(recording.id) + ": starts at file index " +
@@ -428,17 +472,22 @@ void CupmonImporter::Read(const Recording& recording, ChunkVisitor& visitor,
     // large the file (a mapping's touched pages count as the process's own).
     constexpr uint64_t kReleaseEvery = 8 << 20;
     uint64_t released = 0;
-    ReadFileBytes(mapped->bytes(), file, visitor, integrity, &sequences, [&](uint64_t consumed) {
-      if (consumed >= released + kReleaseEvery) {
-        mapped->ReleaseBefore(consumed);
-        released = consumed;
+    const std::function<void(uint64_t)> consumed = [&](uint64_t at) {
+      if (at >= released + kReleaseEvery) {
+        mapped->ReleaseBefore(at);
+        released = at;
       }
-      if (progress) progress(done_before + consumed, std::max(total, done_before + consumed));
-    });
+      if (progress) progress(done_before + at, std::max(total, done_before + at));
+    };
+    if (plan && plan->indexed(k))
+      plan->ReadFile(k, mapped->bytes(), visitor, integrity, consumed);
+    else
+      ReadFileBytes(mapped->bytes(), file, visitor, integrity, plan ? nullptr : &sequences,
+                    consumed);
     done_before += mapped->bytes().size();
     if (integrity->stopped) return;  // what follows was not read, not lost
   }
-  FinishSequences(sequences, integrity);
+  if (!plan) FinishSequences(sequences, integrity);
 }
 
 std::optional<MappedFile> OpenRecordingFile(const RecordingFile& file, ChunkVisitor& visitor,

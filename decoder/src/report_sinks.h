@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "cupmon/decoder/diagnostics.h"
 #include "cupmon/decoder/kernel_names.h"
 #include "cupmon/decoder/memory_usage.h"
 #include "cupmon/decoder/rank_listing.h"
@@ -43,9 +44,9 @@ class LimitedSink : public RowSink {
   virtual RecordConsumer* RecordsWanted() { return nullptr; }
   virtual void End(const TraceBuilder& /*b*/, const Recording& /*r*/, const ReadIntegrity& /*i*/) {}
   virtual void Close() { out_.Flush(); }
-  // After Close: reports problems of the output itself to `err` and returns the exit code they
-  // make (exports that write their own files).
-  virtual int Conclude(std::ostream& /*err*/) { return kExitClean; }
+  // After Close: reports problems of the output itself to `diagnostics` and returns the outcome
+  // they make (exports that write their own files).
+  virtual Outcome Conclude(Diagnostics& /*diagnostics*/) { return Outcome::kClean; }
   // After Conclude: true when the output was not written at all (an export whose file could not
   // be completed), so that the report ends there.
   virtual bool OutputLost() const { return false; }

@@ -280,6 +280,7 @@ void TraceBuilder::AddRecord(const RecordLayout& layout, const FieldReader& f, c
   // being read: it starts at twice the horizon (untouched pages cost nothing), and doubles when
   // a buffer brings more.
   Pending& p = pending_->PushSlot(2 * horizon_);
+  ++joined_;
   // Every field Emit reads for this record class is set below, so the slot is not cleared first
   // (clearing ~130 bytes per record was a tenth of the summary's decoder time). Fields of other
   // classes keep a previous record's values and are never read.
@@ -363,6 +364,16 @@ void TraceBuilder::AddRecord(const RecordLayout& layout, const FieldReader& f, c
     first = -2;
   }
   if (e->gpu_count++ == 0) e->gpu_first = first;
+}
+
+ReadRange TraceBuilder::Range() const {
+  ReadRange r;
+  r.window = filter_.window;
+  r.from_wall = filter_.from_wall;
+  r.to_wall = filter_.to_wall;
+  r.from_rel = filter_.from_rel;
+  r.to_rel = filter_.to_rel;
+  return r;
 }
 
 bool TraceBuilder::PassesFilters(const Row& row) const {

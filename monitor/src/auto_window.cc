@@ -19,11 +19,22 @@ StepDetectorOptions StepWatch::MonitorDetectorOptions() {
 
 StepWatch::StepWatch(const SessionFacts& facts, Options options, AutoWindowMailbox& mailbox)
     : facts_(facts), options_(options), mailbox_(mailbox), detector_(options.detector) {
-  recent_.reserve(kMedianSteps);
+  recent_.values.reserve(kMedianSteps);
   scratch_.reserve(kMedianSteps);
+  if (options_.sums) sums_ = std::make_unique<StepSums>(facts);
+}
+
+void StepWatch::Recent::Add(uint64_t v) {
+  if (values.size() < kMedianSteps) {
+    values.push_back(v);
+  } else {
+    values[pos] = v;
+    pos = (pos + 1) % kMedianSteps;
+  }
 }
 
 void StepWatch::NoteStrings(const std::vector<pb::StringEntry>& entries) {
+  if (sums_) sums_->NoteStrings(entries);
   if (options_.anchor_kernel.empty()) return;
   for (const pb::StringEntry& e : entries) {
     // Bounded as the names are; a name that was given an id before its text came is not one
@@ -57,6 +68,7 @@ void StepWatch::Add(const uint8_t* buffer, size_t valid) {
   const BusyOffsets& o = facts_.kernel;
   const uint32_t name_at = facts_.kernel_name_offset;
   if (o.start == 0 || name_at == 0) return;  // layout unknown: nothing is read
+  if (sums_) sums_->Add(buffer, valid);
   WalkRecords({buffer, valid}, facts_.sizes, [&](uint32_t kind, std::span<const uint8_t> rec) {
     if (kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL && kind != CUPTI_ACTIVITY_KIND_KERNEL)
       return;
@@ -98,16 +110,16 @@ void StepWatch::ReleaseAnchors(size_t count) {
   held_anchors_.erase(held_anchors_.begin(), held_anchors_.begin() + static_cast<ptrdiff_t>(count));
 }
 
-uint64_t StepWatch::Median() {
-  scratch_.assign(recent_.begin(), recent_.end());
+uint64_t StepWatch::Median(const Recent& r) {
+  scratch_.assign(r.values.begin(), r.values.end());
   auto mid = scratch_.begin() + static_cast<ptrdiff_t>(scratch_.size() / 2);
   std::nth_element(scratch_.begin(), mid, scratch_.end());
   return *mid;
 }
 
-uint64_t StepWatch::Mad(uint64_t median) {
+uint64_t StepWatch::Mad(const Recent& r, uint64_t median) {
   scratch_.clear();
-  for (uint64_t d : recent_) scratch_.push_back(d > median ? d - median : median - d);
+  for (uint64_t d : r.values) scratch_.push_back(d > median ? d - median : median - d);
   auto mid = scratch_.begin() + static_cast<ptrdiff_t>(scratch_.size() / 2);
   std::nth_element(scratch_.begin(), mid, scratch_.end());
   return *mid;
@@ -117,40 +129,69 @@ void StepWatch::OnBoundaries() {
   for (const StepBoundary& b : detector_.TakeBoundaries()) OnBoundary(b);
 }
 
+bool StepWatch::Exceeds(const Recent& r, uint64_t value, double factor, bool spread,
+                        uint64_t* median) {
+  *median = Median(r);
+  if (!(factor > 0) || static_cast<double>(value) <= factor * static_cast<double>(*median))
+    return false;
+  // Per step, not per record: a second nth_element over at most 64 values.
+  return !spread || static_cast<double>(value) >
+                        static_cast<double>(*median) +
+                            kSpreadMads * static_cast<double>(Mad(r, *median));
+}
+
 void StepWatch::OnBoundary(const StepBoundary& b) {
   if (last_boundary_ && b.start <= last_boundary_->start) return;  // out of order: not timed
   if (last_boundary_) {
     const uint64_t duration = b.start - last_boundary_->start;
-    if (timed_ >= options_.min_steps && !recent_.empty()) {
-      const uint64_t median = Median();
+    if (timed_ >= options_.min_steps && !recent_.values.empty()) {
       const double once = mailbox_.once_factor();
-      const auto passes = [&](double f) {
-        return f > 0 && static_cast<double>(duration) > f * static_cast<double>(median);
-      };
-      // Per step, not per record: a second nth_element over at most 64 durations.
-      const auto beyond_spread = [&] {
-        return static_cast<double>(duration) >
-               static_cast<double>(median) + kSpreadMads * static_cast<double>(Mad(median));
-      };
-      if (passes(once) || (passes(options_.factor) && beyond_spread())) {
+      const double factor = options_.by == AutoWindowBy::kStep ? options_.factor : 0;
+      uint64_t median = 0;
+      const bool by_once = Exceeds(recent_, duration, once, false, &median);
+      if (by_once || Exceeds(recent_, duration, factor, true, &median)) {
         SlowStep s;
         s.step = last_boundary_->number;
         s.duration_ns = duration;
         s.median_ns = median;
-        s.once = passes(once);
+        s.once = by_once;
         s.factor = s.once ? once : options_.factor;
         if (!mailbox_.Offer(s)) ++refused_;
       }
     }
-    if (recent_.size() < kMedianSteps) {
-      recent_.push_back(duration);
-    } else {
-      recent_[recent_pos_] = duration;
-      recent_pos_ = (recent_pos_ + 1) % kMedianSteps;
-    }
+    recent_.Add(duration);
     ++timed_;
   }
   last_boundary_ = b;
+  if (sums_) {
+    sums_->OnBoundary(b.number, b.start);
+    for (const StepFigures& f : sums_->finished()) OnFigures(f);
+    sums_->ClearFinished();
+  }
+}
+
+void StepWatch::OnFigures(const StepFigures& f) {
+  uint64_t value = 0;
+  switch (options_.by) {
+    case AutoWindowBy::kStep: return;
+    case AutoWindowBy::kWork: value = f.work_ns; break;
+    case AutoWindowBy::kHostGap: value = f.host_gap_ns; break;
+    case AutoWindowBy::kOwn: value = f.work_ns + f.host_gap_ns; break;
+  }
+  uint64_t median = 0;
+  if (figures_seen_ >= options_.min_steps && !recent_by_.values.empty() &&
+      Exceeds(recent_by_, value, options_.factor, true, &median) &&
+      value > median + kMinExcessNs) {
+    SlowStep s;
+    s.step = f.number;
+    s.duration_ns = value;
+    s.median_ns = median;
+    s.by = options_.by;
+    s.factor = options_.factor;
+    if (!mailbox_.Offer(s)) ++refused_;
+  }
+  recent_by_.Add(value);
+  ++figures_seen_;
 }
 
 }  // namespace cupmon

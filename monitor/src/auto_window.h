@@ -1,11 +1,12 @@
 // Windows that open themselves (CUPMON_AUTO_WINDOW, issue 18): StepWatch times steps on the writer
 // thread from the always-on kernel records; AutoWindowMailbox hands a slow step to the control
-// thread, which opens the window (control_loop.cc).
+// thread, which opens the window (auto_window_trigger.cc).
 #pragma once
 
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -16,16 +17,21 @@
 #include "cupmon/base/thread_annotations.h"
 #include "cupmon/format/step_detector.h"
 #include "session_facts.h"
+#include "step_sums.h"
 
 namespace cupmon {
 
 // A step that took longer than `factor` times the median of the steps timed before it (and, for
 // CUPMON_AUTO_WINDOW, longer than the median plus kSpreadMads times their median absolute
 // deviation).
+//
+// With CUPMON_AUTO_WINDOW_BY other than step, the test runs on that quantity of each step (its
+// work, host gap, or both): duration_ns and median_ns are then that quantity's.
 struct SlowStep {
   uint64_t step = 0;         // 1-based, as the detector numbers the steps it saw
   uint64_t duration_ns = 0;  // its first kernel's start to the next step's first kernel's start
   uint64_t median_ns = 0;
+  AutoWindowBy by = AutoWindowBy::kStep;  // what duration_ns and median_ns measure
   double factor = 0;         // the threshold it passed
   bool once = false;         // the one-shot trigger (cupmonctl window --when-slower) fired
 };
@@ -46,7 +52,7 @@ class AutoWindowMailbox {
   // Any thread: the armed one-shot factor; 0 when not armed.
   double once_factor() const { return once_milli_.load(std::memory_order_relaxed) / 1000.0; }
 
-  // Flush marks (ControlLoop::MarkFlushed): at most one queued at a time, so that a stalled
+  // Flush marks (AutoWindowTrigger::MarkFlushed): at most one queued at a time, so that a stalled
   // writer and a short CUPMON_FLUSH_MS cannot fill the queue's task quota with them; a flush while
   // one is queued is remembered, and the writer queues the next mark itself when it takes that
   // one (it then follows the flush's buffers). Any thread, after a flush: true when the caller
@@ -105,8 +111,12 @@ class AutoWindowMailbox {
 // kernels (~160 steps of a 200-kernel loop). Anchor kernels are held and sorted the same way (at
 // most kMaxHeldAnchors between flushes).
 //
-// Memory: bounded by the detector's learning buffer (~32 bytes per kernel), kMaxNames names and
-// kMedianSteps durations.
+// Per-step figures (Options::sums): StepSums gets every buffer and boundary, and the figures of
+// each step summed feed the totals the metrics serve and, with Options::by other than kStep, the
+// slow-step test (which then waits for those figures: one step later than the step time).
+//
+// Memory: bounded by the detector's learning buffer (~32 bytes per kernel), kMaxNames names,
+// 2 x kMedianSteps values and, with sums, StepSums' cap.
 class StepWatch {
  public:
   struct Options {
@@ -114,6 +124,10 @@ class StepWatch {
     uint32_t min_steps = 10;  // steps timed before any comparison
     std::string anchor_kernel;  // CUPMON_AUTO_WINDOW_ANCHOR=kernel:TEXT; empty: the detector
     StepDetectorOptions detector = MonitorDetectorOptions();
+    bool sums = false;  // per-step work, collective time and host gap (StepSums)
+    // What `factor` compares (CUPMON_AUTO_WINDOW_BY); not kStep needs `sums`. The one-shot
+    // trigger (--when-slower) always compares step times.
+    AutoWindowBy by = AutoWindowBy::kStep;
   };
   static constexpr size_t kMedianSteps = 64;
   static constexpr size_t kMaxNames = size_t{1} << 16;
@@ -122,6 +136,9 @@ class StepWatch {
   // many median absolute deviations of the steps before it (the one-shot --when-slower K is K
   // times the median only, as asked).
   static constexpr double kSpreadMads = 10;
+  // CUPMON_AUTO_WINDOW_BY other than step: a step must also exceed the median by this much (a
+  // host gap's median is often 0, where any gap would be "3x the median").
+  static constexpr uint64_t kMinExcessNs = 50'000;
   // The monitor's detector bounds: the decoder's defaults with smaller learning and reorder
   // buffers (the reorder bound only matters when flushes are rare or off; see the class comment).
   static StepDetectorOptions MonitorDetectorOptions();
@@ -130,7 +147,7 @@ class StepWatch {
 
   // The writer, for every string entry it writes (before the records that use it), from the
   // first buffer on, whether the trigger is armed or not: with an anchor, notes the name
-  // pointers whose text contains it.
+  // pointers whose text contains it; with sums, those of collectives.
   void NoteStrings(const std::vector<pb::StringEntry>& entries);
   // One completed buffer (the writer, after writing it, while the trigger is armed).
   void Add(const uint8_t* buffer, size_t valid);
@@ -140,14 +157,26 @@ class StepWatch {
   uint64_t kernels() const { return kernels_; }
   uint64_t steps_timed() const { return timed_; }
   uint64_t slow_refused() const { return refused_; }  // slow steps the mailbox did not take
+  // With Options::sums: the published steps' totals, and what the cap cut; else null.
+  const StepSums* sums() const { return sums_.get(); }
 
  private:
+  // The last kMedianSteps values of one quantity.
+  struct Recent {
+    std::vector<uint64_t> values;
+    size_t pos = 0;
+    void Add(uint64_t v);
+  };
+  // Whether `value` passes `factor` x the median of `r` and (with `spread`) the median plus
+  // kSpreadMads MADs; *median is set.
+  bool Exceeds(const Recent& r, uint64_t value, double factor, bool spread, uint64_t* median);
+  void OnFigures(const StepFigures& f);
   uint32_t NameId(uint64_t pointer);
   void OnBoundaries();
   void OnBoundary(const StepBoundary& b);
   void ReleaseAnchors(size_t count);
-  uint64_t Median();
-  uint64_t Mad(uint64_t median);
+  uint64_t Median(const Recent& r);
+  uint64_t Mad(const Recent& r, uint64_t median);
 
   const SessionFacts& facts_;
   const Options options_;
@@ -166,9 +195,11 @@ class StepWatch {
   uint64_t anchor_count_ = 0;
   std::vector<uint64_t> held_anchors_;  // anchor kernels' starts since the last Settle
   std::optional<StepBoundary> last_boundary_;
-  std::vector<uint64_t> recent_;  // ring of the last kMedianSteps durations
-  size_t recent_pos_ = 0;
+  Recent recent_;     // step durations
+  Recent recent_by_;  // Options::by's quantity, when not kStep
+  uint64_t figures_seen_ = 0;
   std::vector<uint64_t> scratch_;
+  std::unique_ptr<StepSums> sums_;
 };
 
 }  // namespace cupmon

@@ -264,6 +264,29 @@ Expected<std::string> ParseStepAnchor(std::string_view text) {
                    "TEXT), such as kernel:adam");
 }
 
+Expected<AutoWindowBy> ParseAutoWindowBy(std::string_view text) {
+  const std::string_view t = Trim(text);
+  for (AutoWindowBy by : {AutoWindowBy::kStep, AutoWindowBy::kWork, AutoWindowBy::kHostGap,
+                          AutoWindowBy::kOwn})
+    if (t == AutoWindowByName(by)) return by;
+  return MakeError("expected step, work, host-gap or own (work + host gap)");
+}
+
+const char* AutoWindowByName(AutoWindowBy by) {
+  switch (by) {
+    case AutoWindowBy::kStep: return "step";
+    case AutoWindowBy::kWork: return "work";
+    case AutoWindowBy::kHostGap: return "host-gap";
+    case AutoWindowBy::kOwn: return "own";
+  }
+  return "step";
+}
+
+bool SumsSteps(const MonitorConfig& c) {
+  if (c.auto_window && c.auto_window_by != AutoWindowBy::kStep) return true;
+  return c.step_metrics.value_or(false);
+}
+
 Expected<int> ParseSignal(std::string_view text) {
   text = Trim(text);
   if (text == "off" || text == "0" || text == "none") return 0;
@@ -357,6 +380,22 @@ void ApplyControlEnvironment(MonitorConfig* c, std::vector<std::string>* warning
                           r.error().message + "); using the default 10m");
     else
       c->auto_window_min_gap_ms = *r;
+  }
+  if (const char* v = getenv_fn("CUPMON_AUTO_WINDOW_BY")) {
+    if (auto r = ParseAutoWindowBy(v); r)
+      c->auto_window_by = *r;
+    else
+      warnings->push_back(std::string("CUPMON_AUTO_WINDOW_BY='") + v + "' is invalid (" +
+                          r.error().message + "); using the default step");
+  }
+  if (const char* v = getenv_fn("CUPMON_STEP_METRICS")) {
+    const std::string_view t = Trim(v);
+    if (t == "1" || t == "on") c->step_metrics = true;
+    else if (t == "0" || t == "off") c->step_metrics = false;
+    else
+      warnings->push_back(std::string("CUPMON_STEP_METRICS='") + v +
+                          "' is invalid (expected 1, 0, on or off); steps are summed while the "
+                          "metrics endpoint is on");
   }
   if (const char* v = getenv_fn("CUPMON_WINDOW_MS")) {
     auto r = ParseInt<uint32_t>(v);

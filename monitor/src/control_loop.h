@@ -1,6 +1,9 @@
-// ControlLoop: the control thread's part of a monitor: one Boost.Asio io_context that owns the
-// flush and stats timers, clock calibration, the takeover watch, the trace window, the control
-// plane (socket, signal trigger) and the metrics endpoint.
+// ControlLoop: the control thread of a monitor: one Boost.Asio io_context, and the parts that
+// live on it, each owning one concern: the trace window (TraceWindow), the schedule of flushes
+// and stats (PeriodicTicks) with what follows a flush (BehindWatch, TakeoverWatch,
+// ClockDomainWatch), the windows that open themselves (AutoWindowTrigger), the control plane's
+// requests (ControlRequests), the metrics (MonitorMetrics) and the listeners (ControlEndpoints).
+// This class starts and stops the thread and wires the parts together.
 #pragma once
 
 #include <atomic>
@@ -8,7 +11,6 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -17,37 +19,40 @@
 #include <boost/asio/io_context.hpp>
 
 #include "auto_window.h"
-#include "callback_watch.h"
-#include "import_rebind.h"
+#include "auto_window_trigger.h"
+#include "behind_watch.h"
+#include "clock_domain_watch.h"
+#include "control_endpoints.h"
+#include "control_requests.h"
 #include "cupmon.pb.h"
+#include "cupmon/base/thread_checker.h"
 #include "cupmon/control/control_plane.h"
-#include "cupmon/metrics/metrics_server.h"
 #include "cupmon/monitor/buffer_pool.h"
 #include "cupmon/monitor/cupti_api.h"
 #include "cupmon/monitor/fault_injection.h"
 #include "cupmon/monitor/monitor_clock.h"
 #include "cupmon/monitor/trace_window.h"
+#include "import_rebind.h"
 #include "monitor_counters.h"
-#include "periodic_flush.h"
+#include "monitor_metrics.h"
+#include "periodic_ticks.h"
 #include "recording_pipeline.h"
 #include "session_facts.h"
-#include "termination_signals.h"
+#include "takeover_watch.h"
 #include "writer_queue.h"
 
 namespace cupmon {
 
-// Threading: everything runs on the control thread; other threads reach it through Post() or
-// RunAndWait(). Its handlers read the writer's state only through RecordingPipeline::Snapshot()
-// and never list directories or wait for I/O, so the window's duration timer is never held up.
-// The periodic and requested flushes run on a thread of their own (periodic_flush.h), so that a
-// CUPTI behind its records, whose flush blocks for seconds, does not stall the control socket and
-// /metrics; only a window's close flushes here (its END marker must follow its records). Flush
-// and rotate requests are rate-limited. CUPTI is called (flush, enable, dropped records) holding
-// no lock of the monitor.
+// Threading: the parts run on the control thread; other threads reach it through RunAndWait()
+// (or the io_context's post). Its handlers read the writer's state only through
+// RecordingPipeline::Snapshot() and never list directories or wait for I/O, so the window's
+// duration timer is never held up. The periodic and requested flushes run on a thread of their
+// own (periodic_flush.h); only a window's close flushes here (its END marker must follow its
+// records). CUPTI is called (flush, enable, dropped records) holding no lock of the monitor.
 //
 // Exception boundary: the thread body restarts io_context::run() after an exception escapes a
 // handler (counted as a control fault); the timers' handlers catch their own and re-arm.
-class ControlLoop final : public control::ControlTarget, public metrics::MetricsSource {
+class ControlLoop final {
  public:
   struct Parts {
     const SessionFacts& facts;
@@ -70,26 +75,14 @@ class ControlLoop final : public control::ControlTarget, public metrics::Metrics
     // The timers' schedule and the stamps of markers, stats and samples (monitor_clock.h).
     MonitorClock* clock = &RealClock();
   };
-  // How often the control thread looks for a slow step while the trigger is on: every
-  // kAutoPollMs, or every flush period (CUPMON_FLUSH_MS) when that is shorter, since a slow step
-  // reaches the writer only with the flush that delivers the next step's first kernel; never more
-  // often than every kMinAutoPollMs.
-  static constexpr uint32_t kAutoPollMs = 100;
-  static constexpr uint32_t kMinAutoPollMs = 5;
-  static uint32_t AutoPollMs(uint32_t flush_ms) {
-    if (flush_ms == 0 || flush_ms >= kAutoPollMs) return kAutoPollMs;
-    return flush_ms < kMinAutoPollMs ? kMinAutoPollMs : flush_ms;
-  }
-  static constexpr auto kMinFlushInterval = std::chrono::milliseconds(100);
-  static constexpr auto kMinRotateInterval = std::chrono::seconds(1);
 
   explicit ControlLoop(Parts parts);
-  ~ControlLoop() override;
+  ~ControlLoop();
   ControlLoop(const ControlLoop&) = delete;
   ControlLoop& operator=(const ControlLoop&) = delete;
 
-  // Starting thread: creates the trace window, arms the timers and starts the thread, which then
-  // starts the control plane and the metrics endpoint. Throws std::system_error when the thread
+  // Starting thread: creates the parts, starts the periodic flush thread and the control thread,
+  // which then arms the timers and starts the listeners. Throws std::system_error when a thread
   // cannot be created (the session catches it).
   void Start();
   // Any thread but the control thread: closes an open window (note "stop"), the socket, the
@@ -104,133 +97,64 @@ class ControlLoop final : public control::ControlTarget, public metrics::Metrics
   // false when the control thread is gone. Never from CUPTI's callbacks.
   bool RunAndWait(std::function<void()> task);
 
+  // Any thread (the C API): a window opened or closed on the control thread.
   Expected<uint32_t> RequestWindow(uint32_t duration_ms, std::vector<uint32_t> kinds,
                                    pb::TriggerSource source);
   Expected<void> RequestCloseWindow();
-  // Control thread (the control plane's --when-slower request): arms the one-shot trigger, which
-  // opens one window of the configured kinds and duration at the first step slower than `factor`
-  // times the median, then disarms. Not subject to CUPMON_AUTO_WINDOW_MIN_GAP; never while a
-  // window is open. Errors: factor not above 1 or above 1000, no control of steps (layout).
-  Expected<void> ArmWhenSlower(double factor);
-  // Any thread, right after a cuptiActivityFlushAll returned: tells the writer's step watch that
-  // the buffers queued so far are all those filled until then (auto_window.h).
+  // Any thread, right after a cuptiActivityFlushAll returned (AutoWindowTrigger::MarkFlushed).
   void MarkFlushed();
-  uint64_t auto_windows_opened() const { return auto_opened_.load(std::memory_order_relaxed); }
 
+  // The control plane's target (its calls on the control thread). After Start().
+  control::ControlTarget& control_target() { return *requests_; }
+
+  // Any thread.
   std::string control_socket_path() const;
-  uint16_t metrics_port() const { return metrics_port_.load(); }
+  uint16_t metrics_port() const { return endpoints_ ? endpoints_->metrics_port() : 0; }
   uint64_t windows_opened() const { return window_ ? window_->windows_opened() : 0; }
   uint64_t windows_refused() const { return window_ ? window_->windows_refused() : 0; }
-  // Trigger signals the control plane received (each opened a window or was refused).
-  uint64_t trigger_signals() const { return trigger_signals_.load(std::memory_order_relaxed); }
+  uint64_t trigger_signals() const { return requests_ ? requests_->trigger_signals() : 0; }
   bool window_open() const { return window_ && window_->is_open(); }
-  // Called once at stop, after the thread joined: the takeover gap still open, if any.
-  void EndOpenGap();
-  // After the thread joined: whether the takeover watch saw a gap open at stop, and the CUPTI
-  // time of its last tick that saw cupmon's callbacks run (0: none yet).
-  bool gap_open() const { return watch_ && watch_->in_gap(); }
-  // A GAP_BEGIN or GAP_END marker of takeover gap `gap` at CUPTI time `cupti_ns` (any thread).
-  static pb::WindowMarker GapMarker(bool begin, uint32_t gap, uint64_t cupti_ns, std::string note);
-  uint64_t last_active_cupti_ns() const { return last_active_cupti_ns_; }
-  // CUPTI behind its own records: a periodic cuptiActivityFlushAll(0) that took longer than
-  // BehindThresholdNs() (CUPTI's worker thread cannot keep up; it may then lose records without
-  // counting them), or records without timestamps since the last flush (its device buffers are
-  // full). Marked BEHIND_BEGIN from the start of that flush and BEHIND_END at the first flush
-  // that takes under half the threshold with no such record since the last; counted
-  // (cupti_behind) and warned about once.
-  static pb::WindowMarker BehindMarker(bool begin, uint32_t id, uint64_t cupti_ns, std::string note);
-  static int64_t BehindThresholdNs(uint32_t flush_ms);
-  // Called once at stop, after the thread joined: the "behind" interval still open, if any.
-  void EndBehind();
-  // Any thread: the CUPTI time at which the periodic flush still running began (1 when CUPTI
-  // gave no time), and how long ago (steady ns); 0 when none runs.
+  uint64_t auto_windows_opened() const { return auto_ ? auto_->opened() : 0; }
+  // Any thread: the periodic flush still running (PeriodicTicks).
   uint64_t flush_running_since_cupti_ns() const;
   int64_t flush_running_for_ns() const;
   // Any thread, at stop after Stop(): waits until `deadline` for the periodic flush thread.
   // False when a flush is still inside CUPTI (the thread ends when it returns).
   bool StopFlushThread(std::chrono::steady_clock::time_point deadline);
-  // After the thread joined: whether a "behind" interval is open (EndBehind() closes it).
-  bool behind_open() const { return behind_; }
 
-  // control::ControlTarget (control thread).
-  pb::StatusReply Status() override;
-  Expected<uint32_t> OpenWindow(const control::WindowRequest& request) override;
-  Expected<void> CloseWindow() override;
-  Expected<void> Flush() override;
-  Expected<void> Rotate() override;
-  // metrics::MetricsSource (control thread).
-  metrics::MetricsSnapshot Snapshot() override;
-
-  // Drop counts since the last poll (cuptiActivityGetNumDroppedRecords resets on read).
-  void PollDropped();
+  // At stop, after the thread joined: the takeover watch (a gap open at stop; the CUPTI time of
+  // its last tick that saw cupmon's callbacks run, 0: none yet) and the "behind" intervals. Null
+  // before Start().
+  TakeoverWatch* takeover() { return takeover_.get(); }
+  BehindWatch* behind() { return behind_.get(); }
 
  private:
   void Run() noexcept;
-  void StartEndpoints();
-  void ShutdownEndpoints() noexcept;
-  // Arms `timer` to run `tick` every `period_ms` (0: never) on the control thread.
-  void SchedulePeriodic(ClockTimer& timer, uint32_t period_ms,
-                        void (ControlLoop::*tick)());
-  void OnFlushTick();
-  void OnStatsTick();
-  void OnAutoTick();
-  void StartAutoTimer();
-  void CheckClockDomain();
-  void NoteCalibrationWritten(const pb::CalibrationSample& s);
-  void CheckCallbacks();
-  // Control thread, after each periodic or requested flush returned.
-  void AfterFlush(PeriodicFlush::Done done);
-  void NoteFlushTime(int64_t took_ns, uint64_t began_cupti_ns);
-  // Control thread, at a tick that finds the last flush still inside CUPTI.
-  void NoteFlushStillRunning();
-  void BeginBehind(uint64_t since_cupti_ns, const std::string& why);
-  // Injection without the preload: points other objects' CUPTI imports at the multiplexer (all
-  // objects at start, then those loaded since; import_rebind.h).
-  void RebindImports(bool only_new);
-  void WriteGapMarker(bool begin, uint32_t gap, uint64_t cupti_ns, const std::string& note);
-  void Post(std::function<void(RecordingWriter&)> task);
+  // Control thread, at stop: the window closes with note "stop", then the listeners.
+  void Shutdown() noexcept;
+  // The window's non-forced flush (on the control thread).
+  void FlushForWindow();
 
   Parts parts_;
   boost::asio::io_context io_;
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
   MonitorClock& clock_;
-  ClockTimer flush_timer_{io_, clock_};
-  ClockTimer stats_timer_{io_, clock_};
-  ClockTimer auto_timer_{io_, clock_};
   std::thread thread_;
   std::atomic<bool> stopping_{false};
+  // The control thread's check, bound by Run() before the io_context serves anything; the parts
+  // below check against it.
+  ThreadChecker control_thread_;
 
-  // Control thread only (created in Start before the thread runs).
+  // Created in Start() before the thread runs; used on the control thread (each part checks).
   std::unique_ptr<TraceWindow> window_;
-  std::unique_ptr<control::ControlPlane> control_;
-  std::unique_ptr<metrics::MetricsServer> metrics_;
-  std::unique_ptr<TerminationSignals> term_;
-  std::unique_ptr<CallbackWatch> watch_;
-  uint64_t last_active_cupti_ns_ = 0;  // CUPTI time of the last tick that saw callbacks run
-  std::vector<size_t> fill_;            // per pool slot: bytes CUPTI had written at the last tick
-  bool gap_warned_ = false;
-  bool behind_ = false;        // a BEHIND_BEGIN written, its END not yet
-  uint32_t behind_id_ = 0;
-  uint64_t zero_ts_seen_ = 0;  // zero-timestamp records the writer had counted at the last flush
-  // Created in Start(); its thread ends at StopFlushThread() or with this loop.
-  std::unique_ptr<PeriodicFlush> flusher_;
-  // A cupmonctl flush asked for a stats chunk after the flush it requested.
-  std::atomic<bool> stats_after_flush_{false};
-  // The last two calibration samples written (start, stats timer, CheckClockDomain).
-  pb::CalibrationSample cal_last_, cal_prev_;
-  int cal_written_ = 0;
-  // Steady times (clock_) of the last flush and rotation requests and of the last automatic
-  // window.
-  std::optional<int64_t> last_flush_ns_, last_rotate_ns_;
-  bool auto_timer_running_ = false;
-  std::optional<int64_t> last_auto_ns_;
-  std::atomic<uint64_t> auto_opened_{0};
-  std::optional<TraceWindow::Request> once_request_;  // armed by --when-slower
-
-  // Written on the control thread while Start() waits for it; read by any thread after.
-  std::string control_socket_;
-  std::atomic<uint16_t> metrics_port_{0};
-  std::atomic<uint64_t> trigger_signals_{0};  // written on the control thread
+  std::unique_ptr<TakeoverWatch> takeover_;
+  std::unique_ptr<BehindWatch> behind_;
+  std::unique_ptr<ClockDomainWatch> clock_domain_;
+  std::unique_ptr<AutoWindowTrigger> auto_;
+  std::unique_ptr<PeriodicTicks> ticks_;
+  std::unique_ptr<MonitorMetrics> metrics_;
+  std::unique_ptr<ControlRequests> requests_;
+  std::unique_ptr<ControlEndpoints> endpoints_;
 };
 
 }  // namespace cupmon

@@ -291,24 +291,25 @@ bool Monitor::Stop(std::chrono::milliseconds timeout) {
   // A takeover the watch has not seen (a job shorter than a flush period, or one that ends before
   // the watch's tick) must not be a silent loss: it is marked below from the buffers that never
   // came back.
-  const bool gap_marked = !control_in_time || control_->gap_open();
-  const uint64_t last_active_ns = control_in_time ? control_->last_active_cupti_ns() : 0;
+  const bool gap_marked = !control_in_time || control_->takeover()->in_gap();
+  const uint64_t last_active_ns =
+      control_in_time ? control_->takeover()->last_active_cupti_ns() : 0;
   // A periodic flush inside CUPTI is waited for a quarter of the stop's time at most: the final
   // flush below hands over the same records, if CUPTI lets it.
   if (!control_->StopFlushThread(
           std::min(deadline, std::chrono::steady_clock::now() + timeout / 4)))
     in_time = false;
   // An interval the control thread opened covers a flush that is still stuck.
-  const bool behind_marked = control_in_time && control_->behind_open();
+  const bool behind_marked = control_in_time && control_->behind()->open();
   if (control_in_time) {
-    control_->EndOpenGap();
-    control_->EndBehind();
+    control_->takeover()->EndOpenGap();
+    control_->behind()->End();
   }
   // A periodic flush that has not returned for longer than a flush may take, not marked yet:
   // CUPTI is behind (or hung) from that flush's start to here.
   const uint64_t stuck_since =
       !behind_marked && control_->flush_running_for_ns() >
-                            ControlLoop::BehindThresholdNs(facts_->config.flush_ms)
+                            BehindWatch::ThresholdNs(facts_->config.flush_ms)
           ? control_->flush_running_since_cupti_ns()
           : 0;
   const bool flushed = FinalFlushWithin(deadline, timeout);
@@ -318,7 +319,7 @@ bool Monitor::Stop(std::chrono::milliseconds timeout) {
          " ms (a hung GPU or driver?); closing the files without the records CUPTI still held "
          "(CUPMON_EXIT_TIMEOUT_MS)");
   }
-  control_->PollDropped();
+  PollDroppedRecords(cupti_, *counters_);
   try {
     queue_->Push(RecordingPipeline::FinalTask([this, gap_marked, flushed, last_active_ns,
                                                stuck_since](RecordingWriter& w) {
@@ -406,9 +407,9 @@ void Monitor::MarkStuckFlush(RecordingWriter& w, uint64_t since_cupti_ns) {
       "period: CUPTI was behind its own records (or hung) and may have lost some without "
       "counting them";
   Warn(why);
-  w.WriteWindowMarker(ControlLoop::BehindMarker(true, id, since_cupti_ns, why));
-  w.WriteWindowMarker(ControlLoop::BehindMarker(false, id, std::max(now_cupti, since_cupti_ns),
-                                                "recording stopped while CUPTI was behind"));
+  w.WriteWindowMarker(BehindWatch::Marker(true, id, since_cupti_ns, why));
+  w.WriteWindowMarker(BehindWatch::Marker(false, id, std::max(now_cupti, since_cupti_ns),
+                                          "recording stopped while CUPTI was behind"));
 }
 
 void Monitor::MarkBuffersNotReturned(RecordingWriter& w, uint64_t held, uint64_t last_active_ns) {
@@ -424,7 +425,7 @@ void Monitor::MarkBuffersNotReturned(RecordingWriter& w, uint64_t held, uint64_t
     since = facts_->start_calibration.samples(0).cupti_ns();
   const bool since_known = since != 0 && since <= now_cupti;
   if (!since_known) since = now_cupti;
-  w.WriteWindowMarker(ControlLoop::GapMarker(
+  w.WriteWindowMarker(TakeoverWatch::GapMarker(
       true, gap, since,
       "at stop " + std::to_string(held) +
           " cupmon buffers had not come back from CUPTI after its forced flush: their records "
@@ -432,14 +433,14 @@ void Monitor::MarkBuffersNotReturned(RecordingWriter& w, uint64_t held, uint64_t
           "(seen at stop, not by the takeover watch" +
           (since_known ? ")" : "; when it began is not known)")));
   w.WriteWindowMarker(
-      ControlLoop::GapMarker(false, gap, now_cupti, "recording stopped during the gap"));
+      TakeoverWatch::GapMarker(false, gap, now_cupti, "recording stopped during the gap"));
 }
 
 void Monitor::FlushAndWait() {
   if (stopped_.load() || InForkedChild()) return;
   cupti_.ActivityFlushAll(0);
   control_->MarkFlushed();
-  control_->PollDropped();
+  PollDroppedRecords(cupti_, *counters_);
   // Shared, not on this stack: a writer slower than the wait below may still run the task.
   auto done = std::make_shared<std::promise<void>>();
   std::future<void> written = done->get_future();
@@ -554,7 +555,7 @@ std::string Monitor::control_socket_path() const {
   return control_ ? control_->control_socket_path() : std::string();
 }
 uint16_t Monitor::metrics_port() const { return control_ ? control_->metrics_port() : 0; }
-control::ControlTarget& Monitor::control_target() { return *control_; }
+control::ControlTarget& Monitor::control_target() { return control_->control_target(); }
 bool Monitor::RunOnControl(std::function<void()> task) {
   return control_ && control_->RunAndWait(std::move(task));
 }

@@ -89,7 +89,12 @@ RecordingPipeline::RecordingPipeline(const SessionFacts& facts, BufferPool& pool
       queue_(queue),
       counters_(counters),
       options_(std::move(options)),
-      busy_(facts) {}
+      busy_(facts),
+      sums_(options_.auto_window && SumsSteps(facts.config)) {
+  // Served as 0 from the first scrape on, before the writer's first publication.
+  MutexLock lk(snapshot_mu_);
+  snapshot_.steps.on = sums_;
+}
 
 RecordingPipeline::~RecordingPipeline() = default;
 
@@ -101,6 +106,7 @@ WriterItem RecordingPipeline::FinalTask(std::function<void(RecordingWriter&)> ta
 }
 
 void RecordingPipeline::Run() noexcept {
+  thread_.BindToCurrentThread();
   std::vector<WriterItem> batch;
   for (;;) {
     try {
@@ -151,6 +157,7 @@ void RecordingPipeline::ReleaseBuffer(uint8_t* buffer) {
 }
 
 void RecordingPipeline::Process(WriterItem& item) {
+  CUPMON_DCHECK_THREAD(thread_);
   if (item.flush_mark) TakeFlushMark();  // first, even when discarding
   if (discard_.load(std::memory_order_acquire)) return;
   if (item.flush_mark) {
@@ -205,10 +212,23 @@ void RecordingPipeline::TakeFlushMark() {
 template <typename F>
 void RecordingPipeline::CountSteps(F&& f) {
   const uint64_t timed = steps_->steps_timed(), refused = steps_->slow_refused();
+  const StepSums* sums = steps_->sums();
+  const uint64_t dropped = sums ? sums->intervals_dropped() : 0, cut = sums ? sums->steps_cut() : 0;
   f();
   counters_.auto_steps_timed.fetch_add(steps_->steps_timed() - timed, std::memory_order_relaxed);
   counters_.auto_windows_skipped.fetch_add(steps_->slow_refused() - refused,
                                            std::memory_order_relaxed);
+  if (sums) {
+    counters_.step_intervals_dropped.fetch_add(sums->intervals_dropped() - dropped,
+                                               std::memory_order_relaxed);
+    counters_.steps_cut.fetch_add(sums->steps_cut() - cut, std::memory_order_relaxed);
+  }
+}
+
+bool RecordingPipeline::StepWatchOn() const {
+  // CUPMON_AUTO_WINDOW, a one-shot arming, or step sums; once on, it stays on.
+  return watching_ || sums_ || facts_.config.auto_window ||
+         options_.auto_window->once_factor() > 0;
 }
 
 void RecordingPipeline::MakeStepWatch() {
@@ -217,23 +237,23 @@ void RecordingPipeline::MakeStepWatch() {
   o.factor = c.auto_window ? c.auto_window_factor : 0;
   o.min_steps = c.auto_window_min_steps;
   o.anchor_kernel = c.auto_window_anchor_kernel;
+  o.sums = sums_;
+  o.by = sums_ && c.auto_window ? c.auto_window_by : AutoWindowBy::kStep;
   steps_ = std::make_unique<StepWatch>(facts_, o, *options_.auto_window);
 }
 
 void RecordingPipeline::NoteStepStrings() {
-  // An anchor names kernels by text, and a name's text is written once, before its first record:
-  // the watch sees every string from the start, armed or not.
-  if (!options_.auto_window || facts_.config.auto_window_anchor_kernel.empty()) return;
+  // An anchor, and the sums' collectives, name kernels by text, and a name's text is written once,
+  // before its first record: the watch sees every string from the start, armed or not.
+  if (!options_.auto_window || (facts_.config.auto_window_anchor_kernel.empty() && !sums_)) return;
   if (!steps_) MakeStepWatch();
   steps_->NoteStrings(new_strings_);
 }
 
 void RecordingPipeline::WatchSteps(const uint8_t* buffer, size_t valid) {
-  AutoWindowMailbox* mailbox = options_.auto_window;
-  if (!mailbox) return;
-  const MonitorConfig& c = facts_.config;
-  // Off until CUPMON_AUTO_WINDOW or a one-shot arming: then the watch starts timing here.
-  if (!c.auto_window && mailbox->once_factor() == 0 && !watching_) return;
+  if (!options_.auto_window) return;
+  // Off until CUPMON_AUTO_WINDOW, a one-shot arming or step sums: then the watch starts here.
+  if (!StepWatchOn()) return;
   watching_ = true;
   if (!steps_) MakeStepWatch();
   CountSteps([&] { steps_->Add(buffer, valid); });
@@ -373,6 +393,7 @@ void RecordingPipeline::CountFiles(PipelineSnapshot* s) {
 }
 
 void RecordingPipeline::Publish() {
+  CUPMON_DCHECK_THREAD(thread_);
   PipelineSnapshot s;
   if (writer_) {
     s.stats = writer_->stats();
@@ -384,6 +405,10 @@ void RecordingPipeline::Publish() {
   if (facts_.track_busy) {
     s.device_busy = busy_.Devices();
     s.stream_busy = busy_.Streams();
+  }
+  if (sums_) {
+    if (steps_ && steps_->sums()) s.steps = steps_->sums()->totals();
+    s.steps.on = true;  // served as 0 before the first step, so that rate() has a start
   }
   CountFiles(&s);
   MutexLock lk(snapshot_mu_);

@@ -17,6 +17,7 @@
 #include "cupmon.pb.h"
 #include "cupmon/base/file_system.h"
 #include "cupmon/base/thread_annotations.h"
+#include "cupmon/base/thread_checker.h"
 #include "cupmon/metrics/metrics_server.h"
 #include "cupmon/monitor/buffer_pool.h"
 #include "cupmon/monitor/fault_injection.h"
@@ -38,14 +39,15 @@ struct PipelineSnapshot {
   std::string last_write_error;
   std::vector<metrics::DeviceBusy> device_busy;
   std::vector<metrics::StreamBusy> stream_busy;
+  metrics::StepTotals steps;  // on: the writer sums steps (SumsSteps)
   uint64_t files = 0;       // this recording's files on disk (listed at most once a second)
   uint64_t disk_bytes = 0;
   std::map<uint32_t, std::string> gpu_uuids;  // device id -> 16 raw bytes, once the file is open
 };
 
-// Threading: Run() is the writer thread's body; everything but Snapshot(), WaitFinished() and
-// finished() is that thread's. Snapshot() copies under snapshot_mu_, which the writer holds only to
-// publish. The writer never calls CUPTI.
+// Threading: Run() is the writer thread's body; everything but Snapshot(), WaitFinished(),
+// finished(), Discard() and FinalTask() is that thread's (checked: thread_). Snapshot() copies
+// under snapshot_mu_, which the writer holds only to publish. The writer never calls CUPTI.
 //
 // Exception boundary: each item is processed inside its own try; an exception (bad_alloc, a
 // system_error from the standard library) drops that item, counts a writer fault, returns a
@@ -98,6 +100,7 @@ class RecordingPipeline {
   void TakeFlushMark();
   template <typename F>
   void CountSteps(F&& f);
+  bool StepWatchOn() const;
   void OpenWriter();
   pb::RecordingHeader BuildHeader();
   void CountFiles(PipelineSnapshot* s);
@@ -110,15 +113,18 @@ class RecordingPipeline {
   const Options options_;
 
   // Writer thread only.
+  ThreadChecker thread_;
   // Declared before writer_, which uses it until destroyed.
   std::unique_ptr<ForkClosingFileSystem> fs_;
   std::unique_ptr<RecordingWriter> writer_;
   std::vector<std::function<void(RecordingWriter&)>> early_tasks_;
   std::vector<pb::StringEntry> new_strings_;
   BusyTime busy_;
-  // Created at the first buffer the trigger is armed for, or at the first strings with an anchor.
+  // Created at the first buffer the trigger is armed for, or at the first strings with an anchor
+  // or with step sums (SumsSteps: on from the start).
   std::unique_ptr<StepWatch> steps_;
   bool watching_ = false;  // buffers go to steps_ (from the first one the trigger was armed for)
+  const bool sums_ = false;  // SumsSteps(config)
   std::chrono::steady_clock::time_point last_listing_{};
   uint64_t files_ = 0, disk_bytes_ = 0;
 

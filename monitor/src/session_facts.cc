@@ -127,8 +127,9 @@ SessionFacts ProbeSessionFacts(CuptiApi& cupti, MonitorConfig config, std::strin
     f.kernel = {offsetof(CUpti_ActivityKernel10, start), offsetof(CUpti_ActivityKernel10, end),
                 offsetof(CUpti_ActivityKernel10, deviceId),
                 offsetof(CUpti_ActivityKernel10, streamId)};
-  if (!f.config.metrics_address.empty()) {
-    f.track_busy = true;
+  // Copies and memsets: busy time (the metrics endpoint) and the step sums (SumsSteps).
+  if (!f.config.metrics_address.empty()) f.track_busy = true;
+  if (f.track_busy || SumsSteps(f.config)) {
     if (matches(CUPTI_ACTIVITY_KIND_MEMCPY, sizeof(CUpti_ActivityMemcpy6)))
       f.memcpy = {offsetof(CUpti_ActivityMemcpy6, start), offsetof(CUpti_ActivityMemcpy6, end),
                   offsetof(CUpti_ActivityMemcpy6, deviceId),

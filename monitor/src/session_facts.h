@@ -51,7 +51,7 @@ struct SessionFacts {
   uint32_t marker_name_offset = 0;
   uint32_t marker_domain_offset = 0;
   // GPU busy time for the metrics endpoint (only when it is on). `kernel` is filled whenever the
-  // layout matches (the step watch reads it too); the others only with track_busy.
+  // layout matches (the step watch reads it too); the others with track_busy or the step sums.
   bool track_busy = false;
   BusyOffsets kernel, memcpy, memcpy2, memset;
   // Timestamp and correlation fields of the kinds whose probed size matches the structs compiled

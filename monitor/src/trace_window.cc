@@ -84,6 +84,7 @@ int64_t TraceWindow::remaining_ms() const {
 }
 
 Expected<uint32_t> TraceWindow::Open(const Request& request) {
+  CUPMON_DCHECK_THREAD(thread_);
   const int64_t received_ns = request.received_realtime_ns ? request.received_realtime_ns
                                                            : clock_.RealtimeNs();
   if (shut_down_) return MakeError("the monitor is stopping; no new trace window");
@@ -187,6 +188,7 @@ void TraceWindow::OnTimer(uint32_t window_id, const boost::system::error_code& e
 }
 
 Expected<void> TraceWindow::Close(const std::string& note) {
+  CUPMON_DCHECK_THREAD(thread_);
   if (!is_open()) return MakeError("no trace window is open");
   timer_.Cancel();
   for (auto it = enabled_.rbegin(); it != enabled_.rend(); ++it)
@@ -214,6 +216,7 @@ Expected<void> TraceWindow::Close(const std::string& note) {
 }
 
 void TraceWindow::Shutdown() {
+  CUPMON_DCHECK_THREAD(thread_);
   if (shut_down_) return;
   shut_down_ = true;
   if (is_open()) Close("stop");

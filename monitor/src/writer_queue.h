@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <utility>
 #include <vector>
 
 #include "cupmon/base/thread_annotations.h"
@@ -90,5 +91,13 @@ class WriterQueue {
   bool closed_ CUPMON_GUARDED_BY(mu_) = false;
   std::atomic<uint64_t> tasks_dropped_{0};
 };
+
+// Any thread: queues `task` for the writer, in order with what was queued before it. False when
+// the queue is full or closed: the task is dropped (counted by the queue).
+inline bool PostToWriter(WriterQueue& queue, std::function<void(RecordingWriter&)> task) {
+  WriterItem item;
+  item.task = std::move(task);
+  return queue.Push(std::move(item));
+}
 
 }  // namespace cupmon

@@ -23,6 +23,7 @@
 #include "cupmon/decoder/record_layout.h"
 #include "cupmon/decoder/recording_reader.h"
 #include "cupmon/decoder/reports.h"
+#include "report_run.h"
 #include "cupmon/decoder/trace_builder.h"
 #include "export/kineto/kineto_exporter.h"
 #include "export/perfetto/perfetto_exporter.h"
@@ -35,6 +36,8 @@
 namespace {
 
 using namespace cupmon::decoder;
+using cupmon::testing::ReportOptions;  // the options of every command (report_run.h)
+using cupmon::testing::RunReport;  // messages rendered as cupmon-decode writes them
 
 double Now(clockid_t clock) {
   timespec ts{};

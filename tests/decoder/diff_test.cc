@@ -13,6 +13,7 @@
 
 #include "cupmon/decoder/rank_listing.h"
 #include "cupmon/decoder/reports.h"
+#include "report_run.h"
 #include "cupmon/decoder/trace_builder.h"
 #include "json_parser.h"
 #include "step_stream.h"
@@ -20,6 +21,11 @@
 
 namespace cupmon::decoder {
 namespace {
+// The text and exit codes cupmon-decode would show (report_run.h).
+using ::cupmon::testing::ReportOptions;
+using ::cupmon::testing::RunReport;
+using ::cupmon::testing::kExitClean, ::cupmon::testing::kExitRegression,
+    ::cupmon::testing::kExitUnusable, ::cupmon::testing::kExitWarnings;
 
 using testing::Json;
 

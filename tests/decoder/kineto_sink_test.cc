@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "cupmon/decoder/reports.h"
+#include "report_run.h"
 #include "cupmon/decoder/steps.h"
 #include "export/kineto/kineto_exporter.h"
 #include "json_parser.h"
@@ -25,6 +26,11 @@
 
 namespace cupmon::decoder {
 namespace {
+// The text and exit codes cupmon-decode would show (report_run.h).
+using ::cupmon::testing::ReportOptions;
+using ::cupmon::testing::RunReport;
+using ::cupmon::testing::kExitClean, ::cupmon::testing::kExitRegression,
+    ::cupmon::testing::kExitUnusable, ::cupmon::testing::kExitWarnings;
 
 using testing::Json;
 using testing::JsonParser;

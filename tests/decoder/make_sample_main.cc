@@ -17,6 +17,7 @@
 //                                                 clocks seconds apart, with injected stragglers:
 //                                                 host-gap:R:S:MS gpu-work:R:S:MS collectives:S:MS
 //                                                 hang:R:S first-step:R:S steps:N
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -95,10 +96,24 @@ std::string WriteMemoryCheck(const std::string& dir, bool wrong) {
 // buffers after the GPU buffer as CUPTI delivers them. A calibration sample per buffer.
 // `rank` of `ranks` (ranks 0: a recording of its own, no rank): a recording of its own id, pid
 // and pseudo-random sequence, in the same synthetic job as the other ranks.
-size_t WriteLarge(const std::string& dir, uint64_t records, uint32_t rank = 0, uint32_t ranks = 0) {
+// How WriteLarge spaces its records in time; the defaults are the timing recording's.
+struct LargeShape {
+  uint64_t step_ns = 1500;        // CUPTI time from one activity's launch to the next
+  uint64_t window_every = 10;     // a window opens every this many GPU buffers...
+  uint64_t window_buffers = 3;    // ...and stays open this many
+  uint64_t file_bytes = 0;        // rotation size (0: the writer's default, 64 MiB)
+  // From this GPU buffer on, CUPTI's clock is another domain (as when torch.profiler registers
+  // its timestamp callback): its values are kDomainShift ahead of the wall clock's.
+  uint64_t domain_change_buffer = UINT64_MAX;
+};
+constexpr uint64_t kDomainShift = 400ull * 86400 * 1'000'000'000;  // 400 days
+
+size_t WriteLarge(const std::string& dir, uint64_t records, uint32_t rank = 0, uint32_t ranks = 0,
+                  const LargeShape& shape = {}) {
   using namespace cupmon::testing;
   auto opts = WriterOptions(dir, "cupmon-large");
   opts.files.retention_bytes = 1ull << 40;
+  if (shape.file_bytes) opts.files.file_bytes = shape.file_bytes;
   cupmon::pb::RecordingHeader header = SyntheticHeader(kTestRecordingId + rank, kTestPid + rank);
   if (ranks) {
     header.set_rank(static_cast<int32_t>(rank));
@@ -136,14 +151,16 @@ size_t WriteLarge(const std::string& dir, uint64_t records, uint32_t rank = 0, u
     return static_cast<uint32_t>(lcg >> 33);
   };
   BufferBuilder gpu, api;  // reused: one allocation each for the whole run
+  uint64_t shift = 0;  // CUPTI time - the test double's time (the domain change)
   for (uint64_t buffer = 0; written < records; ++buffer) {
-    const bool in_window = buffer % 10 < 3;
-    if (buffer % 10 == 0) {
+    if (buffer == shape.domain_change_buffer) shift = kDomainShift;
+    const bool in_window = buffer % shape.window_every < shape.window_buffers;
+    if (buffer % shape.window_every == 0) {
       cupmon::pb::WindowMarker m;
       m.set_window_id(++window);
       m.set_edge(cupmon::pb::WindowMarker::BEGIN);
       m.set_source(cupmon::pb::TRIGGER_SOCKET);
-      m.set_cupti_ns(t);
+      m.set_cupti_ns(t + shift);
       w.WriteWindowMarker(m);
     }
     gpu.Clear();
@@ -152,7 +169,7 @@ size_t WriteLarge(const std::string& dir, uint64_t records, uint32_t rank = 0, u
     while (gpu.records() < 19000 && gpu.records() + api.records() < budget) {
       const uint32_t r = next();
       const uint32_t stream = 7 + r % 4, device = (r >> 2) % 2;
-      const uint64_t launch = t, begin = t + 4000, dur = 1000 + (r >> 4) % 20000;
+      const uint64_t launch = t + shift, begin = t + shift + 4000, dur = 1000 + (r >> 4) % 20000;
       const uint32_t what = (r >> 8) % 100;
       uint32_t cbid = 211;
       if (what < 90) {
@@ -175,21 +192,21 @@ size_t WriteLarge(const std::string& dir, uint64_t records, uint32_t rank = 0, u
         if (corr % 32 == 0) api.Runtime(launch + 3500, launch + 9000, ++corr, 131, 101);
       }
       ++corr;
-      t += 1500;
+      t += shape.step_ns;
     }
     w.WriteRawBuffer(gpu.bytes(), 1, 7);
     if (api.records()) w.WriteRawBuffer(api.bytes(), 0, 0);
     written += gpu.records() + api.records();
-    sample->set_cupti_ns(t);
+    sample->set_cupti_ns(t + shift);
     sample->set_realtime_ns(static_cast<int64_t>(t) + 2000);
     sample->set_monotonic_ns(t - kT0);
     w.WriteCalibration(cal);
-    if (buffer % 10 == 2) {
+    if (buffer % shape.window_every == shape.window_buffers - 1) {
       cupmon::pb::WindowMarker m;
       m.set_window_id(window);
       m.set_edge(cupmon::pb::WindowMarker::END);
       m.set_source(cupmon::pb::TRIGGER_SOCKET);
-      m.set_cupti_ns(t);
+      m.set_cupti_ns(t + shift);
       m.set_note("duration");
       w.WriteWindowMarker(m);
     }
@@ -508,6 +525,31 @@ int main(int argc, char** argv) {
         static_cast<unsigned long long>(truth.records), truth.step_starts.size(), argv[2]);
     return 0;
   }
+  if (argc >= 5 && argc <= 8 && std::strcmp(argv[1], "--day") == 0) {
+    // A history: HOURS of activities at RATE a second (the timing recording's mix), rotated at
+    // FILE_MB (default 64), a window of 3 GPU buffers every WINDOW_S seconds (default 3600), and
+    // from DOMAIN_S seconds on (default: never) CUPTI's clock in another domain.
+    const double hours = std::strtod(argv[3], nullptr);
+    const double rate = std::strtod(argv[4], nullptr);
+    const double file_mb = argc > 5 ? std::strtod(argv[5], nullptr) : 64;
+    const double window_s = argc > 6 ? std::strtod(argv[6], nullptr) : 3600;
+    const double domain_s = argc > 7 ? std::strtod(argv[7], nullptr) : -1;
+    if (!(hours > 0) || !(rate >= 1 && rate <= 1e8) || !(file_mb >= 1) || !(window_s > 0)) {
+      std::fprintf(stderr, "%s: --day DIR HOURS RATE [FILE_MB [WINDOW_S [DOMAIN_S]]]: positive "
+                   "numbers, RATE at least 1, FILE_MB at least 1\n", argv[0]);
+      return 2;
+    }
+    constexpr double kBufferRecords = 19000;  // WriteLarge's GPU records a buffer
+    LargeShape shape;
+    shape.step_ns = static_cast<uint64_t>(1e9 / rate);
+    shape.file_bytes = static_cast<uint64_t>(file_mb * (1 << 20));
+    shape.window_every = std::max<uint64_t>(4, static_cast<uint64_t>(window_s * rate / kBufferRecords));
+    if (domain_s >= 0) shape.domain_change_buffer = static_cast<uint64_t>(domain_s * rate / kBufferRecords);
+    const size_t n = WriteLarge(argv[2], static_cast<uint64_t>(hours * 3600 * rate), 0, 0, shape);
+    std::printf("wrote a synthetic history (%zu records over %g h, CUPTI test double) to %s\n", n,
+                hours, argv[2]);
+    return 0;
+  }
   if (argc == 5 && std::strcmp(argv[1], "--ranks") == 0) {
     char* end = nullptr;
     const unsigned long ranks = std::strtoul(argv[2], &end, 10);
@@ -536,7 +578,8 @@ int main(int argc, char** argv) {
         "       --annotated-steps DIR | --nvtx DIR | --memory DIR |\n"
         "       --memory-check DIR [--wrong] | --steps DIR RECORDS [SLOWER] |\n"
         "       --overlapping-steps DIR | --job DIR RANKS [WHAT...] |\n"
-        "       --job-tables DIR RANKS [WHAT...]\n"
+        "       --job-tables DIR RANKS [WHAT...] |\n"
+        "       --day DIR HOURS RATE [FILE_MB [WINDOW_S [DOMAIN_S]]]\n"
         "Writes a synthetic recording (CUPTI test double, not GPU data) into DIR: the small\n"
         "sample, RECORDS records of a training-like mix for timing cupmon-decode,\n"
         "(--ranks) RANKS such recordings of one job in DIR/rank0, DIR/rank1, ...,\n"
@@ -554,10 +597,13 @@ int main(int argc, char** argv) {
         "collectives:S:MS, hang:R:S, first-step:R:S (history from step S), steps:N,\n"
         "skew-period:N (rank R's clocks (R mod N) skews ahead, not R: many ranks);\n"
         "(--job-tables) such a job's step tables, as cupmon-decode job --tables-out\n"
-        "writes them, made a rank at a time (WHAT also step-ms:MS, steps of about MS ms).\n"
+        "writes them, made a rank at a time (WHAT also step-ms:MS, steps of about MS ms); or\n"
+        "(--day) HOURS of that mix at RATE activities a second, rotated at FILE_MB (64),\n"
+        "a window every WINDOW_S seconds (3600), CUPTI's clock in another domain from\n"
+        "DOMAIN_S seconds on (never), for timing ranged reads.\n"
         "  %s /tmp/sample\n  %s /tmp/big 10000000\n  %s --ranks 8 /tmp/job 1000000\n"
-        "  %s --memory /tmp/mem\n",
-        argv[0], argv[0], argv[0], argv[0], argv[0]);
+        "  %s --memory /tmp/mem\n  %s --day /tmp/day 24 2000\n",
+        argv[0], argv[0], argv[0], argv[0], argv[0], argv[0]);
     return help ? 0 : 2;
   }
   char* end = nullptr;

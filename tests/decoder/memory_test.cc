@@ -9,12 +9,18 @@
 
 #include "cupmon/decoder/memory_usage.h"
 #include "cupmon/decoder/reports.h"
+#include "report_run.h"
 #include "cupmon/decoder/trace_builder.h"
 #include "recording_builder.h"
 #include "test_util.h"
 
 namespace cupmon::decoder {
 namespace {
+// The text and exit codes cupmon-decode would show (report_run.h).
+using ::cupmon::testing::ReportOptions;
+using ::cupmon::testing::RunReport;
+using ::cupmon::testing::kExitClean, ::cupmon::testing::kExitRegression,
+    ::cupmon::testing::kExitUnusable, ::cupmon::testing::kExitWarnings;
 
 using testing::kT0;
 using testing::TempDir;

@@ -1,10 +1,13 @@
-// ProgressLine: when cupmon-decode shows a progress line, what it says, how often it redraws and
-// that it clears itself. No terminal needed: the tty decision is an argument, the clock is fake.
+// ProgressLine: when a progress line is shown, what it says, how often it redraws and that it
+// clears itself; drawn as cupmon-decode draws it (StderrText). No terminal needed: the tty
+// decision is an argument, the clock is fake.
 #include "cupmon/decoder/progress_line.h"
 
 #include <gtest/gtest.h>
 
 #include <sstream>
+
+#include "cupmon_decode/stderr_text.h"
 
 namespace cupmon::decoder {
 namespace {
@@ -12,7 +15,7 @@ namespace {
 constexpr uint64_t kMiB = 1ull << 20;
 
 TEST(ProgressLineTest, ShownOnlyOnATerminalAndForLargeInputs) {
-  EXPECT_FALSE(ProgressLine::ShouldShow(/*stderr_is_tty=*/false, 100 * kMiB));
+  EXPECT_FALSE(ProgressLine::ShouldShow(/*wanted=*/false, 100 * kMiB));
   EXPECT_FALSE(ProgressLine::ShouldShow(false, 0));
   EXPECT_FALSE(ProgressLine::ShouldShow(true, 64 * kMiB - 1));
   EXPECT_TRUE(ProgressLine::ShouldShow(true, 64 * kMiB));
@@ -20,27 +23,28 @@ TEST(ProgressLineTest, ShownOnlyOnATerminalAndForLargeInputs) {
 }
 
 TEST(ProgressLineTest, FormatsBytesReadOfTotalWithPercent) {
-  EXPECT_EQ(ProgressLine::Format(0, 100 * kMiB), "cupmon-decode: read 0 B of 100.00 MiB (0%)");
+  EXPECT_EQ(ProgressLine::Format(0, 100 * kMiB), "read 0 B of 100.00 MiB (0%)");
   EXPECT_EQ(ProgressLine::Format(50 * kMiB, 100 * kMiB),
-            "cupmon-decode: read 50.00 MiB of 100.00 MiB (50%)");
+            "read 50.00 MiB of 100.00 MiB (50%)");
   EXPECT_EQ(ProgressLine::Format(5ull << 30, 20ull << 30),
-            "cupmon-decode: read 5.00 GiB of 20.00 GiB (25%)");
+            "read 5.00 GiB of 20.00 GiB (25%)");
   // Rounded down: 100% only when everything is read; more than the total reads as the total.
   EXPECT_EQ(ProgressLine::Format(100 * kMiB - 1, 100 * kMiB),
-            "cupmon-decode: read 100.00 MiB of 100.00 MiB (99%)");
+            "read 100.00 MiB of 100.00 MiB (99%)");
   EXPECT_EQ(ProgressLine::Format(200 * kMiB, 100 * kMiB),
-            "cupmon-decode: read 100.00 MiB of 100.00 MiB (100%)");
-  EXPECT_EQ(ProgressLine::Format(0, 0), "cupmon-decode: read 0 B of 0 B (100%)");
+            "read 100.00 MiB of 100.00 MiB (100%)");
+  EXPECT_EQ(ProgressLine::Format(0, 0), "read 0 B of 0 B (100%)");
   // Percentages of totals near 2^64 do not overflow.
-  EXPECT_EQ(ProgressLine::Format(UINT64_MAX / 2, UINT64_MAX).substr(0, 20), "cupmon-decode: read ");
+  EXPECT_EQ(ProgressLine::Format(UINT64_MAX / 2, UINT64_MAX).substr(0, 5), "read ");
   EXPECT_NE(ProgressLine::Format(UINT64_MAX / 2, UINT64_MAX).find("(49%)"), std::string::npos);
 }
 
 TEST(ProgressLineTest, RedrawsAtMostEveryIntervalAndClearsAtTheEnd) {
   int64_t now = 1'000'000'000;
   std::ostringstream err;
+  decode_cli::StderrText text(err, /*wants_progress=*/true);
   {
-    ProgressLine line(err, /*enabled=*/true, [&] { return now; });
+    ProgressLine line(text, /*enabled=*/true, [&] { return now; });
     line.Update(1 * kMiB, 100 * kMiB);  // at once: nothing (short reads never show a line)
     EXPECT_EQ(err.str(), "");
     now += ProgressLine::kIntervalNs - 1;
@@ -71,8 +75,9 @@ TEST(ProgressLineTest, RedrawsAtMostEveryIntervalAndClearsAtTheEnd) {
 TEST(ProgressLineTest, DisabledWritesNothing) {
   int64_t now = 0;
   std::ostringstream err;
+  decode_cli::StderrText text(err, /*wants_progress=*/true);
   {
-    ProgressLine line(err, /*enabled=*/false, [&] { return now; });
+    ProgressLine line(text, /*enabled=*/false, [&] { return now; });
     for (int i = 0; i < 10; ++i) {
       now += ProgressLine::kIntervalNs;
       line.Update(static_cast<uint64_t>(i) * kMiB, 10 * kMiB);
@@ -85,8 +90,9 @@ TEST(ProgressLineTest, DisabledWritesNothing) {
 TEST(ProgressLineTest, DestructorClearsADrawnLine) {
   int64_t now = 0;
   std::ostringstream err;
+  decode_cli::StderrText text(err, /*wants_progress=*/true);
   {
-    ProgressLine line(err, true, [&] { return now; });
+    ProgressLine line(text, true, [&] { return now; });
     now += ProgressLine::kIntervalNs;
     line.Update(1, 2);
   }

@@ -14,12 +14,18 @@
 #include <sstream>
 
 #include "cupmon/decoder/reports.h"
+#include "report_run.h"
 #include "json_parser.h"
 #include "recording_builder.h"
 #include "test_util.h"
 
 namespace cupmon::decoder {
 namespace {
+// The text and exit codes cupmon-decode would show (report_run.h).
+using ::cupmon::testing::ReportOptions;
+using ::cupmon::testing::RunReport;
+using ::cupmon::testing::kExitClean, ::cupmon::testing::kExitRegression,
+    ::cupmon::testing::kExitUnusable, ::cupmon::testing::kExitWarnings;
 
 namespace fs = std::filesystem;
 using testing::BufferBuilder;

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "cupmon/decoder/reports.h"
+#include "report_run.h"
 #include "cupmon/decoder/trace_builder.h"
 #include "real_cupti_bytes.h"
 #include "recording_builder.h"
@@ -16,6 +17,11 @@
 
 namespace cupmon::decoder {
 namespace {
+// The text and exit codes cupmon-decode would show (report_run.h).
+using ::cupmon::testing::ReportOptions;
+using ::cupmon::testing::RunReport;
+using ::cupmon::testing::kExitClean, ::cupmon::testing::kExitRegression,
+    ::cupmon::testing::kExitUnusable, ::cupmon::testing::kExitWarnings;
 
 using testing::Unzstd;
 

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "cupmon/decoder/reports.h"
+#include "report_run.h"
 #include "cupmon/format/chunk_scanner.h"
 #include "cupmon/format/crc32c.h"
 #include "recording_builder.h"
@@ -14,6 +15,11 @@
 
 namespace cupmon::decoder {
 namespace {
+// The text and exit codes cupmon-decode would show (report_run.h).
+using ::cupmon::testing::ReportOptions;
+using ::cupmon::testing::RunReport;
+using ::cupmon::testing::kExitClean, ::cupmon::testing::kExitRegression,
+    ::cupmon::testing::kExitUnusable, ::cupmon::testing::kExitWarnings;
 
 using testing::CupmonFiles;
 using testing::ReadAll;

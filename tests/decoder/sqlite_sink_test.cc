@@ -16,6 +16,7 @@
 
 #include "cupmon/decoder/record_layout.h"
 #include "cupmon/decoder/reports.h"
+#include "report_run.h"
 #include "export/sqlite/sqlite_sink.h"
 #include "recording_builder.h"
 #include "sqlite_test_db.h"
@@ -23,6 +24,11 @@
 
 namespace cupmon::decoder {
 namespace {
+// The text and exit codes cupmon-decode would show (report_run.h).
+using ::cupmon::testing::ReportOptions;
+using ::cupmon::testing::RunReport;
+using ::cupmon::testing::kExitClean, ::cupmon::testing::kExitRegression,
+    ::cupmon::testing::kExitUnusable, ::cupmon::testing::kExitWarnings;
 
 using testing::BufferBuilder;
 using testing::kT0;

@@ -8,6 +8,7 @@
 
 #include "cupmon/decoder/rank_listing.h"
 #include "cupmon/decoder/reports.h"
+#include "report_run.h"
 #include "cupmon/decoder/step_detector.h"
 #include "cupmon/decoder/steps.h"
 #include "cupmon/decoder/trace_builder.h"
@@ -17,6 +18,11 @@
 
 namespace cupmon::decoder {
 namespace {
+// The text and exit codes cupmon-decode would show (report_run.h).
+using ::cupmon::testing::ReportOptions;
+using ::cupmon::testing::RunReport;
+using ::cupmon::testing::kExitClean, ::cupmon::testing::kExitRegression,
+    ::cupmon::testing::kExitUnusable, ::cupmon::testing::kExitWarnings;
 
 // A step of `unit` names on stream 1, one kernel per microsecond.
 struct Fed {

@@ -8,11 +8,17 @@
 #include <sstream>
 
 #include "cupmon/decoder/reports.h"
+#include "report_run.h"
 #include "recording_builder.h"
 #include "test_util.h"
 
 namespace cupmon::decoder {
 namespace {
+// The text and exit codes cupmon-decode would show (report_run.h).
+using ::cupmon::testing::ReportOptions;
+using ::cupmon::testing::RunReport;
+using ::cupmon::testing::kExitClean, ::cupmon::testing::kExitRegression,
+    ::cupmon::testing::kExitUnusable, ::cupmon::testing::kExitWarnings;
 
 using testing::BufferBuilder;
 using testing::kT0;

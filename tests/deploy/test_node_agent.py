@@ -185,6 +185,8 @@ class NodeAgentTest(unittest.TestCase):
         env = dict(os.environ, CUPMON_OUTPUT_DIR=os.path.join(self.tmp, f"out-{i}"),
                    CUPMON_REGISTRY_DIR=self.registry, CUPMON_SIGNAL="off",
                    SLURM_JOB_ID=job, SLURM_PROCID=str(rank))
+        # The first rank sums steps (its endpoint is off, so only this turns them on).
+        env["CUPMON_STEP_METRICS"] = "1" if i == 0 else "0"
         for var in ("RANK", "TORCHELASTIC_RUN_ID", "LOCAL_RANK", "WORLD_SIZE"):
             env.pop(var, None)
         p = subprocess.Popen([os.environ["CUPMON_SLURM_RANK"], "0", "5"], env=env,
@@ -247,6 +249,16 @@ class NodeAgentTest(unittest.TestCase):
                            "cupmon_windows_opened_total", "cupmon_files", "cupmon_write_error"):
                 got = samples(parsed, family, pid=pid, job=job, rank=str(rank))
                 self.assertEqual(len(got), 1, f"{family} for pid {pid}")
+        # The per-step sums of the rank that has them on, relayed with its labels (0 so far: one
+        # kernel a step is no pattern the watch learns in this test's time); none for the others,
+        # never zeros for a process that does not sum steps.
+        step_families = ("cupmon_steps_total", "cupmon_step_seconds_total",
+                         "cupmon_step_work_seconds_total", "cupmon_step_collective_seconds_total",
+                         "cupmon_step_host_gap_seconds_total")
+        for i, (p, (job, rank)) in enumerate(zip(self.ranks, self.RANKS)):
+            for family in step_families:
+                got = samples(parsed, family, pid=str(p.pid), job=job, rank=str(rank))
+                self.assertEqual(len(got), 1 if i == 0 else 0, f"{family} for pid {p.pid}: {got}")
         # Each family's HELP/TYPE once, whatever the number of processes.
         status, body = agent.scrape()
         self.assertEqual(body.count("# TYPE cupmon_kernel_records_total counter"), 1)

@@ -487,6 +487,50 @@ TEST(RecordingWriterTest, WritesAfterCloseAreIgnored) {
   EXPECT_EQ(w.stats().buffers_completed(), 0u);
 }
 
+// A process may hand cupmon text that is not UTF-8: an NVTX label in Latin-1, a path argument.
+// Those fields are `bytes`, so the chunk parses and the text comes back as it was given.
+TEST(RecordingWriterTest, TextThatIsNotUtf8ComesBackByteForByte) {
+  TempDir dir;
+  pb::RecordingHeader h = TestHeader(true);
+  const std::string arg("--data=/d\xe9p\xf4t", 14);  // Latin-1 "dépôt"
+  h.add_command_line(arg);
+  h.set_job_id(std::string("j\xff", 2));
+  RecordingWriter w(Options(dir.path()), h);
+  ASSERT_TRUE(w.Open().has_value());
+  pb::StringEntry e;
+  e.set_id(1);
+  e.set_pointer(0x7f0000001000ull);
+  const std::string label("fwd \xb5s \xc3", 7);  // Latin-1 micro sign, a cut-off sequence
+  e.set_text(label);
+  w.AddStrings(std::span(&e, 1));
+  w.WriteRawBuffer(KernelRecords(10, 1'700'000'000'000'000'000ull), 1, 1);
+  w.Close(0);
+  const ScannedFile f = ScanFile(ListFiles(dir.path())[0]);
+  ASSERT_TRUE(f.damage.empty());
+  bool saw_table = false;
+  for (const auto& c : f.chunks) {
+    if (c.header.type != T(ChunkType::kMetadata) && c.header.type != T(ChunkType::kStringTable))
+      continue;
+    std::vector<uint8_t> bytes;
+    RawBufferDecoder d;
+    ASSERT_TRUE(d.Decode(c.header.encoding, c.payload, c.header.uncompressed_length, &bytes));
+    if (c.header.type == T(ChunkType::kMetadata)) {
+      pb::RecordingHeader m;
+      ASSERT_TRUE(m.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())));
+      ASSERT_EQ(m.command_line_size(), 1);
+      EXPECT_EQ(m.command_line(0), arg);
+      EXPECT_EQ(m.job_id(), std::string("j\xff", 2));
+    } else if (c.header.type == T(ChunkType::kStringTable)) {
+      pb::StringTable t;
+      ASSERT_TRUE(t.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())));
+      ASSERT_EQ(t.entries_size(), 1);
+      EXPECT_EQ(t.entries(0).text(), label);
+      saw_table = true;
+    }
+  }
+  EXPECT_TRUE(saw_table);
+}
+
 // ---- The footer's chunk index (docs/FORMAT.md, "Chunk index") ----
 
 // The test's own layout for kind 10 (the writer takes whatever layout it is given): start at 16,

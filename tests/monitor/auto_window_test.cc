@@ -20,14 +20,16 @@
 #include "cupmon/control/control_client.h"
 #include "cupmon/control/protocol.h"
 #include "cupmon/decoder/recording_reader.h"
+#include "cupmon/decoder/commands.h"
 #include "cupmon/decoder/reports.h"
 #include "cupmon/format/record_sizes.h"
 #include "cupmon/monitor/config.h"
 #include "cupmon/monitor/monitor.h"
-#include "monitor/src/control_loop.h"
+#include "monitor/src/auto_window_trigger.h"
 #include "monitor/testing/fake_cupti.h"
 #include "monitor/testing/kernel10_facts.h"
 #include "monitor_fixture.h"
+#include "tools/cupmon_decode/stderr_text.h"
 #include "test_dir.h"
 
 namespace cupmon {
@@ -153,7 +155,7 @@ MonitorOptions AutoOptions(FakeCupti* fake, const std::string& dir) {
 // Flushes, lets the writer time what it got and the control thread poll its mailbox.
 void Settle(Monitor& m) {
   m.FlushAndWait();
-  std::this_thread::sleep_for(std::chrono::milliseconds(3 * ControlLoop::kAutoPollMs));
+  std::this_thread::sleep_for(std::chrono::milliseconds(3 * AutoWindowTrigger::kPollMs));
 }
 
 // The slow step is timed as soon as the next step's first kernel is delivered: the stream ends
@@ -189,7 +191,8 @@ TEST(AutoWindowTest, OneSlowStepOpensOneWindowAtThatStepOneStepLater) {
 
   // cupmon-decode info says why the window opened.
   std::ostringstream out, err;
-  decoder::RunReport(decoder::ReportKind::kInfo, dir, decoder::ReportOptions{}, out, err);
+  decode_cli::StderrText err_text(err);
+  decoder::RunRowsCommand(decoder::ReportKind::kInfo, {dir}, {}, out, err_text);
   const std::string expected = "#1 source TRIGGER_AUTO";
   EXPECT_NE(out.str().find(expected), std::string::npos) << out.str();
   const std::string why = "why: step " + std::to_string(slow_step) + " took " +
@@ -199,7 +202,8 @@ TEST(AutoWindowTest, OneSlowStepOpensOneWindowAtThatStepOneStepLater) {
 
   // cupmon-decode steps: the window, the step it began in, and the same reason.
   std::ostringstream steps, steps_err;
-  decoder::RunReport(decoder::ReportKind::kSteps, dir, decoder::ReportOptions{}, steps, steps_err);
+  decode_cli::StderrText steps_err_text(steps_err);
+  decoder::RunStepsCommand({dir}, {}, steps, steps_err_text);
   EXPECT_NE(steps.str().find("windows: 1\n  #1 TRIGGER_AUTO at "), std::string::npos)
       << steps.str().substr(steps.str().find("windows:") == std::string::npos
                                 ? 0
@@ -208,7 +212,8 @@ TEST(AutoWindowTest, OneSlowStepOpensOneWindowAtThatStepOneStepLater) {
 
   // cupmon-decode report (HTML): the windows table has the reason in its own column.
   std::ostringstream html, html_err;
-  decoder::RunReport(decoder::ReportKind::kReport, dir, decoder::ReportOptions{}, html, html_err);
+  decode_cli::StderrText html_err_text(html_err);
+  decoder::RunHtmlCommand({dir}, {}, html, html_err_text);
   EXPECT_NE(html.str().find("<th>why it opened</th>"), std::string::npos) << html_err.str();
   const std::string reason = why.substr(std::string("why: ").size());
   EXPECT_NE(html.str().find("<td class=\"why\">" + reason + "</td>"), std::string::npos)
@@ -580,7 +585,11 @@ TEST(AutoWindowConfigTest, BadValuesAreRefusedNamingTheVariable) {
                         {"CUPMON_AUTO_WINDOW_MIN_GAP", "9999h"},
                         {"CUPMON_AUTO_WINDOW_ANCHOR", "adam"},
                         {"CUPMON_AUTO_WINDOW_ANCHOR", "kernel:"},
-                        {"CUPMON_AUTO_WINDOW_ANCHOR", "annotation:step"}};
+                        {"CUPMON_AUTO_WINDOW_ANCHOR", "annotation:step"},
+                        {"CUPMON_AUTO_WINDOW_BY", "gpu"},
+                        {"CUPMON_AUTO_WINDOW_BY", "host_gap"},
+                        {"CUPMON_AUTO_WINDOW_BY", ""},
+                        {"CUPMON_STEP_METRICS", "maybe"}};
   for (const Case& c : cases) {
     static const Case* current;
     current = &c;
@@ -597,7 +606,13 @@ TEST(AutoWindowConfigTest, BadValuesAreRefusedNamingTheVariable) {
     EXPECT_EQ(config.auto_window_min_steps, defaults.auto_window_min_steps);
     EXPECT_EQ(config.auto_window_min_gap_ms, defaults.auto_window_min_gap_ms);
     EXPECT_EQ(config.auto_window_anchor_kernel, "");
+    EXPECT_EQ(config.auto_window_by, AutoWindowBy::kStep);
+    EXPECT_FALSE(config.step_metrics.has_value());
   }
+  const auto by = ParseAutoWindowBy("wait");
+  ASSERT_FALSE(by);
+  EXPECT_NE(by.error().message.find("step, work, host-gap or own"), std::string::npos)
+      << by.error().message;
   // An annotation anchor says why it cannot work.
   const auto annotation = ParseStepAnchor("annotation:step");
   ASSERT_FALSE(annotation);
@@ -615,6 +630,8 @@ TEST(AutoWindowConfigTest, GoodValuesAreTaken) {
     if (name == "CUPMON_AUTO_WINDOW_MIN_STEPS") return "50";
     if (name == "CUPMON_AUTO_WINDOW_MIN_GAP") return "90s";
     if (name == "CUPMON_AUTO_WINDOW_ANCHOR") return " kernel:adam_step ";
+    if (name == "CUPMON_AUTO_WINDOW_BY") return " host-gap ";
+    if (name == "CUPMON_STEP_METRICS") return "off";
     return nullptr;
   });
   EXPECT_TRUE(warnings.empty()) << warnings.front();
@@ -623,10 +640,122 @@ TEST(AutoWindowConfigTest, GoodValuesAreTaken) {
   EXPECT_EQ(config.auto_window_min_steps, 50u);
   EXPECT_EQ(config.auto_window_min_gap_ms, 90'000u);
   EXPECT_EQ(config.auto_window_anchor_kernel, "adam_step");
+  EXPECT_EQ(config.auto_window_by, AutoWindowBy::kHostGap);
+  EXPECT_EQ(config.step_metrics, false);
+  for (AutoWindowBy b : {AutoWindowBy::kStep, AutoWindowBy::kWork, AutoWindowBy::kHostGap,
+                         AutoWindowBy::kOwn})
+    EXPECT_EQ(*ParseAutoWindowBy(AutoWindowByName(b)), b);
+  // Steps are summed when asked, or for a quantity other than the step time; the metrics endpoint
+  // alone does not turn them on.
+  MonitorConfig c;
+  EXPECT_FALSE(SumsSteps(c));
+  c.metrics_address = "127.0.0.1:0";
+  EXPECT_FALSE(SumsSteps(c));
+  c.step_metrics = true;
+  EXPECT_TRUE(SumsSteps(c));
+  c.step_metrics = false;
+  EXPECT_FALSE(SumsSteps(c));
+  c.auto_window = true;
+  c.auto_window_by = AutoWindowBy::kOwn;
+  EXPECT_TRUE(SumsSteps(c));
   EXPECT_EQ(*ParseDurationMs("10m"), 600'000u);
   EXPECT_EQ(*ParseDurationMs("2h"), 7'200'000u);
   EXPECT_EQ(*ParseDurationMs("250"), 250u);
   EXPECT_FALSE(ParseDurationMs("m"));
+}
+
+// CUPMON_AUTO_WINDOW_BY=own on two ranks of a job, each a monitor on the test double. A step of
+// four kernels (fwd, bwd, an NCCL all-reduce, adam) every 1 ms. Rank "waiter" waits 3.9 ms longer
+// in the all-reduce of one step (the step is 4.9 ms; its work and host gap do not change); rank
+// "late" launches that step 3.9 ms late (the idle before it grows: its host gap). Under `own`
+// the waiter opens no window and the late rank one, at that step; under `step` both open one.
+enum class Slowness { kWaited, kLaunchedLate };
+
+constexpr uint64_t kUs = 1000;
+constexpr uint64_t kExtraNs = 3900 * kUs;
+
+struct RankNames {
+  explicit RankNames(FakeCupti& fake)
+      : fwd(fake.AddKernelName("fwd_gemm")),
+        bwd(fake.AddKernelName("bwd_gemm")),
+        nccl(fake.AddKernelName("ncclDevKernel_AllReduce_Sum_f32_RING_LL")),
+        adam(fake.AddKernelName("adam_step")) {}
+  uint32_t fwd, bwd, nccl, adam;
+};
+
+// Steps `first` to `last` of the loop; `t` is the next step's start.
+void ProduceRankSteps(const RankNames& n, FakeCupti::Producer* p, uint64_t first, uint64_t last,
+                      uint64_t slow, Slowness how, uint64_t* t) {
+  const uint32_t fwd = n.fwd, bwd = n.bwd, nccl = n.nccl, adam = n.adam;
+  for (uint64_t s = first; s <= last; ++s) {
+    // The late rank's step `slow` begins kExtraNs late: the idle after step slow - 1 grows.
+    if (how == Slowness::kLaunchedLate && s == slow) *t += kExtraNs;
+    const uint64_t collective = 100 * kUs + (how == Slowness::kWaited && s == slow ? kExtraNs : 0);
+    EXPECT_TRUE(p->Kernel(fwd, *t, *t + 100 * kUs));
+    EXPECT_TRUE(p->Kernel(bwd, *t + 100 * kUs, *t + 300 * kUs));
+    EXPECT_TRUE(p->Kernel(nccl, *t + 300 * kUs, *t + 300 * kUs + collective));
+    EXPECT_TRUE(p->Kernel(adam, *t + 300 * kUs + collective, *t + 350 * kUs + collective));
+    *t += 1000 * kUs + (collective - 100 * kUs);
+  }
+}
+
+struct RankResult {
+  uint64_t opened = 0;
+  std::vector<pb::WindowMarker> begins;
+};
+
+RankResult RunRank(AutoWindowBy by, Slowness how, const std::string& name) {
+  FakeCupti fake;
+  const std::string dir = testing::FreshTestDir("cupmon-auto-window-by", name);
+  MonitorOptions o = AutoOptions(&fake, dir);
+  o.config.auto_window_by = by;
+  auto m = Monitor::Start(std::move(o));
+  EXPECT_TRUE(m) << m.error().message;
+  if (!m) return {};
+  // The watch learns the pattern, and its first boundaries come at the flush: the sums hold
+  // activities from then on. Figures wait for the boundary after the next step's: two steps
+  // after the slow one.
+  const RankNames names(fake);
+  FakeCupti::Producer* p = fake.NewProducer();
+  uint64_t t = 1'000'000'000;
+  ProduceRankSteps(names, p, 1, 1500, kSlowAt, how, &t);
+  Settle(**m);
+  ProduceRankSteps(names, p, 1501, kSlowAt + 3, kSlowAt, how, &t);
+  Settle(**m);
+  Settle(**m);
+  RankResult r;
+  r.opened = (*m)->GetStats().auto_windows_opened;
+  EXPECT_TRUE((*m)->Stop());
+  r.begins = Begins(dir);
+  return r;
+}
+
+TEST(AutoWindowByTest, UnderOwnARankThatOnlyWaitedDoesNotFireAndTheLateRankDoes) {
+  const RankResult waiter = RunRank(AutoWindowBy::kOwn, Slowness::kWaited, "own-waiter");
+  EXPECT_EQ(waiter.opened, 0u);
+  EXPECT_TRUE(waiter.begins.empty());
+
+  const RankResult late = RunRank(AutoWindowBy::kOwn, Slowness::kLaunchedLate, "own-late");
+  EXPECT_EQ(late.opened, 1u);
+  ASSERT_EQ(late.begins.size(), 1u);
+  EXPECT_EQ(late.begins[0].trigger_step(), kSlowAt);
+  // Own time: 350 us of work plus the host gap, 550 us normally and 3.9 ms more in that step.
+  EXPECT_EQ(late.begins[0].trigger_step_ns(), 350 * kUs + 550 * kUs + kExtraNs);
+  EXPECT_EQ(late.begins[0].trigger_median_ns(), 900 * kUs);
+
+  // The host gap alone finds it too; the work alone finds neither.
+  EXPECT_EQ(RunRank(AutoWindowBy::kHostGap, Slowness::kLaunchedLate, "gap-late").opened, 1u);
+  EXPECT_EQ(RunRank(AutoWindowBy::kWork, Slowness::kLaunchedLate, "work-late").opened, 0u);
+}
+
+TEST(AutoWindowByTest, UnderStepTimeBothRanksFire) {
+  const RankResult waiter = RunRank(AutoWindowBy::kStep, Slowness::kWaited, "step-waiter");
+  ASSERT_EQ(waiter.begins.size(), 1u);
+  EXPECT_EQ(waiter.begins[0].trigger_step(), kSlowAt);
+  EXPECT_EQ(waiter.begins[0].trigger_step_ns(), 1000 * kUs + kExtraNs);
+  const RankResult late = RunRank(AutoWindowBy::kStep, Slowness::kLaunchedLate, "step-late");
+  ASSERT_EQ(late.begins.size(), 1u);
+  EXPECT_EQ(late.begins[0].trigger_step(), kSlowAt - 1);  // the step before the late launch
 }
 
 }  // namespace

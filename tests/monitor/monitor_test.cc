@@ -16,10 +16,12 @@
 #include <thread>
 
 #include "cupmon/decoder/recording_reader.h"
+#include "cupmon/decoder/commands.h"
 #include "cupmon/decoder/reports.h"
 #include "cupmon/format/chunk_scanner.h"
 #include "monitor/testing/fake_cupti.h"
 #include "monitor_fixture.h"
+#include "tools/cupmon_decode/stderr_text.h"
 #include "recording_reader.h"
 #include "test_dir.h"
 
@@ -113,7 +115,8 @@ TEST(MonitorTest, CuptiAttributesAreSetBeforeCallbacksAndKindsAndRecorded) {
   EXPECT_EQ(c.cupti_device_buffer_pool_limit(), 500u);
   EXPECT_FALSE(c.zero_buffers());
   std::ostringstream out, err;
-  decoder::RunReport(decoder::ReportKind::kInfo, dir, decoder::ReportOptions{}, out, err);
+  decode_cli::StderrText err_text(err);
+  decoder::RunRowsCommand(decoder::ReportKind::kInfo, {dir}, {}, out, err_text);
   EXPECT_NE(out.str().find("CUPTI attributes set: per-thread buffers 0, device buffer 33554432 "
                            "bytes, device buffers pre-allocated 16, device buffer pool limit 500\n"),
             std::string::npos)
@@ -134,7 +137,8 @@ TEST(MonitorTest, NoCuptiAttributeIsSetByDefault) {
   EXPECT_FALSE(c.has_cupti_device_buffer_preallocate());
   EXPECT_FALSE(c.has_cupti_device_buffer_pool_limit());
   std::ostringstream out, err;
-  decoder::RunReport(decoder::ReportKind::kInfo, dir, decoder::ReportOptions{}, out, err);
+  decode_cli::StderrText err_text(err);
+  decoder::RunRowsCommand(decoder::ReportKind::kInfo, {dir}, {}, out, err_text);
   EXPECT_NE(out.str().find("Recording "), std::string::npos) << out.str();
   EXPECT_EQ(out.str().find("CUPTI attributes set"), std::string::npos) << out.str();
 }
@@ -262,7 +266,7 @@ BehindMarkers ReadBehindMarkers(const std::string& dir) {
 }
 
 // A monitor on the test double with a 50 ms flush period (the behind threshold stays 1 s:
-// ControlLoop::BehindThresholdNs), its producer, and `n` kernels with timestamps recorded.
+// BehindWatch::ThresholdNs), its producer, and `n` kernels with timestamps recorded.
 struct BehindJob {
   BehindJob(const std::string& name, int n) : dir(TempDir(name)) {
     kernel = fake.AddKernelName("k");

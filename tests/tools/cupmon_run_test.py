@@ -211,6 +211,17 @@ class CupmonRunTest(unittest.TestCase):
                   '"${CUPMON_AUTO_WINDOW_ANCHOR-<unset>}"']
         r = self.run_cupmon(["--auto-window-anchor", "kernel:adam"] + anchor)
         self.assertEqual(r.stdout, "1|kernel:adam")
+        # And the quantity the test compares; a value the monitor does not know is refused here.
+        by = ["--", "sh", "-c", 'printf "%s|%s" "${CUPMON_AUTO_WINDOW-<unset>}" '
+              '"${CUPMON_AUTO_WINDOW_BY-<unset>}"']
+        self.assertEqual(self.run_cupmon(by).stdout, "<unset>|<unset>")
+        self.assertEqual(self.run_cupmon(["--auto-window-by", "own"] + by).stdout, "1|own")
+        self.assertEqual(self.run_cupmon(["--auto-window-by", "host-gap"] + by).stdout,
+                         "1|host-gap")
+        r = self.run_cupmon(["--auto-window-by", "wait"] + by, check=False)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("--auto-window-by", r.stderr)
+        self.assertEqual(r.stdout, "")
 
     def test_relative_lib_becomes_absolute(self):
         rel = os.path.relpath(LIB, self.tmp)

@@ -129,6 +129,8 @@ int main(int argc, char** argv) {
       "  CUPMON_CUPTI_PER_THREAD_BUFFERS=0 cupmon-run -- ./app   # a CUPTI activity attribute\n"
       "    (also CUPMON_CUPTI_DEVICE_BUFFER_SIZE, _PREALLOCATE, _POOL_LIMIT: docs/CONTROL.md)\n"
       "  cupmon-run --auto-window-anchor kernel:multi_tensor_apply -- python3 train.py\n"
+      "  cupmon-run --auto-window-by own -- torchrun --nproc-per-node 8 train.py\n"
+      "      # a window on the rank whose work + host gap grew, not on those that waited for it\n"
       "  cupmon-run --auto-window --flush-ms 5 --buffer-size 256K -- python3 train.py\n"
       "      # the window within a few steps of the slow one (a slow step is seen at the flush\n"
       "      # after it; 1000 ms by default); small buffers, as each flush hands back every one\n"
@@ -147,7 +149,7 @@ int main(int argc, char** argv) {
   std::string lib, output_dir, kinds, buffer_size, pool_size, file_size, retention_bytes, encoding;
   int flush_ms = -1, retention_files = -1, zstd_level = INT_MIN, zero_buffers = -1;
   bool preload = false, no_preload = false, no_nvtx = false, auto_window = false;
-  std::string auto_factor, auto_min_gap, auto_min_steps, auto_anchor;
+  std::string auto_factor, auto_min_gap, auto_min_steps, auto_anchor, auto_by;
   app.add_flag("--auto-window", auto_window,
                "CUPMON_AUTO_WINDOW=1: open a trace window (CUPMON_WINDOW_KINDS/_MS) by itself at a "
                "step slower than the factor times the median step and than the median plus 10 "
@@ -157,6 +159,11 @@ int main(int argc, char** argv) {
   app.add_option("--auto-window-anchor", auto_anchor,
                  "CUPMON_AUTO_WINDOW_ANCHOR=kernel:TEXT: a step begins at each kernel whose name "
                  "contains TEXT (default: the repeating kernel pattern; implies --auto-window)");
+  app.add_option("--auto-window-by", auto_by,
+                 "CUPMON_AUTO_WINDOW_BY: what the slow-step test compares: step (the step time), "
+                 "work, host-gap or own (work + host gap: a rank that only waited in a collective "
+                 "does not fire); implies --auto-window")
+      ->check(CLI::IsMember({"step", "work", "host-gap", "own"}));
   app.add_option("--auto-window-min-gap", auto_min_gap,
                  "CUPMON_AUTO_WINDOW_MIN_GAP: at most one automatic window per (10m)");
   app.add_option("--auto-window-min-steps", auto_min_steps,
@@ -239,7 +246,9 @@ int main(int argc, char** argv) {
   if (zstd_level != INT_MIN) set("CUPMON_ZSTD_LEVEL", std::to_string(zstd_level));
   if (zero_buffers >= 0) set("CUPMON_ZERO_BUFFERS", std::to_string(zero_buffers));
   // Bad values are refused by the library with a warning naming the variable (monitor/README.md).
-  if (auto_window || !auto_factor.empty() || !auto_anchor.empty()) set("CUPMON_AUTO_WINDOW", "1");
+  if (auto_window || !auto_factor.empty() || !auto_anchor.empty() || !auto_by.empty())
+    set("CUPMON_AUTO_WINDOW", "1");
+  set("CUPMON_AUTO_WINDOW_BY", auto_by);
   set("CUPMON_AUTO_WINDOW_FACTOR", auto_factor);
   set("CUPMON_AUTO_WINDOW_ANCHOR", auto_anchor);
   set("CUPMON_AUTO_WINDOW_MIN_GAP", auto_min_gap);

@@ -1,7 +1,7 @@
 // `cupmon-decode diff A B`: one TraceBuilder pass and one FindSteps pass per recording of each
 // side; per-name statistics in bounded memory (DurationHistogram), step times side by side, the
 // verdict and the --fail-above gate.
-#include "commands/diff_report.h"
+#include "cupmon/decoder/commands.h"
 
 #include <algorithm>
 #include <array>
@@ -258,17 +258,19 @@ TraceFilter SideFilter(const TraceFilter& common, const DiffSideRange& r) {
 }
 
 // Lists one side's recordings and picks its ranks; false (after a message) when none is usable.
-bool ListSide(Side& side, const DiffReportOptions& options, std::ostream& err) {
-  const std::string who = std::string("cupmon-decode: ") + side.name + ": ";
+// The listing's messages lead with the side ("A: warning: ..."), its ranks' with the severity
+// ("warning: A: ..."), as they always have: both are status lines of their own text here.
+bool ListSide(Side& side, const DiffReportOptions& options, Diagnostics& diagnostics) {
+  const std::string who = std::string(side.name) + ": ";
   auto listing = ListRanks({side.path}, RankListingOptions{options.read.recursive});
   if (!listing) {
-    err << who << listing.error().message << "\n";
+    diagnostics.Error(who + listing.error().message);
     return false;
   }
-  for (const auto& f : listing->ignored) err << who << "ignored (not *.cupmon): " << f << "\n";
-  for (const auto& f : listing->refused) err << who << "refused: " << f << "\n";
-  for (const auto& w : listing->warnings) err << who << "warning: " << w << "\n";
-  for (const auto& l : listing->left_out) err << who << "left out: " << l << "\n";
+  for (const auto& f : listing->ignored) diagnostics.Status(who + "ignored (not *.cupmon): " + f);
+  for (const auto& f : listing->refused) diagnostics.Status(who + "refused: " + f);
+  for (const auto& w : listing->warnings) diagnostics.Status(who + "warning: " + w);
+  for (const auto& l : listing->left_out) diagnostics.Status(who + "left out: " + l);
   side.warnings = !listing->refused.empty() || !listing->warnings.empty();
   side.listing = std::move(*listing);
   for (const Rank& r : side.listing->ranks)
@@ -276,9 +278,9 @@ bool ListSide(Side& side, const DiffReportOptions& options, std::ostream& err) {
         (!side.rank || r.rank == *side.rank))
       side.chosen.push_back(&r);
   if (side.chosen.empty()) {
-    err << who << "no usable recording in " << side.path
-        << (options.read.pid ? " with pid " + std::to_string(*options.read.pid) : "")
-        << (side.rank ? " with rank " + std::to_string(*side.rank) : "") << "\n";
+    diagnostics.Error(who + "no usable recording in " + side.path +
+                      (options.read.pid ? " with pid " + std::to_string(*options.read.pid) : "") +
+                      (side.rank ? " with rank " + std::to_string(*side.rank) : ""));
     return false;
   }
   return true;
@@ -345,16 +347,16 @@ struct SideSeen {
   std::set<uint32_t> windows;
 };
 
-// Adds one read rank to its side: warnings on `err`, names, totals and steps.
+// Adds one read rank to its side: its warnings, names, totals and steps.
 void AddSideRank(Side& side, const Rank& rank, const SideRankRead& r, SideSeen& seen,
-                 std::ostream& err) {
+                 Diagnostics& diagnostics) {
   const bool merged = side.chosen.size() > 1;
   const std::string who = std::string(side.name) + ": " + (merged ? rank.label + ": " : "");
   const TraceBuilder& builder = *r.builder;
   const DiffSink& sink = *r.sink;
   const StepList& steps = *r.steps;
   const TraceCounts& c = builder.counts();
-  RankMessageLog log(err, who);
+  RankMessageLog log(diagnostics, who);
   log.ReadProblems(r.integrity, &c);
   if (c.unknown_timestamps)
     log.Warning(std::to_string(c.unknown_timestamps) +
@@ -385,22 +387,20 @@ void AddSideRank(Side& side, const Rank& rank, const SideRankRead& r, SideSeen& 
 }
 
 // A side's checks once all its ranks are added; false (after a message) when it is unusable.
-bool FinishSide(Side& side, const SideSeen& seen, std::ostream& err) {
-  const std::string who = std::string("cupmon-decode: ") + side.Label() + ": ";
+bool FinishSide(Side& side, const SideSeen& seen, Diagnostics& diagnostics) {
+  const std::string who = side.Label() + ": ";
   if (side.filter.window && !seen.window_seen) {
     std::string list;
     for (uint32_t id : seen.windows) list += (list.empty() ? "" : ", ") + std::to_string(id);
-    err << who << "there is no window " << *side.filter.window
-        << " (windows: " << (list.empty() ? "none" : list) << ")\n";
+    diagnostics.Error(who + "there is no window " + std::to_string(*side.filter.window) +
+                      " (windows: " + (list.empty() ? "none" : list) + ")");
     return false;
   }
   if (!side.rows) {
-    err << who << "no kernel, memcpy or memset in it"
-        << (DescribeRange(side.filter).empty() && !side.filter.kernel && !side.filter.device &&
-                    !side.filter.stream
-                ? ""
-                : " (after the filters)")
-        << "\n";
+    const bool filtered = !DescribeRange(side.filter).empty() || side.filter.kernel ||
+                          side.filter.device || side.filter.stream;
+    diagnostics.Error(who + "no kernel, memcpy or memset in it" +
+                      (filtered ? " (after the filters)" : ""));
     return false;
   }
   std::sort(side.step_durations.begin(), side.step_durations.end());
@@ -683,12 +683,13 @@ bool Inverted(const TraceFilter& f) {
 
 }  // namespace
 
-int RunDiffReport(const std::string& path_a, const std::string& path_b,
-                  const DiffReportOptions& options, std::ostream& out, std::ostream& err) {
+Outcome RunDiffCommand(const std::string& path_a, const std::string& path_b,
+                       const DiffReportOptions& options, std::ostream& out,
+                       Diagnostics& diagnostics) {
   const DiffOptions& o = options.diff;
   if (o.fail_above && !(*o.fail_above >= 0)) {
-    err << "cupmon-decode: diff: --fail-above takes a percentage of 0 or more\n";
-    return kExitUnusable;
+    diagnostics.Error("diff: --fail-above takes a percentage of 0 or more");
+    return Outcome::kUsageError;
   }
   Side a, b;
   a.name = "A", b.name = "B";
@@ -699,12 +700,13 @@ int RunDiffReport(const std::string& path_a, const std::string& path_b,
   for (Side* s : {&a, &b}) {
     s->range = DescribeRange(s->filter);
     if (Inverted(s->filter)) {
-      err << "cupmon-decode: diff: side " << s->name << "'s range is empty (" << s->range
-          << "): its end is not after its start\n";
-      return kExitUnusable;
+      diagnostics.Error(std::string("diff: side ") + s->name + "'s range is empty (" + s->range +
+                        "): its end is not after its start");
+      return Outcome::kUsageError;
     }
   }
-  if (!ListSide(a, options, err) || !ListSide(b, options, err)) return kExitUnusable;
+  if (!ListSide(a, options, diagnostics) || !ListSide(b, options, diagnostics))
+    return Outcome::kFailed;
   // Each recording is read twice: once for its steps (once for both sides when they share it),
   // once for its rows; the progress line counts both. The ranks of both sides are read at once
   // (RankJobs) unless the sides share a recording, whose steps are then found once (`cache`),
@@ -719,7 +721,7 @@ int RunDiffReport(const std::string& path_a, const std::string& path_b,
       side_of.push_back(s);
       shared |= !keys.insert(StepKey(r->recording)).second;
     }
-  RankPass pass(reads, 2, options.read.progress, err);
+  RankPass pass(reads, 2, diagnostics);
   const size_t jobs = shared ? 1 : RankJobs(reads.size(), options.read.jobs, DecodeThreads());
   StepCache cache;  // read on this thread only (jobs == 1)
   SideSeen seen;    // of the side being added
@@ -735,16 +737,16 @@ int RunDiffReport(const std::string& path_a, const std::string& path_b,
       },
       [&](size_t i, std::unique_ptr<SideRankRead> r) {
         Side& side = *side_of[i];
-        AddSideRank(side, *reads[i], *r, seen, err);
+        AddSideRank(side, *reads[i], *r, seen, diagnostics);
         // For the other side, when it reads this recording too.
         if (jobs == 1 && r->own_steps)
           cache.emplace(StepKey(reads[i]->recording), std::move(*r->own_steps));
         if (i + 1 < reads.size() && side_of[i + 1] == &side) return true;
-        usable = FinishSide(side, seen, err);
+        usable = FinishSide(side, seen, diagnostics);
         seen = SideSeen{};
         return usable;
       });
-  if (!usable) return kExitUnusable;
+  if (!usable) return Outcome::kFailed;
 
   const std::vector<NameRow> rows = NameRows(a, b);
   const Verdict v = Judge(a, b);
@@ -763,7 +765,7 @@ int RunDiffReport(const std::string& path_a, const std::string& path_b,
       break;
     case DiffFormat::kCsv:
       PrintCsv(out, rows, options.limit ? *options.limit : all);
-      err << "cupmon-decode: verdict: " << v.text << "\n";
+      diagnostics.Status("verdict: " + v.text);
       break;
     case DiffFormat::kJsonl:
       PrintJsonl(out, a, b, rows, options.limit ? *options.limit : all, v, o, regression);
@@ -771,15 +773,15 @@ int RunDiffReport(const std::string& path_a, const std::string& path_b,
   }
   out.flush();
   if (o.fail_above && !v.comparable) {
-    err << "cupmon-decode: diff: --fail-above cannot judge: " << v.text << "\n";
-    return kExitUnusable;
+    diagnostics.Error("diff: --fail-above cannot judge: " + v.text);
+    return Outcome::kFailed;
   }
   if (regression) {
-    err << "cupmon-decode: regression: " << v.text << "; " << Percent(v.change)
-        << " is above --fail-above " << Fixed(*o.fail_above, 1) << "%\n";
-    return kExitRegression;
+    diagnostics.Status("regression: " + v.text + "; " + Percent(v.change) +
+                       " is above --fail-above " + Fixed(*o.fail_above, 1) + "%");
+    return Outcome::kRegression;
   }
-  return a.warnings || b.warnings ? kExitWarnings : kExitClean;
+  return a.warnings || b.warnings ? Outcome::kWarnings : Outcome::kClean;
 }
 
 }  // namespace cupmon::decoder

@@ -730,17 +730,18 @@ void ReadRank(const Rank& rank, const HtmlReportOptions& options, RankPage* page
 
 }  // namespace
 
-int RunHtmlReport(const std::vector<const Rank*>& chosen, const std::vector<std::string>& paths,
-                  const HtmlReportOptions& options, std::ostream& out, std::ostream& err,
-                  bool warnings) {
+Outcome RunHtmlReport(const std::vector<const Rank*>& chosen,
+                      const std::vector<std::string>& paths, const HtmlReportOptions& options,
+                      std::ostream& out, Diagnostics& diagnostics, bool warnings) {
   const TraceFilter& f = options.read.filter;
   if (f.window || f.from_wall || f.to_wall || f.from_rel || f.to_rel || options.limit) {
-    err << "cupmon-decode: report covers whole recordings: --window, --from, --to and --limit do "
-           "not apply (the page's drill-down commands take them)\n";
-    return kExitUnusable;
+    diagnostics.Error(
+        "report covers whole recordings: --window, --from, --to and --limit do not apply (the "
+        "page's drill-down commands take them)");
+    return Outcome::kUsageError;
   }
   // Each recording is read twice (steps, then activities): the progress line counts both.
-  RankPass pass(chosen, 2, options.read.progress, err);
+  RankPass pass(chosen, 2, diagnostics);
   const bool merged = pass.merged();
   std::vector<RankPage> pages(chosen.size());
   // Several ranks are read at once (RankJobs), their pages kept and reported in rank order.
@@ -754,7 +755,7 @@ int RunHtmlReport(const std::vector<const Rank*>& chosen, const std::vector<std:
       [&](size_t i, std::unique_ptr<RankPage> read) {
         pages[i] = std::move(*read);
         const RankPage& p = pages[i];
-        RankMessageLog log(err, pass.Who(i));
+        RankMessageLog log(diagnostics, pass.Who(i));
         log.ReadProblems(p.integrity, &p.counts);
         if (p.counts.stats.dropped_records())
           log.Warning("CUPTI dropped " + std::to_string(p.counts.stats.dropped_records()) +
@@ -784,8 +785,7 @@ int RunHtmlReport(const std::vector<const Rank*>& chosen, const std::vector<std:
       std::string list;
       for (uint32_t id : p.missing_windows)
         list += (list.empty() ? "#" : ", #") + std::to_string(id);
-      err << "cupmon-decode: warning: " << p.rank->label << " lacks window(s) " << list
-          << " that other ranks have\n";
+      diagnostics.Warning(p.rank->label + " lacks window(s) " + list + " that other ranks have");
       warnings = true;
     }
   }
@@ -802,15 +802,15 @@ int RunHtmlReport(const std::vector<const Rank*>& chosen, const std::vector<std:
   WritePage(out, pages, options, paths);
   out.flush();
   if (!out) {
-    err << "cupmon-decode: writing the report failed (a full disk, or the reader of the pipe went "
-           "away)\n";
-    return kExitUnusable;
+    diagnostics.Error(
+        "writing the report failed (a full disk, or the reader of the pipe went away)");
+    return Outcome::kFailed;
   }
   bool any_steps = false;
   for (const RankPage& p : pages) any_steps |= !p.steps.steps.empty();
   if (!any_steps)
-    err << "cupmon-decode: note: no training steps found; the page has no step chart\n";
-  return warnings ? kExitWarnings : kExitClean;
+    diagnostics.Note("no training steps found; the page has no step chart");
+  return warnings ? Outcome::kWarnings : Outcome::kClean;
 }
 
 }  // namespace cupmon::decoder

@@ -1,5 +1,5 @@
 // `cupmon-decode report`: one self-contained HTML page per job (commands/html_report.cc). Run by
-// RunReport once the ranks are chosen.
+// RunHtmlCommand (commands.cc) once the ranks are chosen.
 #pragma once
 
 #include <cstddef>
@@ -9,25 +9,19 @@
 #include <string>
 #include <vector>
 
-#include "commands/command_options.h"
+#include "cupmon/decoder/commands.h"
+#include "cupmon/decoder/diagnostics.h"
 #include "cupmon/decoder/rank_listing.h"
 #include "cupmon/decoder/steps.h"
 
 namespace cupmon::decoder {
 
-struct HtmlReportOptions {
-  RankReadOptions read;  // --window, --from and --to are refused: the page covers whole recordings
-  std::optional<uint64_t> limit;  // refused
-  StepOptions steps;
-  size_t reorder_rows = 1 << 16;  // activities the busy chart's buckets hold to sort
-};
-
 // Writes the page for the ranks in `chosen` to `out` (cupmon-decode's -o FILE is an OutputFile:
 // written beside FILE, renamed onto it once complete). `paths` are the
 // user's arguments (for the drill-down command lines); `warnings` carries what the listing
-// already warned about. Returns an exit code.
-int RunHtmlReport(const std::vector<const Rank*>& chosen, const std::vector<std::string>& paths,
-                  const HtmlReportOptions& options, std::ostream& out, std::ostream& err,
-                  bool warnings);
+// already warned about.
+Outcome RunHtmlReport(const std::vector<const Rank*>& chosen,
+                      const std::vector<std::string>& paths, const HtmlReportOptions& options,
+                      std::ostream& out, Diagnostics& diagnostics, bool warnings);
 
 }  // namespace cupmon::decoder

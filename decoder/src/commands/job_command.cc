@@ -67,8 +67,7 @@ struct RankRead {
 };
 
 std::unique_ptr<RankRead> ReadRank(const Rank& rank, const std::vector<std::string>& paths,
-                                   const JobCommandOptions& options,
-                                   const PassProgress& progress) {
+                                   const JobCommandOptions& options, const PassProgress& progress) {
   TraceFilter filter;
   filter.cupti_clock = options.read.filter.cupti_clock;
   SpanCollector sink;
@@ -165,7 +164,8 @@ void PrintText(std::ostream& out, const job::JobAnalysis& a, const JobCommandOpt
       << Fixed(options.steps.slow_factor, 2) << "x the median of the " << options.steps.rolling
       << " steps before, and 50us more)\n";
   for (size_t i = 0; i < a.slow.size() && i < 50; ++i)
-    PrintVerdict(out, a, a.steps[a.slow[i]], options.read.full_names || options.read.filter.mangled);
+    PrintVerdict(out, a, a.steps[a.slow[i]],
+                 options.read.full_names || options.read.filter.mangled);
   if (a.slow.size() > 50) out << "  ... " << a.slow.size() - 50 << " more (--format json)\n";
 
   if (a.hang.hung) {
@@ -397,35 +397,35 @@ class DiscardSteps : public job::JobStepSink {
   void OnStep(const job::JobStep&) override {}
 };
 
-// The refusals every form of the command shares; -1 when none applies.
-int Refused(const JobCommandOptions& options, std::ostream& err) {
+// The refusals every form of the command shares (after the error); false when none applies.
+bool Refused(const JobCommandOptions& options, Diagnostics& diagnostics) {
   const TraceFilter& f = options.read.filter;
   if (f.window || f.device || f.stream || f.kernel || options.limit) {
-    err << "cupmon-decode: job reads whole ranks: --window, --device, --stream, --kernel and "
-           "--limit do not apply (--from/--to choose the steps; use the drill-down commands for "
-           "the rest)\n";
-    return kExitUnusable;
+    diagnostics.Error(
+        "job reads whole ranks: --window, --device, --stream, --kernel and --limit do not apply "
+        "(--from/--to choose the steps; use the drill-down commands for the rest)");
+    return true;
   }
   if (options.format == ReportFormat::kCsv) {
-    err << "cupmon-decode: job has no csv form: use --format json\n";
-    return kExitUnusable;
+    diagnostics.Error("job has no csv form: use --format json");
+    return true;
   }
-  return -1;
+  return false;
 }
 
-void WarnMixedJobs(size_t jobs, std::ostream& err, bool* warnings) {
+void WarnMixedJobs(size_t jobs, Diagnostics& diagnostics, bool* warnings) {
   // The listing has warned that jobs are mixed; the analysis would pair their collectives
   // anyway, so say what that means here.
   if (jobs <= 1) return;
-  err << "cupmon-decode: warning: job: the ranks belong to " << jobs
-      << " jobs; their collectives are matched as if they were one job's (choose one job's "
-         "directories)\n";
+  diagnostics.Warning("job: the ranks belong to " + std::to_string(jobs) +
+                      " jobs; their collectives are matched as if they were one job's (choose "
+                      "one job's directories)");
   *warnings = true;
 }
 
 // Merges the tables and prints the answers.
-int Report(const job::TableSource& tables, const JobCommandOptions& options, std::ostream& out,
-           std::ostream& err, bool warnings) {
+Outcome Report(const job::TableSource& tables, const JobCommandOptions& options, std::ostream& out,
+               Diagnostics& diagnostics, bool warnings) {
   const TraceFilter& f = options.read.filter;
   job::JobOptions o;
   o.slow_factor = options.steps.slow_factor;
@@ -442,8 +442,8 @@ int Report(const job::TableSource& tables, const JobCommandOptions& options, std
         return false;
       });
       if (!ok) {
-        err << "cupmon-decode: " << ok.error().message << "\n";
-        return kExitUnusable;
+        diagnostics.Error(ok.error().message);
+        return Outcome::kFailed;
       }
     }
     if (origin != INT64_MAX) {
@@ -456,33 +456,33 @@ int Report(const job::TableSource& tables, const JobCommandOptions& options, std
   if (options.format == ReportFormat::kJson) {
     json = std::make_unique<StepsJson>();
     if (!json->ok()) {
-      err << "cupmon-decode: job --format json: cannot create a temporary file in "
-          << (std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp") << " (set TMPDIR)\n";
-      return kExitUnusable;
+      diagnostics.Error(std::string("job --format json: cannot create a temporary file in ") +
+                        (std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp") + " (set TMPDIR)");
+      return Outcome::kFailed;
     }
   }
   auto a = job::MergeJob(tables, o, json ? static_cast<job::JobStepSink*>(json.get()) : &discard);
   if (!a) {
-    err << "cupmon-decode: " << a.error().message << "\n";
-    return kExitUnusable;
+    diagnostics.Error(a.error().message);
+    return Outcome::kFailed;
   }
   if (a->streams.empty()) {
-    err << "cupmon-decode: warning: no collective (NCCL) kernel on any rank: the ranks' steps "
-           "cannot be matched\n";
+    diagnostics.Warning(
+        "no collective (NCCL) kernel on any rank: the ranks' steps cannot be matched");
     warnings = true;
   }
   if (json) {
     std::istream& steps = json->Finish();
     if (!json->ok()) {
-      err << "cupmon-decode: job --format json: cannot write its temporary file (disk full?)\n";
-      return kExitUnusable;
+      diagnostics.Error("job --format json: cannot write its temporary file (disk full?)");
+      return Outcome::kFailed;
     }
     WriteJson(out, *a, steps, options);
   } else {
     PrintText(out, *a, options);
   }
   out.flush();
-  return warnings ? kExitWarnings : kExitClean;
+  return warnings ? Outcome::kWarnings : Outcome::kClean;
 }
 
 // A file name for a rank's table: its rank (the launcher's, or the listing's), host and pid.
@@ -496,32 +496,33 @@ std::string TableName(const job::RankIdentity& who) {
          job::kTableSuffix;
 }
 
-int WriteTables(const std::vector<job::RankTable>& tables, const std::string& dir,
-                std::ostream& out, std::ostream& err, bool warnings) {
+// Writes the tables into `dir` and lists them, a line each, on `out`.
+Outcome WriteTables(const std::vector<job::RankTable>& tables, const std::string& dir,
+                    std::ostream& out, Diagnostics& diagnostics, bool warnings) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) {
-    err << "cupmon-decode: --tables-out " << dir << ": " << ec.message() << "\n";
-    return kExitUnusable;
+    diagnostics.Error("--tables-out " + dir + ": " + ec.message());
+    return Outcome::kFailed;
   }
   for (const job::RankTable& t : tables) {
     const std::string path = (std::filesystem::path(dir) / TableName(t.header.who)).string();
     if (auto ok = job::WriteRankTable(path, t); !ok) {
-      err << "cupmon-decode: " << ok.error().message << "\n";
-      return kExitUnusable;
+      diagnostics.Error(ok.error().message);
+      return Outcome::kFailed;
     }
     out << path << ": " << t.header.who.label << ", " << t.rows.size() << " step(s)\n";
   }
   out.flush();
-  return warnings ? kExitWarnings : kExitClean;
+  return warnings ? Outcome::kWarnings : Outcome::kClean;
 }
 
 }  // namespace
 
-int RunJobCommand(const std::vector<const Rank*>& chosen, const std::vector<std::string>& paths,
-                  const JobCommandOptions& options, std::ostream& out, std::ostream& err,
-                  bool warnings) {
-  if (const int rc = Refused(options, err); rc >= 0) return rc;
+Outcome RunJobReport(const std::vector<const Rank*>& chosen, const std::vector<std::string>& paths,
+                     const JobCommandOptions& options, std::ostream& out, Diagnostics& diagnostics,
+                     bool warnings) {
+  if (Refused(options, diagnostics)) return Outcome::kUsageError;
   {
     std::set<std::string> jobs;
     for (const Rank* r : chosen) {
@@ -529,9 +530,9 @@ int RunJobCommand(const std::vector<const Rank*>& chosen, const std::vector<std:
       for (const auto& arg : r->recording.header.command_line()) cmd += arg + " ";
       jobs.insert(r->job.empty() ? "\x01" + cmd : r->job);
     }
-    WarnMixedJobs(jobs.size(), err, &warnings);
+    WarnMixedJobs(jobs.size(), diagnostics, &warnings);
   }
-  RankPass pass(chosen, 1, options.read.progress, err);
+  RankPass pass(chosen, 1, diagnostics);
   std::vector<job::RankTable> tables;
   pass.Run(
       RankJobs(chosen.size(), options.read.jobs, DecodeThreads()),
@@ -539,7 +540,7 @@ int RunJobCommand(const std::vector<const Rank*>& chosen, const std::vector<std:
         return ReadRank(*chosen[i], paths, options, progress);
       },
       [&](size_t i, std::unique_ptr<RankRead> read) {
-        RankMessageLog log(err, pass.Who(i));
+        RankMessageLog log(diagnostics, pass.Who(i));
         log.ReadProblems(read->steps.integrity, nullptr);
         warnings |= read->steps.integrity.HasWarnings();
         if (read->steps.steps.empty()) {
@@ -549,39 +550,39 @@ int RunJobCommand(const std::vector<const Rank*>& chosen, const std::vector<std:
         tables.push_back(std::move(read->table));
         return true;
       });
-  if (!options.tables_out.empty()) return WriteTables(tables, options.tables_out, out, err, warnings);
-  return Report(job::MemoryTables(std::move(tables)), options, out, err, warnings);
+  if (!options.tables_out.empty())
+    return WriteTables(tables, options.tables_out, out, diagnostics, warnings);
+  return Report(job::MemoryTables(std::move(tables)), options, out, diagnostics, warnings);
 }
 
-int RunJobTables(const std::vector<std::string>& files, const JobCommandOptions& options,
-                 std::ostream& out, std::ostream& err) {
-  if (const int rc = Refused(options, err); rc >= 0) return rc;
+Outcome RunJobTables(const std::vector<std::string>& files, const JobCommandOptions& options,
+                     std::ostream& out, Diagnostics& diagnostics) {
+  if (Refused(options, diagnostics)) return Outcome::kUsageError;
   if (!options.tables_out.empty()) {
-    err << "cupmon-decode: job --tables-out reads recordings, and these are job tables already\n";
-    return kExitUnusable;
+    diagnostics.Error("job --tables-out reads recordings, and these are job tables already");
+    return Outcome::kUsageError;
   }
   bool warnings = false;
   std::vector<job::RankTableFile> tables;
   for (const std::string& path : files) {
     auto t = job::RankTableFile::Open(path);
     if (!t) {
-      err << "cupmon-decode: refused: " << t.error().message << "\n";
+      diagnostics.Status("refused: " + t.error().message);
       warnings = true;
       continue;
     }
     tables.push_back(std::move(*t));
   }
   if (tables.empty()) {
-    err << "cupmon-decode: no usable job table among " << files.size() << " file(s)\n";
-    return kExitUnusable;
+    diagnostics.Error("no usable job table among " + std::to_string(files.size()) + " file(s)");
+    return Outcome::kFailed;
   }
   // Rank order: by job, the launcher's ranks first by number, then by host and pid; the ranks
   // without a launcher rank are numbered in that order within their job, as the listing does.
   std::stable_sort(tables.begin(), tables.end(), [](const auto& x, const auto& y) {
     const job::RankIdentity &a = x.header().who, &b = y.header().who;
-    return std::tuple(a.job, !a.rank_from_header, a.rank_from_header ? a.rank : 0u, a.host,
-                      a.pid) < std::tuple(b.job, !b.rank_from_header,
-                                          b.rank_from_header ? b.rank : 0u, b.host, b.pid);
+    return std::tuple(a.job, !a.rank_from_header, a.rank_from_header ? a.rank : 0u, a.host, a.pid) <
+           std::tuple(b.job, !b.rank_from_header, b.rank_from_header ? b.rank : 0u, b.host, b.pid);
   });
   std::map<std::string, uint32_t> numbered;  // per job: ranks numbered so far
   std::map<std::pair<std::string, uint32_t>, std::string> seen;
@@ -596,13 +597,12 @@ int RunJobTables(const std::vector<std::string>& files, const JobCommandOptions&
     }
     auto [it, fresh] = seen.try_emplace({who.job, who.rank}, t.path());
     if (!fresh) {
-      err << "cupmon-decode: warning: " << who.label << " is in two tables: " << it->second
-          << " and " << t.path() << "\n";
+      diagnostics.Warning(who.label + " is in two tables: " + it->second + " and " + t.path());
       warnings = true;
     }
   }
-  WarnMixedJobs(numbered.size(), err, &warnings);
-  return Report(job::FileTables(std::move(tables)), options, out, err, warnings);
+  WarnMixedJobs(numbered.size(), diagnostics, &warnings);
+  return Report(job::FileTables(std::move(tables)), options, out, diagnostics, warnings);
 }
 
 }  // namespace cupmon::decoder

@@ -3,8 +3,7 @@
 
 namespace cupmon::decoder {
 
-RankPass::RankPass(std::vector<const Rank*> ranks, int passes, bool show_progress,
-                   std::ostream& err)
+RankPass::RankPass(std::vector<const Rank*> ranks, int passes, Diagnostics& diagnostics)
     : ranks_(std::move(ranks)),
       passes_(passes),
       total_bytes_([&] {
@@ -13,7 +12,7 @@ RankPass::RankPass(std::vector<const Rank*> ranks, int passes, bool show_progres
         return total;
       }()),
       reached_(new std::atomic<uint64_t>[ranks_.size()]),
-      progress_(err, ProgressLine::ShouldShow(show_progress, total_bytes_)) {
+      progress_(diagnostics, ProgressLine::ShouldShow(diagnostics.WantsProgress(), total_bytes_)) {
   for (size_t i = 0; i < ranks_.size(); ++i) reached_[i].store(0, std::memory_order_relaxed);
 }
 
@@ -30,17 +29,21 @@ void RankPass::Done(size_t i) {
 }
 
 void RankMessageLog::Warning(std::string message) {
-  err_ << "cupmon-decode: warning: " << who_ << message << "\n";
+  diagnostics_.Warning(who_ + message);
   said_.warnings.push_back(std::move(message));
 }
 
 void RankMessageLog::Note(std::string message) {
-  err_ << "cupmon-decode: note: " << who_ << message << "\n";
+  diagnostics_.Note(who_ + message);
   said_.notes.push_back(std::move(message));
 }
 
 void RankMessageLog::ReadProblems(const ReadIntegrity& integrity, const TraceCounts* counts) {
   for (const auto& m : integrity.messages) Warning(m);
+  if (integrity.chunks_not_read)
+    Note("read by the files' chunk indexes: " + std::to_string(integrity.chunks_not_read) +
+         " raw buffer chunk(s) (" + std::to_string(integrity.bytes_not_read) +
+         " bytes) that cannot hold the time range were not read or checked");
   if (counts)
     for (const auto& m : counts->messages) Warning(m);
 }

@@ -1,7 +1,7 @@
 // RankPass: the one driver of the commands that read recordings rank by rank (summary, info, the
 // traces and exports, steps, timeline, diff, report). It reads the chosen ranks, several at once
 // where the command allows (RankJobs), keeps one progress line over all of them, and hands each
-// rank's read to the command in rank order; RankMessageLog writes a rank's warnings and notes.
+// rank's read to the command in rank order; RankMessageLog reports a rank's warnings and notes.
 #pragma once
 
 #include <atomic>
@@ -10,12 +10,12 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <ostream>
 #include <string>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
+#include "cupmon/decoder/diagnostics.h"
 #include "cupmon/decoder/progress_line.h"
 #include "cupmon/decoder/rank_listing.h"
 #include "cupmon/decoder/recording_reader.h"
@@ -35,15 +35,15 @@ class RankPass {
  public:
   // `ranks`: the recordings to read, in output order (one may come twice: diff's two sides).
   // `passes`: how many times the command reads each rank; the progress line's total counts each
-  // rank's bytes that often. `show_progress`: the command's wish (ReportOptions::progress); the
-  // line is drawn on `err` only for large inputs (ProgressLine::ShouldShow).
-  RankPass(std::vector<const Rank*> ranks, int passes, bool show_progress, std::ostream& err);
+  // rank's bytes that often. The progress line goes to `diagnostics` where it wants one, and
+  // only for large inputs (ProgressLine::ShouldShow).
+  RankPass(std::vector<const Rank*> ranks, int passes, Diagnostics& diagnostics);
 
   // Reads rank i with read(i, progress) -> std::unique_ptr<T> and hands the result to
   // use(i, std::unique_ptr<T>) -> bool, for i = 0, 1, ... in turn, until use returns false. With
   // jobs > 1 the reads run on up to `jobs` threads ahead of the rank in use (OrderedParallel; an
   // exception of a read is rethrown here); else read(i) runs on this thread just before use(i).
-  // The progress line is cleared before each use, so that use may write to `err` and `out`.
+  // The progress line is cleared before each use, so that use may report and write its output.
   template <class Read, class Use>
   void Run(size_t jobs, Read&& read, Use&& use);
 
@@ -76,11 +76,13 @@ class RankPass {
   ProgressLine progress_;
 };
 
-// A rank's warnings and notes: each written to `err` at once as "cupmon-decode: warning: <who>..."
-// (or "note: "), and kept for a document's per-rank "warnings" and "notes" (said()).
+// A rank's warnings and notes: each reported at once as "<who><message>" (who: the rank's label
+// and ": " when several ranks are read), and kept without `who` for a document's per-rank
+// "warnings" and "notes" (said()).
 class RankMessageLog {
  public:
-  RankMessageLog(std::ostream& err, std::string who) : err_(err), who_(std::move(who)) {}
+  RankMessageLog(Diagnostics& diagnostics, std::string who)
+      : diagnostics_(diagnostics), who_(std::move(who)) {}
   void Warning(std::string message);
   void Note(std::string message);
   // The problems every command reports first: the read's damage (integrity.messages), then, with
@@ -89,7 +91,7 @@ class RankMessageLog {
   const RankMessages& said() const { return said_; }
 
  private:
-  std::ostream& err_;
+  Diagnostics& diagnostics_;
   const std::string who_;
   RankMessages said_;
 };

@@ -63,6 +63,7 @@ class StoppableRead : public ChunkVisitor {
   bool StopReading() const override {
     return output_.OutputFailed() || output_.LimitReachedAndFinal();
   }
+  const RangedVisitor* Ranged() const override { return a_.Ranged(); }
 
  private:
   ChunkVisitor& a_;
@@ -87,7 +88,10 @@ struct RankRead {
             : kind == ReportKind::kSummary ? static_cast<RowSink*>(&summary)
                                            : &null,
             options.read.horizon,
-            trace ? ReorderOptions{options.reorder_rows, options.reorder_ns} : ReorderOptions{}) {}
+            trace ? ReorderOptions{options.reorder_rows, options.reorder_ns} : ReorderOptions{}) {
+    // info is the whole check; the others' rows of a time range are those of a whole read.
+    if (kind != ReportKind::kInfo) builder.AllowRangedRead();
+  }
   SummarySink summary;
   NullSink null;
   TraceBuilder builder;
@@ -297,7 +301,7 @@ void PrintMergedInfo(std::ostream& out, const RankListing& listing,
 }
 
 // A rank's warnings and notes of its read, in the order every rows command writes them. True
-// when they make the exit code 1.
+// when they make the outcome kWarnings.
 bool WarnRank(RankMessageLog& log, const ReadIntegrity& integrity, const TraceCounts& c) {
   bool warnings = integrity.HasWarnings() || c.HasWarnings();
   log.ReadProblems(integrity, &c);
@@ -321,7 +325,7 @@ bool WarnRank(RankMessageLog& log, const ReadIntegrity& integrity, const TraceCo
     log.Warning("lost before disk: " + LostBeforeDisk(c.stats));
   // Damage already explains a shortfall; without it, records the writer counted but that are
   // neither decoded, lost nor deleted mean the counters or the files are wrong.
-  if (c.stats_final && !integrity.HasWarnings() &&
+  if (c.stats_final && !integrity.HasWarnings() && !integrity.chunks_not_read &&
       c.stats.records() != c.records + c.records_not_decoded + c.stats.lost_records() +
                                c.stats.records_deleted()) {
     log.Warning("records: " + RecordBalance(c));
@@ -355,8 +359,8 @@ RankResult RankResultOf(const Rank& rank, const TraceBuilder& builder,
 }
 
 // A window that some ranks have and others lack: usually a rank that did not get the request.
-// Warns of each such rank on `err` and in `job_warnings`; true when there was one.
-bool WarnMissingWindows(const std::vector<RankResult>& results, std::ostream& err,
+// Warns of each such rank to `diagnostics` and in `job_warnings`; true when there was one.
+bool WarnMissingWindows(const std::vector<RankResult>& results, Diagnostics& diagnostics,
                         std::vector<std::string>* job_warnings) {
   bool warned = false;
   std::set<uint32_t> all;
@@ -370,7 +374,7 @@ bool WarnMissingWindows(const std::vector<RankResult>& results, std::ostream& er
     const std::string line =
         r.rank->label + (r.windows.empty() ? " has no trace window" : " lacks window(s) " + list) +
         " that other ranks have" + (r.windows.empty() ? " (" + list + ")" : std::string());
-    err << "cupmon-decode: warning: " << line << "\n";
+    diagnostics.Warning(line);
     job_warnings->push_back(line);
     warned = true;
   }
@@ -433,9 +437,9 @@ void EndDocument(JsonWriter& json, ReportKind kind, const RankListing& listing,
 
 }  // namespace
 
-int RunRowsReport(ReportKind kind, const RankListing& listing,
-                  const std::vector<const Rank*>& chosen, const RowsReportOptions& options,
-                  std::ostream& out, std::ostream& err, bool warnings,
+Outcome RunRowsReport(ReportKind kind, const RankListing& listing,
+                      const std::vector<const Rank*>& chosen, const RowsReportOptions& options,
+                      std::ostream& out, Diagnostics& diagnostics, bool warnings,
                   std::vector<std::string> job_warnings) {
   // Several recordings: one rank each, merged. One recording: the single-recording report.
   const bool merged = chosen.size() > 1;
@@ -444,12 +448,12 @@ int RunRowsReport(ReportKind kind, const RankListing& listing,
 
   auto made = MakeRowSink(kind, options, chosen, short_names, out);
   if (!made) {
-    err << "cupmon-decode: " << made.error().message << "\n";
-    return kExitUnusable;
+    diagnostics.Error(made.error().message);
+    return Outcome::kFailed;
   }
   std::unique_ptr<LimitedSink> trace = std::move(*made);
   // One progress line for all chosen recordings (bytes of all their files).
-  RankPass pass(chosen, 1, options.read.progress, err);
+  RankPass pass(chosen, 1, diagnostics);
   std::vector<RankResult> results;
   std::map<std::string, Stat> total_gpu, total_api;
   std::ostringstream info_blocks;
@@ -514,9 +518,8 @@ int RunRowsReport(ReportKind kind, const RankListing& listing,
     if (integrity.stopped && !limit_reached()) {
       // The output failed (StoppableRead): nothing more is read; the sink (Conclude) or the caller
       // (the -o file, standard output) says why. The counts of a partial read are not reported.
-      err << "cupmon-decode: " << who << "stopped reading after "
-          << FormatBytes(pass.bytes_done()) << " of " << FormatBytes(pass.total_bytes())
-          << ": the output could not be written\n";
+      diagnostics.Error(who + "stopped reading after " + FormatBytes(pass.bytes_done()) + " of " +
+                        FormatBytes(pass.total_bytes()) + ": the output could not be written");
       stopped = true;
       return false;
     }
@@ -530,7 +533,7 @@ int RunRowsReport(ReportKind kind, const RankListing& listing,
       PrintInfo(to, builder, rec, integrity);
     }
     const auto& c = builder.counts();
-    RankMessageLog log(err, who);  // as written to err, for a document
+    RankMessageLog log(diagnostics, who);  // as reported, for a document
     warnings |= WarnRank(log, integrity, c);
     if (integrity.stopped && limit_reached()) cut_short = true;
     // The document's object of this rank, once its warnings are known (the damaged line of a
@@ -544,30 +547,31 @@ int RunRowsReport(ReportKind kind, const RankListing& listing,
 
     RankResult r = RankResultOf(rank, builder, integrity);
     if (r.damaged)
-      err << "cupmon-decode: warning: " << rank.label
-          << " is damaged (see above); what is intact is merged with the other ranks\n";
+      diagnostics.Warning(rank.label +
+                          " is damaged (see above); what is intact is merged with the other ranks");
     if (kind == ReportKind::kSummary) AddToTotals(summary, builder, &r, &total_gpu, &total_api);
     results.push_back(std::move(r));
     return true;
   });
   if (cut_short) {
     // What was not read: its damage, counts and windows are not known.
-    err << "cupmon-decode: note: --limit " << *options.limit << ": every row written after reading "
-        << FormatBytes(pass.bytes_done()) << " of " << FormatBytes(pass.total_bytes())
-        << "; the rest was not read or checked\n";
+    diagnostics.Note("--limit " + std::to_string(*options.limit) +
+                     ": every row written after reading " + FormatBytes(pass.bytes_done()) +
+                     " of " + FormatBytes(pass.total_bytes()) +
+                     "; the rest was not read or checked");
   }
   if (trace) trace->Close();
-  const int output_rc = trace ? trace->Conclude(err) : kExitClean;
-  if (trace && trace->OutputLost()) return kExitUnusable;
+  const Outcome output = trace ? trace->Conclude(diagnostics) : Outcome::kClean;
+  if (trace && trace->OutputLost()) return Outcome::kFailed;
   if (stopped) {
     out.flush();
-    return kExitUnusable;
+    return Outcome::kFailed;
   }
 
   if (merged) {
     // Windows some ranks lack are not known when --limit ended the read early (cut_short): some
     // windows were not read.
-    if (!cut_short) warnings |= WarnMissingWindows(results, err, &job_warnings);
+    if (!cut_short) warnings |= WarnMissingWindows(results, diagnostics, &job_warnings);
     if (format == ReportFormat::kText && kind == ReportKind::kSummary)
       PrintMergedSummary(out, listing, chosen, results, total_gpu, total_api, short_names);
     if (format == ReportFormat::kText && kind == ReportKind::kInfo) {
@@ -579,7 +583,7 @@ int RunRowsReport(ReportKind kind, const RankListing& listing,
     EndDocument(*json, kind, listing, chosen, results, total_gpu, total_api, short_names,
                 job_warnings);
   out.flush();
-  return std::max(output_rc, warnings ? kExitWarnings : kExitClean);
+  return Worse(output, warnings ? Outcome::kWarnings : Outcome::kClean);
 }
 
 }  // namespace cupmon::decoder

@@ -1,6 +1,6 @@
 // The commands that read each rank in one pass of its rows: summary and info (several ranks read
 // at once), gpu-trace, api-trace and kern-exec (report_sinks.h) and export (export_sink.h, a
-// format of export/registry.h), one rank after another into one sink. Run by RunReport once the
+// format of export/registry.h), one rank after another into one sink. Run by RunRowsCommand (commands.cc) once the
 // ranks are chosen.
 #pragma once
 
@@ -11,7 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "commands/command_options.h"
+#include "cupmon/decoder/commands.h"
+#include "cupmon/decoder/diagnostics.h"
 #include "cupmon/decoder/export_format.h"
 #include "cupmon/decoder/rank_listing.h"
 #include "cupmon/decoder/reports.h"
@@ -19,23 +20,12 @@
 
 namespace cupmon::decoder {
 
-struct RowsReportOptions {
-  RankReadOptions read;
-  std::optional<uint64_t> limit;  // rows of a trace or export (after filters)
-  // Traces and exports list rows by start time through a bounded reorder stage (ReorderOptions).
-  size_t reorder_rows = 1 << 16;
-  uint64_t reorder_ns = 0;
-  ReportFormat format = ReportFormat::kText;  // summary and info (kCsv: summary only)
-  ExportFormat export_format = ExportFormat::kChromeJson;  // export
-  ExportSettings export_settings;                          // export
-};
-
 // `kind`: kSummary, kInfo, kGpuTrace, kApiTrace, kKernExec or kExport. `listing` and `chosen`:
-// the ranks (RunReport's choice); `warnings` and `job_warnings`: what the listing already warned
-// about (the latter for a document's top-level "warnings"). Returns an exit code.
-int RunRowsReport(ReportKind kind, const RankListing& listing,
-                  const std::vector<const Rank*>& chosen, const RowsReportOptions& options,
-                  std::ostream& out, std::ostream& err, bool warnings,
-                  std::vector<std::string> job_warnings);
+// the ranks (ChosenRanks); `warnings` and `job_warnings`: what the listing already warned
+// about (the latter for a document's top-level "warnings").
+Outcome RunRowsReport(ReportKind kind, const RankListing& listing,
+                      const std::vector<const Rank*>& chosen, const RowsReportOptions& options,
+                      std::ostream& out, Diagnostics& diagnostics, bool warnings,
+                      std::vector<std::string> job_warnings);
 
 }  // namespace cupmon::decoder

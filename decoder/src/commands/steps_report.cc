@@ -303,17 +303,18 @@ void PrintRows(std::ostream& out, const std::vector<RankSteps>& ranks, StepForma
 
 }  // namespace
 
-int RunStepsReport(const std::vector<const Rank*>& chosen, const std::vector<std::string>& paths,
-                   const StepsReportOptions& options, std::ostream& out, std::ostream& err,
-                   bool warnings) {
+Outcome RunStepsReport(const std::vector<const Rank*>& chosen,
+                       const std::vector<std::string>& paths, const StepsReportOptions& options,
+                       std::ostream& out, Diagnostics& diagnostics, bool warnings) {
   const TraceFilter& f = options.read.filter;
   if (f.window || f.from_wall || f.to_wall || f.from_rel || f.to_rel || f.device || f.stream ||
       f.kernel || options.limit) {
-    err << "cupmon-decode: steps reads whole recordings: --window, --from, --to, --device, "
-           "--stream, --kernel and --limit do not apply (use them on the drill-down commands)\n";
-    return kExitUnusable;
+    diagnostics.Error(
+        "steps reads whole recordings: --window, --from, --to, --device, --stream, --kernel and "
+        "--limit do not apply (use them on the drill-down commands)");
+    return Outcome::kUsageError;
   }
-  RankPass pass(chosen, 1, options.read.progress, err);
+  RankPass pass(chosen, 1, diagnostics);
   const bool merged = pass.merged();
   std::vector<RankSteps> ranks;
   // Several ranks are read at once (RankJobs), their steps kept and reported in rank order.
@@ -328,7 +329,7 @@ int RunStepsReport(const std::vector<const Rank*>& chosen, const std::vector<std
         RankSteps r;
         r.rank = chosen[i];
         r.list = std::move(*list);
-        RankMessageLog log(err, pass.Who(i));
+        RankMessageLog log(diagnostics, pass.Who(i));
         log.ReadProblems(r.list.integrity, nullptr);
         if (r.list.unresolved_names)
           log.Warning(std::to_string(r.list.unresolved_names) +
@@ -362,9 +363,9 @@ int RunStepsReport(const std::vector<const Rank*>& chosen, const std::vector<std
   }
   bool any = false;
   for (const RankSteps& r : ranks) any |= !r.list.steps.empty();
-  if (!any) err << "cupmon-decode: no training steps found\n";
+  if (!any) diagnostics.Status("no training steps found");
   out.flush();
-  return warnings ? kExitWarnings : kExitClean;
+  return warnings ? Outcome::kWarnings : Outcome::kClean;
 }
 
 }  // namespace cupmon::decoder

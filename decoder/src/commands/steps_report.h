@@ -1,5 +1,5 @@
 // `cupmon-decode steps`: the report over FindSteps (decoder/src/steps.cc), per rank on merged
-// recordings. Run by RunReport once the ranks are chosen.
+// recordings. Run by RunStepsCommand (commands.cc) once the ranks are chosen.
 #pragma once
 
 #include <cstdint>
@@ -8,22 +8,17 @@
 #include <string>
 #include <vector>
 
-#include "commands/command_options.h"
+#include "cupmon/decoder/commands.h"
+#include "cupmon/decoder/diagnostics.h"
 #include "cupmon/decoder/rank_listing.h"
 #include "cupmon/decoder/steps.h"
 
 namespace cupmon::decoder {
 
-struct StepsReportOptions {
-  RankReadOptions read;  // filters other than --device/--stream/--kernel are refused
-  std::optional<uint64_t> limit;  // refused: steps reads whole recordings
-  StepOptions steps;
-};
-
 // `paths` are the user's arguments (for the drill-down command lines); `warnings` carries what
-// the listing already warned about. Returns an exit code.
-int RunStepsReport(const std::vector<const Rank*>& chosen, const std::vector<std::string>& paths,
-                   const StepsReportOptions& options, std::ostream& out, std::ostream& err,
-                   bool warnings);
+// the listing already warned about.
+Outcome RunStepsReport(const std::vector<const Rank*>& chosen,
+                       const std::vector<std::string>& paths, const StepsReportOptions& options,
+                       std::ostream& out, Diagnostics& diagnostics, bool warnings);
 
 }  // namespace cupmon::decoder

@@ -161,19 +161,20 @@ struct TimelineRead {
 
 }  // namespace
 
-int RunTimelineReport(const std::vector<const Rank*>& chosen,
-                      const TimelineReportOptions& options, std::ostream& out, std::ostream& err,
-                      bool warnings) {
+Outcome RunTimelineReport(const std::vector<const Rank*>& chosen,
+                          const TimelineReportOptions& options, std::ostream& out,
+                          Diagnostics& diagnostics, bool warnings) {
   if (options.limit) {
-    err << "cupmon-decode: timeline writes every bucket of the time span: --limit does not apply "
-           "(narrow it with --from/--to or --window)\n";
-    return kExitUnusable;
+    diagnostics.Error(
+        "timeline writes every bucket of the time span: --limit does not apply (narrow it with "
+        "--from/--to or --window)");
+    return Outcome::kUsageError;
   }
   if (options.format != ExportFormat::kCsv && options.format != ExportFormat::kJsonl) {
-    err << "cupmon-decode: timeline writes csv or jsonl\n";
-    return kExitUnusable;
+    diagnostics.Error("timeline writes csv or jsonl");
+    return Outcome::kUsageError;
   }
-  RankPass pass(chosen, 1, options.read.progress, err);
+  RankPass pass(chosen, 1, diagnostics);
   RowWriter writer(out, options.format == ExportFormat::kJsonl);
   uint64_t activities = 0;
   bool too_many_rows = false;
@@ -204,7 +205,7 @@ int RunTimelineReport(const std::vector<const Rank*>& chosen,
         const TimelineCounts& t = read->timeline.counts();
         const TimelineSink& sink = read->sink;
         activities += t.activities;
-        RankMessageLog log(err, who);
+        RankMessageLog log(diagnostics, who);
         log.ReadProblems(read->integrity, &c);
         for (const auto& m : c.notes) log.Note(m);
         if (sink.untimed())
@@ -245,12 +246,12 @@ int RunTimelineReport(const std::vector<const Rank*>& chosen,
         warnings |= read->integrity.HasWarnings() || c.HasWarnings() || sink.untimed() != 0;
         if (t.too_many_rows) {
           writer.Flush();
-          err << "cupmon-decode: " << who << "--bucket "
-              << FormatDuration(static_cast<double>(options.timeline.bucket_ns))
-              << " would write more than " << options.timeline.max_rows
-              << " rows (the activity reaches the bucket of "
-              << BucketTime(t.too_many_rows_at, options.timeline.bucket_ns)
-              << "); give a larger --bucket or a shorter --from/--to range\n";
+          diagnostics.Error(who + "--bucket " +
+                            FormatDuration(static_cast<double>(options.timeline.bucket_ns)) +
+                            " would write more than " + std::to_string(options.timeline.max_rows) +
+                            " rows (the activity reaches the bucket of " +
+                            BucketTime(t.too_many_rows_at, options.timeline.bucket_ns) +
+                            "); give a larger --bucket or a shorter --from/--to range");
           too_many_rows = true;
           return false;
         }
@@ -258,19 +259,21 @@ int RunTimelineReport(const std::vector<const Rank*>& chosen,
       });
   if (too_many_rows) {
     out.flush();
-    return kExitUnusable;
+    return Outcome::kFailed;
   }
   writer.Flush();
   out.flush();
   if (!out) {
-    err << "cupmon-decode: writing the timeline failed (a full disk, or the reader of the pipe "
-           "went away): the rows are incomplete\n";
-    return kExitUnusable;
+    diagnostics.Error(
+        "writing the timeline failed (a full disk, or the reader of the pipe went away): the rows "
+        "are incomplete");
+    return Outcome::kFailed;
   }
   if (activities == 0)
-    err << "cupmon-decode: note: no GPU activity (kernel, memcpy, memset, memory allocation) in "
-           "the region asked for: no buckets\n";
-  return warnings ? kExitWarnings : kExitClean;
+    diagnostics.Note(
+        "no GPU activity (kernel, memcpy, memset, memory allocation) in the region asked for: no "
+        "buckets");
+  return warnings ? Outcome::kWarnings : Outcome::kClean;
 }
 
 }  // namespace cupmon::decoder

@@ -1,5 +1,6 @@
 // `cupmon-decode timeline`: TimelineBuilder's buckets (cupmon/decoder/timeline.h) over each rank's
-// GPU activity, as CSV or JSONL rows. Run by RunReport once the ranks are chosen.
+// GPU activity, as CSV or JSONL rows. Run by RunTimelineCommand (commands.cc) once the ranks are
+// chosen.
 #pragma once
 
 #include <cstddef>
@@ -8,25 +9,18 @@
 #include <ostream>
 #include <vector>
 
-#include "commands/command_options.h"
+#include "cupmon/decoder/commands.h"
+#include "cupmon/decoder/diagnostics.h"
 #include "cupmon/decoder/export_format.h"
 #include "cupmon/decoder/rank_listing.h"
 #include "cupmon/decoder/timeline.h"
 
 namespace cupmon::decoder {
 
-struct TimelineReportOptions {
-  RankReadOptions read;
-  std::optional<uint64_t> limit;  // refused: every bucket of the span is written
-  ExportFormat format = ExportFormat::kCsv;  // kCsv or kJsonl
-  size_t reorder_rows = 1 << 16;  // activities held to sort by wall-clock start
-  TimelineOptions timeline;       // the bucket size and row limit
-};
-
 // Writes the rows of each rank in `chosen` in turn; `warnings` carries what the listing already
-// warned about. Returns an exit code.
-int RunTimelineReport(const std::vector<const Rank*>& chosen,
-                      const TimelineReportOptions& options, std::ostream& out, std::ostream& err,
-                      bool warnings);
+// warned about.
+Outcome RunTimelineReport(const std::vector<const Rank*>& chosen,
+                          const TimelineReportOptions& options, std::ostream& out,
+                          Diagnostics& diagnostics, bool warnings);
 
 }  // namespace cupmon::decoder

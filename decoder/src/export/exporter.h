@@ -10,24 +10,13 @@
 #include <string>
 #include <vector>
 
+#include "cupmon/decoder/diagnostics.h"
 #include "cupmon/decoder/export_format.h"
 #include "cupmon/decoder/rank_listing.h"
 #include "cupmon/decoder/recording_reader.h"
 #include "cupmon/decoder/trace_builder.h"
 
 namespace cupmon::decoder {
-
-// The choices of the export command that some format takes (the others ignore them).
-struct ExportSettings {
-  // kineto: the directory of the per-rank files (created when missing).
-  std::string output_dir;
-  // sqlite: the database file (written beside it, then renamed onto it).
-  std::string output_path;
-  // kineto: where ProfilerStep#N come from, and whether GPU activities without a launch record
-  // get a marked CPU event (KinetoOptions).
-  KinetoSteps kineto_steps = KinetoSteps::kAuto;
-  bool kineto_synthetic_launches = false;
-};
 
 // What became of an export's output, as Exporter::Conclude tells it.
 enum class ExportOutcome {
@@ -71,9 +60,9 @@ class Exporter {
                    const ReadIntegrity& /*integrity*/) {}
   // After the last recording: completes the output (closes the document, commits the files).
   virtual void Close() = 0;
-  // After Close: prints what became of the output to `err` (files written, notes, problems), as
-  // "cupmon-decode: ..." lines, and says what it was.
-  virtual ExportOutcome Conclude(std::ostream& /*err*/) { return ExportOutcome::kWritten; }
+  // After Close: reports what became of the output to `diagnostics` (files written, notes,
+  // problems), and says what it was.
+  virtual ExportOutcome Conclude(Diagnostics& /*diagnostics*/) { return ExportOutcome::kWritten; }
   // True once the output can no longer be written (a full disk, a file size limit), so that the
   // pass stops reading. Asked after every chunk.
   virtual bool Failed() const = 0;

@@ -69,9 +69,12 @@ struct Alignment {
 };
 
 // Aligns `other` to `ref`: of the offsets the wall clocks allow (within max_error of each other),
-// the one whose pairs' end-to-end gaps agree best; the wall clock's own choice breaks ties. Pairs
-// must have equal names. Offsets that overlap less than half the shorter sequence are tried only
-// when no other is possible.
+// the one whose pairs' end-to-end gaps agree best, if they agree clearly better (kGapsDecide) than
+// at the wall clock's own choice; else the wall clock's. Steps as regular as a clock, with ends
+// spread across the ranks by more than the steps' jitter, make every offset's gaps agree about as
+// well: there the gaps tell nothing and the wall clock decides. Pairs must have equal names.
+// Offsets that overlap less than half the shorter sequence are tried only when no other is
+// possible.
 Alignment Align(const Sequence& ref, const Sequence& other, uint64_t max_error) {
   Alignment a;
   const auto n = static_cast<int64_t>(ref.end.size()), m = static_cast<int64_t>(other.end.size());
@@ -116,6 +119,8 @@ Alignment Align(const Sequence& ref, const Sequence& other, uint64_t max_error) 
   double best_score = std::numeric_limits<double>::infinity();
   int64_t best_d = a.wall_offset;
   bool best_full = false;
+  double wall_score = std::numeric_limits<double>::infinity();
+  bool wall_full = false;
   constexpr int64_t kMaxPairs = 4096;
   for (int64_t d = -(m - 1); d <= n - 1; ++d) {
     const int64_t lo = std::max<int64_t>(0, -d), hi = std::min(m, n - d);  // other's [lo, hi)
@@ -143,8 +148,14 @@ Alignment Align(const Sequence& ref, const Sequence& other, uint64_t max_error) 
     const bool better =
         (full && !best_full) || score < best_score ||
         (score == best_score && std::llabs(d - a.wall_offset) < std::llabs(best_d - a.wall_offset));
+    if (d == a.wall_offset) wall_score = score, wall_full = full;
     if (better) best_score = score, best_d = d, best_full = full;
   }
+  // The gaps overrule the wall clock only when they agree at most half as well there.
+  constexpr double kGapsDecide = 0.5;
+  if (best_d != a.wall_offset && wall_full == best_full && wall_score < 1e15 &&
+      !(best_score < kGapsDecide * wall_score))
+    best_d = a.wall_offset;
   return settle(best_d);
 }
 

@@ -179,6 +179,34 @@ std::string RenderExposition(const std::vector<LabelledSnapshot>& processes) {
     }
   }
 
+  // The writer's per-step sums (docs/CONTROL.md, "Per-step figures"); only for the processes that
+  // sum steps, so that a process that does not is never shown as zeros.
+  const auto step_family = [&](std::string_view name, std::string_view help, bool seconds,
+                               uint64_t StepTotals::*field) {
+    bool any = false;
+    for (const LabelledSnapshot& p : processes) any = any || p.snapshot.steps.on;
+    if (!any) return;
+    Family(out, name, "counter", help);
+    for (size_t i = 0; i < processes.size(); ++i) {
+      const StepTotals& t = processes[i].snapshot.steps;
+      if (!t.on) continue;
+      Sample(out, name, own[i],
+             seconds ? FormatNanosecondsAsSeconds(t.*field) : std::to_string(t.*field));
+    }
+  };
+  step_family("cupmon_steps_total", "Steps the writer summed (from one step's first kernel to the next's).",
+              false, &StepTotals::steps);
+  step_family("cupmon_step_seconds_total", "Time of the steps summed.", true, &StepTotals::step_ns);
+  step_family("cupmon_step_work_seconds_total",
+              "GPU time of the steps' kernels, memcpys and memsets other than collectives (union).",
+              true, &StepTotals::work_ns);
+  step_family("cupmon_step_collective_seconds_total",
+              "GPU time of the steps' collective (NCCL) kernels (union).", true,
+              &StepTotals::collective_ns);
+  step_family("cupmon_step_host_gap_seconds_total",
+              "GPU idle before each step's first collective with nothing in flight: launched late.",
+              true, &StepTotals::host_gap_ns);
+
   Family(out, "cupmon_write_error", "gauge", "1 while the most recent write failed, else 0.");
   for (size_t i = 0; i < processes.size(); ++i)
     Sample(out, "cupmon_write_error", own[i], processes[i].snapshot.last_write_failed ? "1" : "0");
@@ -206,6 +234,14 @@ pb::MetricsView ToMetricsView(const MetricsSnapshot& s) {
   v.set_last_write_failed(s.last_write_failed);
   v.set_files(s.files);
   v.set_disk_bytes(s.disk_bytes);
+  if (s.steps.on) {
+    pb::MetricsView::StepTotals* t = v.mutable_steps();
+    t->set_steps(s.steps.steps);
+    t->set_step_ns(s.steps.step_ns);
+    t->set_work_ns(s.steps.work_ns);
+    t->set_collective_ns(s.steps.collective_ns);
+    t->set_host_gap_ns(s.steps.host_gap_ns);
+  }
 #define CUPMON_TO_VIEW(name, field, source, c_struct, c_offset, prom, prom_name, help) \
   CUPMON_COUNTER_IF_PROM_##prom(v.set_##name(s.name);)
   CUPMON_COUNTERS(CUPMON_TO_VIEW)
@@ -229,6 +265,10 @@ MetricsSnapshot FromMetricsView(const pb::MetricsView& v) {
   s.last_write_failed = v.last_write_failed();
   s.files = v.files();
   s.disk_bytes = v.disk_bytes();
+  if (v.has_steps()) {
+    const pb::MetricsView::StepTotals& t = v.steps();
+    s.steps = {t.steps(), t.step_ns(), t.work_ns(), t.collective_ns(), t.host_gap_ns(), true};
+  }
 #define CUPMON_FROM_VIEW(name, field, source, c_struct, c_offset, prom, prom_name, help) \
   CUPMON_COUNTER_IF_PROM_##prom(s.name = v.name();)
   CUPMON_COUNTERS(CUPMON_FROM_VIEW)

@@ -181,6 +181,43 @@ TEST(JobAnalysisTest, HangNamesTheRankBehind) {
   }
 }
 
+// Steps as regular as a clock, and instance ends that spread across the ranks by more than the
+// steps' own jitter (processes time-sliced on one GPU, as tools/gpu-check-job runs them): the
+// gaps cannot tell offset 0 from a shift by one, so the wall clocks, here right, must decide. On
+// the H100 such a job was matched one instance off, and its hang blamed the wrong rank.
+TEST(JobAnalysisTest, PeriodicCollectivesWithSpreadEndsFollowTheWallClock) {
+  constexpr uint32_t kRanks = 3, kSteps = 150;
+  constexpr uint64_t kStep = 6'380'000, kT0 = 1'000'000'000;
+  uint64_t seed = 12345;
+  const auto jitter = [&](uint64_t range) {  // deterministic, in [0, range)
+    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+    return (seed >> 33) % range;
+  };
+  std::vector<RankInput> in(kRanks);
+  for (uint32_t r = 0; r < kRanks; ++r) {
+    RankInput& x = in[r];
+    x.label = "rank " + std::to_string(r);
+    x.names = {"work", "ncclDevKernel_AllReduce_Sum_f32_RING_LL"};
+    const int64_t wall_minus_cupti = 1'700'000'000'000'000'000 + r * 50'000;  // same host
+    for (uint32_t s = 0; s < kSteps; ++s) {
+      const uint64_t since = kT0 + s * kStep + jitter(2'000);
+      const uint64_t coll_end = kT0 + s * kStep + 5'000'000 + jitter(300'000);  // spread 300 us
+      x.spans.push_back({since + 1'000, since + 1'000'000,
+                         static_cast<int64_t>(since + 1'000'000) + wall_minus_cupti, 0, 7, false});
+      x.spans.push_back({since + 1'100'000, coll_end, static_cast<int64_t>(coll_end) + wall_minus_cupti,
+                         1, 9, true});
+      x.steps.push_back({s + 1, since, coll_end, static_cast<int64_t>(since) + wall_minus_cupti,
+                         static_cast<int64_t>(coll_end) + wall_minus_cupti});
+    }
+  }
+  const JobAnalysis a = AnalyzeJob(in);
+  ASSERT_EQ(a.streams.size(), 1u);
+  for (uint32_t r = 0; r < kRanks; ++r) {
+    EXPECT_EQ(a.streams[0].offset[r], 0) << "rank " << r;
+    EXPECT_EQ(a.streams[0].matched[r], kSteps) << "rank " << r;
+  }
+}
+
 TEST(JobAnalysisTest, RangeKeepsTheStepsThatStartInIt) {
   JobStreamSpec spec;
   spec.ranks = 2;

@@ -490,5 +490,207 @@ TEST(PrometheusLiveTest, RealPrometheusScrapesTheMonitorAndQueriesItsSeries) {
   std::filesystem::remove_all(dir);
 }
 
+// The culprit rule of docs/DEPLOY.md ("Per-step figures and a job's culprit rank"), read from that
+// file: the yaml block that defines cupmon:step_culprit:ratio5m, as written there.
+std::string DeployCulpritRules() {
+  const std::string doc = ReadFile(CUPMON_DEPLOY_MD);
+  const size_t at = doc.find("record: cupmon:step_culprit:ratio5m");
+  if (at == std::string::npos) return "";
+  const size_t open = doc.rfind("```yaml\n", at);
+  const size_t close = doc.find("```", at);
+  if (open == std::string::npos || close == std::string::npos) return "";
+  return doc.substr(open + 8, close - open - 8);
+}
+
+// One rank: tests/monitor/metrics/prometheus_rank_child.cc, stopped by closing its stdin (and
+// killed by pid if it does not exit), killed by the kernel if this process dies first.
+class RankProcess {
+ public:
+  RankProcess(const std::string& dir, uint64_t collective_us, uint64_t gap_us) {
+    const std::vector<std::string> args = {CUPMON_RANK_CHILD, dir, std::to_string(collective_us),
+                                           std::to_string(gap_us)};
+    std::vector<char*> argv;
+    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    int in[2], out[2];
+    if (::pipe2(in, O_CLOEXEC) != 0) return;
+    if (::pipe2(out, O_CLOEXEC) != 0) {
+      ::close(in[0]);
+      ::close(in[1]);
+      return;
+    }
+    const pid_t parent = ::getpid();
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (::getppid() != parent) ::_exit(127);
+      if (::dup2(in[0], STDIN_FILENO) < 0 || ::dup2(out[1], STDOUT_FILENO) < 0) ::_exit(126);
+      ::execv(argv[0], argv.data());
+      ::_exit(127);
+    }
+    ::close(in[0]);
+    ::close(out[1]);
+    stdin_ = in[1];
+    stdout_ = ::fdopen(out[0], "r");
+  }
+  ~RankProcess() { Stop(); }
+  RankProcess(const RankProcess&) = delete;
+  RankProcess& operator=(const RankProcess&) = delete;
+
+  // Its metrics port, from its first line ("port N"); 0 if it did not say.
+  uint16_t ReadPort() {
+    if (!stdout_) return 0;
+    char line[64] = {};
+    unsigned port = 0;
+    if (!std::fgets(line, sizeof(line), stdout_) || std::sscanf(line, "port %u", &port) != 1)
+      return 0;
+    return static_cast<uint16_t>(port);
+  }
+  void Stop() {
+    if (stdin_ >= 0) ::close(stdin_);
+    stdin_ = -1;
+    if (pid_ > 0) {
+      const auto deadline = Clock::now() + std::chrono::seconds(30);
+      int status = 0;
+      while (::waitpid(pid_, &status, WNOHANG) != pid_) {
+        if (Clock::now() > deadline) {
+          ::kill(pid_, SIGKILL);
+          ::waitpid(pid_, &status, 0);
+          break;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+      pid_ = -1;
+    }
+    if (stdout_) std::fclose(stdout_);
+    stdout_ = nullptr;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  int stdin_ = -1;
+  FILE* stdout_ = nullptr;
+};
+
+// Two ranks of one job with the same step time (2.45 ms): rank 0 waits 1.9 ms a step in its
+// all-reduce (2 ms, host gap 0.1 ms), rank 1 launches 1.9 ms late (host gap 2 ms, all-reduce
+// 0.1 ms). Each is a monitor in its own process, scraped by one Prometheus as two targets labelled
+// rank 0 and 1, with the rules of docs/DEPLOY.md: the culprit rule names rank 1, and the per-step
+// averages are the produced ones.
+TEST(PrometheusLiveTest, TheCulpritRuleNamesTheRankWithTheLargerHostGap) {
+  const std::string prometheus = FindPrometheus();
+  if (prometheus.empty())
+    GTEST_SKIP() << "Debian's prometheus is not installed (/usr/bin/prometheus; tools/install-deps "
+                    "installs it, or set CUPMON_PROMETHEUS=/path/to/prometheus)";
+  if (std::system("command -v curl >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "curl is not installed (tools/install-deps installs it)";
+  const std::string rules_yaml = DeployCulpritRules();
+  ASSERT_FALSE(rules_yaml.empty()) << "no yaml block with cupmon:step_culprit:ratio5m in "
+                                   << CUPMON_DEPLOY_MD;
+
+  const std::string dir = testing::FreshTestDir("cupmon-prometheus-live-test", "culprit");
+  std::filesystem::create_directories(dir + "/prom");
+  RankProcess waiter(dir + "/rank0", 2000, 100);
+  RankProcess late(dir + "/rank1", 100, 2000);
+  const uint16_t port0 = waiter.ReadPort(), port1 = late.ReadPort();
+  ASSERT_NE(port0, 0) << "rank 0 did not start";
+  ASSERT_NE(port1, 0) << "rank 1 did not start";
+
+  const uint16_t prom_port = FreeLoopbackPort();
+  ASSERT_NE(prom_port, 0);
+  {
+    std::ofstream cfg(dir + "/prom/prometheus.yml");
+    cfg << "global:\n"
+           "  scrape_interval: 1s\n"
+           "  scrape_timeout: 1s\n"
+           "  evaluation_interval: 1s\n"
+           "rule_files:\n"
+           "  - " << dir << "/prom/rules.yml\n"
+           "scrape_configs:\n"
+           "  - job_name: cupmon\n"
+           "    static_configs:\n"
+           "      - targets: ['127.0.0.1:" << port0 << "']\n"
+           "        labels: {rank: '0'}\n"
+           "      - targets: ['127.0.0.1:" << port1 << "']\n"
+           "        labels: {rank: '1'}\n";
+    std::ofstream rules(dir + "/prom/rules.yml");
+    rules << rules_yaml;
+  }
+  int rc = 0;
+  std::string out = RunCommand("promtool check config " + ShellQuote(dir + "/prom/prometheus.yml") + " 2>&1", &rc);
+  ASSERT_EQ(rc, 0) << out << "\nrules:\n" << rules_yaml;
+
+  PrometheusProcess prom(prometheus, dir + "/prom", prom_port);
+  ASSERT_GT(prom.pid(), 0) << "could not create " << dir << "/prom/prometheus.log or fork";
+  PrometheusApi api(prom_port);
+  ASSERT_TRUE(PollUntil(kStartTimeout, [&] { return prom.Exited() || api.Ready(); }) && !prom.Exited())
+      << "prometheus did not become ready on 127.0.0.1:" << prom_port << "; its log:\n" << prom.Log();
+
+  // The rule's series, once both ranks' own times exist (two scrapes each with steps).
+  std::string error;
+  std::vector<PrometheusApi::Sample> culprit;
+  ASSERT_TRUE(PollUntil(kScrapeTimeout, [&] {
+    auto own = api.Query("cupmon:step_own_seconds:mean5m", &error);
+    if (!own || own->size() != 2) return false;
+    auto r = api.Query("cupmon:step_culprit:ratio5m", &error);
+    if (!r || r->empty()) return false;
+    culprit = *r;
+    return true;
+  })) << "the culprit rule produced no series: " << error << "\n" << prom.Log();
+  ASSERT_EQ(culprit.size(), 1u);
+  EXPECT_EQ(culprit[0].labels["rank"], "1");
+  EXPECT_EQ(culprit[0].labels["job"], "cupmon");
+  // Own time 2.35 ms against 0.45 ms: 2.35 / 1.4 over the median of two.
+  EXPECT_NEAR(culprit[0].value, 2.35 / 1.4, 0.01);
+
+  // Per-step averages, per rank, as produced (ratios of rates over the same scrapes).
+  const auto per_step = [&](const std::string& family) {
+    std::map<std::string, double> by_rank;
+    auto r = api.Query("rate(" + family + "[5m]) / on (rank) rate(cupmon_steps_total[5m])", &error);
+    EXPECT_TRUE(r) << error;
+    if (r)
+      for (const auto& s : *r) by_rank[s.labels.at("rank")] = s.value;
+    return by_rank;
+  };
+  auto step = per_step("cupmon_step_seconds_total");
+  auto work = per_step("cupmon_step_work_seconds_total");
+  auto collective = per_step("cupmon_step_collective_seconds_total");
+  auto gap = per_step("cupmon_step_host_gap_seconds_total");
+  for (const std::string rank : {"0", "1"}) {
+    SCOPED_TRACE("rank " + rank);
+    EXPECT_NEAR(step[rank], 2.45e-3, 1e-6);
+    EXPECT_NEAR(work[rank], 0.35e-3, 1e-6);
+  }
+  EXPECT_NEAR(collective["0"], 2.0e-3, 1e-6);
+  EXPECT_NEAR(gap["0"], 0.1e-3, 1e-6);
+  EXPECT_NEAR(collective["1"], 0.1e-3, 1e-6);
+  EXPECT_NEAR(gap["1"], 2.0e-3, 1e-6);
+  auto cut = api.Query("sum(cupmon_steps_cut_total) + sum(cupmon_step_intervals_dropped_total)", &error);
+  ASSERT_TRUE(cut && cut->size() == 1) << error;
+  EXPECT_EQ((*cut)[0].value, 0);
+
+  // Every rule evaluated without error.
+  auto rules = api.Get("/api/v1/rules", {}, &error);
+  ASSERT_TRUE(rules) << error;
+  int healthy = 0;
+  for (const auto& [unused, group] : rules->get_child("groups"))
+    for (const auto& [unused2, rule] : group.get_child("rules")) {
+      EXPECT_EQ(rule.get<std::string>("health", ""), "ok") << rule.get<std::string>("name", "");
+      ++healthy;
+    }
+  EXPECT_EQ(healthy, 3);
+  // What the ranks serve passes Prometheus' linter.
+  out = RunCommand("curl -sS --fail --max-time 20 http://127.0.0.1:" + std::to_string(port1) +
+                       "/metrics | promtool check metrics 2>&1",
+                   &rc);
+  EXPECT_EQ(rc, 0) << "promtool check metrics:\n" << out;
+  EXPECT_EQ(out, "") << "promtool check metrics:\n" << out;
+
+  prom.Stop();
+  waiter.Stop();
+  late.Stop();
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace cupmon

@@ -50,10 +50,10 @@ struct DiffSideRange {
 struct DiffOptions {
   DiffFormat format = DiffFormat::kTable;
   DiffSideRange a, b;
-  // Exit with kExitRegression when the compared GPU time (see RunDiffReport) grows by more than
+  // The outcome is kRegression when the compared GPU time (see RunDiffReport) grows by more than
   // this many percent from A to B.
   std::optional<double> fail_above;
-  // Table rows (names) shown; csv and jsonl list every name unless ReportOptions::limit is set.
+  // Table rows (names) shown; csv and jsonl list every name unless DiffReportOptions::limit is set.
   uint64_t table_rows = 40;
 };
 

@@ -1,5 +1,5 @@
-// The formats of `cupmon-decode export`, their names, and the choices they take (ReportOptions in
-// reports.h carries them; decoder/src/export/registry.cc lists and builds each format).
+// The formats of `cupmon-decode export`, their names, and the choices they take (ExportSettings;
+// decoder/src/export/registry.cc lists and builds each format).
 #pragma once
 
 #include <string>
@@ -11,14 +11,26 @@
 namespace cupmon::decoder {
 
 // kPerfetto: Perfetto's protobuf trace format (.pftrace), binary. kKineto: one Kineto-shaped
-// JSON trace per rank in ReportOptions::output_dir, for Holistic Trace Analysis. kSqlite: an
-// SQLite database in the Nsight Systems export schema, written to ReportOptions::output_path
+// JSON trace per rank in ExportSettings::output_dir, for Holistic Trace Analysis. kSqlite: an
+// SQLite database in the Nsight Systems export schema, written to ExportSettings::output_path
 // (never to a stream).
 enum class ExportFormat { kChromeJson, kCsv, kJsonl, kPerfetto, kKineto, kSqlite };
 // export --format kineto: where its ProfilerStep#N (HTA's iterations) come from. kAuto: step
 // annotations when the recording has any ("step 12"), else the steps `cupmon-decode steps`
 // detects in the kernel stream; kDetected, kAnnotation: only that source; kNone: no steps.
 enum class KinetoSteps { kAuto, kDetected, kAnnotation, kNone };
+
+// The choices of the export command that some format takes (the others ignore them).
+struct ExportSettings {
+  // kineto: the directory of the per-rank files (created when missing).
+  std::string output_dir;
+  // sqlite: the database file (written beside it, then renamed onto it).
+  std::string output_path;
+  // kineto: where ProfilerStep#N come from, and whether GPU activities without a launch record
+  // get a marked zero-length CPU event that HTA correlates with them (KinetoOptions).
+  KinetoSteps kineto_steps = KinetoSteps::kAuto;
+  bool kineto_synthetic_launches = false;
+};
 
 // The names `export --format` takes ("chrome-json", "perfetto", ...), in the order its help lists
 // them.

@@ -25,7 +25,7 @@ struct RankListing {
   std::vector<Rank> ranks;           // by job (first seen), then rank
   std::vector<std::string> ignored;  // files not named *.cupmon in the given directories
   std::vector<std::string> refused;  // "path: why" for *.cupmon files that cannot be read at all
-  // Problems a user should be warned about (exit code 1): paths that cannot be listed next to
+  // Problems a user should be warned about (the outcome kWarnings, exit code 1): paths that cannot be listed next to
   // usable ones, recordings of different jobs mixed together, rank numbers that collide.
   std::vector<std::string> warnings;
   // Recordings left out of the ranks, "host:pid (command), recording ID in DIR: why": when some
@@ -46,7 +46,7 @@ struct RankListingOptions {
 // is read once. Ranks are numbered per job: by RecordingHeader.rank when every recording of the
 // job has one and no two share it, else by (host, pid) order. The job of a recording is its
 // job_id; recordings without one belong to the same job only when their command lines are equal.
-// Recordings of launchers are left out (RankListing::left_out). Fails (exit code 2) only when no
+// Recordings of launchers are left out (RankListing::left_out). Fails (kFailed, exit code 2) only when no
 // path can be listed at all.
 Expected<RankListing> ListRanks(const std::vector<std::string>& paths,
                                 const RankListingOptions& options = {});

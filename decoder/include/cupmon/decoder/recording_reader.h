@@ -83,6 +83,31 @@ struct ChunkOrigin {
   uint64_t sequence = 0;
 };
 
+// The records a visitor needs when they are those of one time range (TraceFilter's bounds, which a
+// row must meet): a ranged read may leave out the chunks the files' indexes show cannot hold them.
+struct ReadRange {
+  std::optional<uint32_t> window;
+  std::optional<int64_t> from_wall, to_wall;  // absolute wall-clock ns
+  std::optional<int64_t> from_rel, to_rel;    // ns after TimeOrigin's wall-clock time
+};
+
+// What a ranged read asks of the visitor it feeds (ChunkVisitor::Ranged), on the reading thread.
+// The read keeps the visitor's output that of a whole read (FORMAT.md, "Chunk index"): it reads
+// every chunk that is not a raw buffer, in stream order, and of the raw buffers one contiguous
+// run from a margin before the first that can hold the range to JoinHorizon() joined records
+// after the last.
+class RangedVisitor {
+ public:
+  virtual ~RangedVisitor() = default;
+  virtual ReadRange Range() const = 0;
+  // CUPTI time of the first valid GPU or API start read (relative times count from it); 0 before.
+  virtual uint64_t TimeOrigin() const = 0;
+  // Records that entered the join so far, and how many later ones a record waits for its partner
+  // before it is emitted.
+  virtual uint64_t JoinedRecords() const = 0;
+  virtual uint64_t JoinHorizon() const = 0;
+};
+
 // Receives a recording's chunks in stream order. Payloads are already decompressed and parsed; the
 // spans are valid only during the call.
 class ChunkVisitor {
@@ -113,6 +138,10 @@ class ChunkVisitor {
   // the read ends after the chunk it was asked after (ReadIntegrity::stopped), and what was not
   // read is not counted as missing. Asked on the reading thread after every chunk.
   virtual bool StopReading() const { return false; }
+  // Non-null when the visitor needs only the records of a time range (RangedVisitor): cupmon's
+  // importer then reads through the files' chunk indexes where they have one. Asked once, before
+  // the read.
+  virtual const RangedVisitor* Ranged() const { return nullptr; }
 };
 
 // What went wrong while reading, counted; `messages` keeps the first kMaxMessages descriptions.
@@ -132,6 +161,11 @@ struct ReadIntegrity {
   uint64_t files_without_footer = 0;  // cut files (crash, or the file still being written)
   uint64_t borrowed_headers = 0;  // files decoded with another file's header (their own damaged)
   bool stopped = false;  // the visitor asked to stop (ChunkVisitor::StopReading) before the end
+  // A ranged read (ChunkVisitor::Ranged): the chunks the files' indexes showed cannot hold the
+  // range, and their bytes, not read. Non-zero: the counts, damage and chunk sequence numbers
+  // speak of what was read only (sequence numbers are not checked).
+  uint64_t chunks_not_read = 0;
+  uint64_t bytes_not_read = 0;
   std::vector<std::string> messages;
 
   // Damage a user should be warned about (exit code 1).

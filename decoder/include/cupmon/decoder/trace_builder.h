@@ -61,7 +61,7 @@ class WindowIndex;
 // per GPU activity record: a GPU row looks up one API record (the first runtime record with its
 // correlation id, else the first driver record), and a second API record with the same id is
 // counted, never joined. Single-threaded.
-class TraceBuilder : public ChunkVisitor {
+class TraceBuilder : public ChunkVisitor, private RangedVisitor {
  public:
   TraceBuilder(TraceFilter filter, RowSink* sink, size_t horizon = kDefaultJoinHorizon,
                ReorderOptions reorder = {});
@@ -89,6 +89,13 @@ class TraceBuilder : public ChunkVisitor {
 
   // Adds a consumer of this builder's records (RecordConsumer), before the read begins.
   void AddConsumer(RecordConsumer* consumer);
+
+  // Lets the read leave out the chunks that cannot hold a row the time filters (window, from,
+  // to) keep (ChunkVisitor::Ranged, RangedVisitor): the rows are those of a whole read, while
+  // counts(), first_ts(), last_ts() and the read's integrity speak of what was read. Before the
+  // read begins; without a time filter, or for a builder without rows, the read stays whole.
+  void AllowRangedRead() { ranged_read_ = timed_filter_ && !decode_only_; }
+  const RangedVisitor* Ranged() const override { return ranged_read_ ? this : nullptr; }
 
   // Emits every row still waiting for a partner. Call once after ReadRecording.
   void Finish();
@@ -128,6 +135,11 @@ class TraceBuilder : public ChunkVisitor {
   bool Passes(const Row& row) const { return !filtered_ || PassesFilters(row); }
   bool PassesFilters(const Row& row) const;
   void ReleaseHeldSync();
+  // RangedVisitor.
+  ReadRange Range() const override;
+  uint64_t TimeOrigin() const override { return origin_ts_; }
+  uint64_t JoinedRecords() const override { return joined_; }
+  uint64_t JoinHorizon() const override { return horizon_; }
   // NVTX ranges (decoder/src/trace_builder.cc, "NVTX ranges").
   void AddMarker(const FieldReader& f, const uint8_t* rec);
   void EmitRange(const NvtxRange& r);
@@ -148,6 +160,8 @@ class TraceBuilder : public ChunkVisitor {
   uint64_t consumer_fields_ = 0;  // FieldsRead of every consumer
   bool decode_only_ = false;      // no rows: the records go to the consumers alone
   bool timed_filter_ = false;
+  bool ranged_read_ = false;  // AllowRangedRead
+  uint64_t joined_ = 0;       // records that entered the join ring
   bool filtered_ = false;  // any filter: timed, or by device, stream or kernel name
   RowSink* sink_;
   size_t horizon_;

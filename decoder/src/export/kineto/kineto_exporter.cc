@@ -495,11 +495,11 @@ void KinetoExporter::Close() {
   }
 }
 
-ExportOutcome KinetoExporter::Conclude(std::ostream& err) {
-  for (const auto& f : files_) err << "cupmon-decode: wrote " << f << "\n";
-  for (const auto& n : notes_) err << "cupmon-decode: note: " << n << "\n";
-  for (const auto& w : warnings_) err << "cupmon-decode: warning: " << w << "\n";
-  for (const auto& e : errors_) err << "cupmon-decode: " << e << "\n";
+ExportOutcome KinetoExporter::Conclude(Diagnostics& diagnostics) {
+  for (const auto& f : files_) diagnostics.Status("wrote " + f);
+  for (const auto& n : notes_) diagnostics.Note(n);
+  for (const auto& w : warnings_) diagnostics.Warning(w);
+  for (const auto& e : errors_) diagnostics.Error(e);
   return !errors_.empty()     ? ExportOutcome::kIncomplete
          : !warnings_.empty() ? ExportOutcome::kWarnings
                               : ExportOutcome::kWritten;

@@ -48,7 +48,7 @@ class KinetoStepSource {
   virtual void OnRow(const Row& row) = 0;
   // After its last row: the steps found, in any order.
   virtual std::vector<TrainingStep> Steps() = 0;
-  // After Begin, by a caller that reads the recording for the export (RunReport): a consumer
+  // After Begin, by a caller that reads the recording for the export (the rows command): a consumer
   // that caller adds to that one pass's builder, or nullptr when the source wants none.
   // A source whose consumer was not asked for reads the recording itself, if it needs to.
   virtual RecordConsumer* RecordsWanted() { return nullptr; }
@@ -209,7 +209,7 @@ class KinetoExporter final : public Exporter {
   void Close() override;
   // Prints the files written, notes and problems: kWarnings for other traces in DIR, kIncomplete
   // when a file could not be written.
-  ExportOutcome Conclude(std::ostream& err) override;
+  ExportOutcome Conclude(Diagnostics& diagnostics) override;
 
   // True once a write to the rank's file has failed (a full disk, a size limit: Conclude says why
   // once the file is closed); the read can stop. A rank whose file could not be created is not a

@@ -204,6 +204,7 @@ void PerfettoExporter::Begin(const TraceBuilder& builder, const Recording& recor
   clock_now_ = 0;
   ends_ = {};
   name_interned_.clear();
+  name_iids_ = 0;
   launches_.clear();
   next_launch_iid_ = 1;
   gpu_tracks_.clear();
@@ -478,9 +479,8 @@ void PerfettoExporter::Write(const Row& r) {
   // Interning: the name by the builder's id; a kernel's launch shape (grid, block, registers)
   // as one string, since a run repeats few shapes and one interned annotation costs 7 bytes
   // where three cost 20.
-  if (r.name_id >= name_interned_.size()) name_interned_.resize(r.name_id + 1, 0);
-  const bool new_name = !name_interned_[r.name_id];
-  name_interned_[r.name_id] = 1;
+  bool new_name = false;
+  const uint64_t name_iid = NameIid(r, &new_name);
   uint64_t launch_iid = 0;
   bool new_launch = false;
   if (r.type == RowType::kKernel) launch_iid = LaunchIid(r, &new_launch);
@@ -493,7 +493,7 @@ void PerfettoExporter::Write(const Row& r) {
   w_.Varint(kPacketSequenceFlags, kSeqNeedsIncrementalState);  // interned names, clock
   if (new_name || new_launch || new_nvtx || new_scope) {
     const size_t at = w_.BeginNested(kPacketInternedData);
-    if (new_name) Intern(w_, kInternedEventNames, r.name_id + 1ull, r.name);
+    if (new_name) Intern(w_, kInternedEventNames, name_iid, r.name);
     if (new_launch) Intern(w_, kInternedAnnotationStrings, launch_iid, LaunchText(r));
     if (new_nvtx) InternNvtx();
     if (new_scope) {
@@ -505,7 +505,7 @@ void PerfettoExporter::Write(const Row& r) {
   const size_t ev = w_.BeginNested(kPacketTrackEvent);
   w_.Varint(kEventType, kSliceBegin);
   w_.Varint(kEventTrackUuid, track);
-  w_.Varint(kEventNameIid, r.name_id + 1ull);
+  w_.Varint(kEventNameIid, name_iid);
   uint64_t category = kCatKernel;
   switch (r.type) {
     case RowType::kKernel:
@@ -588,6 +588,14 @@ uint64_t PerfettoExporter::FirstLane(TrackGroup& group) {
   return group.lanes.front().uuid;
 }
 
+uint64_t PerfettoExporter::NameIid(const Row& r, bool* is_new) {
+  if (r.name_id >= name_interned_.size()) name_interned_.resize(r.name_id + 1, 0);
+  uint32_t& iid = name_interned_[r.name_id];
+  *is_new = iid == 0;
+  if (iid == 0) iid = ++name_iids_;
+  return iid;
+}
+
 void PerfettoExporter::WriteRange(const Row& r) {
   const int64_t start = r.wall_start;
   // An unended range lasts to the recording's last record (it arrives from Finish, when that
@@ -612,16 +620,15 @@ void PerfettoExporter::WriteRange(const Row& r) {
   }
   EnsureClock(start);
   FlushEndsUpTo(start);
-  if (r.name_id >= name_interned_.size()) name_interned_.resize(r.name_id + 1, 0);
-  const bool new_name = !name_interned_[r.name_id];
-  name_interned_[r.name_id] = 1;
+  bool new_name = false;
+  const uint64_t name_iid = NameIid(r, &new_name);
   const bool new_nvtx = !nvtx_interned_;
   StartPacket();
   Stamp(start);
   w_.Varint(kPacketSequenceFlags, kSeqNeedsIncrementalState);
   if (new_name || new_nvtx) {
     const size_t at = w_.BeginNested(kPacketInternedData);
-    if (new_name) Intern(w_, kInternedEventNames, r.name_id + 1ull, r.name);
+    if (new_name) Intern(w_, kInternedEventNames, name_iid, r.name);
     if (new_nvtx) InternNvtx();
     w_.EndNested(at);
   }
@@ -629,7 +636,7 @@ void PerfettoExporter::WriteRange(const Row& r) {
   const bool mark = r.range_kind == RangeKind::kMark;
   w_.Varint(kEventType, mark ? kInstant : kSliceBegin);
   w_.Varint(kEventTrackUuid, track);
-  w_.Varint(kEventNameIid, r.name_id + 1ull);
+  w_.Varint(kEventNameIid, name_iid);
   w_.Varint(kEventCategoryIids, kCatNvtx);
   if (!r.range_domain.empty()) AnnotateString(w_, kAnnDomain, r.range_domain);
   AnnotateUint(w_, kAnnDepth, r.range_depth);

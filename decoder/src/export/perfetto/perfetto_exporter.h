@@ -183,7 +183,12 @@ class PerfettoExporter final : public Exporter {
   int64_t clock_now_ = 0;  // the incremental clock's value after the last packet stamped with it
   uint64_t end_order_ = 0;
   std::priority_queue<PendingEnd, std::vector<PendingEnd>, std::greater<PendingEnd>> ends_;
-  std::vector<uint8_t> name_interned_;  // builder name id -> interned yet (iid = id + 1)
+  // Builder name id -> its interned id (0: not interned yet). Interned ids count from 1 in the
+  // order names first appear in the trace, not by the builder's ids (which also count the names
+  // of rows a time range leaves out), so a ranged read writes the bytes of a whole one.
+  std::vector<uint32_t> name_interned_;
+  uint32_t name_iids_ = 0;
+  uint64_t NameIid(const Row& r, bool* is_new);
   std::unordered_map<LaunchKey, uint64_t, LaunchHash> launches_;  // -> string iid
   uint64_t next_launch_iid_ = 1;
   std::map<GpuKey, TrackGroup> gpu_tracks_;

@@ -36,14 +36,14 @@ void SqliteExporter::End(const TraceBuilder& builder, const Recording& recording
 
 void SqliteExporter::Close() { result_ = sink_->Close(); }
 
-ExportOutcome SqliteExporter::Conclude(std::ostream& err) {
+ExportOutcome SqliteExporter::Conclude(Diagnostics& diagnostics) {
   if (!result_) {
-    err << "cupmon-decode: " << result_.error().message << "\n";
+    diagnostics.Error(result_.error().message);
     return ExportOutcome::kNotWritten;
   }
   if (sink_->activity_rows() == 0)
-    err << "cupmon-decode: note: " << sink_->path()
-        << " holds no activity rows: the recordings have none in the region asked for\n";
+    diagnostics.Note(sink_->path() +
+                     " holds no activity rows: the recordings have none in the region asked for");
   return ExportOutcome::kWritten;
 }
 

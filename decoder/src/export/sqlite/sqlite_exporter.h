@@ -38,7 +38,7 @@ class SqliteExporter final : public Exporter {
   void End(const TraceBuilder& builder, const Recording& recording,
            const ReadIntegrity& integrity) override;
   void Close() override;
-  ExportOutcome Conclude(std::ostream& err) override;
+  ExportOutcome Conclude(Diagnostics& diagnostics) override;
   bool Failed() const override;
 
  private:

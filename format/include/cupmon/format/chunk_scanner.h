@@ -32,6 +32,9 @@ struct Damage {
 class ChunkScanner {
  public:
   explicit ChunkScanner(std::span<const uint8_t> file) : file_(file) {}
+  // Walks `file` from byte `start` on (a chunk boundary a file's index gave): offsets stay those
+  // of `file`, and damage is reported from there, as for a walk from the first byte.
+  ChunkScanner(std::span<const uint8_t> file, uint64_t start) : file_(file), pos_(start) {}
 
   // The next good chunk, or nullopt at the end of the file. Damage found on the way is appended.
   std::optional<ScannedChunk> Next(std::vector<Damage>* damage);

@@ -13,6 +13,11 @@
 
 namespace cupmon {
 
+// What the automatic windows' slow-step test compares (CUPMON_AUTO_WINDOW_BY): the step time, the
+// step's GPU work outside collectives, its host gap, or work + host gap ("own": what a rank adds
+// to a job's step, as against waiting for the others in a collective).
+enum class AutoWindowBy { kStep, kWork, kHostGap, kOwn };
+
 struct MonitorConfig {
   std::string output_dir;  // empty: DefaultOutputDir()
   // CUpti_ActivityKind values enabled for the whole run.
@@ -91,9 +96,18 @@ struct MonitorConfig {
   std::string auto_window_anchor_kernel;
   uint32_t auto_window_min_steps = 10;        // 3 .. 100000
   uint64_t auto_window_min_gap_ms = 600000;   // 10 min; 0: no gap (still never while open)
+  // CUPMON_AUTO_WINDOW_BY: the quantity the slow-step test runs on (docs/CONTROL.md).
+  AutoWindowBy auto_window_by = AutoWindowBy::kStep;
+  // CUPMON_STEP_METRICS: the writer sums every step's work, collective time and host gap
+  // (cupmon_step_*_total, the status reply). Unset: off.
+  std::optional<bool> step_metrics;
   std::string metrics_address;  // "127.0.0.1:9464"; empty: no metrics endpoint
   bool metrics_allow_remote = false;  // CUPMON_METRICS_ALLOW_REMOTE=1: a non-loopback address
 };
+
+// Whether the writer sums steps: CUPMON_STEP_METRICS (default off), and always for
+// CUPMON_AUTO_WINDOW with a quantity other than the step time.
+bool SumsSteps(const MonitorConfig& c);
 
 // ${TMPDIR:-/tmp}/cupmon-<uid>: per user, so that users on one host do not collide.
 std::string DefaultOutputDir();
@@ -136,6 +150,9 @@ Expected<double> ParseSlowFactor(std::string_view text);
 // CUPMON_AUTO_WINDOW_ANCHOR: "kernel:TEXT" -> TEXT; "annotation:NAME" is refused (NVTX records
 // reach the writer only inside windows) with a message that says so.
 Expected<std::string> ParseStepAnchor(std::string_view text);
+// CUPMON_AUTO_WINDOW_BY: "step", "work", "host-gap" or "own"; and the name of each.
+Expected<AutoWindowBy> ParseAutoWindowBy(std::string_view text);
+const char* AutoWindowByName(AutoWindowBy by);
 
 // "USR2", "SIGUSR2", "usr1", "10" -> the signal number; "off" or "0" -> 0.
 Expected<int> ParseSignal(std::string_view text);

@@ -13,6 +13,7 @@
 
 #include "cupmon.pb.h"
 #include "cupmon/base/error.h"
+#include "cupmon/base/thread_checker.h"
 #include "cupmon/monitor/cupti_api.h"
 #include "cupmon/monitor/monitor_clock.h"
 
@@ -29,8 +30,9 @@ namespace cupmon {
 // touched: the kernel/memcpy/memset stream runs on without a gap.
 //
 // Threading: Open(), Close() and Shutdown() run on the control thread (the io_context's), which
-// serialises them with the duration timer; they call CUPTI (enable, disable, flush) holding no
-// lock of the monitor. is_open(), id() and windows_opened() may be read from any thread.
+// serialises them with the duration timer (checked: thread_); they call CUPTI (enable, disable,
+// flush) holding no lock of the monitor. is_open(), id() and windows_opened() may be read from
+// any thread.
 class TraceWindow {
  public:
   struct Options {
@@ -82,6 +84,9 @@ class TraceWindow {
   uint64_t windows_opened() const { return opened_.load(std::memory_order_relaxed); }
   // Requests refused because a window was open (a flood of trigger signals lands here).
   uint64_t windows_refused() const { return refused_.load(std::memory_order_relaxed); }
+  // The control thread, before it serves anything: binds the thread check to it (else the first
+  // Open, Close or Shutdown binds it).
+  void BindToCurrentThread() { thread_.BindToCurrentThread(); }
   // Control thread only.
   const std::vector<uint32_t>& kinds() const { return kinds_; }
   int64_t remaining_ms() const;
@@ -98,6 +103,7 @@ class TraceWindow {
   ClockTimer timer_;
 
   // Control thread only.
+  ThreadChecker thread_;
   std::vector<uint32_t> kinds_;     // requested kinds of the open window
   std::vector<uint32_t> enabled_;   // the extra kinds this window enabled (disabled at close)
   pb::TriggerSource source_ = pb::TRIGGER_UNKNOWN;

@@ -109,6 +109,10 @@
     "Trigger signals received (each opened a window or was refused).")                            \
   X(cupti_behind, 53, ATOMIC, SIZED, 232, PROM, "cupmon_cupti_behind_total",                      \
     "Intervals in which CUPTI was behind its own records and may have lost some uncounted.")      \
+  X(step_intervals_dropped, 54, ATOMIC, NO_C, 0, PROM, "cupmon_step_intervals_dropped_total",    \
+    "Activities left out of the per-step sums: over the writer's cap, or after their step.")      \
+  X(steps_cut, 55, ATOMIC, NO_C, 0, PROM, "cupmon_steps_cut_total",                                \
+    "Steps not added to the cupmon_step_* sums because some of their activities were dropped.")   \
   /* A new counter goes above this line, with the next free Stats field number. */
 
 // Keeps its arguments in the rows of one kind and drops them in the others, for generating code

@@ -33,6 +33,19 @@ struct StreamBusy {
   uint64_t busy_ns = 0;
 };
 
+// The steps the monitor's writer summed (docs/CONTROL.md, "Per-step figures"), cumulative: served
+// as cupmon_steps_total and cupmon_step_{,work_,collective_,host_gap_}seconds_total, so that a
+// ratio of rates is a per-step average. All five come from one publication of the writer.
+struct StepTotals {
+  uint64_t steps = 0;
+  uint64_t step_ns = 0;
+  uint64_t work_ns = 0;
+  uint64_t collective_ns = 0;
+  uint64_t host_gap_ns = 0;
+  // False while the process does not sum steps (CUPMON_STEP_METRICS off): no series are served.
+  bool on = false;
+};
+
 // What one scrape shows. Counters are cumulative since the monitor started. Busy entries should be
 // unique per device (per device and stream); duplicates are summed so the exposition stays valid.
 //
@@ -51,6 +64,7 @@ struct MetricsSnapshot {
   std::map<uint32_t, std::string> gpu_uuids;
   std::vector<DeviceBusy> device_busy;
   std::vector<StreamBusy> stream_busy;
+  StepTotals steps;                // served only when on
   bool last_write_failed = false;  // true while the most recent write attempt failed
   uint64_t files = 0;              // recording files currently on disk (after retention)
   uint64_t disk_bytes = 0;         // their total size
