@@ -6,12 +6,12 @@
 #include <cmath>
 #include <cstdint>
 #include <optional>
+#include <istream>
 #include <ostream>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "cupmon/base/check.h"
 #include "cupmon/base/check.h"
 #include "cupmon/decoder/reports.h"
 #include "text/json.h"
@@ -26,6 +26,9 @@ namespace cupmon::decoder {
 class JsonWriter {
  public:
   explicit JsonWriter(std::ostream& out) : out_(out) {}
+  // Writes one value nested `depth` levels deep in another document (indented as there), to be
+  // copied into it by that document's Raw().
+  JsonWriter(std::ostream& out, size_t depth) : out_(out), first_(depth, false), base_(depth) {}
 
   JsonWriter& BeginObject() { return Open('{'); }
   JsonWriter& EndObject() { return Close('}'); }
@@ -79,9 +82,15 @@ class JsonWriter {
   JsonWriter& IntOrNull(const std::optional<T>& v) {
     return v ? Int(static_cast<int64_t>(*v)) : Null();
   }
+  // A value another JsonWriter wrote at this depth, copied as it is.
+  JsonWriter& Raw(std::istream& value) {
+    Separate();
+    out_ << value.rdbuf();
+    return *this;
+  }
   // After the outermost value: the document's closing newline.
   void End() {
-    CUPMON_CHECK(first_.empty());
+    CUPMON_CHECK(first_.size() == base_);
     out_ << "\n";
   }
 
@@ -93,7 +102,7 @@ class JsonWriter {
     return *this;
   }
   JsonWriter& Close(char bracket) {
-    CUPMON_CHECK(!first_.empty() && !after_key_);
+    CUPMON_CHECK(first_.size() > base_ && !after_key_);
     const bool empty = first_.back();
     first_.pop_back();
     if (!empty) Indent();
@@ -106,7 +115,7 @@ class JsonWriter {
       after_key_ = false;
       return;
     }
-    if (first_.empty()) return;
+    if (first_.size() == base_) return;
     if (!first_.back()) out_ << ',';
     first_.back() = false;
     Indent();
@@ -115,6 +124,7 @@ class JsonWriter {
 
   std::ostream& out_;
   std::vector<bool> first_;  // per open object or array: nothing written in it yet
+  size_t base_ = 0;          // entries of first_ that belong to the enclosing document
   bool after_key_ = false;
 };
 

@@ -11,6 +11,7 @@ usage: job_command_test.py --decode BIN --make-sample BIN --source REPO [--work 
 import argparse
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -24,8 +25,12 @@ def fail(what):
     failures.append(what)
 
 
-def run(args):
-    p = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+def run(args, max_files=None):
+    def limit():
+        if max_files:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (max_files, max_files))
+    p = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                       preexec_fn=limit if max_files else None)
     return p.returncode, p.stdout, p.stderr
 
 
@@ -165,6 +170,11 @@ def main():
         ("eight", 8, ["gpu-work:5:30:20", "host-gap:2:50:40", "collectives:70:15", "host-gap:7:75:5",
                       "first-step:3:12", "first-step:6:40"],
          {30: ("gpu-work", 5), 50: ("host-gap", 2), 70: ("collectives", None), 75: ("host-gap", 7)}),
+        # 64 ranks, clocks up to 7 x 1.7 s apart, histories cut at three points.
+        ("sixty-four", 64, ["skew-period:8", "gpu-work:40:30:20", "host-gap:63:50:40",
+                            "collectives:70:15", "host-gap:7:75:5", "first-step:3:12",
+                            "first-step:60:40", "first-step:33:5"],
+         {30: ("gpu-work", 40), 50: ("host-gap", 63), 70: ("collectives", None), 75: ("host-gap", 7)}),
     ]
     for name, ranks, inject, expected in cases:
         d = os.path.join(work, name)
@@ -198,17 +208,22 @@ def main():
                 fail("%s: '%s' does not name rank %d" % (name, line, culprit))
         print("%s: %d ranks, verdicts %s" % (name, ranks, sorted(got.items())))
 
-    # A hang: rank 3 of 8 never reaches step 50's first all-reduce.
-    d = os.path.join(work, "hang")
-    run([a.make_sample, "--job", d, "8", "hang:3:50", "steps:60"])
-    doc = job_json(a.decode, d, "hang")
-    h = doc["hang"]
-    if not h["hung"] or h["behind"] != [3] or h["waiting_at"] != 98:
-        fail("hang: %r" % h)
+    # A hang: rank 3 of 8 never reaches step 50's first all-reduce; rank 61 of 64 likewise.
+    for ranks, who in ((64, 61), (8, 3)):
+        d = os.path.join(work, "hang")
+        shutil.rmtree(d, ignore_errors=True)
+        run([a.make_sample, "--job", d, str(ranks), "hang:%d:50" % who, "steps:60", "skew-period:8"])
+        doc = job_json(a.decode, d, "hang")
+        h = doc["hang"]
+        if not h["hung"] or h["behind"] != [who] or h["waiting_at"] != 98 or doc["slow_steps"]:
+            fail("hang of %d ranks: %r, slow steps %r" % (ranks, h, doc["slow_steps"]))
     for r in doc["ranks"]:
         running = r["unfinished"]
         if (r["rank"] == 3) != (not running):
             fail("hang: rank %d unfinished %r" % (r["rank"], running))
+    d = os.path.join(work, "hang")
+    shutil.rmtree(d, ignore_errors=True)
+    run([a.make_sample, "--job", d, "8", "hang:3:50", "steps:60"])
     rc, text, _ = run([a.decode, "job", d])
     if "hang: rank 3 (synthetic-host:5003) never launched collective #98" not in text:
         fail("hang: the text does not name rank 3:\n" + text)
@@ -221,6 +236,43 @@ def main():
                    ["--from", "@%d" % s[9]["ranks"][ref]["start_ns"], "--to", "@%d" % s[30]["ranks"][ref]["start_ns"]])
     if [x["step"] for x in doc["steps"]] != list(range(10, 31)):
         fail("range: steps %r" % [x["step"] for x in doc["steps"]])
+
+    # Step tables written per node (--tables-out) and merged elsewhere: the same answers as over
+    # the recordings; 64 ranks read and merged with 16 files open at most.
+    for name, split in (("eight", ((0, 5), (5, 8))), ("sixty-four", ((0, 30), (30, 64)))):
+        d = os.path.join(work, name)
+        tables = os.path.join(work, name + "-tables")
+        shutil.rmtree(tables, ignore_errors=True)
+        for node, (lo, hi) in enumerate(split):
+            rc, out, err = run([a.decode, "job"] + [os.path.join(d, "rank%d" % r) for r in range(lo, hi)]
+                               + ["--tables-out", os.path.join(tables, "node%d" % node), "--clock", "cupti"],
+                               max_files=16)
+            if rc != 0 or len(out.splitlines()) != hi - lo or ".cupmon-job: rank %d (" % lo not in out:
+                fail("%s: --tables-out: exit %d, %s %s" % (name, rc, out, err))
+        direct = job_json(a.decode, d, name)
+        rc, out, err = run([a.decode, "job", tables, "--format", "json", "--clock", "cupti"], max_files=16)
+        if rc != 0 or json.loads(out) != direct:
+            fail("%s: the merged tables' answers differ from the recordings': exit %d, %s" % (name, rc, err))
+        rc, text, err = run([a.decode, "job", tables], max_files=16)
+        rc2, text2, _ = run([a.decode, "job", d, "--clock", "cupti"])
+        strip = lambda t: [l for l in t.splitlines() if "cupmon-decode gpu-trace" not in l]
+        if rc != 0 or strip(text) != strip(text2):
+            fail("%s: the merged tables' text differs: exit %d, %s" % (name, rc, err))
+        # The drill-down names what the culprit's node read.
+        drill = "cupmon-decode gpu-trace %s %s %s --pid 5005 " % tuple(
+            os.path.join(d, "rank%d" % r) for r in (5, 6, 7))
+        if name == "eight" and drill not in text:
+            fail("eight: tables: the drill-down does not name rank 5's recording:\n" + text)
+    rc, _, err = run([a.decode, "job", os.path.join(work, "eight-tables"), "--tables-out", "x"])
+    if rc != 2 or "job tables already" not in err:
+        fail("--tables-out over tables: exit %d, %s" % (rc, err))
+    # A table cut short is refused (exit 1), the others merged.
+    cut = os.path.join(work, "eight-tables", "node1")
+    f = os.path.join(cut, sorted(os.listdir(cut))[0])
+    os.truncate(f, os.path.getsize(f) - 5)
+    rc, out, err = run([a.decode, "job", os.path.join(work, "eight-tables"), "--format", "json"])
+    if rc != 1 or "refused: " + f + ": cut short" not in err or len(json.loads(out)["ranks"]) != 7:
+        fail("cut table: exit %d, %s" % (rc, err))
 
     # Real data: two DDP ranks, nothing injected. Every figure adds up and matches the reference.
     real = os.path.join(a.source, "tests", "data", "ddp-2rank")

@@ -108,16 +108,109 @@ JobStreamTruth MakeJobStream(const JobStreamSpec& spec) {
   }
   for (uint32_t r = 0; r < n; ++r) {
     JobRankTruth& rank = job.ranks[r];
-    const uint64_t shift = r * spec.cupti_skew_ns;
+    const uint32_t skews = spec.skew_period ? r % spec.skew_period : r;
+    const uint64_t shift = skews * spec.cupti_skew_ns;
     for (JobKernel& x : rank.kernels) {
       x.start += shift;
       if (x.end) x.end += shift;
     }
     for (JobStepTruth& s : rank.steps) s.since += shift, s.end += shift;
     rank.wall_minus_cupti =
-        static_cast<int64_t>(r * spec.wall_skew_ns) - static_cast<int64_t>(shift) + 2'000;
+        static_cast<int64_t>(skews * spec.wall_skew_ns) - static_cast<int64_t>(shift) + 2'000;
   }
   return job;
+}
+
+std::vector<std::string> JobStreamNames() { return {kNames, kNames + kNameCount}; }
+
+JobRankTruth MakeJobRank(const JobStreamSpec& spec, uint32_t r, double scale) {
+  JobRankTruth rank;
+  auto hash = [](uint64_t a, uint64_t b, uint64_t salt) {
+    uint64_t z = a * 0x9e3779b97f4a7c15ull + b * 0xbf58476d1ce4e5b9ull + salt;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  };
+  auto ns = [scale](double v) { return static_cast<uint64_t>(v * scale); };
+  auto max_extra = [&](JobInjection::Kind kind, uint32_t step) {
+    uint64_t m = 0;
+    for (const JobInjection& i : spec.inject)
+      if (i.kind == kind && i.step == step) m = std::max(m, Extra(spec, kind, i.rank, step));
+    return m;
+  };
+  uint32_t hang_step = UINT32_MAX;
+  for (const JobInjection& i : spec.inject)
+    if (i.kind == JobInjection::kHang) hang_step = std::min(hang_step, i.step);
+  const uint32_t from = r < spec.first_step.size() ? spec.first_step[r] : 1;
+  // Each kernel's longest duration and the gap after it, so that every rank's latest possible
+  // arrival is known without the others.
+  const uint64_t gap = ns(1'000), fwd = ns(105'000), relu = ns(20'000), grad = ns(85'000);
+  uint64_t start = kT0 + 10'000'000, prev_end = 0;
+  for (uint32_t k = 1; k <= spec.steps && k <= hang_step; ++k) {
+    std::vector<JobKernel> step;
+    const uint64_t loader = ns(300'000) + hash(k, 0, 1) % ns(200'000);
+    const uint64_t jitter = ns(20'000);
+    const uint64_t host_gap = Extra(spec, JobInjection::kHostGap, r, k);
+    uint64_t t = start + loader + hash(r, k, 2) % jitter + host_gap;
+    auto kernel = [&](uint32_t name, uint64_t dur) {
+      step.push_back({t, t + dur, name, 7});
+      t += dur + gap;
+    };
+    uint64_t arrive1 = 0;
+    for (uint32_t l = 0; l < spec.layers; ++l) {
+      kernel(kGemmFwd, ns(100'000) + hash(r, k * 64 + l, 3) % ns(5'000));
+      kernel(kRelu, ns(20'000));
+    }
+    for (uint32_t l = 0; l < spec.layers; ++l) {
+      kernel(kGemmDgrad, ns(80'000) + hash(r, k * 64 + l, 4) % ns(5'000));
+      const uint64_t extra = l + 1 == spec.layers ? Extra(spec, JobInjection::kGpuWork, r, k) : 0;
+      kernel(kGemmWgrad, ns(80'000) + hash(r, k * 64 + l, 5) % ns(5'000) + extra);
+      if (l + 1 == spec.layers / 2) arrive1 = t;
+    }
+    const uint64_t arrive2 = t;
+    const bool hangs = Hangs(spec, r, k);
+    if (k == hang_step) {
+      if (!hangs) {
+        step.push_back({arrive1, 0, kAllReduce, 13});
+        if (k >= from) rank.kernels.insert(rank.kernels.end(), step.begin(), step.end());
+      }
+      break;
+    }
+    // The latest arrivals any rank can have: its loader and jitter at their longest, the
+    // injections of this step at their largest.
+    const uint64_t latest = start + loader + jitter + max_extra(JobInjection::kHostGap, k);
+    const uint64_t half = spec.layers / 2;
+    const uint64_t latest1 = latest + spec.layers * (fwd + relu + 2 * gap) + half * 2 * (grad + gap);
+    const uint64_t latest2 = latest + spec.layers * (fwd + relu + 2 * gap + 2 * (grad + gap)) +
+                             max_extra(JobInjection::kGpuWork, k);
+    const uint64_t slower = Extra(spec, JobInjection::kCollectives, 0, k);
+    const uint64_t done1 = latest1 + ns(150'000) + hash(k, 0, 6) % ns(10'000) + slower / 2;
+    const uint64_t done2 = std::max(done1, latest2) + ns(150'000) + hash(k, 0, 7) % ns(10'000) +
+                           (slower - slower / 2);
+    step.push_back({arrive1, done1, kAllReduce, 13});
+    step.push_back({std::max(arrive2, done1), done2, kAllReduce, 13});
+    step.push_back({done2 + ns(2'000), done2 + ns(2'000) + ns(50'000), kAdam, 7});
+    std::sort(step.begin(), step.end(),
+              [](const JobKernel& a, const JobKernel& b) { return a.start < b.start; });
+    uint64_t last = 0;
+    for (const JobKernel& x : step) last = std::max(last, x.end);
+    if (k >= from) {
+      rank.steps.push_back({k, prev_end && k > from ? prev_end : step.front().start, last});
+      rank.kernels.insert(rank.kernels.end(), step.begin(), step.end());
+    }
+    prev_end = last;
+    start = done2 + ns(2'000) + ns(51'000);
+  }
+  const uint32_t skews = spec.skew_period ? r % spec.skew_period : r;
+  const uint64_t shift = skews * spec.cupti_skew_ns;
+  for (JobKernel& x : rank.kernels) {
+    x.start += shift;
+    if (x.end) x.end += shift;
+  }
+  for (JobStepTruth& s : rank.steps) s.since += shift, s.end += shift;
+  rank.wall_minus_cupti =
+      static_cast<int64_t>(skews * spec.wall_skew_ns) - static_cast<int64_t>(shift) + 2'000;
+  return rank;
 }
 
 void WriteJobStream(const std::string& dir, const JobStreamTruth& job) {

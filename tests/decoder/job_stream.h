@@ -25,6 +25,9 @@ struct JobStreamSpec {
   // Rank r's CUPTI clock reads r * cupti_skew_ns more than rank 0's at one instant, and its wall
   // clock r * wall_skew_ns more: the hosts' clocks disagree by seconds.
   uint64_t cupti_skew_ns = 3'000'000'000, wall_skew_ns = 1'700'000'000;
+  // Non-zero: rank r's clocks are (r % skew_period) skews ahead instead, so that jobs of many
+  // ranks keep their clocks within seconds of each other (the analysis searches +-60 s).
+  uint32_t skew_period = 0;
   std::vector<JobInjection> inject;
   // Per rank (missing: 1): the first step its history holds (older records lost to retention).
   std::vector<uint32_t> first_step;
@@ -53,6 +56,14 @@ struct JobStreamTruth {
 };
 
 JobStreamTruth MakeJobStream(const JobStreamSpec& spec);
+
+// One rank of a job like MakeJobStream's, made without the other ranks, for jobs too large to
+// hold at once: a step's all-reduces end after the latest arrival any rank can have in that step
+// (its injections included), not the latest actual one. Every duration is `scale` times
+// MakeJobStream's (scale 600: steps of about a second); injections are as given. Names as in
+// `names` of MakeJobStream.
+JobRankTruth MakeJobRank(const JobStreamSpec& spec, uint32_t rank, double scale = 1.0);
+std::vector<std::string> JobStreamNames();
 
 // Writes each rank's recording into dir/rank<R> (header rank R, world size, job "synthetic-job").
 void WriteJobStream(const std::string& dir, const JobStreamTruth& job);

@@ -21,12 +21,15 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <iterator>
 #include <string>
 
 #include "cupmon/base/check.h"
-#include "recording_builder.h"
+#include "job/job_analysis.h"
+#include "job/rank_table.h"
 #include "job_stream.h"
+#include "recording_builder.h"
 #include "step_stream.h"
 
 namespace {
@@ -354,8 +357,54 @@ size_t WriteSteps(const std::string& dir) {
 
 }  // namespace
 
+// `--job-tables DIR RANKS [WHAT...]`: MakeJobRank's job as the step tables `cupmon-decode job
+// --tables-out` writes, a rank at a time (jobs of 1024 ranks and hours of steps).
+int WriteJobTables(const char* dir, const cupmon::testing::JobStreamSpec& spec, double scale) {
+  namespace job = cupmon::decoder::job;
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  const std::vector<std::string> names = cupmon::testing::JobStreamNames();
+  uint64_t rows = 0;
+  for (uint32_t r = 0; r < spec.ranks; ++r) {
+    const cupmon::testing::JobRankTruth t = cupmon::testing::MakeJobRank(spec, r, scale);
+    job::RankInput in;
+    in.label = "rank " + std::to_string(r) + " (synthetic-host:" + std::to_string(5000 + r) + ")";
+    in.who = {.label = in.label, .rank = r, .rank_from_header = true, .pid = 5000 + r,
+              .host = "synthetic-host", .job = "synthetic-job",
+              .paths = {std::string(dir) + "/rank" + std::to_string(r)}};
+    in.names = names;
+    for (const auto& k : t.kernels) {
+      const bool coll = job::IsCollectiveName(names[k.name]);
+      if (!k.end)
+        in.unfinished.push_back({k.name, k.stream, coll});
+      else
+        in.spans.push_back({k.start, k.end, static_cast<int64_t>(k.end) + t.wall_minus_cupti,
+                            k.name, k.stream, coll});
+    }
+    for (size_t i = 0; i < t.steps.size(); ++i)
+      in.steps.push_back({i + 1, t.steps[i].since, t.steps[i].end,
+                          static_cast<int64_t>(t.steps[i].since) + t.wall_minus_cupti,
+                          static_cast<int64_t>(t.steps[i].end) + t.wall_minus_cupti});
+    char name[64];
+    std::snprintf(name, sizeof name, "/rank%05u-synthetic-host-%u%s", r, 5000 + r,
+                  job::kTableSuffix);
+    const job::RankTable table = job::BuildRankTable(in);
+    rows += table.rows.size();
+    if (auto ok = job::WriteRankTable(dir + std::string(name), table); !ok) {
+      std::fprintf(stderr, "%s\n", ok.error().message.c_str());
+      return 1;
+    }
+  }
+  std::printf("wrote the step tables of a synthetic job of %u ranks, %llu rank steps, to %s\n",
+              spec.ranks, static_cast<unsigned long long>(rows), dir);
+  return 0;
+}
+
 // `--job DIR RANKS [WHAT...]`: the job of tests/decoder/job_stream.h; returns an exit code.
+// `--job-tables` (argv[1]): the same WHATs, plus step-ms:MS (about MS ms a step).
 int WriteJob(int argc, char** argv) {
+  const bool tables = std::strcmp(argv[1], "--job-tables") == 0;
+  double scale = 1.0;
   using cupmon::testing::JobInjection;
   cupmon::testing::JobStreamSpec spec;
   char* end = nullptr;
@@ -388,12 +437,18 @@ int WriteJob(int argc, char** argv) {
       spec.first_step[u(0)] = u(1);
     } else if (kind == "steps" && n.size() == 1 && n[0] > 0)
       spec.steps = u(0);
+    else if (kind == "skew-period" && n.size() == 1)
+      spec.skew_period = u(0);
+    else if (tables && kind == "step-ms" && n.size() == 1 && n[0] > 0)
+      scale = static_cast<double>(n[0]) / 1.6;  // MakeJobStream's steps: about 1.6 ms
     else {
       std::fprintf(stderr, "%s: cannot read '%s' (host-gap:R:S:MS, gpu-work:R:S:MS, "
-                   "collectives:S:MS, hang:R:S, first-step:R:S or steps:N)\n", argv[0], argv[i]);
+                   "collectives:S:MS, hang:R:S, first-step:R:S, steps:N or skew-period:N)\n",
+                   argv[0], argv[i]);
       return 2;
     }
   }
+  if (tables) return WriteJobTables(argv[2], spec, scale);
   cupmon::testing::WriteJobStream(argv[2], cupmon::testing::MakeJobStream(spec));
   std::printf("wrote a synthetic job of %u ranks (CUPTI test double) to %s/rank*\n", spec.ranks,
               argv[2]);
@@ -401,7 +456,8 @@ int WriteJob(int argc, char** argv) {
 }
 
 int main(int argc, char** argv) {
-  if (argc >= 4 && std::strcmp(argv[1], "--job") == 0) return WriteJob(argc, argv);
+  if (argc >= 4 && (std::strcmp(argv[1], "--job") == 0 || std::strcmp(argv[1], "--job-tables") == 0))
+    return WriteJob(argc, argv);
   if (argc == 3 && std::strcmp(argv[1], "--overlap") == 0) {
     const size_t n = WriteOverlap(argv[2]);
     std::printf("wrote a synthetic recording (%zu records, CUPTI test double) to %s\n", n, argv[2]);
@@ -522,6 +578,7 @@ int main(int argc, char** argv) {
         "       --annotated-steps DIR | --nvtx DIR | --memory DIR |\n"
         "       --memory-check DIR [--wrong] | --steps DIR RECORDS [SLOWER] |\n"
         "       --overlapping-steps DIR | --job DIR RANKS [WHAT...] |\n"
+        "       --job-tables DIR RANKS [WHAT...] |\n"
         "       --day DIR HOURS RATE [FILE_MB [WINDOW_S [DOMAIN_S]]]\n"
         "Writes a synthetic recording (CUPTI test double, not GPU data) into DIR: the small\n"
         "sample, RECORDS records of a training-like mix for timing cupmon-decode,\n"
@@ -537,7 +594,10 @@ int main(int argc, char** argv) {
         "(--overlapping-steps) such a loop whose streams overlap, recorded out of start order,\n"
         "or (--job) a data-parallel job of RANKS ranks on clocks seconds apart, with WHAT\n"
         "injected: host-gap:R:S:MS, gpu-work:R:S:MS (rank R, step S, MS milliseconds),\n"
-        "collectives:S:MS, hang:R:S, first-step:R:S (history from step S), steps:N, or\n"
+        "collectives:S:MS, hang:R:S, first-step:R:S (history from step S), steps:N,\n"
+        "skew-period:N (rank R's clocks (R mod N) skews ahead, not R: many ranks);\n"
+        "(--job-tables) such a job's step tables, as cupmon-decode job --tables-out\n"
+        "writes them, made a rank at a time (WHAT also step-ms:MS, steps of about MS ms); or\n"
         "(--day) HOURS of that mix at RATE activities a second, rotated at FILE_MB (64),\n"
         "a window every WINDOW_S seconds (3600), CUPTI's clock in another domain from\n"
         "DOMAIN_S seconds on (never), for timing ranged reads.\n"

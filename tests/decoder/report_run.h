@@ -68,9 +68,13 @@ inline int RunReport(decoder::ReportKind kind, const std::vector<std::string>& p
                                          out, text);
       break;
     case ReportKind::kJob:
-      outcome = decoder::RunJobCommand(
-          paths, {.read = read, .limit = o.limit, .format = o.report_format, .steps = o.steps},
-          out, text);
+      outcome = decoder::RunJobCommand(paths,
+                                       {.read = read,
+                                        .limit = o.limit,
+                                        .format = o.report_format,
+                                        .steps = o.steps,
+                                        .tables_out = {}},
+                                       out, text);
       break;
     case ReportKind::kTimeline:
       outcome = decoder::RunTimelineCommand(paths,

@@ -252,7 +252,12 @@ void AddStepsOptions(CLI::App* sub, StepsArgs* a) {
       ->check(CLI::PositiveNumber);
 }
 
-void AddJobOptions(CLI::App* sub, StepsArgs* a) {
+// job: the steps' options and where to write the ranks' step tables.
+struct JobArgs : StepsArgs {
+  std::string tables_out;
+};
+
+void AddJobOptions(CLI::App* sub, JobArgs* a) {
   sub->add_option("--format", a->format,
                   "text (default: the answers) or json (one document, schema cupmon.job/1, "
                   "with every step and rank)")
@@ -268,14 +273,22 @@ void AddJobOptions(CLI::App* sub, StepsArgs* a) {
       "Only the job steps that start at or after this time (same forms as for the other "
       "commands; relative: to the first step)");
   sub->get_option("--to")->description("Only the job steps that start before this time");
+  sub->add_option("--tables-out", a->tables_out,
+                  "Write each rank's step table into DIR (rank<N>-<host>-<pid>.cupmon-job) "
+                  "instead of the answers: run it where the recordings are (per node), then "
+                  "`job` over the tables' directories merges them");
   sub->footer(
       "Examples:\n"
       "  cupmon-decode job /shared/cupmon/job-1234/   # slow steps: which rank, and why\n"
       "  cupmon-decode job job/ --from 2026-03-01T12:00:00Z --to 2026-03-01T13:00:00Z\n"
-      "  cupmon-decode job job/ --format json | jq '.slow_steps[]'\n\n"
+      "  cupmon-decode job job/ --format json | jq '.slow_steps[]'\n"
+      "  cupmon-decode job /tmp/cupmon/4242 --tables-out /shared/4242/tables/$(hostname)\n"
+      "      # on each node: its ranks' step tables (small); then, on any host:\n"
+      "  cupmon-decode job /shared/4242/tables/   # merges every node's tables\n\n"
       "Each rank's steps are as `steps` finds them; the figures, the verdict classes and "
       "their thresholds: docs/DECODER.md, \"Which rank, which step, and why (`job`)\". "
-      "--jobs reads several ranks at once, as for summary.");
+      "--jobs reads several ranks at once, as for summary. Arguments holding *.cupmon-job "
+      "files (directly or one level down) are merged as tables, not read as recordings.");
 }
 
 void AddReportOptions(CLI::App* sub, StepsArgs* a) {
@@ -318,12 +331,13 @@ int RunSteps(const StepsArgs& a) {
                      });
 }
 
-int RunJob(const StepsArgs& a) {
+int RunJob(const JobArgs& a) {
   if (!SetThreads(a.common)) return kExitUnusable;
   decoder::JobCommandOptions o;
   o.limit = a.common.limit;
   o.format = ReportFormatNamed(a.format);
   o.steps = StepOptionsOf(a);
+  o.tables_out = a.tables_out;
   if (!ReadOptionsOf(a.common, false, &o.read)) return kExitUnusable;
   return RunToOutput(a.common.output, WantsProgress(a.common.output, /*streams=*/false),
                      [&](std::ostream& out, Diagnostics& diagnostics) {
@@ -513,7 +527,7 @@ std::vector<Command> MakeCommands() {
   commands.push_back(Make<DiffArgs>("diff", "Compares two recordings, ranks, windows or time ranges (A B): per kernel name and memcpy "
        "kind calls, total, mean, p50, p99 and their change, step times, a verdict; --fail-above "
        "makes it a CI gate", AddDiffOptions, RunDiff));
-  commands.push_back(Make<StepsArgs>("job", "Which rank made a step slow, and why: the ranks' collectives matched instance by instance "
+  commands.push_back(Make<JobArgs>("job", "Which rank made a step slow, and why: the ranks' collectives matched instance by instance "
        "(not by their clocks), per step and rank work, collective time, wait and host gap, a "
        "verdict per slow step (gpu-work, host-gap, collectives, unexplained), stragglers, hangs", AddJobOptions, RunJob));
   commands.push_back(Make<StepsArgs>("report", "One self-contained HTML page (-o FILE.html): header, step-time chart with slow steps and "

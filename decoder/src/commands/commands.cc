@@ -13,6 +13,7 @@
 #include "commands/steps_report.h"
 #include "commands/timeline_report.h"
 #include "cupmon/decoder/rank_listing.h"
+#include "job/rank_table.h"
 
 namespace cupmon::decoder {
 namespace {
@@ -113,6 +114,9 @@ Outcome RunStepsCommand(const std::vector<std::string>& paths, const StepsReport
 
 Outcome RunJobCommand(const std::vector<std::string>& paths, const JobCommandOptions& options,
                       std::ostream& out, Diagnostics& diagnostics) {
+  // Step tables (`job --tables-out`'s files) are merged; recordings are read.
+  if (auto tables = job::FindTableFiles(paths); !tables.empty())
+    return RunJobTables(tables, options, out, diagnostics);
   return OverRanks(paths, options.read, diagnostics, [&](const ChosenRanks& chosen) {
     return RunJobReport(chosen.ranks, paths, options, out, diagnostics, chosen.warnings);
   });

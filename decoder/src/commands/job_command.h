@@ -1,5 +1,6 @@
 // `cupmon-decode job`: which rank made a step slow, and why. Reads every rank once (RankPass):
-// its GPU activity and its steps, handed to the job analysis (decoder/src/job/job_analysis.h).
+// its GPU activity and its steps, made into its step table (decoder/src/job/rank_table.h), the
+// tables merged (decoder/src/job/job_merge.h); or merges tables written by --tables-out.
 #pragma once
 
 #include <cstdint>
@@ -21,5 +22,10 @@ namespace cupmon::decoder {
 Outcome RunJobReport(const std::vector<const Rank*>& chosen,
                      const std::vector<std::string>& paths, const JobCommandOptions& options,
                      std::ostream& out, Diagnostics& diagnostics, bool warnings);
+
+// Run by RunJobCommand (commands.cc) when its paths hold step tables (`--tables-out`'s files,
+// `files` as FindTableFiles lists them): merged, then answered as over recordings.
+Outcome RunJobTables(const std::vector<std::string>& files, const JobCommandOptions& options,
+                     std::ostream& out, Diagnostics& diagnostics);
 
 }  // namespace cupmon::decoder

@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "job/rank_table.h"
+
 namespace cupmon::decoder::job {
 
 // One GPU activity of a rank (kernel, memcpy, memset), in the rank's own CUPTI clock.
@@ -39,6 +41,7 @@ struct StepSpan {
 
 struct RankInput {
   std::string label;                   // "rank 1 (node3:812)"
+  RankIdentity who;                    // the rest of its identity (who.label: label)
   std::vector<std::string> names;      // by GpuSpan::name
   std::vector<GpuSpan> spans;          // any order
   std::vector<Unfinished> unfinished;  // in the order they were recorded
@@ -163,12 +166,20 @@ struct JobOptions {
   uint64_t max_clock_error_ns = 60'000'000'000;
   // Job steps whose reference step starts in [from_wall, to_wall) (unix ns) only.
   std::optional<int64_t> from_wall, to_wall;
+  // Rank steps the merge's last pass holds at once: a block of job steps across the ranks (at
+  // least one job step).
+  size_t rows_per_block = 65536;
 };
 
 struct JobAnalysis {
   std::vector<StreamMatch> streams;  // the main stream (the one the job's steps are keyed by) first
+  // Every job step in the range; when a JobStepSink took them (MergeJob), the slow ones only.
   std::vector<JobStep> steps;
   std::vector<size_t> slow;  // indices into steps, largest excess first
+  uint64_t step_count = 0;   // job steps in the range
+  // The range's first step start and last step end on the reference rank (unix ns).
+  int64_t first_wall_start = 0, last_wall_end = 0;
+  std::vector<RankIdentity> who;  // by rank
   std::vector<RankSummary> ranks;
   Hang hang;
   uint32_t reference = 0;  // the rank whose steps number the job's
@@ -179,8 +190,9 @@ struct JobAnalysis {
   std::vector<std::string> problems;
 };
 
-// Matches the collectives and computes every figure. `ranks` in rank order; each rank's spans
-// need not be sorted. Single-threaded, pure.
+// Matches the collectives and computes every figure: each rank's table (BuildRankTable) merged
+// by MergeJob (decoder/src/job/job_merge.h). `ranks` in rank order; each rank's spans need not be
+// sorted. Single-threaded, pure.
 JobAnalysis AnalyzeJob(const std::vector<RankInput>& ranks, const JobOptions& options = {});
 
 }  // namespace cupmon::decoder::job

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "job/job_test_util.h"
 #include "job_stream.h"
 
 namespace cupmon::decoder::job {
@@ -13,32 +14,6 @@ namespace {
 
 using testing::JobInjection;
 using testing::JobStreamSpec;
-
-std::vector<RankInput> InputsOf(const testing::JobStreamTruth& job) {
-  std::vector<RankInput> out;
-  for (size_t r = 0; r < job.ranks.size(); ++r) {
-    const auto& t = job.ranks[r];
-    RankInput in;
-    in.label = "rank " + std::to_string(r);
-    in.names = job.names;
-    for (const auto& k : t.kernels) {
-      const bool coll = IsCollectiveName(job.names[k.name]);
-      if (!k.end) {
-        in.unfinished.push_back({k.name, k.stream, coll});
-        continue;
-      }
-      in.spans.push_back({k.start, k.end, static_cast<int64_t>(k.end) + t.wall_minus_cupti, k.name,
-                          k.stream, coll});
-    }
-    std::reverse(in.spans.begin(), in.spans.end());  // any order will do
-    for (size_t i = 0; i < t.steps.size(); ++i)
-      in.steps.push_back({i + 1, t.steps[i].since, t.steps[i].end,
-                          static_cast<int64_t>(t.steps[i].since) + t.wall_minus_cupti,
-                          static_cast<int64_t>(t.steps[i].end) + t.wall_minus_cupti});
-    out.push_back(std::move(in));
-  }
-  return out;
-}
 
 void ExpectSumsAddUp(const JobAnalysis& a) {
   for (const JobStep& s : a.steps)

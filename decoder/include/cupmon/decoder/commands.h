@@ -82,7 +82,11 @@ struct JobCommandOptions {
   std::optional<uint64_t> limit;  // refused
   ReportFormat format = ReportFormat::kText;  // text or json (csv is refused)
   StepOptions steps;  // how each rank's steps are found, the slow factor and rolling window
+  // Write each rank's step table there (`.cupmon-job` files) instead of the answers.
+  std::string tables_out;
 };
+// Paths that hold step tables (`.cupmon-job` files, directly or one level down) are merged as
+// tables, not read as recordings.
 Outcome RunJobCommand(const std::vector<std::string>& paths, const JobCommandOptions& options,
                       std::ostream& out, Diagnostics& diagnostics);
 
