@@ -12,20 +12,9 @@
 #include <fstream>
 #include <string>
 
-namespace cupmon::testing {
+#include "../sanitized.h"
 
-// Built with ASan or TSan: long tests scale down, and RSS says nothing about cupmon there.
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
-constexpr bool kSanitized = true;
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
-constexpr bool kSanitized = true;
-#else
-constexpr bool kSanitized = false;
-#endif
-#else
-constexpr bool kSanitized = false;
-#endif
+namespace cupmon::testing {
 
 inline int64_t RssBytes() {
   std::ifstream in("/proc/self/statm");
