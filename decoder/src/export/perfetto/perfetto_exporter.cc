@@ -588,14 +588,6 @@ uint64_t PerfettoExporter::FirstLane(TrackGroup& group) {
   return group.lanes.front().uuid;
 }
 
-uint64_t PerfettoExporter::NameIid(const Row& r, bool* is_new) {
-  if (r.name_id >= name_interned_.size()) name_interned_.resize(r.name_id + 1, 0);
-  uint32_t& iid = name_interned_[r.name_id];
-  *is_new = iid == 0;
-  if (iid == 0) iid = ++name_iids_;
-  return iid;
-}
-
 void PerfettoExporter::WriteRange(const Row& r) {
   const int64_t start = r.wall_start;
   // An unended range lasts to the recording's last record (it arrives from Finish, when that

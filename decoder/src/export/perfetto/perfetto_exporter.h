@@ -188,7 +188,14 @@ class PerfettoExporter final : public Exporter {
   // of rows a time range leaves out), so a ranged read writes the bytes of a whole one.
   std::vector<uint32_t> name_interned_;
   uint32_t name_iids_ = 0;
-  uint64_t NameIid(const Row& r, bool* is_new);
+  // Inline: it runs once a row, on the export's hot path.
+  uint64_t NameIid(const Row& r, bool* is_new) {
+    if (r.name_id >= name_interned_.size()) name_interned_.resize(r.name_id + 1, 0);
+    uint32_t& iid = name_interned_[r.name_id];
+    *is_new = iid == 0;
+    if (iid == 0) iid = ++name_iids_;
+    return iid;
+  }
   std::unordered_map<LaunchKey, uint64_t, LaunchHash> launches_;  // -> string iid
   uint64_t next_launch_iid_ = 1;
   std::map<GpuKey, TrackGroup> gpu_tracks_;
