@@ -1,6 +1,8 @@
 // A rank's GPU rows, identity and steps as the job analysis takes them (rank_reading.h).
 #include "job/rank_reading.h"
 
+#include "cupmon/base/check.h"
+
 namespace cupmon::decoder::job {
 
 void SpanCollector::OnRow(const Row& row) {
@@ -44,6 +46,22 @@ JobOptions OptionsFor(const StepOptions& steps) {
   o.slow_factor = steps.slow_factor;
   o.rolling = steps.rolling;
   return o;
+}
+
+RecordConsumer* ExportRankTables::Begin(const Rank& rank) {
+  rank_ = &rank;
+  spans_ = SpanCollector();
+  finder_ = std::make_unique<StepFinder>(StepOptions{});
+  return &finder_->consumer();
+}
+
+void ExportRankTables::End() {
+  CUPMON_CHECK(rank_ && finder_);
+  const StepList steps = finder_->Finish();
+  finder_.reset();
+  AddRank(*rank_, {}, steps, &spans_.input);
+  tables_.push_back(BuildRankTable(spans_.input));
+  spans_ = SpanCollector();  // the activity is dropped here
 }
 
 }  // namespace cupmon::decoder::job

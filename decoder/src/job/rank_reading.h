@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -12,7 +13,9 @@
 #include "cupmon/decoder/rank_listing.h"
 #include "cupmon/decoder/row.h"
 #include "cupmon/decoder/steps.h"
+#include "cupmon/decoder/trace_builder.h"
 #include "job/job_analysis.h"
+#include "job/rank_table.h"
 
 namespace cupmon::decoder::job {
 
@@ -38,5 +41,23 @@ void AddRank(const Rank& rank, const std::vector<std::string>& paths, const Step
 
 // The merge's options as `job` takes them from `steps`' options, over every step.
 JobOptions OptionsFor(const StepOptions& steps);
+
+// Each rank's step table from an export's pass (export/exporter.h), `job`'s default step options:
+// per rank Begin (its consumer given to the pass's builder), its rows (Take), End; then Release.
+// A rank's GPU activity is kept until its End, where its table is built; the tables until
+// Release. Single-threaded.
+class ExportRankTables {
+ public:
+  RecordConsumer* Begin(const Rank& rank);
+  void Take(const Row& row) { spans_.OnRow(row); }
+  void End();
+  std::vector<RankTable> Release() { return std::move(tables_); }
+
+ private:
+  const Rank* rank_ = nullptr;
+  std::unique_ptr<StepFinder> finder_;
+  SpanCollector spans_;
+  std::vector<RankTable> tables_;
+};
 
 }  // namespace cupmon::decoder::job

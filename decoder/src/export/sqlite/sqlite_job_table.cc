@@ -66,27 +66,11 @@ class StepRows : public job::JobStepSink {
 
 }  // namespace
 
-RecordConsumer* SqliteJobTable::Begin(const Rank& rank) {
-  rank_ = &rank;
-  spans_ = job::SpanCollector();
-  finder_ = std::make_unique<StepFinder>(StepOptions{});
-  return &finder_->consumer();
-}
-
-void SqliteJobTable::End() {
-  CUPMON_CHECK(rank_ && finder_);
-  const StepList steps = finder_->Finish();
-  finder_.reset();
-  job::AddRank(*rank_, {}, steps, &spans_.input);
-  tables_.push_back(job::BuildRankTable(spans_.input));
-  spans_ = job::SpanCollector();  // the activity is dropped here
-}
-
 std::string SqliteJobTable::Write(sqlite3* db) {
+  std::vector<job::RankTable> made = tables_.Release();
   std::vector<uint32_t> ranks;
-  for (const job::RankTable& t : tables_) ranks.push_back(t.header.who.rank);
-  const job::MemoryTables tables(std::move(tables_));
-  tables_.clear();
+  for (const job::RankTable& t : made) ranks.push_back(t.header.who.rank);
+  const job::MemoryTables tables(std::move(made));
   // No collective stream on any rank: nothing to match the steps by, no table.
   if (tables.size() < 2) return "";
   bool collectives = false;

@@ -3,15 +3,12 @@
 // row per job step and rank. Built only where SQLite is found. Private to the decoder.
 #pragma once
 
-#include <memory>
 #include <string>
 #include <vector>
 
 #include "cupmon/decoder/rank_listing.h"
-#include "cupmon/decoder/steps.h"
 #include "cupmon/decoder/trace_builder.h"
 #include "job/rank_reading.h"
-#include "job/rank_table.h"
 
 struct sqlite3;
 
@@ -23,18 +20,15 @@ namespace cupmon::decoder {
 class SqliteJobTable {
  public:
   // The consumer that finds the rank's steps in the pass's records (TraceBuilder::AddConsumer).
-  RecordConsumer* Begin(const Rank& rank);
-  void Take(const Row& row) { spans_.OnRow(row); }
-  void End();
+  RecordConsumer* Begin(const Rank& rank) { return tables_.Begin(rank); }
+  void Take(const Row& row) { tables_.Take(row); }
+  void End() { tables_.End(); }
   // Creates and fills the table through `db` (inside the caller's transaction) when the ranks'
   // collectives were matched; nothing otherwise. Returns what failed, "" when nothing did.
   std::string Write(sqlite3* db);
 
  private:
-  const Rank* rank_ = nullptr;
-  std::unique_ptr<StepFinder> finder_;
-  job::SpanCollector spans_;
-  std::vector<job::RankTable> tables_;
+  job::ExportRankTables tables_;
 };
 
 }  // namespace cupmon::decoder
