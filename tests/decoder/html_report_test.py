@@ -13,6 +13,7 @@ import argparse
 import csv
 import html.parser
 import io
+import json
 import os
 import pty
 import re
@@ -219,6 +220,55 @@ def check_page(decode, paths, html_path, merged, what):
     return page
 
 
+def check_job_section(decode, paths, page, what):
+    """The Job section against `job --format json` over the same paths: every slow step (step,
+    verdict, culprit, step time, excess, culprit's excess, each rank's step time and which cell is
+    marked the culprit's) and every rank's medians and culprit count."""
+    r = run(decode, "job", *paths, "--format", "json")
+    check(r.returncode in (0, 1), "%s: job --format json: exit %d: %s" % (what, r.returncode,
+                                                                           r.stderr))
+    if r.returncode not in (0, 1):
+        return
+    doc = json.loads(r.stdout)
+    sec = page.by_id.get("job")
+    check(sec is not None, what + ": no Job section")
+    if sec is None:
+        return
+    check((sec["attrs"]["data-steps"], sec["attrs"]["data-slow"]) ==
+          (str(len(doc["steps"])), str(len(doc["slow_steps"]))),
+          "%s: Job section of %s steps, %s slow; job: %d, %d" % (
+              what, sec["attrs"]["data-steps"], sec["attrs"]["data-slow"], len(doc["steps"]),
+              len(doc["slow_steps"])))
+    by_step = {s["step"]: s for s in doc["steps"]}
+    want = [(s["step"], s["verdict"], "" if s["culprit"] is None else str(s["culprit"]),
+             by_step[s["step"]]["step_ns"], s["excess_ns"], s["culprit_ns"],
+             [(str(i), f["step_ns"] if f["present"] else None, i == s["culprit"])
+              for i, f in enumerate(by_step[s["step"]]["ranks"])])
+            for s in doc["slow_steps"][:100]]
+    got = []
+    table = page.by_id.get("job-slow")
+    for row in ([e for e in table["children"] if e["tag"] == "tr" and "data-step" in e["attrs"]]
+                if table else []):
+        at = row["attrs"]
+        cells = [(c["attrs"]["data-rank"],
+                  int(c["attrs"]["data-step-ns"]) if "data-step-ns" in c["attrs"] else None,
+                  "culprit" in c["attrs"].get("class", "").split())
+                 for c in row["children"] if c["tag"] == "td" and "data-rank" in c["attrs"]]
+        got.append((int(at["data-step"]), at["data-verdict"], at["data-culprit"],
+                    int(at["data-step-ns"]), int(at["data-excess-ns"]), int(at["data-culprit-ns"]),
+                    cells))
+    check(got == want, "%s: the Job section's slow steps %s, job's %s" % (what, got, want))
+    fields = ("steps", "median_step_ns", "median_work_ns", "median_collective_ns",
+              "median_wait_ns", "median_host_gap_ns", "culprit_of")
+    want = [tuple(x[f] for f in fields) for x in doc["ranks"]]
+    got = [tuple(int(e["attrs"]["data-" + f.replace("_ns", "-ns").replace("_", "-")])
+                 for f in fields)
+           for e in page.by_id["job-ranks"]["children"] if e["tag"] == "tr" and
+           "data-rank" in e["attrs"]] if "job-ranks" in page.by_id else []
+    check(got == want, "%s: the Job section's ranks %s, job's %s" % (what, got, want))
+    return doc
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--decode", required=True)
@@ -244,7 +294,30 @@ def main():
         out = os.path.join(tmp, "ddp.html")
         r = run(a.decode, "report", ddp, "-o", out)
         check(r.returncode == 0, "report on ddp-2rank: exit %d: %s" % (r.returncode, r.stderr))
-        check_page(a.decode, [ddp], out, True, "ddp-2rank")
+        page = check_page(a.decode, [ddp], out, True, "ddp-2rank")
+        check_job_section(a.decode, [ddp], page, "ddp-2rank")
+
+        # A synthetic job with two stragglers: the verdicts `job` gives, the culprits marked.
+        jobdir = os.path.join(tmp, "job3")
+        subprocess.run([a.make_sample, "--job", jobdir, "3", "host-gap:1:40:60",
+                        "gpu-work:2:60:40"], check=True, stdout=subprocess.DEVNULL, timeout=120)
+        out = os.path.join(tmp, "job3.html")
+        r = run(a.decode, "report", jobdir, "-o", out)
+        check(r.returncode == 0, "report on a synthetic job: exit %d: %s" % (r.returncode, r.stderr))
+        page = check_page(a.decode, [jobdir], out, True, "make-sample --job")
+        doc = check_job_section(a.decode, [jobdir], page, "make-sample --job")
+        verdicts = {s["step"]: (s["verdict"], s["culprit"]) for s in doc["slow_steps"]} if doc else {}
+        check(verdicts == {40: ("host-gap", 1), 60: ("gpu-work", 2)},
+              "make-sample --job: verdicts %s" % verdicts)
+        # One rank of it, two ranks without collectives, a --kernel filter: no Job section.
+        for name, args in (("one-rank", [os.path.join(jobdir, "rank1")]),
+                           ("no-nccl", [sample, os.path.join(data, "synthetic-sample")]),
+                           ("filtered", [jobdir, "--kernel", "gemm"])):
+            out = os.path.join(tmp, name + ".html")
+            r = run(a.decode, "report", *args, "-o", out)
+            text = open(out, encoding="utf-8").read() if os.path.exists(out) else ""
+            check(text and 'id="job"' not in text and "job-slow" not in text,
+                  "%s: exit %d, a Job section or no page: %s" % (name, r.returncode, r.stderr))
 
         # A rank that lacks a window the other has (the sample has #1 and #2, ddp rank 0 only #1;
         # two jobs, so a warning for that too): a warning naming it, and its row says so.

@@ -7,7 +7,9 @@ and replays it: sequences and their incremental state, interning, track descript
 (incremental sequence clock and REALTIME), begin/end pairs per track in time order, flows. Every
 row of the JSONL export of the same recording and filters must be exactly one slice on the right
 track with the right start, duration, name and correlation; device memory is a bytes-in-use counter
-track per device with the values the synthetic memory recording implies. Exits 77 (skipped) when the schema,
+track per device with the values the synthetic memory recording implies; the two ranks' "job"
+track holds a slice per slow step of `job --format json`, named by its verdict, and a cut export
+has none. Exits 77 (skipped) when the schema,
 protoc or python3-protobuf is missing.
 
 usage: perfetto_export_test.py --decode BIN --make-sample BIN --source REPO [--shared DIR]
@@ -400,6 +402,38 @@ def check_memory(reader, label):
           f"{len(got)} device track(s)")
 
 
+def check_job_track(reader, slices, decode, inputs, label):
+    """The "job" track: one slice per slow step of `job --format json` over the same inputs, named
+    "step N: verdict[, culprit's label]", from the earliest rank's start of the step to the latest
+    end, on a track "job" of the process "job (N ranks)"."""
+    r = subprocess.run([decode, "job", *inputs, "--format", "json"], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True)
+    check(r.returncode in (0, 1), f"{label}: job --format json exited {r.returncode}")
+    if r.returncode not in (0, 1):
+        return
+    doc = json.loads(r.stdout)
+    steps = {s["step"]: s for s in doc["steps"]}
+    want = []
+    for v in doc["slow_steps"]:
+        ranks = [f for f in steps[v["step"]]["ranks"] if f["present"]]
+        name = f"step {v['step']}: {v['verdict']}"
+        if v["culprit"] is not None:
+            name += ", " + doc["ranks"][v["culprit"]]["label"]
+        start, end = min(f["start_ns"] for f in ranks), max(f["end_ns"] for f in ranks)
+        want.append((name, start, end - start))
+    got = [(s["name"], s["start"], s["dur"]) for s in slices if s["cats"] == ["job"]]
+    check(sorted(got) == sorted(want) and len(want) > 0,
+          f"{label}: job slices {sorted(got)[:3]}..., job's slow steps {sorted(want)[:3]}...")
+    for s in slices:
+        if s["cats"] != ["job"]:
+            continue
+        t = reader.tracks[s["track"]]
+        proc = reader.root(s["track"])
+        check(t.name.startswith("job") and proc.HasField("process") and
+              proc.process.process_name == f"job ({len(doc['ranks'])} ranks)",
+              f"{label}: a job slice on track {t.name!r}")
+
+
 def run_case(pb, decode, inputs, extra, work, label, keep_jsonl=False):
     """Exports the case both ways and compares; the files are removed afterwards (ddp-2rank's
     JSONL is 341 MB, and CI's disk is not large) unless keep_jsonl."""
@@ -446,7 +480,10 @@ def main():
               f"pftrace {size} bytes is more than 1/8 of chrome-json's {chrome_size}")
         print(f"ddp-2rank: pftrace {size} bytes, chrome-json {chrome_size} bytes "
               f"(1/{chrome_size / size:.1f})")
-        run_case(pb, a.decode, [ddp], ["--window", "1", "--device", "1"], work, "ddp-window1-dev1")
+        check_job_track(reader, slices, a.decode, [ddp], "ddp-2rank")
+        _, cut, _ = run_case(pb, a.decode, [ddp], ["--window", "1", "--device", "1"], work,
+                             "ddp-window1-dev1")
+        check(not [s for s in cut if s["cats"] == ["job"]], "ddp-window1-dev1: a job track")
 
         check_lanes_hold_overlaps(reader, slices, "ddp-2rank")
 

@@ -6,7 +6,9 @@ and queries it with Python's sqlite3 module: nsys's kernel-launch join
 (kernel.correlationId = runtime.correlationId AND kernel.globalPid = (runtime.globalTid &
 0xFFFFFFFFFF000000)) returns exactly one row per kernel that has a launch call, and as many as
 the decoder joined; the StringIds and ENUM joins resolve every id; counts equal the decoder's own
-(`info`'s records by kind, `summary`'s calls, the JSONL export's rows and times). Then bad input:
+(`info`'s records by kind, `summary`'s calls, the JSONL export's rows and times); the two ranks'
+CUPMON_JOB_STEP_RANK holds `job --format json`'s figures, a row per job step and rank (none for a
+single recording, nor with --kernel). Then bad input:
 no -o (standard output is refused), an unwritable or directory path, an existing file (replaced,
 or left as it was when the export fails), a region with no rows, damaged and truncated
 recordings. With --have-sqlite 0 (a build without SQLite) it checks the message instead.
@@ -217,6 +219,45 @@ def check_recording(db, decode, inputs, work, label, base):
     return rows
 
 
+def check_job_table(db, decode, inputs, label):
+    """CUPMON_JOB_STEP_RANK against `job --format json` over the same inputs: a row per job step
+    and rank with the same figures, verdict and culprit; the per-rank sums besides."""
+    r = run(decode, ["job", *inputs, "--format", "json"])
+    check(r.returncode in (0, 1), f"{label}: job --format json exited {r.returncode}: {r.stderr[-2000:]}")
+    if r.returncode not in (0, 1):
+        return
+    doc = json.loads(r.stdout)
+    slow = {s["step"]: s for s in doc["slow_steps"]}
+    want = []
+    for s in doc["steps"]:
+        v = slow.get(s["step"])
+        for i, f in enumerate(s["ranks"]):
+            figures = ((f["rank_step"], f["step_ns"], f["work_ns"], f["collective_ns"], f["wait_ns"],
+                        f["host_gap_ns"]) if f["present"] else (None,) * 6)
+            want.append((s["step"], doc["ranks"][i]["rank"], *figures,
+                         int(v is not None and v["culprit"] == i), v["verdict"] if v else None))
+    got = db.execute("SELECT step, rank, rankStep, stepNs, workNs, collectiveNs, waitNs, hostGapNs, "
+                     "culprit, verdict FROM CUPMON_JOB_STEP_RANK ORDER BY step, rank").fetchall()
+    check(len(got) == len(doc["steps"]) * len(doc["ranks"]),
+          f"{label}: {len(got)} job rows, not {len(doc['steps'])} steps x {len(doc['ranks'])} ranks")
+    check(got == want, f"{label}: CUPMON_JOB_STEP_RANK differs from job: "
+          f"{[(g, w) for g, w in zip(got, want) if g != w][:3]}")
+    for i, rank in enumerate(doc["ranks"]):
+        sums = db.execute("SELECT SUM(stepNs), SUM(workNs), SUM(waitNs), SUM(hostGapNs), SUM(culprit) "
+                          "FROM CUPMON_JOB_STEP_RANK WHERE rank = ?", (rank["rank"],)).fetchone()
+        ranks = [s["ranks"][i] for s in doc["steps"] if s["ranks"][i]["present"]]
+        expect = tuple(sum(f[k] for f in ranks) for k in ("step_ns", "work_ns", "wait_ns", "host_gap_ns"))
+        check(sums == expect + (rank["culprit_of"],),
+              f"{label}: rank {rank['rank']} sums {sums}, job's {expect + (rank['culprit_of'],)}")
+    check(len(doc["slow_steps"]) > 0 and
+          db.execute("SELECT COUNT(DISTINCT step) FROM CUPMON_JOB_STEP_RANK WHERE verdict IS NOT NULL")
+          .fetchone()[0] == len(doc["slow_steps"]), f"{label}: slow steps")
+
+
+def has_table(db, name):
+    return db.execute("SELECT COUNT(*) FROM sqlite_master WHERE name = ?", (name,)).fetchone()[0] == 1
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--decode", required=True)
@@ -243,6 +284,7 @@ def main():
         rank = db.execute("SELECT processStartUtcNs, host, pid FROM CUPMON_RANKS").fetchone()
         check(base == rank[0], f"sample: session start {base} is not the process start {rank[0]}")
         check(rank[1:] == ("vm", 2098), f"sample: rank {rank}")
+        check(not has_table(db, "CUPMON_JOB_STEP_RANK"), "sample: a job table for one recording")
         check_recording(db, a.decode, [sample], work, "sample", base)
         calls = summary_calls(run(a.decode, ["summary", sample]).stdout)
         gpu_rows = sum(db.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0] for t in GPU_TABLES)
@@ -294,7 +336,15 @@ def main():
               f"ddp-2rank: window #1 begins {begins} (one per rank, within 1 ms)")
         gpus = db.execute("SELECT id FROM TARGET_INFO_GPU ORDER BY id").fetchall()
         check(gpus == [(0,), (1,)], f"ddp-2rank: TARGET_INFO_GPU {gpus}")
+        check_job_table(db, a.decode, [ddp], "ddp-2rank")
         db.close()
+        # Filtered rows cannot feed the job analysis: no job table then.
+        out3 = os.path.join(work, "ddp-gemm.sqlite")
+        export(a.decode, [ddp], out3, ["--kernel", "gemm"])
+        db = sqlite3.connect(out3)
+        check(not has_table(db, "CUPMON_JOB_STEP_RANK"), "ddp-2rank --kernel gemm: a job table")
+        db.close()
+        os.remove(out3)
 
         # ---- bad input ----
         r = run(a.decode, ["export", sample, "--format", "sqlite"])

@@ -1,8 +1,9 @@
 // `cupmon-decode report`: one self-contained HTML page (inline SVG drawn here, no script or
 // network fetch) with the recording header, step times, busy time per device, device memory in
 // use (when the recording has MEMORY2 records), top GPU activities, windows, drops and integrity,
-// and per-rank rows. Two passes per recording: FindSteps, then one
-// TraceBuilder pass feeding the activity table and a TimelineBuilder.
+// and per-rank rows; for several ranks of a job with collectives, `job`'s verdicts and ranks. Two
+// passes per recording: FindSteps, then one TraceBuilder pass feeding the activity table, a
+// TimelineBuilder and (several ranks) the rank's job step table.
 #include "commands/html_report.h"
 
 #include <algorithm>
@@ -17,6 +18,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "cupmon/base/check.h"
 #include "cupmon/decoder/kernel_names.h"
 #include "cupmon/decoder/reports.h"
 #include "cupmon/decoder/memory_usage.h"
@@ -25,6 +27,10 @@
 #include "cupmon/decoder/trace_builder.h"
 #include "commands/rank_pass.h"
 #include "duration_stat.h"
+#include "job/job_analysis.h"
+#include "job/job_merge.h"
+#include "job/rank_reading.h"
+#include "job/rank_table.h"
 #include "ordered_parallel.h"
 #include "report_text.h"
 
@@ -38,6 +44,8 @@ constexpr int kPlotWidth = 1000, kLeft = 90, kRight = 20;
 constexpr size_t kTopActivities = 50, kSlowListed = 100;
 // More slow steps than this are counted but not each drawn (a pathological recording).
 constexpr size_t kSlowDrawn = 20000;
+// The job section's slow steps get a column per rank up to this many ranks.
+constexpr size_t kJobRankColumns = 16;
 
 std::string Esc(std::string_view s) {
   std::string out;
@@ -103,7 +111,9 @@ struct Busy {
 // rows go to MemoryUsage, replayed after the pass.
 class PageSink : public RowSink {
  public:
-  PageSink(TimelineBuilder* timeline, MemoryUsage* memory) : timeline_(timeline), memory_(memory) {}
+  // `spans` (may be null) takes the GPU rows too, for the job section.
+  PageSink(TimelineBuilder* timeline, MemoryUsage* memory, job::SpanCollector* spans)
+      : timeline_(timeline), memory_(memory), spans_(spans) {}
   bool WantsMemory() const override { return true; }
   void OnRow(const Row& r) override {
     if (r.type == RowType::kMemory) {
@@ -111,6 +121,7 @@ class PageSink : public RowSink {
       return;
     }
     if (r.type == RowType::kApi || r.type == RowType::kSynchronization) return;
+    if (spans_) spans_->OnRow(r);
     if (r.name_id >= stats_.size()) stats_.resize(r.name_id + 1);
     stats_[r.name_id].Add(r);
     if (!r.valid_time) return;
@@ -133,6 +144,7 @@ class PageSink : public RowSink {
  private:
   TimelineBuilder* timeline_;
   MemoryUsage* memory_;
+  job::SpanCollector* spans_;
   std::vector<Stat> stats_;
 };
 
@@ -171,6 +183,8 @@ struct RankPage {
   uint64_t samples = 0;
   uint64_t gpu_time = 0, kernels = 0;
   int64_t t0 = 0, t1 = 0;  // the x range of its charts (unix ns)
+  // Its step table for the job section (JobSectionApplies), built as `job` builds it.
+  std::optional<job::RankTable> job_table;
 };
 
 std::string DrillCommand(const std::vector<std::string>& paths, const RankPage& r, bool merged,
@@ -613,8 +627,131 @@ void RanksTable(std::ostream& o, const std::vector<RankPage>& pages) {
   o << "</table>\n";
 }
 
+// What made slow step `s` slow, in a few words (`job` prints it in full).
+std::string VerdictWhy(const job::JobAnalysis& a, const job::JobStep& s, bool short_names) {
+  const job::Verdict& v = s.verdict;
+  switch (v.what) {
+    case job::VerdictClass::kHostGap:
+      return a.who[*v.culprit].label + " launched late: its GPU sat idle " +
+             Dur(s.ranks[*v.culprit].host_gap_ns) + " before its first collective, " +
+             Dur(v.culprit_ns) + " more than the other ranks";
+    case job::VerdictClass::kGpuWork: {
+      std::string why = a.who[*v.culprit].label + "'s GPU work took " + Dur(v.culprit_ns) +
+                        " more than the other ranks'";
+      if (!v.kernel.empty())
+        why += " (" + (short_names ? ShortKernelName(v.kernel) : v.kernel) + ": +" +
+               Dur(v.kernel_ns) + ")";
+      return why;
+    }
+    case job::VerdictClass::kCollectives:
+      return "every rank's collectives took " + Dur(v.collective_ns) + " longer, no rank late";
+    case job::VerdictClass::kUnexplained:
+      break;
+  }
+  return "no rank's work or host gap, nor the collectives, explain half of it (largest rank "
+         "excess " + Dur(v.culprit_ns) + ", collectives " + Dur(v.collective_ns) + ")";
+}
+
+// The job's slow steps, largest excess first: the verdict, and (up to kJobRankColumns ranks) each
+// rank's step time, the culprit's marked.
+void JobSlowTable(std::ostream& o, const job::JobAnalysis& a, bool short_names) {
+  const size_t n = a.who.size();
+  const bool columns = n <= kJobRankColumns;
+  o << "<h3>Slow steps of the job</h3><table class=\"job-slow\" id=\"job-slow\"><tr><th>step</th>"
+    << "<th>verdict</th><th>culprit</th><th>step time</th><th>over median</th>";
+  if (columns)
+    for (size_t r = 0; r < n; ++r) o << "<th>" << Esc(a.who[r].label) << "</th>";
+  o << "<th>why</th></tr>";
+  for (size_t k = 0; k < a.slow.size() && k < kSlowListed; ++k) {
+    const job::JobStep& s = a.steps[a.slow[k]];
+    const job::Verdict& v = s.verdict;
+    o << "<tr data-step=\"" << s.number << "\" data-verdict=\"" << job::VerdictName(v.what)
+      << "\" data-culprit=\"" << (v.culprit ? std::to_string(*v.culprit) : "")
+      << "\" data-step-ns=\"" << s.step_ns << "\" data-excess-ns=\"" << v.excess_ns
+      << "\" data-culprit-ns=\"" << v.culprit_ns << "\"><td class=\"n\">" << s.number
+      << "</td><td>" << job::VerdictName(v.what) << "</td><td"
+      << (v.culprit ? " class=\"warn\">" + Esc(a.who[*v.culprit].label) : std::string(">-"))
+      << "</td><td class=\"n\">" << Dur(s.step_ns) << "</td><td class=\"n\">"
+      << Dur(v.excess_ns) << "</td>";
+    for (size_t r = 0; columns && r < n; ++r) {
+      const job::RankStep& f = s.ranks[r];
+      const bool culprit = v.culprit && *v.culprit == r;
+      o << "<td class=\"n" << (culprit ? " warn culprit" : "") << "\" data-rank=\"" << r << "\"";
+      if (f.present)
+        o << " data-step-ns=\"" << f.step_ns << "\" title=\"work " << Dur(f.work_ns()) << ", wait "
+          << Dur(f.wait_ns) << ", host gap " << Dur(f.host_gap_ns) << "\">" << Dur(f.step_ns);
+      else
+        o << ">-";
+      o << "</td>";
+    }
+    o << "<td>" << Esc(VerdictWhy(a, s, short_names)) << "</td></tr>";
+  }
+  o << "</table>";
+  if (a.slow.size() > kSlowListed)
+    o << "<p>" << a.slow.size() - kSlowListed << " more slow steps (cupmon-decode job --format "
+      << "json lists them all).</p>";
+  if (!columns)
+    o << "<p class=\"note\">" << n << " ranks: the step time per rank is left out of this table "
+      << "(cupmon-decode job --format json holds it).</p>";
+  o << "\n";
+}
+
+// Per rank over the job's steps: the medians and how often it was the culprit (a chronic
+// straggler shows here).
+void JobRanksTable(std::ostream& o, const job::JobAnalysis& a) {
+  o << "<h3>Ranks over the job's steps</h3><table class=\"job-ranks\" id=\"job-ranks\"><tr>"
+    << "<th>rank</th><th>steps</th><th>median step</th><th>work</th><th>collective</th>"
+    << "<th>wait</th><th>host gap</th><th>culprit of</th></tr>";
+  for (size_t r = 0; r < a.who.size(); ++r) {
+    const job::RankSummary& s = a.ranks[r];
+    o << "<tr data-rank=\"" << r << "\" data-steps=\"" << s.steps << "\" data-median-step-ns=\""
+      << s.median_step_ns << "\" data-median-work-ns=\"" << s.median_work_ns
+      << "\" data-median-collective-ns=\"" << s.median_collective_ns
+      << "\" data-median-wait-ns=\"" << s.median_wait_ns << "\" data-median-host-gap-ns=\""
+      << s.median_host_gap_ns << "\" data-culprit-of=\"" << s.culprit_of << "\"><td>"
+      << Esc(a.who[r].label) << "</td><td class=\"n\">" << s.steps << "</td><td class=\"n\">"
+      << Dur(s.median_step_ns) << "</td><td class=\"n\">" << Dur(s.median_work_ns)
+      << "</td><td class=\"n\">" << Dur(s.median_collective_ns) << "</td><td class=\"n\">"
+      << Dur(s.median_wait_ns) << "</td><td class=\"n\">" << Dur(s.median_host_gap_ns)
+      << "</td><td class=\"n" << (s.culprit_of ? " warn" : "") << "\">" << s.culprit_of
+      << "</td></tr>";
+  }
+  o << "</table>\n";
+}
+
+// The ranks as one job (`cupmon-decode job`'s analysis): its slow steps with their verdicts, and
+// the ranks over its steps.
+void JobSection(std::ostream& o, const job::JobAnalysis& a, const HtmlReportOptions& options) {
+  o << "<section id=\"job\" data-steps=\"" << a.step_count << "\" data-slow=\"" << a.slow.size()
+    << "\" data-reference=\"" << a.reference << "\"><h2>Job</h2>\n<p>" << a.step_count
+    << " step(s) matched across " << a.who.size() << " ranks by their collectives (numbered by "
+    << Esc(a.who[a.reference].label) << "'s steps), " << a.slow.size()
+    << " slow: the job's step time, its longest rank's, at least "
+    << Fixed(options.steps.slow_factor, 2) << "x the median of the " << options.steps.rolling
+    << " steps before, and 50us more. As <code>cupmon-decode job</code> finds them; it "
+    << "also tells how the collectives were matched.</p>\n";
+  if (a.hang.hung) {
+    o << "<p class=\"warn\" id=\"job-hang\">Hang: ";
+    if (a.hang.behind.empty()) {
+      o << "every rank ended inside collective #" << a.hang.waiting_at
+        << " of the main stream: none is behind.";
+    } else {
+      std::string who;
+      for (uint32_t r : a.hang.behind) who += (who.empty() ? "" : ", ") + a.who[r].label;
+      o << Esc(who) << " never launched collective #" << a.hang.waiting_at
+        << " of the main stream, which the other ranks ended inside.";
+    }
+    o << "</p>\n";
+  }
+  if (!a.slow.empty())
+    JobSlowTable(o, a, !options.read.full_names && !options.read.filter.mangled);
+  JobRanksTable(o, a);
+  o << "</section>\n";
+}
+
+// `job_analysis`: the job section's, null for none.
 void WritePage(std::ostream& o, const std::vector<RankPage>& pages, const HtmlReportOptions& options,
-               const std::vector<std::string>& paths) {
+               const std::vector<std::string>& paths, const job::JobAnalysis* job_analysis) {
   const bool merged = pages.size() > 1;
   std::map<std::string, Stat> all;
   for (const RankPage& r : pages)
@@ -633,6 +770,7 @@ void WritePage(std::ostream& o, const std::vector<RankPage>& pages, const HtmlRe
       << "chart show only matching activities; steps are found in whole recordings.</span>";
   o << "</p>\n";
   if (merged) RanksTable(o, pages);
+  if (job_analysis) JobSection(o, *job_analysis, options);
   for (size_t i = 0; i < pages.size(); ++i) {
     const RankPage& r = pages[i];
     const int ri = static_cast<int>(i);
@@ -657,8 +795,10 @@ void WritePage(std::ostream& o, const std::vector<RankPage>& pages, const HtmlRe
 }
 
 // Fills a rank's page: steps, then one pass for the activity table and the busy chart.
+// With `job`, the rank's step table too (`paths`: the user's arguments, for its identity).
 void ReadRank(const Rank& rank, const HtmlReportOptions& options, RankPage* page,
-              const std::function<void(int pass, uint64_t done)>& progress) {
+              const std::function<void(int pass, uint64_t done)>& progress,
+              const std::vector<std::string>& paths, bool job) {
   page->rank = &rank;
   page->steps = FindSteps(rank.recording, options.steps, [&](uint64_t done, uint64_t) {
     progress(0, done);
@@ -682,12 +822,19 @@ void ReadRank(const Rank& rank, const HtmlReportOptions& options, RankPage* page
     busy.busy_ns += b.busy_ns;
   });
   MemoryUsage memory;
-  PageSink sink(&timeline, &memory);
+  std::optional<job::SpanCollector> spans;
+  if (job) spans.emplace();
+  PageSink sink(&timeline, &memory, spans ? &*spans : nullptr);
   TraceBuilder builder(options.read.filter, &sink, options.read.horizon, ReorderOptions{});
   ReadRecording(rank.recording, builder, &page->integrity, [&](uint64_t done, uint64_t) {
     progress(1, done);
   });
   builder.Finish();
+  if (spans) {
+    job::AddRank(rank, paths, page->steps, &spans->input);
+    page->job_table = job::BuildRankTable(spans->input);
+    spans.reset();  // the activity is dropped here, on the reading thread
+  }
   timeline.Finish();
   page->timeline = timeline.counts();
   // Memory on the wall clock of the calibration the pass ended with; the chart's x range grows
@@ -728,6 +875,34 @@ void ReadRank(const Rank& rank, const HtmlReportOptions& options, RankPage* page
   }
 }
 
+class DiscardSteps : public job::JobStepSink {
+ public:
+  void OnStep(const job::JobStep&) override {}
+};
+
+// The job section takes the GPU rows `job` takes: of several ranks, unfiltered, with demangled
+// names (the collectives are told by them).
+bool JobSectionApplies(const HtmlReportOptions& options, size_t ranks) {
+  const TraceFilter& f = options.read.filter;
+  return ranks > 1 && !f.device && !f.stream && !f.kernel && !f.mangled;
+}
+
+// The pages' step tables merged as `job` merges them (the slow steps kept); none without
+// collectives matched across the ranks.
+std::optional<job::JobAnalysis> JobOf(std::vector<RankPage>& pages, const StepOptions& steps) {
+  std::vector<job::RankTable> tables;
+  for (RankPage& p : pages) {
+    if (!p.job_table) return std::nullopt;
+    tables.push_back(std::move(*p.job_table));
+    p.job_table.reset();
+  }
+  DiscardSteps discard;
+  auto a = job::MergeJob(job::MemoryTables(std::move(tables)), job::OptionsFor(steps), &discard);
+  CUPMON_CHECK(a.has_value());  // tables in memory cannot fail to read
+  if (a->streams.empty()) return std::nullopt;
+  return std::move(*a);
+}
+
 }  // namespace
 
 Outcome RunHtmlReport(const std::vector<const Rank*>& chosen,
@@ -743,13 +918,14 @@ Outcome RunHtmlReport(const std::vector<const Rank*>& chosen,
   // Each recording is read twice (steps, then activities): the progress line counts both.
   RankPass pass(chosen, 2, diagnostics);
   const bool merged = pass.merged();
+  const bool job = JobSectionApplies(options, chosen.size());
   std::vector<RankPage> pages(chosen.size());
   // Several ranks are read at once (RankJobs), their pages kept and reported in rank order.
   pass.Run(
       RankJobs(chosen.size(), options.read.jobs, DecodeThreads()),
       [&](size_t i, const PassProgress& progress) {
         auto page = std::make_unique<RankPage>();
-        ReadRank(*chosen[i], options, page.get(), progress);
+        ReadRank(*chosen[i], options, page.get(), progress, paths, job);
         return page;
       },
       [&](size_t i, std::unique_ptr<RankPage> read) {
@@ -799,7 +975,8 @@ Outcome RunHtmlReport(const std::vector<const Rank*>& chosen,
       if ((p.steps.activities || !p.memory.empty()) && t0 < t1) p.t0 = t0, p.t1 = t1;
   }
   // -o FILE is the caller's (cupmon-decode writes it beside FILE and renames it, OutputFile).
-  WritePage(out, pages, options, paths);
+  const std::optional<job::JobAnalysis> job_analysis = JobOf(pages, options.steps);
+  WritePage(out, pages, options, paths, job_analysis ? &*job_analysis : nullptr);
   out.flush();
   if (!out) {
     diagnostics.Error(

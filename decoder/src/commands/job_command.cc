@@ -15,7 +15,6 @@
 #include <map>
 #include <memory>
 #include <set>
-#include <unordered_map>
 
 #include "commands/rank_pass.h"
 #include "cupmon/decoder/kernel_names.h"
@@ -23,43 +22,13 @@
 #include "cupmon/decoder/trace_builder.h"
 #include "job/job_analysis.h"
 #include "job/job_merge.h"
+#include "job/rank_reading.h"
 #include "job/rank_table.h"
 #include "json_writer.h"
 #include "report_text.h"
 
 namespace cupmon::decoder {
 namespace {
-
-// The GPU rows of one rank as the analysis takes them: spans with an end, and kernels recorded
-// without one.
-class SpanCollector : public RowSink {
- public:
-  void OnRow(const Row& row) override {
-    if (row.type != RowType::kKernel && row.type != RowType::kMemcpy &&
-        row.type != RowType::kMemset)
-      return;
-    const uint32_t name = Intern(row.name_id, row.name);
-    if (!row.valid_time) {
-      if (row.type == RowType::kKernel)
-        input.unfinished.push_back({name, row.stream, collective_[name]});
-      return;
-    }
-    input.spans.push_back({row.start, row.end, row.wall_end, name, row.stream, collective_[name]});
-  }
-  job::RankInput input;
-
- private:
-  uint32_t Intern(uint32_t id, std::string_view name) {
-    auto [it, fresh] = ids_.try_emplace(id, static_cast<uint32_t>(input.names.size()));
-    if (fresh) {
-      input.names.emplace_back(name);
-      collective_.push_back(job::IsCollectiveName(name));
-    }
-    return it->second;
-  }
-  std::unordered_map<uint32_t, uint32_t> ids_;
-  std::vector<bool> collective_;
-};
 
 struct RankRead {
   job::RankTable table;
@@ -70,7 +39,7 @@ std::unique_ptr<RankRead> ReadRank(const Rank& rank, const std::vector<std::stri
                                    const JobCommandOptions& options, const PassProgress& progress) {
   TraceFilter filter;
   filter.cupti_clock = options.read.filter.cupti_clock;
-  SpanCollector sink;
+  job::SpanCollector sink;
   TraceBuilder builder(filter, &sink, options.read.horizon);
   StepFinder finder(options.steps);
   builder.AddConsumer(&finder.consumer());
@@ -81,19 +50,9 @@ std::unique_ptr<RankRead> ReadRank(const Rank& rank, const std::vector<std::stri
   auto out = std::make_unique<RankRead>();
   out->steps = finder.Finish();
   out->steps.integrity = std::move(integrity);
-  job::RankInput& in = sink.input;
-  in.label = rank.label;
-  in.who = {.label = rank.label,
-            .rank = rank.rank,
-            .rank_from_header = rank.rank_from_header,
-            .pid = rank.recording.header.pid(),
-            .host = rank.recording.header.host(),
-            .job = rank.job,
-            .paths = paths};
-  for (const Step& s : out->steps.steps)
-    in.steps.push_back({s.number, s.since, s.end,
-                        s.wall_start - static_cast<int64_t>(s.start - s.since), s.wall_end});
-  out->table = job::BuildRankTable(in);  // the activity is dropped here, on the reading thread
+  job::AddRank(rank, paths, out->steps, &sink.input);
+  // The activity is dropped here, on the reading thread.
+  out->table = job::BuildRankTable(sink.input);
   return out;
 }
 
@@ -427,9 +386,7 @@ void WarnMixedJobs(size_t jobs, Diagnostics& diagnostics, bool* warnings) {
 Outcome Report(const job::TableSource& tables, const JobCommandOptions& options, std::ostream& out,
                Diagnostics& diagnostics, bool warnings) {
   const TraceFilter& f = options.read.filter;
-  job::JobOptions o;
-  o.slow_factor = options.steps.slow_factor;
-  o.rolling = options.steps.rolling;
+  job::JobOptions o = job::OptionsFor(options.steps);
   o.from_wall = f.from_wall;
   o.to_wall = f.to_wall;
   if (f.from_rel || f.to_rel) {

@@ -396,9 +396,14 @@ Expected<std::unique_ptr<LimitedSink>> MakeRowSink(ReportKind kind,
       trace->SetShortNames(short_names);
       return trace;
     }
-    case ReportKind::kExport:
-      return MakeExportSink(options.export_format, options.export_settings, options.limit, chosen,
-                            out);
+    case ReportKind::kExport: {
+      ExportSettings settings = options.export_settings;
+      const TraceFilter& f = options.read.filter;
+      settings.job_table = chosen.size() > 1 && !options.limit && !f.window && !f.from_wall &&
+                           !f.to_wall && !f.from_rel && !f.to_rel && !f.device && !f.stream &&
+                           !f.kernel && !f.mangled;
+      return MakeExportSink(options.export_format, settings, options.limit, chosen, out);
+    }
     default:
       return std::unique_ptr<LimitedSink>();
   }

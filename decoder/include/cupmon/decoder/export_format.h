@@ -30,6 +30,11 @@ struct ExportSettings {
   // get a marked zero-length CPU event that HTA correlates with them (KinetoOptions).
   KinetoSteps kineto_steps = KinetoSteps::kAuto;
   bool kineto_synthetic_launches = false;
+  // sqlite and perfetto: the ranks' job analysis (`cupmon-decode job`'s, default step options)
+  // when they have collectives: sqlite's table CUPMON_JOB_STEP_RANK, perfetto's "job" track. The export command sets it for several
+  // ranks read whole (no filter, no --limit, no --mangled): the analysis needs every GPU
+  // activity, with its demangled name.
+  bool job_table = false;
 };
 
 // The names `export --format` takes ("chrome-json", "perfetto", ...), in the order its help lists

@@ -7,6 +7,9 @@
 #include <algorithm>
 #include <limits>
 
+#include "cupmon/base/check.h"
+#include "job/job_merge.h"
+
 namespace cupmon::decoder {
 namespace {
 
@@ -95,11 +98,16 @@ enum Category : uint64_t {
   kCatDriver,
   kCatWindow,
   kCatAnnotation,
-  kCatNvtx  // interned with the NVTX annotation names, only once a recording has NVTX
+  kCatNvtx,  // interned with the NVTX annotation names, only once a recording has NVTX
+  kCatJob    // interned by the job track, at Close
 };
-constexpr const char* kCategoryNames[] = {"",       "kernel",      "memcpy",
+constexpr const char* kCategoryNames[] = {"",       "kernel",       "memcpy",
                                           "memset", "cuda_runtime", "cuda_driver",
-                                          "window", "annotation",   "nvtx"};
+                                          "window", "annotation",   "nvtx",
+                                          "job"};
+// The job track's process: a pid no rank has (ranks' pids, and 900'000'000 + index for a pid
+// two ranks share).
+constexpr uint32_t kJobPid = 899'999'999;
 enum AnnotationName : uint64_t {
   kAnnCorrelation = 1,
   kAnnLaunch,
@@ -166,9 +174,12 @@ std::string LaunchText(const Row& r) {
 }  // namespace
 
 Expected<std::unique_ptr<Exporter>> PerfettoExporter::Make(std::ostream& out,
-                                                           const std::vector<const Rank*>&,
-                                                           const ExportSettings&) {
-  return std::make_unique<PerfettoExporter>(out);
+                                                           const std::vector<const Rank*>& ranks,
+                                                           const ExportSettings& settings) {
+  auto exporter = std::make_unique<PerfettoExporter>(out);
+  if (settings.job_table && ranks.size() > 1)
+    exporter->job_ = std::make_unique<job::ExportRankTables>();
+  return exporter;
 }
 
 PerfettoExporter::PerfettoExporter(std::ostream& out) : out_(out), flow_slots_(kFlowSlots) {}
@@ -254,6 +265,7 @@ void PerfettoExporter::Begin(const TraceBuilder& builder, const Recording& recor
   if (h.synthetic()) name += " (SYNTHETIC)";
   process_uuid_ = NewUuid();
   EmitProcessDescriptor(process_uuid_, rank_pid_, name);
+  if (job_ && rank) job_steps_ = job_->Begin(*rank);
 }
 
 void PerfettoExporter::EmitProcessDescriptor(uint64_t uuid, uint32_t pid, const std::string& name) {
@@ -459,6 +471,7 @@ uint64_t PerfettoExporter::LaunchIid(const Row& r, bool* fresh) {
 }
 
 void PerfettoExporter::Write(const Row& r) {
+  if (job_) job_->Take(r);
   if (r.type == RowType::kMemory) {
     memory_.Add(r);  // counters, written by End in time order
     return;
@@ -692,6 +705,7 @@ void PerfettoExporter::WriteMemoryCounters(const TraceBuilder& b) {
 }
 
 void PerfettoExporter::End(const TraceBuilder& b, const Recording&, const ReadIntegrity&) {
+  if (job_) job_->End();
   FlushEndsUpTo(std::numeric_limits<int64_t>::max());
   WriteMemoryCounters(b);
   TrackGroup windows;
@@ -716,7 +730,55 @@ void PerfettoExporter::End(const TraceBuilder& b, const Recording&, const ReadIn
                span.second, {});
 }
 
+namespace {
+
+class DiscardSteps : public job::JobStepSink {
+ public:
+  void OnStep(const job::JobStep&) override {}
+};
+
+}  // namespace
+
+void PerfettoExporter::WriteJobTrack() {
+  DiscardSteps discard;  // the slow steps are kept
+  auto a = job::MergeJob(job::MemoryTables(job_->Release()), job::OptionsFor(StepOptions{}),
+                         &discard);
+  CUPMON_CHECK(a.has_value());  // tables in memory cannot fail to read
+  if (a->streams.empty() || a->slow.empty()) return;
+  struct Slow {
+    int64_t start, end;
+    std::string name;
+  };
+  std::vector<Slow> slow;
+  for (size_t j : a->slow) {
+    const job::JobStep& s = a->steps[j];
+    Slow x{INT64_MAX, INT64_MIN, "step " + std::to_string(s.number) + ": " +
+                                     std::string(job::VerdictName(s.verdict.what))};
+    if (s.verdict.culprit) x.name += ", " + a->who[*s.verdict.culprit].label;
+    for (const job::RankStep& f : s.ranks)
+      if (f.present) x.start = std::min(x.start, f.wall_start), x.end = std::max(x.end, f.wall_end);
+    if (x.start <= x.end) slow.push_back(std::move(x));
+  }
+  std::sort(slow.begin(), slow.end(), [](const Slow& x, const Slow& y) {
+    return std::tie(x.start, x.end) < std::tie(y.start, y.end);
+  });
+  StartPacket();
+  w_.Varint(kPacketSequenceFlags, kSeqNeedsIncrementalState);
+  const size_t at = w_.BeginNested(kPacketInternedData);
+  Intern(w_, kInternedCategories, kCatJob, kCategoryNames[kCatJob]);
+  w_.EndNested(at);
+  FinishPacket();
+  const uint64_t process = NewUuid();
+  EmitProcessDescriptor(process, kJobPid, "job (" + std::to_string(a->who.size()) + " ranks)");
+  TrackGroup track;
+  track.parent_uuid = process;
+  track.name = "job";
+  for (const Slow& x : slow)
+    WholeSlice(LaneFor(track, x.start, x.end), x.name, kCatJob, x.start, x.end, {});
+}
+
 void PerfettoExporter::Close() {
+  if (job_ && seq_id_) WriteJobTrack();
   if (w_.size())
     out_.write(reinterpret_cast<const char*>(w_.data()), static_cast<std::streamsize>(w_.size()));
   w_.Clear();

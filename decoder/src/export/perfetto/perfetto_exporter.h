@@ -13,6 +13,7 @@
 #include <string>
 #include <tuple>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "cupmon/base/error.h"
@@ -21,6 +22,7 @@
 #include "cupmon/decoder/trace_builder.h"
 #include "export/exporter.h"
 #include "export/perfetto/proto_wire.h"
+#include "job/rank_reading.h"
 
 namespace cupmon::decoder {
 
@@ -46,6 +48,11 @@ namespace cupmon::decoder {
 // Launch flows: the API slice carries one flow id per activity it launched, each activity
 // terminates its own.
 //
+// With ExportSettings::job_table, a "job" process after the ranks' tracks holds a "job" track:
+// one slice per slow step of `cupmon-decode job`'s analysis (each rank's step table built from
+// this export's own pass), from the earliest rank's start of the step to the latest end, named
+// by its verdict ("step 188: host-gap, rank 0 (vm:1611)"), category "job".
+//
 // Times: packets are written in time order (a slice's end waits in a heap until no later slice
 // can start before it), so timestamps are deltas on an incremental sequence clock (id 64) that
 // a ClockSnapshot ties to CLOCK_REALTIME; a row that arrives later than the builder's reorder
@@ -67,6 +74,7 @@ class PerfettoExporter final : public Exporter {
   // `rank` is null for a single recording; `index` is the recording's position in the output.
   void Begin(const TraceBuilder& builder, const Recording& recording, size_t index,
              const Rank* rank) override;
+  RecordConsumer* RecordsWanted() override { return std::exchange(job_steps_, nullptr); }
   void Write(const Row& row) override;
   void End(const TraceBuilder& builder, const Recording& recording,
            const ReadIntegrity& integrity) override;
@@ -162,6 +170,8 @@ class PerfettoExporter final : public Exporter {
   // End: the memory rows' bytes in use per device as counter tracks.
   void WriteMemoryCounters(const TraceBuilder& b);
   void InternNvtx();
+  // Close: the job track (see the class comment), on the last recording's sequence.
+  void WriteJobTrack();
   uint32_t PidOf(uint32_t record_pid) const;
   uint64_t NewUuid() { return next_uuid_++; }
 
@@ -170,6 +180,10 @@ class PerfettoExporter final : public Exporter {
   size_t packet_at_ = 0;
   uint64_t next_uuid_ = 1;
   uint64_t slices_ = 0, packets_ = 0;
+  // The ranks' step tables for the job track (null: no job track), and the recording's step
+  // consumer from Begin to RecordsWanted.
+  std::unique_ptr<job::ExportRankTables> job_;
+  RecordConsumer* job_steps_ = nullptr;
 
   // Per recording (reset by Begin).
   const TraceBuilder* builder_ = nullptr;

@@ -14,11 +14,13 @@
 
 namespace cupmon::decoder {
 
+class SqliteJobTable;
 class SqliteSink;
 
 // One database for all ranks: session time 0 (TARGET_INFO_SESSION_START_TIME) at the earliest
-// process start, each rank's rows as SqliteSink writes them. Conclude says why the database could
-// not be written (nothing is left at the path then), or that it holds no activity rows.
+// process start, each rank's rows as SqliteSink writes them; with ExportSettings::job_table, the
+// ranks' job analysis as CUPMON_JOB_STEP_RANK (SqliteJobTable). Conclude says why the database
+// could not be written (nothing is left at the path then), or that it holds no activity rows.
 class SqliteExporter final : public Exporter {
  public:
   // Opens the temporary database beside settings.output_path, so that an unwritable path fails
@@ -27,13 +29,15 @@ class SqliteExporter final : public Exporter {
                                                   const std::vector<const Rank*>& ranks,
                                                   const ExportSettings& settings);
 
-  explicit SqliteExporter(std::unique_ptr<SqliteSink> sink);
+  // `job`: null for no job table.
+  SqliteExporter(std::unique_ptr<SqliteSink> sink, std::unique_ptr<SqliteJobTable> job);
   ~SqliteExporter() override;
 
   bool WantsSynchronization() const override { return true; }
   bool WantsRanges() const override { return true; }
   void Begin(const TraceBuilder& builder, const Recording& recording, size_t index,
              const Rank* rank) override;
+  RecordConsumer* RecordsWanted() override;
   void Write(const Row& row) override;
   void End(const TraceBuilder& builder, const Recording& recording,
            const ReadIntegrity& integrity) override;
@@ -43,6 +47,8 @@ class SqliteExporter final : public Exporter {
 
  private:
   std::unique_ptr<SqliteSink> sink_;
+  std::unique_ptr<SqliteJobTable> job_;
+  RecordConsumer* job_steps_ = nullptr;  // the recording's, from Begin to RecordsWanted
   Expected<void> result_;  // Close's
 };
 

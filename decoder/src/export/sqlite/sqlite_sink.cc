@@ -763,6 +763,11 @@ Expected<void> SqliteSink::Close() {
   }
   if (writers_[kMain].joinable()) writers_[kMain].join();
   if (main.error.empty() && !rest.error.empty()) main.error = rest.error;
+  if (main.error.empty() && !failed() && last_write_ && main.Exec("BEGIN")) {
+    const std::string error = last_write_(main.db);
+    if (error.empty()) main.Exec("COMMIT");
+    else main.error = error;
+  }
   rest.CloseDb();
   if (main.error.empty() && !failed() && split()) BringInRest();
   main.CloseDb();

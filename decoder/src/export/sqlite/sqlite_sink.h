@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -102,6 +103,12 @@ class SqliteSink {
   void Begin(const TraceBuilder& builder, const Recording& recording, const Rank* rank);
   void Write(const Row& row);
   void End(const TraceBuilder& builder, const Recording& recording, const ReadIntegrity& integrity);
+  // Close's last write, after every other table, in a transaction of its own through the
+  // database's connection (export/sqlite/sqlite_job_table.h's table): returns what failed, ""
+  // when nothing did.
+  void SetLastWrite(std::function<std::string(sqlite3* db)> write) {
+    last_write_ = std::move(write);
+  }
   // Builds the indexes, commits, copies the second file's tables in, renames the database onto the
   // path. On failure the temporary files are removed and the error says what failed.
   Expected<void> Close();
@@ -234,6 +241,7 @@ class SqliteSink {
   std::atomic<bool> failed_{false};
   bool closed_ = false;
   int64_t base_ = 0;
+  std::function<std::string(sqlite3* db)> last_write_;
   uint64_t activity_rows_ = 0;
 
   // Hand-over to the writer threads (one per connection in use).
