@@ -875,11 +875,6 @@ void ReadRank(const Rank& rank, const HtmlReportOptions& options, RankPage* page
   }
 }
 
-class DiscardSteps : public job::JobStepSink {
- public:
-  void OnStep(const job::JobStep&) override {}
-};
-
 // The job section takes the GPU rows `job` takes: of several ranks, unfiltered, with demangled
 // names (the collectives are told by them).
 bool JobSectionApplies(const HtmlReportOptions& options, size_t ranks) {
@@ -896,7 +891,7 @@ std::optional<job::JobAnalysis> JobOf(std::vector<RankPage>& pages, const StepOp
     tables.push_back(std::move(*p.job_table));
     p.job_table.reset();
   }
-  DiscardSteps discard;
+  job::DiscardSteps discard;
   auto a = job::MergeJob(job::MemoryTables(std::move(tables)), job::OptionsFor(steps), &discard);
   CUPMON_CHECK(a.has_value());  // tables in memory cannot fail to read
   if (a->streams.empty()) return std::nullopt;

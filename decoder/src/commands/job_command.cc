@@ -351,11 +351,6 @@ void WriteJson(std::ostream& out, const job::JobAnalysis& a, std::istream& steps
   out << "\n";
 }
 
-class DiscardSteps : public job::JobStepSink {
- public:
-  void OnStep(const job::JobStep&) override {}
-};
-
 // The refusals every form of the command shares (after the error); false when none applies.
 bool Refused(const JobCommandOptions& options, Diagnostics& diagnostics) {
   const TraceFilter& f = options.read.filter;
@@ -409,7 +404,7 @@ Outcome Report(const job::TableSource& tables, const JobCommandOptions& options,
     }
   }
   std::unique_ptr<StepsJson> json;
-  DiscardSteps discard;
+  job::DiscardSteps discard;
   if (options.format == ReportFormat::kJson) {
     json = std::make_unique<StepsJson>();
     if (!json->ok()) {

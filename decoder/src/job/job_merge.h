@@ -70,6 +70,12 @@ class JobStepSink {
   virtual void OnStep(const JobStep& step) = 0;
 };
 
+// A sink that drops every step: MergeJob then keeps only the slow ones.
+class DiscardSteps final : public JobStepSink {
+ public:
+  void OnStep(const JobStep&) override {}
+};
+
 // Merges the tables. With a sink, every step goes to it and JobAnalysis::steps keeps only the
 // slow ones; without, it keeps every step. Errors: a table that cannot be read (file, offset).
 Expected<JobAnalysis> MergeJob(const TableSource& tables, const JobOptions& options,

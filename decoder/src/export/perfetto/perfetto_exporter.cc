@@ -730,17 +730,8 @@ void PerfettoExporter::End(const TraceBuilder& b, const Recording&, const ReadIn
                span.second, {});
 }
 
-namespace {
-
-class DiscardSteps : public job::JobStepSink {
- public:
-  void OnStep(const job::JobStep&) override {}
-};
-
-}  // namespace
-
 void PerfettoExporter::WriteJobTrack() {
-  DiscardSteps discard;  // the slow steps are kept
+  job::DiscardSteps discard;  // the slow steps are kept
   auto a = job::MergeJob(job::MemoryTables(job_->Release()), job::OptionsFor(StepOptions{}),
                          &discard);
   CUPMON_CHECK(a.has_value());  // tables in memory cannot fail to read
