@@ -30,6 +30,20 @@ bool Hangs(const JobStreamSpec& spec, uint32_t rank, uint32_t step) {
   return false;
 }
 
+// Rank r's clocks: its CUPTI clock cupti_skew_ns and its wall clock wall_skew_ns ahead of rank
+// r-1's (every skew_period ranks the skews start again).
+void Skew(const JobStreamSpec& spec, uint32_t r, JobRankTruth* rank) {
+  const uint32_t skews = spec.skew_period ? r % spec.skew_period : r;
+  const uint64_t shift = skews * spec.cupti_skew_ns;
+  for (JobKernel& x : rank->kernels) {
+    x.start += shift;
+    if (x.end) x.end += shift;
+  }
+  for (JobStepTruth& s : rank->steps) s.since += shift, s.end += shift;
+  rank->wall_minus_cupti =
+      static_cast<int64_t>(skews * spec.wall_skew_ns) - static_cast<int64_t>(shift) + 2'000;
+}
+
 }  // namespace
 
 JobStreamTruth MakeJobStream(const JobStreamSpec& spec) {
@@ -106,18 +120,7 @@ JobStreamTruth MakeJobStream(const JobStreamSpec& spec) {
       prev_end[r] = last;
     }
   }
-  for (uint32_t r = 0; r < n; ++r) {
-    JobRankTruth& rank = job.ranks[r];
-    const uint32_t skews = spec.skew_period ? r % spec.skew_period : r;
-    const uint64_t shift = skews * spec.cupti_skew_ns;
-    for (JobKernel& x : rank.kernels) {
-      x.start += shift;
-      if (x.end) x.end += shift;
-    }
-    for (JobStepTruth& s : rank.steps) s.since += shift, s.end += shift;
-    rank.wall_minus_cupti =
-        static_cast<int64_t>(skews * spec.wall_skew_ns) - static_cast<int64_t>(shift) + 2'000;
-  }
+  for (uint32_t r = 0; r < n; ++r) Skew(spec, r, &job.ranks[r]);
   return job;
 }
 
@@ -201,15 +204,7 @@ JobRankTruth MakeJobRank(const JobStreamSpec& spec, uint32_t r, double scale) {
     prev_end = last;
     start = done2 + ns(2'000) + ns(51'000);
   }
-  const uint32_t skews = spec.skew_period ? r % spec.skew_period : r;
-  const uint64_t shift = skews * spec.cupti_skew_ns;
-  for (JobKernel& x : rank.kernels) {
-    x.start += shift;
-    if (x.end) x.end += shift;
-  }
-  for (JobStepTruth& s : rank.steps) s.since += shift, s.end += shift;
-  rank.wall_minus_cupti =
-      static_cast<int64_t>(skews * spec.wall_skew_ns) - static_cast<int64_t>(shift) + 2'000;
+  Skew(spec, r, &rank);
   return rank;
 }
 
