@@ -225,7 +225,7 @@ def main():
     shutil.rmtree(d, ignore_errors=True)
     run([a.make_sample, "--job", d, "8", "hang:3:50", "steps:60"])
     rc, text, _ = run([a.decode, "job", d])
-    if "hang: rank 3 (synthetic-host:5003) never launched collective #98" not in text:
+    if "hang: rank 3 (synthetic-host-3:5003) never launched collective #98" not in text:
         fail("hang: the text does not name rank 3:\n" + text)
 
     # --from/--to: the steps that start in the range.

@@ -42,6 +42,8 @@ void Skew(const JobStreamSpec& spec, uint32_t r, JobRankTruth* rank) {
   for (JobStepTruth& s : rank->steps) s.since += shift, s.end += shift;
   rank->wall_minus_cupti =
       static_cast<int64_t>(skews * spec.wall_skew_ns) - static_cast<int64_t>(shift) + 2'000;
+  if (skews && (spec.wall_skew_ns || spec.cupti_skew_ns))
+    rank->host = "synthetic-host-" + std::to_string(skews);
 }
 
 }  // namespace
@@ -217,6 +219,7 @@ void WriteJobStream(const std::string& dir, const JobStreamTruth& job) {
     header.set_local_rank(static_cast<int32_t>(r));
     header.set_world_size(static_cast<int32_t>(n));
     header.set_job_id("synthetic-job");
+    header.set_host(rank.host);
     auto opts =
         WriterOptions(dir + "/rank" + std::to_string(r), "cupmon-job-r" + std::to_string(r));
     opts.files.retention_bytes = 1ull << 40;

@@ -48,6 +48,9 @@ struct JobRankTruth {
   std::vector<JobKernel> kernels;  // in start order
   std::vector<JobStepTruth> steps;
   int64_t wall_minus_cupti = 0;  // its calibration: wall = CUPTI + this
+  // Ranks on other clocks are on other hosts: "synthetic-host", then "synthetic-host-K" for K
+  // skews (the analysis takes ranks of one host to share one wall clock).
+  std::string host = "synthetic-host";
 };
 
 struct JobStreamTruth {
@@ -65,7 +68,8 @@ JobStreamTruth MakeJobStream(const JobStreamSpec& spec);
 JobRankTruth MakeJobRank(const JobStreamSpec& spec, uint32_t rank, double scale = 1.0);
 std::vector<std::string> JobStreamNames();
 
-// Writes each rank's recording into dir/rank<R> (header rank R, world size, job "synthetic-job").
+// Writes each rank's recording into dir/rank<R> (header rank R, world size, job "synthetic-job",
+// the rank's host).
 void WriteJobStream(const std::string& dir, const JobStreamTruth& job);
 
 }  // namespace cupmon::testing

@@ -368,9 +368,9 @@ int WriteJobTables(const char* dir, const cupmon::testing::JobStreamSpec& spec, 
   for (uint32_t r = 0; r < spec.ranks; ++r) {
     const cupmon::testing::JobRankTruth t = cupmon::testing::MakeJobRank(spec, r, scale);
     job::RankInput in;
-    in.label = "rank " + std::to_string(r) + " (synthetic-host:" + std::to_string(5000 + r) + ")";
+    in.label = "rank " + std::to_string(r) + " (" + t.host + ":" + std::to_string(5000 + r) + ")";
     in.who = {.label = in.label, .rank = r, .rank_from_header = true, .pid = 5000 + r,
-              .host = "synthetic-host", .job = "synthetic-job",
+              .host = t.host, .job = "synthetic-job",
               .paths = {std::string(dir) + "/rank" + std::to_string(r)}};
     in.names = names;
     for (const auto& k : t.kernels) {
@@ -386,7 +386,7 @@ int WriteJobTables(const char* dir, const cupmon::testing::JobStreamSpec& spec, 
                           static_cast<int64_t>(t.steps[i].since) + t.wall_minus_cupti,
                           static_cast<int64_t>(t.steps[i].end) + t.wall_minus_cupti});
     char name[64];
-    std::snprintf(name, sizeof name, "/rank%05u-synthetic-host-%u%s", r, 5000 + r,
+    std::snprintf(name, sizeof name, "/rank%05u-%s-%u%s", r, t.host.c_str(), 5000 + r,
                   job::kTableSuffix);
     const job::RankTable table = job::BuildRankTable(in);
     rows += table.rows.size();

@@ -74,8 +74,11 @@ struct Alignment {
 // spread across the ranks by more than the steps' jitter, make every offset's gaps agree about as
 // well: there the gaps tell nothing and the wall clock decides. Pairs must have equal names.
 // Offsets that overlap less than half the shorter sequence are tried only when no other is
-// possible.
-Alignment Align(const Sequence& ref, const Sequence& other, uint64_t max_error) {
+// possible. `same_clock`: both ranks ran on one host, so their wall clocks are one clock and
+// decide alone; processes time-sliced on one GPU end one instance at times that lag by the
+// phase of the time slice, which can make a shifted sequence's gaps agree better than the
+// true one's.
+Alignment Align(const Sequence& ref, const Sequence& other, uint64_t max_error, bool same_clock) {
   Alignment a;
   const auto n = static_cast<int64_t>(ref.end.size()), m = static_cast<int64_t>(other.end.size());
   if (n == 0 || m == 0) return a;
@@ -114,8 +117,8 @@ Alignment Align(const Sequence& ref, const Sequence& other, uint64_t max_error) 
     }
     return a;
   };
-  // Too few instances for their gaps to tell offsets apart: the wall clock decides.
-  if (shorter < kMinGapInstances) return settle(a.wall_offset);
+  // One clock, or too few instances for their gaps to tell offsets apart: the wall clock decides.
+  if (same_clock || shorter < kMinGapInstances) return settle(a.wall_offset);
   double best_score = std::numeric_limits<double>::infinity();
   int64_t best_d = a.wall_offset;
   bool best_full = false;
@@ -417,8 +420,10 @@ Expected<void> Merger::Streams() {
       if (r == m.reference) {
         m.matched[r] = m.instances[r];
       } else {
-        const Alignment a =
-            Align(refs[g], SequenceOf((*seq)[s], gid[r]), options.max_clock_error_ns);
+        const std::string& host = out.who[r].host;
+        const Alignment a = Align(refs[g], SequenceOf((*seq)[s], gid[r]),
+                                  options.max_clock_error_ns,
+                                  !host.empty() && host == out.who[m.reference].host);
         m.offset[r] = a.offset;
         m.wall_offset[r] = a.wall_offset;
         m.matched[r] = a.matched;

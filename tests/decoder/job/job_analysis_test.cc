@@ -218,6 +218,59 @@ TEST(JobAnalysisTest, PeriodicCollectivesWithSpreadEndsFollowTheWallClock) {
   }
 }
 
+// As the H200 run of tools/gpu-check-job's hang case had it: steps in a cycle of three lengths,
+// and ranks that see each instance end later by the phase of the time slice. Rank 1's ends lag by
+// exactly what makes its gaps those of the reference shifted by one instance, so the gaps alone
+// pick offset 1. Rank 1 also stops before the last collective, which ranks 0 and 2 are still
+// in. On one host the wall clock is one clock: offset 0, and rank 1 is the one behind.
+TEST(JobAnalysisTest, RanksOfOneHostFollowTheirSharedClockOverPhaseLaggedEnds) {
+  constexpr uint32_t kRanks = 3, kSteps = 150;
+  constexpr uint64_t kCycle[3] = {6'380'000, 6'380'000, 5'640'000};
+  constexpr uint64_t kT0 = 1'000'000'000;
+  for (const std::string other_host : {"vm", "other-host"}) {
+    std::vector<RankInput> in(kRanks);
+    for (uint32_t r = 0; r < kRanks; ++r) {
+      RankInput& x = in[r];
+      x.label = "rank " + std::to_string(r);
+      x.who = {.label = x.label, .rank = r, .rank_from_header = true, .pid = 100 + r,
+               .host = r == 0 ? "vm" : other_host, .job = "j", .paths = {}};
+      x.names = {"work", "ncclDevKernel_AllReduce_Sum_f32_RING_LL"};
+      const int64_t wall_minus_cupti = 1'700'000'000'000'000'000;
+      uint64_t t = kT0;
+      const uint32_t steps = r == 1 ? kSteps : kSteps + 1;  // rank 1 hangs before the last
+      for (uint32_t s = 0; s < steps; ++s) {
+        const uint64_t since = t, work_end = since + 1'000'000;
+        // Instance s ends at t + 5 ms for every rank; ranks 1 and 2 see it later by a lag that
+        // follows the cycle (the lag of instance s is kCycle[s % 3] - 5.64 ms).
+        const uint64_t lag = r == 0 ? 0 : kCycle[s % 3] - kCycle[2];
+        const uint64_t coll_end = since + 5'000'000 + lag;
+        x.spans.push_back({since + 1'000, work_end, static_cast<int64_t>(work_end) + wall_minus_cupti,
+                           0, 7, false});
+        if (s == kSteps) {  // ranks 0 and 2 wait in the last collective for rank 1
+          x.unfinished.push_back({1, 9, true});
+          break;
+        }
+        x.spans.push_back({since + 1'100'000, coll_end,
+                           static_cast<int64_t>(coll_end) + wall_minus_cupti, 1, 9, true});
+        x.steps.push_back({s + 1, since, coll_end, static_cast<int64_t>(since) + wall_minus_cupti,
+                           static_cast<int64_t>(coll_end) + wall_minus_cupti});
+        t += kCycle[s % 3];
+      }
+    }
+    const JobAnalysis a = AnalyzeJob(in);
+    ASSERT_EQ(a.streams.size(), 1u);
+    if (other_host != "vm") {
+      // Two clocks: the gaps decide, and they take the shift (what the shared clock prevents).
+      EXPECT_EQ(a.streams[0].offset[1], 1);
+      continue;
+    }
+    for (uint32_t r = 0; r < kRanks; ++r) EXPECT_EQ(a.streams[0].offset[r], 0) << "rank " << r;
+    EXPECT_TRUE(a.hang.hung);
+    EXPECT_EQ(a.hang.behind, std::vector<uint32_t>{1});
+    EXPECT_EQ(a.hang.waiting_at, static_cast<int64_t>(kSteps));
+  }
+}
+
 TEST(JobAnalysisTest, RangeKeepsTheStepsThatStartInIt) {
   JobStreamSpec spec;
   spec.ranks = 2;

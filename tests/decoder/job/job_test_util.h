@@ -21,6 +21,7 @@ inline std::vector<RankInput> InputsOf(const testing::JobStreamTruth& job) {
     in.label = "rank " + std::to_string(r);
     in.who.rank = static_cast<uint32_t>(r);
     in.who.pid = 5000 + static_cast<uint32_t>(r);
+    in.who.host = t.host;
     in.names = job.names;
     for (const auto& k : t.kernels) {
       const bool coll = IsCollectiveName(job.names[k.name]);
