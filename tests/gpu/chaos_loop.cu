@@ -5,12 +5,14 @@
 //                                            (unbuffered), so a killer knows what had run
 //   chaos_loop flood N                       N empty kernels as fast as they go (sync every 10k);
 //                                            prints "kernels N"
-//   chaos_loop soak SECONDS PROGRESS         the highest record rate for SECONDS: steps of one
+//   chaos_loop soak SECONDS PROGRESS [RATE]  the highest record rate for SECONDS: steps of one
 //                                            StepAnchor kernel then a CUDA graph of 1000 empty
 //                                            kernels; every 45 s one step 50 ms slower (a slow step
 //                                            for CUPMON_AUTO_WINDOW); appends "<kernels completed>
 //                                            <steps> <CLOCK_REALTIME ns>" to PROGRESS each second;
-//                                            prints "kernels K steps S slow N"
+//                                            prints "kernels K steps S slow N". RATE (kernels/s,
+//                                            0: no limit) launches each step at its own time, so
+//                                            that every step lasts as long
 //   chaos_loop forkstorm CHILDREN            launches kernels while forking CHILDREN children that
 //                                            call exit(0) at once (atexit handlers included); waits
 //                                            for each with a 10 s bound; prints
@@ -80,7 +82,7 @@ int Flood(long n) {
   return 0;
 }
 
-int Soak(double seconds, const char* progress) {
+int Soak(double seconds, const char* progress, double rate) {
   const int fd = open(progress, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
   if (fd < 0) return 2;
   cudaStream_t stream;
@@ -104,6 +106,11 @@ int Soak(double seconds, const char* progress) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
       next_slow += 45'000'000'000;
       ++slow;
+    }
+    if (rate > 0) {  // step k is launched at t0 + k steps' worth of kernels at RATE
+      const auto at =
+          t0 + static_cast<int64_t>(static_cast<double>(steps) * (kGraphKernels + 1) / rate * 1e9);
+      while (NowNs(CLOCK_MONOTONIC) < at) std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
     StepAnchor<<<1, 1, 0, stream>>>();
     if (!Check(cudaGraphLaunch(exec, stream), "graph launch")) return 1;
@@ -164,10 +171,11 @@ int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
   if (mode == "paced" && argc == 5) return Paced(std::atol(argv[2]), std::atof(argv[3]), argv[4]);
   if (mode == "flood" && argc == 3) return Flood(std::atol(argv[2]));
-  if (mode == "soak" && argc == 4) return Soak(std::atof(argv[2]), argv[3]);
+  if (mode == "soak" && (argc == 4 || argc == 5))
+    return Soak(std::atof(argv[2]), argv[3], argc == 5 ? std::atof(argv[4]) : 0);
   if (mode == "forkstorm" && argc == 3) return ForkStorm(std::atoi(argv[2]));
   std::fprintf(stderr,
-               "usage: chaos_loop paced RATE SECONDS PROGRESS | flood N | soak SECONDS PROGRESS | "
+               "usage: chaos_loop paced RATE SECONDS PROGRESS | flood N | soak SECONDS PROGRESS [RATE] | "
                "forkstorm CHILDREN\n");
   return 2;
 }
