@@ -67,6 +67,7 @@ void WriteWindowsJson(JsonWriter& w, const TraceBuilder& b) {
       w.Key("step_ns").Uint(win.trigger_step_ns);
       w.Key("median_ns").Uint(win.trigger_median_ns);
       w.Key("factor").Double(win.trigger_factor);
+      w.Key("by").String(win.trigger_by.empty() ? "step" : win.trigger_by.c_str());
       w.EndObject();
     } else {
       w.Null();

@@ -19,7 +19,13 @@ std::string AutoTriggerText(const WindowSpan& w) {
                 static_cast<double>(w.trigger_step_ns) / static_cast<double>(w.trigger_median_ns));
   char threshold[64];
   std::snprintf(threshold, sizeof(threshold), " (threshold %gx)", w.trigger_factor);
-  return "step " + std::to_string(w.trigger_step) + " took " +
+  // CUPMON_AUTO_WINDOW_BY: the quantity the monitor compared, in the step it cut.
+  std::string what = " took ";
+  if (w.trigger_by == "own") what = ": own time (work + host gap) ";
+  else if (w.trigger_by == "work") what = ": work ";
+  else if (w.trigger_by == "host-gap") what = ": host gap ";
+  else if (!w.trigger_by.empty()) what = ": " + w.trigger_by + " ";
+  return "step " + std::to_string(w.trigger_step) + what +
          FormatDuration(static_cast<double>(w.trigger_step_ns)) + ", " + ratio +
          FormatDuration(static_cast<double>(w.trigger_median_ns)) + threshold;
 }

@@ -272,6 +272,7 @@ class StepConsumer : public RecordConsumer {
     w.trigger_step_ns = m.trigger_step_ns();
     w.trigger_median_ns = m.trigger_median_ns();
     w.trigger_factor = m.trigger_factor();
+    w.trigger_by = m.trigger_by();
     windows_.push_back(std::move(w));
   }
   void OnCalibration(const pb::Calibration& c) override {

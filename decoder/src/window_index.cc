@@ -32,6 +32,7 @@ void WindowIndex::OnMarker(const pb::WindowMarker& m) {
     w.trigger_step_ns = m.trigger_step_ns();
     w.trigger_median_ns = m.trigger_median_ns();
     w.trigger_factor = m.trigger_factor();
+    w.trigger_by = m.trigger_by();
   } else if (m.edge() == pb::WindowMarker::END) {
     w.end = m.cupti_ns();
     w.note = m.note();

@@ -65,6 +65,7 @@ void AutoWindowTrigger::OnPoll() {
   r.trigger_step_ns = slow->duration_ns;
   r.trigger_median_ns = slow->median_ns;
   r.trigger_factor = slow->factor;
+  if (slow->by != AutoWindowBy::kStep) r.trigger_by = AutoWindowByName(slow->by);
   if (auto opened = window_.Open(r); !opened) {
     counters_.auto_windows_skipped.fetch_add(1, std::memory_order_relaxed);
     std::fprintf(stderr, "cupmon: automatic trace window at step %s not opened: %s\n",

@@ -161,6 +161,7 @@ Expected<uint32_t> TraceWindow::Open(const Request& request) {
     m.set_trigger_step_ns(request.trigger_step_ns);
     m.set_trigger_median_ns(request.trigger_median_ns);
     m.set_trigger_factor(request.trigger_factor);
+    m.set_trigger_by(request.trigger_by);
   }
   // The latency probe: from the control thread taking the request to the kinds being enabled.
   std::string note = "received_realtime_ns=" + std::to_string(received_ns) +

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "cupmon/decoder/window_span.h"
+
 namespace cupmon::decoder {
 namespace {
 
@@ -66,6 +68,32 @@ TEST(WindowIndexTest, GapsAreKeptApartFromWindowsWithBothNotes) {
   EXPECT_EQ(g.begin, 800u);
   EXPECT_EQ(g.end, 900u);
   EXPECT_EQ(g.note, "taken by nsys / released");
+}
+
+// The BEGIN marker of an automatic window says which quantity was slow: the step time, or under
+// CUPMON_AUTO_WINDOW_BY the rank's own time, work or host gap; the "why" names it.
+TEST(WindowIndexTest, AnAutomaticWindowSaysWhichQuantityWasSlow) {
+  WindowIndex index;
+  for (const auto& [id, by] : {std::pair<uint32_t, const char*>{1, ""}, {2, "own"}, {3, "work"},
+                               {4, "host-gap"}}) {
+    pb::WindowMarker m = Marker(id, pb::WindowMarker::BEGIN, 100 * id);
+    m.set_source(pb::TRIGGER_AUTO);
+    m.set_trigger_step(102);
+    m.set_trigger_step_ns(61'993'000);
+    m.set_trigger_median_ns(3'635'000);
+    m.set_trigger_factor(3);
+    m.set_trigger_by(by);
+    index.OnMarker(m);
+  }
+  EXPECT_EQ(AutoTriggerText(index.windows().at(1)),
+            "step 102 took 61.993ms, 17.05x the median 3.6350ms (threshold 3x)");
+  EXPECT_EQ(AutoTriggerText(index.windows().at(2)),
+            "step 102: own time (work + host gap) 61.993ms, 17.05x the median 3.6350ms "
+            "(threshold 3x)");
+  EXPECT_EQ(AutoTriggerText(index.windows().at(3)),
+            "step 102: work 61.993ms, 17.05x the median 3.6350ms (threshold 3x)");
+  EXPECT_EQ(AutoTriggerText(index.windows().at(4)),
+            "step 102: host gap 61.993ms, 17.05x the median 3.6350ms (threshold 3x)");
 }
 
 }  // namespace

@@ -30,7 +30,8 @@ COUNTERS = ("cupmon_steps_total", "cupmon_step_seconds_total", "cupmon_step_work
             "cupmon_step_collective_seconds_total", "cupmon_step_host_gap_seconds_total")
 RANK = re.compile(r"^==cupmon== rank (\d+) ")
 WINDOW = re.compile(r"^  #(\d+) (\S+) at ")
-WHY = re.compile(r"^    why: step (\d+) took (\S+), (\S+)x the median (\S+)")
+# "took" for the step time; "own time (work + host gap)", "work" or "host gap" under --auto-window-by.
+WHY = re.compile(r"^    why: step (\d+)(?: took|: [a-z +()-]+?) (\S+), (\S+)x the median (\S+)")
 
 
 def parse_metrics(text):

@@ -742,6 +742,7 @@ TEST(AutoWindowByTest, UnderOwnARankThatOnlyWaitedDoesNotFireAndTheLateRankDoes)
   // Own time: 350 us of work plus the host gap, 550 us normally and 3.9 ms more in that step.
   EXPECT_EQ(late.begins[0].trigger_step_ns(), 350 * kUs + 550 * kUs + kExtraNs);
   EXPECT_EQ(late.begins[0].trigger_median_ns(), 900 * kUs);
+  EXPECT_EQ(late.begins[0].trigger_by(), "own");
 
   // The host gap alone finds it too; the work alone finds neither.
   EXPECT_EQ(RunRank(AutoWindowBy::kHostGap, Slowness::kLaunchedLate, "gap-late").opened, 1u);
@@ -753,6 +754,7 @@ TEST(AutoWindowByTest, UnderStepTimeBothRanksFire) {
   ASSERT_EQ(waiter.begins.size(), 1u);
   EXPECT_EQ(waiter.begins[0].trigger_step(), kSlowAt);
   EXPECT_EQ(waiter.begins[0].trigger_step_ns(), 1000 * kUs + kExtraNs);
+  EXPECT_EQ(waiter.begins[0].trigger_by(), "") << "the step time: no quantity named";
   const RankResult late = RunRank(AutoWindowBy::kStep, Slowness::kLaunchedLate, "step-late");
   ASSERT_EQ(late.begins.size(), 1u);
   EXPECT_EQ(late.begins[0].trigger_step(), kSlowAt - 1);  // the step before the late launch

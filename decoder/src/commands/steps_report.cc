@@ -191,6 +191,7 @@ void PrintWindows(std::ostream& out, const RankSteps& r) {
     span.trigger_step_ns = w.trigger_step_ns;
     span.trigger_median_ns = w.trigger_median_ns;
     span.trigger_factor = w.trigger_factor;
+    span.trigger_by = w.trigger_by;
     const std::string why = AutoTriggerText(span);
     if (why.empty()) continue;
     out << "    why: " << why << "\n"

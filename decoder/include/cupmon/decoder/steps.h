@@ -82,6 +82,7 @@ struct StepWindow {
   // steps at their first kernels, so a wait before step N+1's launches is in its step N.
   uint64_t trigger_step = 0, trigger_step_ns = 0, trigger_median_ns = 0;
   double trigger_factor = 0;
+  std::string trigger_by;  // empty: the step time; else CUPMON_AUTO_WINDOW_BY's quantity
 };
 
 struct StepList {

@@ -20,10 +20,12 @@ struct WindowSpan {
   // TRIGGER_AUTO (CUPMON_AUTO_WINDOW): the slow step that opened it, from the BEGIN marker.
   uint64_t trigger_step = 0, trigger_step_ns = 0, trigger_median_ns = 0;
   double trigger_factor = 0;
+  std::string trigger_by;  // what trigger_step_ns measures: empty the step time, else "work", ...
 };
 
 // Why an automatic window opened ("step 2000 took 3.0000ms, 3.00x the median 1.0000ms
-// (threshold 1.5x)"); empty for other windows.
+// (threshold 1.5x)"; under CUPMON_AUTO_WINDOW_BY=own "step 2000: own time (work + host gap)
+// 3.0000ms, ..."); empty for other windows.
 std::string AutoTriggerText(const WindowSpan& w);
 
 }  // namespace cupmon::decoder

@@ -56,6 +56,7 @@ class TraceWindow {
     // TRIGGER_AUTO: the slow step that asked for the window (WindowMarker's trigger_* fields).
     uint64_t trigger_step = 0, trigger_step_ns = 0, trigger_median_ns = 0;
     double trigger_factor = 0;
+    std::string trigger_by;  // empty: the step time; else CUPMON_AUTO_WINDOW_BY's name
   };
 
   // `clock` times the windows and stamps the markers' realtime_ns; it outlives the window.
