@@ -75,9 +75,13 @@ void TakeoverWatch::Check() {
       WriteGapMarker(true, gap, since,
                      "for " + std::to_string(facts_.config.flush_ms) +
                          " ms no cupmon buffer came back or grew while " +
-                         std::to_string(in_flight) +
-                         " were inside CUPTI: another CUPTI client probably registered its own "
-                         "activity callbacks");
+                         std::to_string(in_flight) + " were inside CUPTI: " +
+                         (Shared() ? "a kernel ran that long with no other CUDA work in the "
+                                     "process, or a CUPTI client that bypassed cupmon's sharing "
+                                     "(dlsym, a static libcupti) registered its own activity "
+                                     "callbacks"
+                                   : "another CUPTI client probably registered its own activity "
+                                     "callbacks"));
       WarnGapOnce();
       return;
     case CallbackWatch::Action::kGapEnds:
@@ -89,18 +93,33 @@ void TakeoverWatch::Check() {
   }
 }
 
+bool TakeoverWatch::Shared() const { return dynamic_cast<CuptiMux*>(&cupti_) != nullptr; }
+
 void TakeoverWatch::WarnGapOnce() {
   if (gap_warned_) return;
   gap_warned_ = true;
   const uint32_t reclaim = facts_.config.reclaim_ms;
-  const std::string line =
-      "another CUPTI client (torch.profiler, ...) seems to have taken CUPTI's activity "
-      "callbacks: cupmon records nothing until " +
-      (reclaim ? "it takes them back in " + std::to_string(reclaim) + " ms"
-               : std::string("stop (CUPMON_RECLAIM_MS=0)")) +
-      "; the gap is marked in the recording. To share CUPTI instead, start the job with "
-      "cupmon-run (it preloads libcupmon-preload.so unless --no-preload; "
-      "docs/COEXISTENCE.md)";
+  std::string line;
+  if (Shared()) {
+    // Sharing CUPTI (the preload, or imports rebound): no client registered past cupmon, so a
+    // long kernel (a rank waiting in a collective) is the likelier cause than a takeover.
+    line = "for " + std::to_string(facts_.config.flush_ms) +
+           " ms no buffer of cupmon's came back from CUPTI or grew: a kernel is running longer "
+           "than that with no other CUDA work (nothing is lost: the marked interval ends when it "
+           "completes), or a CUPTI client that bypassed cupmon's sharing (dlsym, a static "
+           "libcupti) took CUPTI's activity callbacks (" +
+           (reclaim ? "cupmon takes them back in " + std::to_string(reclaim) + " ms"
+                    : std::string("cupmon does not take them back")) +
+           "); the interval is marked in the recording (docs/COEXISTENCE.md)";
+  } else {
+    line = "another CUPTI client (torch.profiler, ...) seems to have taken CUPTI's activity "
+           "callbacks: cupmon records nothing until " +
+           (reclaim ? "it takes them back in " + std::to_string(reclaim) + " ms"
+                    : std::string("stop (CUPMON_RECLAIM_MS=0)")) +
+           "; the gap is marked in the recording. To share CUPTI instead, start the job with "
+           "cupmon-run (it preloads libcupmon-preload.so unless --no-preload; "
+           "docs/COEXISTENCE.md)";
+  }
   std::fprintf(stderr, "cupmon: %s\n", line.c_str());
 }
 

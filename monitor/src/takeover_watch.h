@@ -59,6 +59,8 @@ class TakeoverWatch {
   // Whether CUPTI wrote into any of cupmon's buffers since the last tick.
   bool BuffersGrew();
   void WarnGapOnce();
+  // Whether cupmon shares CUPTI through its multiplexer (preload or imports rebound).
+  bool Shared() const;
   // Registers cupmon's callbacks and kinds again; the GAP_END note.
   std::string Reclaim(int64_t now_ms);
   void WriteGapMarker(bool begin, uint32_t gap, uint64_t cupti_ns, const std::string& note);

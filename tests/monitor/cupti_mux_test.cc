@@ -798,6 +798,54 @@ TEST(TakeoverTest, AnotherClientTakingTheCallbacksIsMarkedCountedAndUndone) {
   FreeOtherClientBuffers();
 }
 
+// Sharing CUPTI through the multiplexer (the preload), a kernel that runs longer than the flush
+// period with no other CUDA work (a rank waiting in a collective) holds a cupmon buffer inside
+// CUPTI unchanged, as a takeover would: the interval is marked, its note names the long kernel
+// first, it ends when the buffer comes back, and nothing is lost.
+TEST(TakeoverTest, UnderSharingALongKernelIsMarkedAsSuchAndLosesNothing) {
+  FakeCupti fake;
+  HoldingCupti cupti(fake);
+  CuptiMux mux(cupti);
+  const uint32_t name = fake.AddKernelName("k");
+  const std::string dir = TempDir("long-kernel");
+  MonitorOptions o = Options(&mux, dir);
+  o.config.flush_ms = 20;
+  o.config.reclaim_ms = 60'000;
+  auto m = Monitor::Start(std::move(o));
+  ASSERT_TRUE(m) << m.error().message;
+  FakeCupti::Producer* p = fake.NewProducer();
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(p->Kernel(name, 100 + i, 101 + i));
+  (*m)->FlushAndWait();
+  cupti.hold = true;                         // the collective kernel runs on
+  ASSERT_TRUE(p->Kernel(name, 200, 201));  // its buffer stays inside CUPTI
+  ASSERT_TRUE(WaitFor([&] { return (*m)->GetStats().cupti_gaps == 1; }));
+  cupti.hold = false;  // it completes: the next flush hands the buffer back
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(p->Kernel(name, 300 + i, 301 + i));
+  (*m)->FlushAndWait();
+  // The watch sees the callbacks run again at its next tick (every 20 ms); no counter shows it,
+  // so wait for many ticks.
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  (*m)->Stop();
+  const MonitorStats st = (*m)->GetStats();
+  EXPECT_EQ(st.cupti_gaps, 1u);
+  EXPECT_EQ(st.stranded_buffers, 0u);
+  const auto rb = testing::ReadRecording(dir);
+  EXPECT_EQ(rb.records_by_kind.at(kKernel), 16u);  // every kernel
+  auto listing = decoder::ListRecordings(dir);
+  ASSERT_TRUE(listing);
+  ASSERT_EQ(listing->recordings.size(), 1u);
+  MarkerCollector markers;
+  decoder::ReadIntegrity integrity;
+  decoder::ReadRecording(listing->recordings[0], markers, &integrity);
+  ASSERT_EQ(markers.markers.size(), 2u);
+  EXPECT_EQ(markers.markers[0].edge(), pb::WindowMarker::GAP_BEGIN);
+  EXPECT_NE(markers.markers[0].note().find("a kernel ran that long with no other CUDA work"),
+            std::string::npos)
+      << markers.markers[0].note();
+  EXPECT_EQ(markers.markers[1].edge(), pb::WindowMarker::GAP_END);
+  EXPECT_EQ(markers.markers[1].note(), "cupmon's buffer callbacks ran again");
+}
+
 TEST(TakeoverTest, ATakeoverShorterThanTheWatchIsMarkedAtStop) {
   // The short job under plain injection: the other client takes CUPTI before the first
   // flush tick could notice, and the job stops before the next one. The records in cupmon's
