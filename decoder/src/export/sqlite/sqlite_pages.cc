@@ -614,13 +614,72 @@ bool SqliteTablePages::Finish(int db_fd, uint32_t db_pages,
   return true;
 }
 
-// One index's entries, merged from its runs and what is left in memory, into leaves written
-// one after another at next_page on; the last cell of each full leaf goes up as the divider
-// between it and the next leaf (an index B-tree holds each entry once: on a leaf or as a
-// divider), and the dividers are built into interior pages level by level as the tables' are.
-bool SqliteTablePages::BuildIndex(Index& x, int db_fd, uint64_t root_at, uint32_t* next_page) {
-  SortEntries(x.buffer);
-  // The sources: each run decoded into its part of read_buf_, and the memory buffer.
+// An index cell that goes up a level: the page of the entries below it, and its payload.
+struct SqliteTablePages::IndexDivider {
+  uint32_t left;
+  uint8_t size;
+  uint8_t payload[kMaxIndexPayload];
+};
+
+// One index's entries in order: its runs, read back from runs_fd_ a part at a time into
+// read_buf_, merged with its sorted memory buffer. The source with the smallest head gives
+// entries for as long as its head stays below the others' smallest; only then does it go back
+// into the heap. Runs that follow one another (a start time's runs do, and a correlation id's
+// mostly) cost one comparison an entry, not a heap's pop and push.
+class SqliteTablePages::IndexMerge {
+ public:
+  enum class Next { kEntry, kEnd, kError };
+
+  IndexMerge(SqliteTablePages& pages, Index& x) : pages_(pages), x_(x) {}
+
+  bool Start() {
+    SortEntries(x_.buffer);
+    sources_.resize(x_.runs.size() + 1);
+    per_run_ = std::max<size_t>(
+        1024, (size_t{32} << 20) / sizeof(Entry) / std::max<size_t>(1, x_.runs.size()));
+    // One block for every index, left uninitialized: a block per index (zeroed, and returned to
+    // the system after each) cost a page fault per 4 KiB again for each index.
+    if (pages_.read_buf_size_ < per_run_ * x_.runs.size()) {
+      pages_.read_buf_size_ = per_run_ * x_.runs.size();
+      pages_.read_buf_.reset(new Entry[pages_.read_buf_size_]);
+    }
+    // spill_ has an entry's most bytes after a read, so that a damaged run is not decoded out
+    // of bounds.
+    chunk_ = pages_.read_bytes_ ? pages_.read_bytes_ : per_run_ * 4;
+    if (pages_.spill_.size() < chunk_ + RunCoder::kMaxBytes)
+      pages_.spill_.resize(chunk_ + RunCoder::kMaxBytes);
+    for (size_t i = 0; i < x_.runs.size(); ++i) {
+      sources_[i].next = x_.runs[i].offset;
+      sources_[i].bytes = x_.runs[i].bytes;
+      sources_[i].left = x_.runs[i].entries;
+      sources_[i].buf = pages_.read_buf_.get() + i * per_run_;
+      if (!Refill(sources_[i])) return false;
+    }
+    sources_.back().at = x_.buffer.data();
+    sources_.back().end = x_.buffer.data() + x_.buffer.size();
+    for (size_t i = 0; i < sources_.size(); ++i)
+      if (sources_[i].at != sources_[i].end) heap_.push_back(i);
+    std::make_heap(heap_.begin(), heap_.end(), Later{sources_});
+    current_ = TakeTop();
+    return true;
+  }
+
+  Next Take(Entry* e) {
+    if (current_ == kNone) return Next::kEnd;
+    Source& src = sources_[current_];
+    *e = *src.at++;
+    if (src.at == src.end && src.left > 0 && !Refill(src)) return Next::kError;
+    if (src.at == src.end) {
+      current_ = TakeTop();
+    } else if (!heap_.empty() && EntryLess{}(*sources_[heap_.front()].at, *src.at)) {
+      heap_.push_back(current_);
+      std::push_heap(heap_.begin(), heap_.end(), Later{sources_});
+      current_ = TakeTop();
+    }
+    return Next::kEntry;
+  }
+
+ private:
   struct Source {
     const Entry* at = nullptr;
     const Entry* end = nullptr;
@@ -629,102 +688,80 @@ bool SqliteTablePages::BuildIndex(Index& x, int db_fd, uint64_t root_at, uint32_
     Entry* buf = nullptr;
     RunCoder coder;  // where decoding stopped
   };
-  std::vector<Source> sources(x.runs.size() + 1);
-  const size_t per_run = std::max<size_t>(
-      1024, (size_t{32} << 20) / sizeof(Entry) / std::max<size_t>(1, x.runs.size()));
-  // One block for every index, left uninitialized: a block per index (zeroed, and returned to the
-  // system after each) cost a page fault per 4 KiB again for each index.
-  if (read_buf_size_ < per_run * x.runs.size()) {
-    read_buf_size_ = per_run * x.runs.size();
-    read_buf_.reset(new Entry[read_buf_size_]);
+  // Heap order: the source with the smallest head on top.
+  struct Later {
+    const std::vector<Source>& s;
+    bool operator()(size_t a, size_t b) const { return EntryLess{}(*s[b].at, *s[a].at); }
+  };
+  static constexpr size_t kNone = SIZE_MAX;
+
+  size_t TakeTop() {
+    if (heap_.empty()) return kNone;
+    std::pop_heap(heap_.begin(), heap_.end(), Later{sources_});
+    const size_t top = heap_.back();
+    heap_.pop_back();
+    return top;
   }
-  // The next entries of `src`'s run, at most per_run: as many as its next bytes (read into
-  // spill_, per_run * 4 of them, or read_bytes_) hold whole. spill_ has an entry's most bytes
-  // after them, so that a damaged run is not decoded out of bounds.
-  const size_t chunk = read_bytes_ ? read_bytes_ : per_run * 4;
-  if (spill_.size() < chunk + RunCoder::kMaxBytes) spill_.resize(chunk + RunCoder::kMaxBytes);
-  const auto refill = [&](Source& src) {
-    const size_t want = static_cast<size_t>(std::min<uint64_t>(src.bytes, chunk));
+
+  // The next entries of `src`'s run, at most per_run_: as many as its next bytes (read into
+  // spill_, chunk_ of them) hold whole.
+  bool Refill(Source& src) {
+    const size_t want = static_cast<size_t>(std::min<uint64_t>(src.bytes, chunk_));
+    uint8_t* const start = pages_.spill_.data();
     size_t done = 0;
     while (done < want) {
       const ssize_t got =
-          pread(runs_fd_, spill_.data() + done, want - done, static_cast<off_t>(src.next + done));
+          pread(pages_.runs_fd_, start + done, want - done, static_cast<off_t>(src.next + done));
       if (got < 0 && errno == EINTR) continue;
       if (got <= 0)
-        return Fail(std::string("reading the index entries back: ") +
-                    std::strerror(got < 0 ? errno : EIO));
+        return pages_.Fail(std::string("reading the index entries back: ") +
+                           std::strerror(got < 0 ? errno : EIO));
       done += static_cast<size_t>(got);
     }
     // Entries whose bytes may run past what was read wait for the next read, unless the read
     // holds the rest of the run.
-    const uint8_t* const start = spill_.data();
     const uint8_t* const whole =
         want == src.bytes ? start + want : start + want - (RunCoder::kMaxBytes - 1);
     const uint8_t* p = start;
     size_t n = 0;
-    const size_t most = static_cast<size_t>(std::min<uint64_t>(src.left, per_run));
+    const size_t most = static_cast<size_t>(std::min<uint64_t>(src.left, per_run_));
     while (n < most && p < whole) p = src.coder.Get(p, &src.buf[n++]);
     if (n == 0 || p > start + want)
-      return Fail("reading the index entries back: a run ends inside an entry");
+      return pages_.Fail("reading the index entries back: a run ends inside an entry");
     const auto used = static_cast<uint64_t>(p - start);
     src.next += used;
     src.bytes -= used;
     src.left -= n;
     if (src.left == 0 && src.bytes != 0)
-      return Fail("reading the index entries back: a run holds more bytes than its entries");
+      return pages_.Fail("reading the index entries back: a run holds more bytes than its entries");
     src.at = src.buf;
     src.end = src.at + n;
     return true;
-  };
-  for (size_t i = 0; i < x.runs.size(); ++i) {
-    sources[i].next = x.runs[i].offset;
-    sources[i].bytes = x.runs[i].bytes;
-    sources[i].left = x.runs[i].entries;
-    sources[i].buf = read_buf_.get() + i * per_run;
-    if (!refill(sources[i])) return false;
   }
-  sources.back().at = x.buffer.data();
-  sources.back().end = x.buffer.data() + x.buffer.size();
-  // The source with the smallest head gives entries for as long as its head stays below the
-  // others' smallest; only then does it go back into the heap. Runs that follow one another (a
-  // start time's runs do, and a correlation id's mostly) cost one comparison an entry, not a
-  // heap's pop and push.
-  std::vector<size_t> heap;  // the other sources with entries left, smallest head on top
-  const auto later = [&](size_t a, size_t b) {
-    return EntryLess{}(*sources[b].at, *sources[a].at);
-  };
-  for (size_t i = 0; i < sources.size(); ++i)
-    if (sources[i].at != sources[i].end) heap.push_back(i);
-  std::make_heap(heap.begin(), heap.end(), later);
-  constexpr size_t kNone = SIZE_MAX;
-  const auto take_top = [&] {
-    if (heap.empty()) return kNone;
-    std::pop_heap(heap.begin(), heap.end(), later);
-    const size_t top = heap.back();
-    heap.pop_back();
-    return top;
-  };
-  size_t current = take_top();
 
+  SqliteTablePages& pages_;
+  Index& x_;
+  size_t per_run_ = 0, chunk_ = 0;
+  std::vector<Source> sources_;
+  std::vector<size_t> heap_;  // the other sources with entries left
+  size_t current_ = kNone;
+};
+
+// One index's entries, merged from its runs and what is left in memory, into leaves written
+// one after another at next_page on; the last cell of each full leaf goes up as the divider
+// between it and the next leaf (an index B-tree holds each entry once: on a leaf or as a
+// divider), and the dividers are built into interior pages level by level as the tables' are.
+bool SqliteTablePages::BuildIndex(Index& x, int db_fd, uint64_t root_at, uint32_t* next_page) {
+  IndexMerge merge(*this, x);
+  if (!merge.Start()) return false;
   std::vector<uint8_t> page(page_size_, 0);
   uint32_t cells = 0, content = usable_;
-  struct Divider {
-    uint32_t left;  // the page of the entries below it
-    uint8_t size;
-    uint8_t payload[kMaxIndexPayload];
-  };
-  std::vector<Divider> dividers;
-  while (current != kNone) {
-    Source& src = sources[current];
-    const Entry e = *src.at++;
-    if (src.at == src.end && src.left > 0 && !refill(src)) return false;
-    if (src.at == src.end) {
-      current = take_top();
-    } else if (!heap.empty() && EntryLess{}(*sources[heap.front()].at, *src.at)) {
-      heap.push_back(current);
-      std::push_heap(heap.begin(), heap.end(), later);
-      current = take_top();
-    }
+  std::vector<IndexDivider> dividers;
+  for (;;) {
+    Entry e;
+    const IndexMerge::Next next = merge.Take(&e);
+    if (next == IndexMerge::Next::kError) return false;
+    if (next == IndexMerge::Next::kEnd) break;
     // The cell: its payload's size (below 128: one byte) and the record (key, rowid).
     uint8_t cell[1 + kMaxIndexPayload + 8];  // and PutInt's eight-byte store
     uint8_t* p = cell + 1;
@@ -740,7 +777,7 @@ bool SqliteTablePages::BuildIndex(Index& x, int db_fd, uint64_t root_at, uint32_
     const size_t size = 1 + body;
     if (kLeafHeader + 2 * (size_t{cells} + 1) + size > content) {
       // Full: its last cell goes up as the divider, the page out, and `e` starts the next.
-      Divider d{};
+      IndexDivider d{};
       d.size = page[content];
       std::memcpy(d.payload, page.data() + content + 1, d.size);
       content += 1 + uint32_t{d.size};
@@ -764,21 +801,30 @@ bool SqliteTablePages::BuildIndex(Index& x, int db_fd, uint64_t root_at, uint32_
     return false;
   std::vector<uint32_t> children;
   children.reserve(dividers.size() + 1);
-  for (const Divider& d : dividers) children.push_back(d.left);
+  for (const IndexDivider& d : dividers) children.push_back(d.left);
   children.push_back((*next_page)++);
-  // Levels above: children[i] and children[i + 1] are parted by dividers[i].
+  return WriteIndexLevels(std::move(children), std::move(dividers), page, db_fd, root_at,
+                          next_page);
+}
+
+// The interior pages above an index's leaves, level by level up to the root at root_at:
+// children[i] and children[i + 1] are parted by dividers[i].
+bool SqliteTablePages::WriteIndexLevels(std::vector<uint32_t> children,
+                                        std::vector<IndexDivider> dividers,
+                                        std::vector<uint8_t>& page, int db_fd, uint64_t root_at,
+                                        uint32_t* next_page) {
   const size_t per_page = (usable_ - kInteriorHeader) / (2 + 4 + 1 + kMaxIndexPayload) + 1;
   for (;;) {
     const size_t pages = (children.size() + per_page - 1) / per_page;
     std::vector<uint32_t> above;
-    std::vector<Divider> above_dividers;
+    std::vector<IndexDivider> above_dividers;
     size_t at = 0;
     for (size_t k = 0; k < pages; ++k) {
       const size_t take = children.size() / pages + (k < children.size() % pages ? 1 : 0);
       std::fill(page.begin(), page.end(), 0);
       uint32_t start = usable_;
       for (size_t i = 0; i + 1 < take; ++i) {
-        const Divider& d = dividers[at + i];
+        const IndexDivider& d = dividers[at + i];
         start -= 4 + 1 + uint32_t{d.size};
         Put32(page.data() + start, children[at + i]);
         page[start + 4] = d.size;

@@ -97,7 +97,12 @@ class SqliteTablePages {
   struct Index;
   struct RunCoder;
   bool Spill(Index& x);
+  class IndexMerge;     // BuildIndex's merge of an index's runs and memory buffer
+  struct IndexDivider;  // an index cell that goes up a level
   bool BuildIndex(Index& x, int db_fd, uint64_t root_at, uint32_t* next_page);
+  bool WriteIndexLevels(std::vector<uint32_t> children, std::vector<IndexDivider> dividers,
+                        std::vector<uint8_t>& page, int db_fd, uint64_t root_at,
+                        uint32_t* next_page);
   bool Fail(std::string what);
   bool PutCell(Table& t, const uint8_t* cell, size_t size, int64_t rowid);
   bool LeafFull(Table& t);
