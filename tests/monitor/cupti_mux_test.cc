@@ -714,6 +714,19 @@ struct MarkerCollector : decoder::ChunkVisitor {
   std::vector<pb::WindowMarker> markers;
 };
 
+// The window markers of the one recording in `dir`; none when there is not exactly one.
+std::vector<pb::WindowMarker> MarkersOf(const std::string& dir) {
+  auto listing = decoder::ListRecordings(dir);
+  if (!listing || listing->recordings.size() != 1) {
+    ADD_FAILURE() << "expected one recording in " << dir;
+    return {};
+  }
+  MarkerCollector markers;
+  decoder::ReadIntegrity integrity;
+  decoder::ReadRecording(listing->recordings[0], markers, &integrity);
+  return markers.markers;
+}
+
 template <typename Pred>
 bool WaitFor(Pred pred, int timeout_ms = 5000) {
   for (int i = 0; i < timeout_ms / 5; ++i) {
@@ -781,20 +794,15 @@ TEST(TakeoverTest, AnotherClientTakingTheCallbacksIsMarkedCountedAndUndone) {
   const auto rb = testing::ReadRecording(dir);
   EXPECT_EQ(rb.records_by_kind.at(kKernel), 17u);  // 10 before + 7 after; 1 + 5 were the other's
   EXPECT_EQ(rb.last_stats.cupti_gaps(), 1u);
-  auto listing = decoder::ListRecordings(dir);
-  ASSERT_TRUE(listing);
-  ASSERT_EQ(listing->recordings.size(), 1u);
-  MarkerCollector markers;
-  decoder::ReadIntegrity integrity;
-  decoder::ReadRecording(listing->recordings[0], markers, &integrity);
-  ASSERT_EQ(markers.markers.size(), 2u);
-  EXPECT_EQ(markers.markers[0].edge(), pb::WindowMarker::GAP_BEGIN);
-  EXPECT_EQ(markers.markers[1].edge(), pb::WindowMarker::GAP_END);
-  EXPECT_EQ(markers.markers[0].window_id(), 1u);
-  EXPECT_LE(markers.markers[0].cupti_ns(), markers.markers[1].cupti_ns());
-  EXPECT_NE(markers.markers[1].note().find("registered its callbacks and kinds again"),
+  const std::vector<pb::WindowMarker> markers = MarkersOf(dir);
+  ASSERT_EQ(markers.size(), 2u);
+  EXPECT_EQ(markers[0].edge(), pb::WindowMarker::GAP_BEGIN);
+  EXPECT_EQ(markers[1].edge(), pb::WindowMarker::GAP_END);
+  EXPECT_EQ(markers[0].window_id(), 1u);
+  EXPECT_LE(markers[0].cupti_ns(), markers[1].cupti_ns());
+  EXPECT_NE(markers[1].note().find("registered its callbacks and kinds again"),
             std::string::npos)
-      << markers.markers[1].note();
+      << markers[1].note();
   FreeOtherClientBuffers();
 }
 
@@ -831,19 +839,14 @@ TEST(TakeoverTest, UnderSharingALongKernelIsMarkedAsSuchAndLosesNothing) {
   EXPECT_EQ(st.stranded_buffers, 0u);
   const auto rb = testing::ReadRecording(dir);
   EXPECT_EQ(rb.records_by_kind.at(kKernel), 16u);  // every kernel
-  auto listing = decoder::ListRecordings(dir);
-  ASSERT_TRUE(listing);
-  ASSERT_EQ(listing->recordings.size(), 1u);
-  MarkerCollector markers;
-  decoder::ReadIntegrity integrity;
-  decoder::ReadRecording(listing->recordings[0], markers, &integrity);
-  ASSERT_EQ(markers.markers.size(), 2u);
-  EXPECT_EQ(markers.markers[0].edge(), pb::WindowMarker::GAP_BEGIN);
-  EXPECT_NE(markers.markers[0].note().find("a kernel ran that long with no other CUDA work"),
+  const std::vector<pb::WindowMarker> markers = MarkersOf(dir);
+  ASSERT_EQ(markers.size(), 2u);
+  EXPECT_EQ(markers[0].edge(), pb::WindowMarker::GAP_BEGIN);
+  EXPECT_NE(markers[0].note().find("a kernel ran that long with no other CUDA work"),
             std::string::npos)
-      << markers.markers[0].note();
-  EXPECT_EQ(markers.markers[1].edge(), pb::WindowMarker::GAP_END);
-  EXPECT_EQ(markers.markers[1].note(), "cupmon's buffer callbacks ran again");
+      << markers[0].note();
+  EXPECT_EQ(markers[1].edge(), pb::WindowMarker::GAP_END);
+  EXPECT_EQ(markers[1].note(), "cupmon's buffer callbacks ran again");
 }
 
 TEST(TakeoverTest, ATakeoverShorterThanTheWatchIsMarkedAtStop) {
@@ -872,19 +875,14 @@ TEST(TakeoverTest, ATakeoverShorterThanTheWatchIsMarkedAtStop) {
     std::lock_guard<std::mutex> lk(g_other_mu);
     EXPECT_EQ(g_other_unknown, 1u);
   }
-  auto listing = decoder::ListRecordings(dir);
-  ASSERT_TRUE(listing);
-  ASSERT_EQ(listing->recordings.size(), 1u) << "a file exists that says what happened";
-  MarkerCollector markers;
-  decoder::ReadIntegrity integrity;
-  decoder::ReadRecording(listing->recordings[0], markers, &integrity);
-  ASSERT_EQ(markers.markers.size(), 2u);
-  EXPECT_EQ(markers.markers[0].edge(), pb::WindowMarker::GAP_BEGIN);
-  EXPECT_EQ(markers.markers[1].edge(), pb::WindowMarker::GAP_END);
-  EXPECT_EQ(markers.markers[0].window_id(), 1u);
-  EXPECT_LE(markers.markers[0].cupti_ns(), markers.markers[1].cupti_ns());
-  EXPECT_NE(markers.markers[0].note().find("had not come back"), std::string::npos)
-      << markers.markers[0].note();
+  const std::vector<pb::WindowMarker> markers = MarkersOf(dir);  // a file says what happened
+  ASSERT_EQ(markers.size(), 2u);
+  EXPECT_EQ(markers[0].edge(), pb::WindowMarker::GAP_BEGIN);
+  EXPECT_EQ(markers[1].edge(), pb::WindowMarker::GAP_END);
+  EXPECT_EQ(markers[0].window_id(), 1u);
+  EXPECT_LE(markers[0].cupti_ns(), markers[1].cupti_ns());
+  EXPECT_NE(markers[0].note().find("had not come back"), std::string::npos)
+      << markers[0].note();
   const auto rb = testing::ReadRecording(dir);
   EXPECT_EQ(rb.last_stats.cupti_gaps(), 1u);
   EXPECT_EQ(rb.last_stats.stranded_buffers(), 1u);
