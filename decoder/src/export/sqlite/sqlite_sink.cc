@@ -111,7 +111,7 @@ Expected<std::unique_ptr<SqliteSink>> SqliteSink::Create(const std::string& path
   umask(mask);
   (void)fchmod(fd, 0666 & ~mask);
   close(fd);
-  Conn& main = sink->conns_[kMain];
+  SqliteConnection& main = sink->conns_[kMain];
   if (!main.Open(main.path))
     return unexpected(Error{"cannot write " + path + ": " + main.error});
   for (const nsys::Table& t : nsys::Tables()) main.Exec(t.create);
@@ -156,7 +156,7 @@ Expected<std::unique_ptr<SqliteSink>> SqliteSink::Create(const std::string& path
       dir = slash == std::string::npos ? "." : target.substr(0, slash == 0 ? 1 : slash);
     }
     const std::string base = target.substr(target.rfind('/') + 1);
-    Conn& rest = sink->conns_[kRest];
+    SqliteConnection& rest = sink->conns_[kRest];
     const int rfd = make_temp(dir + "/" + base + ".rest.XXXXXX", &rest.path);
     if (rfd < 0) {
       const int e = errno;
@@ -178,7 +178,7 @@ Expected<std::unique_ptr<SqliteSink>> SqliteSink::Create(const std::string& path
 }
 
 SqliteSink::SqliteSink(std::string path) : path_(std::move(path)) {
-  for (Conn& c : conns_) c.failed = &failed_;
+  for (SqliteConnection& c : conns_) c.failed = &failed_;
   for (int d = 0; d < 2; ++d) api_name_ids_[d].assign(CallbackTableSize(d == 1), 0);
 }
 
@@ -191,7 +191,7 @@ SqliteSink::~SqliteSink() {
   cv_.notify_all();
   for (std::thread& w : writers_)
     if (w.joinable()) w.join();
-  for (Conn& c : conns_) {
+  for (SqliteConnection& c : conns_) {
     c.CloseDb();
     if (!closed_ && !c.path.empty()) unlink(c.path.c_str());  // Close removes its own
     for (int fd : {c.pages_fd, c.runs_fd})
@@ -200,7 +200,7 @@ SqliteSink::~SqliteSink() {
 }
 
 int64_t* SqliteSink::NewRow(Table t) {
-  std::unique_ptr<Batch>& b = open_[t];
+  std::unique_ptr<SqliteBatch>& b = open_[t];
   if (!b) {
     {
       MutexLock lock(mu_);
@@ -209,7 +209,7 @@ int64_t* SqliteSink::NewRow(Table t) {
         free_.pop_back();
       }
     }
-    if (!b) b = std::make_unique<Batch>();
+    if (!b) b = std::make_unique<SqliteBatch>();
     b->table = t;
     b->rows = 0;
     const size_t need = kBatchRows * static_cast<size_t>(kBatched[t].count);
@@ -223,7 +223,7 @@ void SqliteSink::RowDone(Table t) {
 }
 
 void SqliteSink::Submit(Table t) {
-  std::unique_ptr<Batch>& b = open_[t];
+  std::unique_ptr<SqliteBatch>& b = open_[t];
   if (!b || b->rows == 0) return;
   const int conn = ConnOf(t);
   if (!writers_[conn].joinable()) {
@@ -657,7 +657,7 @@ void SqliteSink::End(const TraceBuilder& b, const Recording& rec, const ReadInte
 
 // ---- closing (caller's thread, writer stopped) ----
 
-void SqliteSink::WriteDeferred(Conn& conn) {
+void SqliteSink::WriteDeferred(SqliteConnection& conn) {
   // Statements by text: a few kinds of row, prepared once each.
   std::map<const char*, sqlite3_stmt*> prepared;
   const auto insert = [&](const char* sql, const std::vector<Value>& values) {
@@ -710,8 +710,8 @@ void SqliteSink::WriteDeferred(Conn& conn) {
 // SQLite runs as a transfer of records and index entries. The ENUM tables are the database's own
 // (Create and CreateNvtxTables filled them in both).
 void SqliteSink::BringInRest() {
-  Conn& main = conns_[kMain];
-  Conn& rest = conns_[kRest];
+  SqliteConnection& main = conns_[kMain];
+  SqliteConnection& rest = conns_[kRest];
   const bool nvtx = rest.nvtx;
   if (nvtx) main.CreateNvtxTables();
   char* attach = sqlite3_mprintf("ATTACH DATABASE %Q AS cupmon_rest", rest.path.c_str());
@@ -742,11 +742,11 @@ Expected<void> SqliteSink::Close() {
     stop_ = true;
   }
   cv_.notify_all();
-  Conn& main = conns_[kMain];
-  Conn& rest = conns_[kRest];
+  SqliteConnection& main = conns_[kMain];
+  SqliteConnection& rest = conns_[kRest];
   // This thread writes what is left into the second connection where there is one (the main
   // writer builds the kernel indexes meanwhile), else into the main one.
-  Conn& mine = split() ? rest : main;
+  SqliteConnection& mine = split() ? rest : main;
   if (writers_[split() ? kRest : kMain].joinable()) writers_[split() ? kRest : kMain].join();
   if (!failed()) {
     // The batched tables' pages into the database first: what follows (the synchronization

@@ -23,21 +23,11 @@
 #include "cupmon/base/thread_annotations.h"
 #include "cupmon/decoder/rank_listing.h"
 #include "cupmon/decoder/trace_builder.h"
-#include "export/sqlite/nsys_schema.h"
-#include "export/sqlite/sqlite_pages.h"
+#include "export/sqlite/sqlite_connection.h"
 
 struct sqlite3;
-struct sqlite3_stmt;
 
 namespace cupmon::decoder {
-
-// The rows a connection's cupmon_batch virtual table yields: `rows` rows of `columns` cells, row
-// after row (INT64_MIN: NULL).
-struct SqliteBatchView {
-  const int64_t* cells = nullptr;
-  size_t rows = 0;
-  int columns = 0;
-};
 
 // Writes one database for one or several recordings (ranks). Everything goes into a temporary
 // file beside the output path, and only a complete database is renamed onto the path (an
@@ -127,28 +117,12 @@ class SqliteSink {
   // True after a write error (Close reports it): later rows are not written.
   bool failed() const { return failed_.load(std::memory_order_relaxed); }
 
-  // The tables the writer thread fills (int-only columns), in batches.
-  enum Table : int {
-    kKernel,
-    kMemcpy,
-    kMemset,
-    kRuntime,
-    kSecondaryApi,
-    kSync,
-    kThreads,
-    kCorrelationAnnotations,
-    kNvtx,  // created by the first batch of NVTX rows (nsys_schema.h, NvtxTables)
-    kTableCount
-  };
+  // The tables the writer threads fill (int-only columns), in batches.
+  using Table = SqliteBatch::Table;
+  using enum SqliteBatch::Table;
 
  private:
   explicit SqliteSink(std::string path);
-  // Column values of up to kBatchRows rows of one table; kNull marks SQL NULL.
-  struct Batch {
-    Table table = kKernel;
-    size_t rows = 0;
-    std::vector<int64_t> cells;
-  };
   struct KernelNames {
     int64_t demangled = 0, short_name = 0, mangled = 0;  // StringIds ids (mangled 0: NULL)
     bool known = false;
@@ -170,44 +144,6 @@ class SqliteSink {
     std::vector<Value> values;
   };
 
-  // One SQLite connection, its prepared INSERTs and its first failure. Used by whichever thread
-  // owns it at the time (its writer thread while rows stream, the caller's in Close).
-  struct Conn {
-    sqlite3* db = nullptr;
-    // Per table: its SELECT list, in the table's column order: a cell (its index), or NULL or
-    // a constant (`text`, cell -1). And INSERT INTO it SELECT ... FROM cupmon_batch (which reads
-    // `batch`) per shape: the cells that are the same in every row of a batch (bit i: cell i),
-    // which that statement takes as bound parameters (?<i+1>) rather than from cupmon_batch;
-    // shape 0 reads every cell from cupmon_batch.
-    struct Slot {
-      int cell;  // -1: `text`
-      std::string text;
-    };
-    std::vector<Slot> select[kTableCount];
-    std::map<uint32_t, sqlite3_stmt*> inserts[kTableCount];
-    SqliteBatchView batch;  // the rows cupmon_batch yields (set while a batch is inserted)
-    std::string error;                   // the first failure
-    std::atomic<bool>* failed = nullptr;  // the sink's: any failure stops every writer
-    std::string path;                    // its temporary file
-    bool nvtx = false;                   // CreateNvtxTables ran
-    // The batched tables written as pages (Options::own_pages), and their leaves' unlinked file.
-    std::unique_ptr<SqliteTablePages> pages;
-    int pages_fd = -1, runs_fd = -1;
-    std::set<std::string> indexes_made;  // names of the indexes `pages` builds
-    bool IndexForPages(const nsys::Index& index);  // creates it empty for `pages` if it can
-    bool Open(const std::string& file);  // and the pragmas, cupmon_batch and the transaction
-    bool Exec(const std::string& sql);
-    int64_t PragmaInt(const char* pragma);  // "PRAGMA page_size" and the like; 0 if it fails
-    void Fail(const std::string& what);
-    bool PrepareInsert(int table);  // its SELECT list, and the statement of shape 0
-    sqlite3_stmt* InsertFor(int table, uint32_t shape);  // prepared on first use (shape 0: full)
-    bool CreateNvtxTables();  // before the first NVTX batch
-    void InsertBatch(const Batch& b);
-    // Close, with `pages`: commits, closes the database, moves the pages in, opens it again.
-    bool MovePagesIn();
-    void Finalize();  // the statements
-    void CloseDb();
-  };
   enum ConnIndex { kMain, kRest, kConnCount };
   void WriterLoop(int conn);
   // Close's last step with two connections: the second file's tables copied into the database.
@@ -232,12 +168,12 @@ class SqliteSink {
     deferred_.push_back(DeferredRow{insert, std::move(values)});
   }
   void Counter(const std::string& name, int64_t value);
-  void WriteDeferred(Conn& conn);  // Close: everything but the batched tables
+  void WriteDeferred(SqliteConnection& conn);  // Close: everything but the batched tables
 
   std::string path_;
   // [kMain]: the database, and the first failure of all once the writers are joined (the
   // caller's thread's own failures too). [kRest]: the second file; no path: not used.
-  Conn conns_[kConnCount];
+  SqliteConnection conns_[kConnCount];
   std::atomic<bool> failed_{false};
   bool closed_ = false;
   int64_t base_ = 0;
@@ -249,10 +185,11 @@ class SqliteSink {
   Mutex mu_;
   std::condition_variable cv_;
   // Full batches, oldest first.
-  std::deque<std::unique_ptr<Batch>> queue_[kConnCount] CUPMON_GUARDED_BY(mu_);
-  std::vector<std::unique_ptr<Batch>> free_ CUPMON_GUARDED_BY(mu_);  // emptied batches for reuse
+  std::deque<std::unique_ptr<SqliteBatch>> queue_[kConnCount] CUPMON_GUARDED_BY(mu_);
+  // Emptied batches for reuse.
+  std::vector<std::unique_ptr<SqliteBatch>> free_ CUPMON_GUARDED_BY(mu_);
   bool stop_ CUPMON_GUARDED_BY(mu_) = false;
-  std::unique_ptr<Batch> open_[kTableCount];  // the caller's batch per table
+  std::unique_ptr<SqliteBatch> open_[kTableCount];  // the caller's batch per table
 
   // Across ranks (caller's thread).
   std::unordered_map<std::string, int64_t> string_ids_;

@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "export/sqlite/sqlite_sink.h"
+#include "export/sqlite/sqlite_connection.h"
 
 namespace cupmon::decoder {
 
@@ -36,7 +36,7 @@ struct BatchedTable {
   int count;          // columns with a cell per row
   const char* fixed;  // constant values of the columns after them ("" when none)
 };
-inline constexpr BatchedTable kBatched[SqliteSink::kTableCount] = {
+inline constexpr BatchedTable kBatched[SqliteBatch::kTableCount] = {
     {"CUPTI_ACTIVITY_KIND_KERNEL",
      "start, end, deviceId, contextId, streamId, correlationId, globalPid, demangledName, "
      "shortName, mangledName, registersPerThread, gridX, gridY, gridZ, blockX, blockY, blockZ, "
