@@ -172,7 +172,7 @@ Expected<std::unique_ptr<SqliteSink>> SqliteSink::Create(const std::string& path
   }
   if (threads) {
     for (int c = 0; c < kConnCount; ++c)
-      if (sink->conns_[c].db) sink->writers_[c] = std::thread([s = sink.get(), c] { s->WriterLoop(c); });
+      if (sink->conns_[c].db) sink->batches_.Start(c);
   }
   return sink;
 }
@@ -184,58 +184,14 @@ SqliteSink::SqliteSink(std::string path) : path_(std::move(path)) {
 
 SqliteSink::~SqliteSink() {
   if (!closed_) failed_.store(true, std::memory_order_relaxed);  // the writers skip what is left
-  {
-    MutexLock lock(mu_);
-    stop_ = true;
-  }
-  cv_.notify_all();
-  for (std::thread& w : writers_)
-    if (w.joinable()) w.join();
+  batches_.Stop();
+  for (int c = 0; c < kConnCount; ++c) batches_.Join(c);
   for (SqliteConnection& c : conns_) {
     c.CloseDb();
     if (!closed_ && !c.path.empty()) unlink(c.path.c_str());  // Close removes its own
     for (int fd : {c.pages_fd, c.runs_fd})
       if (fd >= 0) close(fd);
   }
-}
-
-int64_t* SqliteSink::NewRow(Table t) {
-  std::unique_ptr<SqliteBatch>& b = open_[t];
-  if (!b) {
-    {
-      MutexLock lock(mu_);
-      if (!free_.empty()) {
-        b = std::move(free_.back());
-        free_.pop_back();
-      }
-    }
-    if (!b) b = std::make_unique<SqliteBatch>();
-    b->table = t;
-    b->rows = 0;
-    const size_t need = kBatchRows * static_cast<size_t>(kBatched[t].count);
-    if (b->cells.size() < need) b->cells.resize(need);
-  }
-  return b->cells.data() + b->rows++ * static_cast<size_t>(kBatched[t].count);
-}
-
-void SqliteSink::RowDone(Table t) {
-  if (open_[t]->rows == kBatchRows) Submit(t);
-}
-
-void SqliteSink::Submit(Table t) {
-  std::unique_ptr<SqliteBatch>& b = open_[t];
-  if (!b || b->rows == 0) return;
-  const int conn = ConnOf(t);
-  if (!writers_[conn].joinable()) {
-    conns_[conn].InsertBatch(*b);  // no writer thread: this thread owns the connection
-    b->rows = 0;
-    return;
-  }
-  MutexLock lock(mu_);
-  while (queue_[conn].size() >= kMaxQueued) lock.Wait(cv_);
-  queue_[conn].push_back(std::move(b));
-  lock.Unlock();
-  cv_.notify_all();
 }
 
 // ---- names and ids (caller's thread) ----
@@ -284,11 +240,11 @@ int64_t SqliteSink::ThreadTid(uint32_t cupti_pid, uint32_t cupti_tid) {
   if (inserted) {
     const auto number = static_cast<uint32_t>(std::min<size_t>(threads_.size(), nsys::kIdMask24));
     it->second = nsys::GlobalTid(global_pid_, number);
-    int64_t* c = NewRow(kThreads);
+    int64_t* c = batches_.NewRow(kThreads);
     c[0] = it->second;
     c[1] = cupti_tid;
     c[2] = cupti_pid;
-    RowDone(kThreads);
+    batches_.RowDone(kThreads);
   }
   last_thread_key_ = key;
   last_thread_tid_ = it->second;
@@ -360,7 +316,7 @@ void SqliteSink::Write(const Row& r) {
     case RowType::kKernel: {
       NoteDevice(r.context, r.device);
       const KernelNames& n = KernelNamesOf(r);
-      c = NewRow(kKernel);
+      c = batches_.NewRow(kKernel);
       c[7] = n.demangled;
       c[8] = n.short_name;
       c[9] = n.mangled ? n.mangled : kNull;
@@ -378,7 +334,7 @@ void SqliteSink::Write(const Row& r) {
     }
     case RowType::kMemcpy: {
       NoteDevice(r.context, r.device);
-      c = NewRow(kMemcpy);
+      c = batches_.NewRow(kMemcpy);
       c[7] = static_cast<int64_t>(r.bytes);
       c[8] = r.copy_kind;
       c[9] = nsys::MemKind(r.src_kind);
@@ -391,7 +347,7 @@ void SqliteSink::Write(const Row& r) {
     }
     case RowType::kMemset:
       NoteDevice(r.context, r.device);
-      c = NewRow(kMemset);
+      c = batches_.NewRow(kMemset);
       c[7] = r.memset_value;
       c[8] = static_cast<int64_t>(r.bytes);
       break;
@@ -402,7 +358,7 @@ void SqliteSink::Write(const Row& r) {
       const bool secondary = r.nested || r.duplicate;
       const int64_t tid = ThreadTid(r.pid, r.tid);
       const int64_t name = ApiNameId(r);
-      c = NewRow(secondary ? kSecondaryApi : kRuntime);
+      c = batches_.NewRow(secondary ? kSecondaryApi : kRuntime);
       c[0] = Rel(r.wall_start);
       c[1] = Rel(r.wall_end);
       c[2] = r.kind == kKindDriver ? nsys::kEventClassCudaDriver : nsys::kEventClassCudaRuntime;
@@ -411,7 +367,7 @@ void SqliteSink::Write(const Row& r) {
       c[5] = name;
       c[6] = r.return_value;
       if (secondary) c[7] = r.nested ? nsys::kSecondaryNested : nsys::kSecondaryDuplicate;
-      RowDone(secondary ? kSecondaryApi : kRuntime);
+      batches_.RowDone(secondary ? kSecondaryApi : kRuntime);
       return;
     }
     case RowType::kRange:
@@ -428,7 +384,7 @@ void SqliteSink::Write(const Row& r) {
         if (it != context_devices_.end()) device = it->second;
       }
       if (device < 0) ++sync_unknown_device_;
-      c = NewRow(kSync);
+      c = batches_.NewRow(kSync);
       c[2] = device;
       c[7] = r.sync_type;
       c[8] = r.event_id;
@@ -448,7 +404,7 @@ void SqliteSink::Write(const Row& r) {
                   : r.type == RowType::kMemcpy ? kMemcpy
                   : r.type == RowType::kMemset ? kMemset
                                                : kSync;
-  RowDone(t);
+  batches_.RowDone(t);
 }
 
 // An NVTX range or mark: one NVTX_EVENTS row (end NULL for a mark and for a range never ended).
@@ -474,7 +430,7 @@ void SqliteSink::WriteRange(const Row& r) {
   }
   const bool mark = r.range_kind == RangeKind::kMark;
   const int64_t name = StringId(r.name);
-  int64_t* c = NewRow(kNvtx);
+  int64_t* c = batches_.NewRow(kNvtx);
   c[0] = Rel(r.wall_start);
   c[1] = mark || !r.range_ended ? kNull : Rel(r.wall_end);
   c[2] = mark                                      ? nsys::kEventTypeNvtxMark
@@ -484,7 +440,7 @@ void SqliteSink::WriteRange(const Row& r) {
   c[4] = tid;
   c[5] = name;
   c[6] = domain;
-  RowDone(kNvtx);
+  batches_.RowDone(kNvtx);
 }
 
 void SqliteSink::Annotate(const Row& r) {
@@ -502,11 +458,11 @@ void SqliteSink::Annotate(const Row& r) {
   // One row per call: from its API row, or from GPU work whose launch call is not in the export.
   if ((r.type == RowType::kApi && !r.nested && !r.duplicate) ||
       (r.type != RowType::kApi && r.type != RowType::kSynchronization && !r.has_api)) {
-    int64_t* c = NewRow(kCorrelationAnnotations);
+    int64_t* c = batches_.NewRow(kCorrelationAnnotations);
     c[0] = global_pid_;
     c[1] = r.correlation;
     c[2] = static_cast<int64_t>(r.external_id);
-    RowDone(kCorrelationAnnotations);
+    batches_.RowDone(kCorrelationAnnotations);
   }
 }
 
@@ -736,18 +692,14 @@ void SqliteSink::BringInRest() {
 }
 
 Expected<void> SqliteSink::Close() {
-  for (int t = 0; t < kTableCount; ++t) Submit(static_cast<Table>(t));
-  {
-    MutexLock lock(mu_);
-    stop_ = true;
-  }
-  cv_.notify_all();
+  for (int t = 0; t < kTableCount; ++t) batches_.Submit(static_cast<Table>(t));
+  batches_.Stop();
   SqliteConnection& main = conns_[kMain];
   SqliteConnection& rest = conns_[kRest];
   // This thread writes what is left into the second connection where there is one (the main
   // writer builds the kernel indexes meanwhile), else into the main one.
   SqliteConnection& mine = split() ? rest : main;
-  if (writers_[split() ? kRest : kMain].joinable()) writers_[split() ? kRest : kMain].join();
+  batches_.Join(split() ? kRest : kMain);
   if (!failed()) {
     // The batched tables' pages into the database first: what follows (the synchronization
     // rows' device fix, the indexes) reads them through SQLite.
@@ -761,7 +713,7 @@ Expected<void> SqliteSink::Close() {
       if (!mine.indexes_made.count(index.name)) mine.Exec(nsys::CreateIndex(index));
     mine.Exec("COMMIT");
   }
-  if (writers_[kMain].joinable()) writers_[kMain].join();
+  batches_.Join(kMain);
   if (main.error.empty() && !rest.error.empty()) main.error = rest.error;
   if (main.error.empty() && !failed() && last_write_ && main.Exec("BEGIN")) {
     const std::string error = last_write_(main.db);

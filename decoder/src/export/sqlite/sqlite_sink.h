@@ -5,24 +5,21 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
 #include <set>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <tuple>
 #include <unordered_map>
 #include <vector>
 
 #include "cupmon/base/error.h"
-#include "cupmon/base/thread_annotations.h"
 #include "cupmon/decoder/rank_listing.h"
 #include "cupmon/decoder/trace_builder.h"
+#include "export/sqlite/sqlite_batches.h"
 #include "export/sqlite/sqlite_connection.h"
 
 struct sqlite3;
@@ -49,7 +46,7 @@ namespace cupmon::decoder {
 // tables are copied into the database's empty ones (INSERT INTO ... SELECT * between identical
 // tables with identical indexes: SQLite's transfer, which copies records and index entries
 // without decoding them) and the second file is removed. The hand-over is a bounded queue of batches
-// per connection (guarded by mu_; the caller waits when one is full), so memory stays bounded:
+// per connection (sqlite_batches.h; the caller waits when one is full), so memory stays bounded:
 // the batches in flight, plus the distinct names, threads, contexts, annotations and per-rank
 // facts, which the caller's thread writes in Close once the writers have stopped. With
 // `writer_thread` false (or one CPU) the caller's thread inserts the batches itself, through
@@ -122,6 +119,8 @@ class SqliteSink {
   using enum SqliteBatch::Table;
 
  private:
+  using enum SqliteBatches::ConnIndex;
+
   explicit SqliteSink(std::string path);
   struct KernelNames {
     int64_t demangled = 0, short_name = 0, mangled = 0;  // StringIds ids (mangled 0: NULL)
@@ -144,15 +143,10 @@ class SqliteSink {
     std::vector<Value> values;
   };
 
-  enum ConnIndex { kMain, kRest, kConnCount };
-  void WriterLoop(int conn);
   // Close's last step with two connections: the second file's tables copied into the database.
   void BringInRest();
 
   // Caller's side.
-  int64_t* NewRow(Table t);  // the next row's cells in the table's open batch
-  void RowDone(Table t);     // after filling them: hands the batch over once it is full
-  void Submit(Table t);      // hands the open batch over (to the writer, or inserts it)
   int64_t StringId(std::string_view text);
   const KernelNames& KernelNamesOf(const Row& row);
   int64_t ApiNameId(const Row& row);
@@ -162,8 +156,7 @@ class SqliteSink {
   void NoteDevice(uint32_t context, uint32_t device);
   void Annotate(const Row& r);
   void WriteRange(const Row& r);
-  bool split() const { return !conns_[kRest].path.empty(); }
-  int ConnOf(Table t) const { return t != kKernel && split() ? kRest : kMain; }
+  bool split() const { return batches_.split(); }
   void Defer(const char* insert, std::vector<Value> values) {
     deferred_.push_back(DeferredRow{insert, std::move(values)});
   }
@@ -180,16 +173,7 @@ class SqliteSink {
   std::function<std::string(sqlite3* db)> last_write_;
   uint64_t activity_rows_ = 0;
 
-  // Hand-over to the writer threads (one per connection in use).
-  std::thread writers_[kConnCount];
-  Mutex mu_;
-  std::condition_variable cv_;
-  // Full batches, oldest first.
-  std::deque<std::unique_ptr<SqliteBatch>> queue_[kConnCount] CUPMON_GUARDED_BY(mu_);
-  // Emptied batches for reuse.
-  std::vector<std::unique_ptr<SqliteBatch>> free_ CUPMON_GUARDED_BY(mu_);
-  bool stop_ CUPMON_GUARDED_BY(mu_) = false;
-  std::unique_ptr<SqliteBatch> open_[kTableCount];  // the caller's batch per table
+  SqliteBatches batches_{conns_, &failed_};  // the hand-over to the writer threads
 
   // Across ranks (caller's thread).
   std::unordered_map<std::string, int64_t> string_ids_;

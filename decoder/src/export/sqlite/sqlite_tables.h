@@ -1,6 +1,6 @@
-// The SQLite export's tables as its two halves share them (sqlite_sink.cc, the caller's side:
-// rows into batches; sqlite_writer.cc, the writer threads: batches into a connection).
-// Included by those two files only.
+// The SQLite export's batched tables as its two halves share them (the caller's side, rows
+// into batches: sqlite_sink.cc, sqlite_batches.h; the writer threads, batches into a connection:
+// sqlite_batches.cc, sqlite_writer.cc). Included by those files only.
 #pragma once
 
 #include <cstddef>

@@ -1,7 +1,7 @@
 // The SQLite export's writer side (see sqlite_sink.h): one connection per writer thread, which
 // hands each batch of rows to the table pages (sqlite_pages.h) or turns it into one INSERT
 // INTO T SELECT ... FROM cupmon_batch. The caller's side, rows into batches and Close, is
-// sqlite_sink.cc.
+// sqlite_sink.cc; the hand-over of the batches, sqlite_batches.cc.
 #include <fcntl.h>
 #include <sqlite3.h>
 #include <unistd.h>
@@ -415,34 +415,6 @@ void SqliteConnection::InsertBatch(const SqliteBatch& b) {
   sqlite3_reset(s);
   batch = SqliteBatchView{};
   if (rc != SQLITE_DONE) Fail(std::string("writing ") + kBatched[b.table].table);
-}
-
-void SqliteSink::WriterLoop(int conn) {
-  SqliteConnection& c = conns_[conn];
-  for (;;) {
-    std::unique_ptr<SqliteBatch> b;
-    {
-      MutexLock lock(mu_);
-      while (!stop_ && queue_[conn].empty()) lock.Wait(cv_);
-      if (queue_[conn].empty()) break;  // stop_, and everything written
-      b = std::move(queue_[conn].front());
-      queue_[conn].pop_front();
-    }
-    cv_.notify_all();  // room in the queue
-    // The connection and its error are this thread's while it runs; Close reads them after
-    // the join.
-    if (!failed()) c.InsertBatch(*b);
-    b->rows = 0;
-    MutexLock lock(mu_);
-    free_.push_back(std::move(b));
-  }
-  // Close goes on with the connection; with two, this one's indexes first (the kernel table's
-  // take the time), while Close writes the rest into the other.
-  if (conn == kRest || !split() || failed()) return;
-  c.Exec("PRAGMA threads = 1");  // the sorter's helper thread, for the other core's idle moments
-  c.Exec(kCacheIndexes);
-  for (const nsys::Index& index : nsys::Indexes()) c.Exec(nsys::CreateIndex(index));
-  c.Exec("COMMIT");  // ATTACH cannot run inside a transaction
 }
 
 }  // namespace cupmon::decoder
