@@ -17,7 +17,6 @@
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/message.h>
 
-#include "cupmon/decoder/api_names.h"
 #include "cupmon/decoder/record_layout.h"
 #include "export/sqlite/nsys_schema.h"
 #include "export/sqlite/sqlite_tables.h"
@@ -179,7 +178,6 @@ Expected<std::unique_ptr<SqliteSink>> SqliteSink::Create(const std::string& path
 
 SqliteSink::SqliteSink(std::string path) : path_(std::move(path)) {
   for (SqliteConnection& c : conns_) c.failed = &failed_;
-  for (int d = 0; d < 2; ++d) api_name_ids_[d].assign(CallbackTableSize(d == 1), 0);
 }
 
 SqliteSink::~SqliteSink() {
@@ -194,44 +192,7 @@ SqliteSink::~SqliteSink() {
   }
 }
 
-// ---- names and ids (caller's thread) ----
-
-int64_t SqliteSink::StringId(std::string_view text) {
-  auto [it, inserted] = string_ids_.try_emplace(std::string(text), 0);
-  if (inserted) {
-    strings_by_id_.push_back(&it->first);
-    it->second = static_cast<int64_t>(strings_by_id_.size());  // ids from 1, as they appear
-  }
-  return it->second;
-}
-
-const SqliteSink::KernelNames& SqliteSink::KernelNamesOf(const Row& r) {
-  if (r.name_id >= kernel_names_.size()) kernel_names_.resize(r.name_id + 1);
-  KernelNames& k = kernel_names_[r.name_id];
-  if (k.known) return k;
-  k.known = true;
-  if (r.raw_name.empty()) {
-    // Unresolved: the placeholder for both names, no mangled name.
-    k.demangled = k.short_name = StringId(r.name);
-    return k;
-  }
-  const std::string demangled = Demangle(std::string(r.raw_name));
-  k.demangled = StringId(demangled);
-  k.short_name = StringId(nsys::KernelShortName(demangled));
-  k.mangled = StringId(r.raw_name);
-  return k;
-}
-
-int64_t SqliteSink::ApiNameId(const Row& r) {
-  const bool driver = r.kind == kKindDriver;
-  std::vector<int64_t>& ids = api_name_ids_[driver];
-  if (r.cbid < ids.size() && ids[r.cbid]) return ids[r.cbid];
-  // nsys names calls as CUPTI does, with the version suffix ("cudaLaunchKernel_v7000").
-  const std::string_view cupti = CallbackName(driver, r.cbid);
-  const int64_t id = cupti.empty() ? StringId(ApiDisplayName(driver, r.cbid)) : StringId(cupti);
-  if (r.cbid < ids.size()) ids[r.cbid] = id;
-  return id;
-}
+// ---- ids (caller's thread) ----
 
 int64_t SqliteSink::ThreadTid(uint32_t cupti_pid, uint32_t cupti_tid) {
   const uint64_t key = static_cast<uint64_t>(cupti_pid) << 32 | cupti_tid;
@@ -269,7 +230,7 @@ void SqliteSink::Begin(const TraceBuilder& /*builder*/, const Recording& recordi
   node_ = NodeFor(h.host(), h.pid());
   node_pids_.insert({node_, h.pid()});
   global_pid_ = nsys::GlobalPid(node_, h.pid());
-  kernel_names_.clear();
+  strings_.BeginRank();
   threads_.clear();
   last_thread_key_ = ~uint64_t{0};
   context_devices_.clear();
@@ -315,7 +276,7 @@ void SqliteSink::Write(const Row& r) {
   switch (r.type) {
     case RowType::kKernel: {
       NoteDevice(r.context, r.device);
-      const KernelNames& n = KernelNamesOf(r);
+      const SqliteStrings::KernelNames& n = strings_.KernelNamesOf(r);
       c = batches_.NewRow(kKernel);
       c[7] = n.demangled;
       c[8] = n.short_name;
@@ -357,7 +318,7 @@ void SqliteSink::Write(const Row& r) {
       // CUPMON_SECONDARY_API, so that the kernel-launch join finds one call per kernel.
       const bool secondary = r.nested || r.duplicate;
       const int64_t tid = ThreadTid(r.pid, r.tid);
-      const int64_t name = ApiNameId(r);
+      const int64_t name = strings_.ApiNameId(r);
       c = batches_.NewRow(secondary ? kSecondaryApi : kRuntime);
       c[0] = Rel(r.wall_start);
       c[1] = Rel(r.wall_end);
@@ -429,7 +390,7 @@ void SqliteSink::WriteRange(const Row& r) {
     domain = it->second.id;
   }
   const bool mark = r.range_kind == RangeKind::kMark;
-  const int64_t name = StringId(r.name);
+  const int64_t name = strings_.Id(r.name);
   int64_t* c = batches_.NewRow(kNvtx);
   c[0] = Rel(r.wall_start);
   c[1] = mark || !r.range_ended ? kNull : Rel(r.wall_end);
@@ -516,8 +477,9 @@ void SqliteSink::End(const TraceBuilder& b, const Recording& rec, const ReadInte
                           IfI(ended, ended ? wall(g.end) : 0), T(g.note)});
   }
   for (const auto& [id, a] : annotations_)
-    Defer(kInsertAnnotation, {I(global_pid_), I(static_cast<int64_t>(id)), I(StringId(a.label)),
-                              I(Rel(a.start)), I(Rel(a.end)), I(static_cast<int64_t>(a.rows))});
+    Defer(kInsertAnnotation,
+          {I(global_pid_), I(static_cast<int64_t>(id)), I(strings_.Id(a.label)), I(Rel(a.start)),
+           I(Rel(a.end)), I(static_cast<int64_t>(a.rows))});
   // The devices the recording lists, once per (host, id, uuid).
   for (const auto& d : h.devices()) {
     const std::string uuid = nsys::GpuUuidText(d.uuid());
@@ -635,9 +597,9 @@ void SqliteSink::WriteDeferred(SqliteConnection& conn) {
     sqlite3_reset(s);
     if (rc != SQLITE_DONE) conn.Fail(std::string("writing ") + std::string(sql).substr(0, 40));
   };
-  for (size_t id = 0; id < strings_by_id_.size(); ++id)
+  for (size_t id = 0; id < strings_.strings().size(); ++id)
     insert(kInsertString, {Value{Value::kInt, static_cast<int64_t>(id + 1), {}},
-                           Value{Value::kText, 0, *strings_by_id_[id]}});
+                           Value{Value::kText, 0, *strings_.strings()[id]}});
   // Synchronization rows written before their context's first GPU row: the device it had.
   for (const SyncFix& f : sync_fixes_) {
     for (const auto& [context, device] : f.context_devices)

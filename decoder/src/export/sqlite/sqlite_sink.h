@@ -21,6 +21,7 @@
 #include "cupmon/decoder/trace_builder.h"
 #include "export/sqlite/sqlite_batches.h"
 #include "export/sqlite/sqlite_connection.h"
+#include "export/sqlite/sqlite_strings.h"
 
 struct sqlite3;
 
@@ -122,10 +123,6 @@ class SqliteSink {
   using enum SqliteBatches::ConnIndex;
 
   explicit SqliteSink(std::string path);
-  struct KernelNames {
-    int64_t demangled = 0, short_name = 0, mangled = 0;  // StringIds ids (mangled 0: NULL)
-    bool known = false;
-  };
   struct Annotation {
     std::string label;
     int64_t start = 0, end = 0;
@@ -147,9 +144,6 @@ class SqliteSink {
   void BringInRest();
 
   // Caller's side.
-  int64_t StringId(std::string_view text);
-  const KernelNames& KernelNamesOf(const Row& row);
-  int64_t ApiNameId(const Row& row);
   int64_t ThreadTid(uint32_t cupti_pid, uint32_t cupti_tid);
   uint32_t NodeFor(const std::string& host, uint32_t pid);
   int64_t Rel(int64_t wall) const { return wall - base_; }
@@ -176,9 +170,7 @@ class SqliteSink {
   SqliteBatches batches_{conns_, &failed_};  // the hand-over to the writer threads
 
   // Across ranks (caller's thread).
-  std::unordered_map<std::string, int64_t> string_ids_;
-  std::vector<const std::string*> strings_by_id_;  // id - 1 -> text (keys of string_ids_)
-  std::vector<int64_t> api_name_ids_[2];           // [driver][cbid] -> StringIds id (0: not yet)
+  SqliteStrings strings_;  // StringIds and the names' ids
   std::vector<std::string> node_hosts_;            // node -> host
   std::set<std::pair<uint32_t, uint32_t>> node_pids_;  // (node, pid) given a globalPid
   std::set<std::tuple<uint32_t, uint32_t, std::string>> gpus_;  // TARGET_INFO_GPU rows given
@@ -194,7 +186,6 @@ class SqliteSink {
   const Rank* rank_ = nullptr;
   uint32_t node_ = 0;
   int64_t global_pid_ = 0;
-  std::vector<KernelNames> kernel_names_;  // builder name id -> ids
   std::unordered_map<uint64_t, int64_t> threads_;  // (cupti pid << 32 | cupti tid) -> globalTid
   uint64_t last_thread_key_ = ~uint64_t{0};
   int64_t last_thread_tid_ = 0;
