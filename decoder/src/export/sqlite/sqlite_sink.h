@@ -7,13 +7,8 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <memory>
-#include <set>
 #include <string>
-#include <string_view>
-#include <tuple>
-#include <unordered_map>
 #include <vector>
 
 #include "cupmon/base/error.h"
@@ -21,6 +16,8 @@
 #include "cupmon/decoder/trace_builder.h"
 #include "export/sqlite/sqlite_batches.h"
 #include "export/sqlite/sqlite_connection.h"
+#include "export/sqlite/sqlite_fact_tables.h"
+#include "export/sqlite/sqlite_rank_state.h"
 #include "export/sqlite/sqlite_strings.h"
 
 struct sqlite3;
@@ -123,39 +120,15 @@ class SqliteSink {
   using enum SqliteBatches::ConnIndex;
 
   explicit SqliteSink(std::string path);
-  struct Annotation {
-    std::string label;
-    int64_t start = 0, end = 0;
-    uint64_t rows = 0;
-  };
-  // A row of the tables Close writes (per-rank facts), kept until then: the caller's thread
-  // owns the connection only once the writer has stopped.
-  struct Value {
-    enum Kind : uint8_t { kNullValue, kInt, kText } kind = kNullValue;
-    int64_t i = 0;
-    std::string text;
-  };
-  struct DeferredRow {
-    const char* insert;  // the statement (one of the kInsert* constants of sqlite_sink.cc)
-    std::vector<Value> values;
-  };
-
   // Close's last step with two connections: the second file's tables copied into the database.
   void BringInRest();
 
-  // Caller's side.
+  // Caller's side: the rows into their tables' batches.
   int64_t ThreadTid(uint32_t cupti_pid, uint32_t cupti_tid);
-  uint32_t NodeFor(const std::string& host, uint32_t pid);
   int64_t Rel(int64_t wall) const { return wall - base_; }
-  void NoteDevice(uint32_t context, uint32_t device);
   void Annotate(const Row& r);
   void WriteRange(const Row& r);
   bool split() const { return batches_.split(); }
-  void Defer(const char* insert, std::vector<Value> values) {
-    deferred_.push_back(DeferredRow{insert, std::move(values)});
-  }
-  void Counter(const std::string& name, int64_t value);
-  void WriteDeferred(SqliteConnection& conn);  // Close: everything but the batched tables
 
   std::string path_;
   // [kMain]: the database, and the first failure of all once the writers are joined (the
@@ -166,42 +139,12 @@ class SqliteSink {
   int64_t base_ = 0;
   std::function<std::string(sqlite3* db)> last_write_;
   uint64_t activity_rows_ = 0;
-
   SqliteBatches batches_{conns_, &failed_};  // the hand-over to the writer threads
-
-  // Across ranks (caller's thread).
-  SqliteStrings strings_;  // StringIds and the names' ids
-  std::vector<std::string> node_hosts_;            // node -> host
-  std::set<std::pair<uint32_t, uint32_t>> node_pids_;  // (node, pid) given a globalPid
-  std::set<std::tuple<uint32_t, uint32_t, std::string>> gpus_;  // TARGET_INFO_GPU rows given
-  std::vector<DeferredRow> deferred_;
-  // Ranks with synchronization rows whose context had no GPU row yet: fixed up in Close.
-  struct SyncFix {
-    int64_t global_pid;
-    std::map<uint32_t, uint32_t> context_devices;
-  };
-  std::vector<SyncFix> sync_fixes_;
-
-  // Per rank (Begin resets).
-  const Rank* rank_ = nullptr;
-  uint32_t node_ = 0;
-  int64_t global_pid_ = 0;
-  std::unordered_map<uint64_t, int64_t> threads_;  // (cupti pid << 32 | cupti tid) -> globalTid
-  uint64_t last_thread_key_ = ~uint64_t{0};
-  int64_t last_thread_tid_ = 0;
-  std::map<uint32_t, uint32_t> context_devices_;
-  uint32_t last_context_ = ~0u, last_device_ = ~0u;
-  uint64_t sync_unknown_device_ = 0;
-  std::map<uint64_t, Annotation> annotations_;  // external id -> span and count
-  // NVTX: domain name -> (domainId, first use, globalTid of it), rows given and left out.
-  struct NvtxDomain {
-    int64_t id = 0, start = 0, global_tid = 0;
-  };
-  std::map<std::string, NvtxDomain> nvtx_domains_;
-  uint64_t nvtx_rows_ = 0, nvtx_untimed_ = 0;
-  // Rows given (and left out for want of a time) by type: kernel, memcpy, memset, runtime,
-  // secondary API calls, synchronization.
-  uint64_t rank_rows_[6] = {}, rank_untimed_[6] = {};
+  // The caller's thread's: names and ids across ranks, the tables Close writes, the rank whose
+  // rows stream (Begin resets it).
+  SqliteStrings strings_;
+  SqliteFactTables facts_;
+  SqliteRankState rank_;
 };
 
 }  // namespace cupmon::decoder
