@@ -5,39 +5,24 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <functional>
-#include <map>
 #include <memory>
-#include <set>
 #include <string>
-#include <string_view>
-#include <thread>
-#include <tuple>
-#include <unordered_map>
 #include <vector>
 
 #include "cupmon/base/error.h"
-#include "cupmon/base/thread_annotations.h"
 #include "cupmon/decoder/rank_listing.h"
 #include "cupmon/decoder/trace_builder.h"
-#include "export/sqlite/nsys_schema.h"
-#include "export/sqlite/sqlite_pages.h"
+#include "export/sqlite/sqlite_batches.h"
+#include "export/sqlite/sqlite_connection.h"
+#include "export/sqlite/sqlite_fact_tables.h"
+#include "export/sqlite/sqlite_rank_state.h"
+#include "export/sqlite/sqlite_strings.h"
 
 struct sqlite3;
-struct sqlite3_stmt;
 
 namespace cupmon::decoder {
-
-// The rows a connection's cupmon_batch virtual table yields: `rows` rows of `columns` cells, row
-// after row (INT64_MIN: NULL).
-struct SqliteBatchView {
-  const int64_t* cells = nullptr;
-  size_t rows = 0;
-  int columns = 0;
-};
 
 // Writes one database for one or several recordings (ranks). Everything goes into a temporary
 // file beside the output path, and only a complete database is renamed onto the path (an
@@ -59,7 +44,7 @@ struct SqliteBatchView {
 // tables are copied into the database's empty ones (INSERT INTO ... SELECT * between identical
 // tables with identical indexes: SQLite's transfer, which copies records and index entries
 // without decoding them) and the second file is removed. The hand-over is a bounded queue of batches
-// per connection (guarded by mu_; the caller waits when one is full), so memory stays bounded:
+// per connection (sqlite_batches.h; the caller waits when one is full), so memory stays bounded:
 // the batches in flight, plus the distinct names, threads, contexts, annotations and per-rank
 // facts, which the caller's thread writes in Close once the writers have stopped. With
 // `writer_thread` false (or one CPU) the caller's thread inserts the batches itself, through
@@ -127,169 +112,39 @@ class SqliteSink {
   // True after a write error (Close reports it): later rows are not written.
   bool failed() const { return failed_.load(std::memory_order_relaxed); }
 
-  // The tables the writer thread fills (int-only columns), in batches.
-  enum Table : int {
-    kKernel,
-    kMemcpy,
-    kMemset,
-    kRuntime,
-    kSecondaryApi,
-    kSync,
-    kThreads,
-    kCorrelationAnnotations,
-    kNvtx,  // created by the first batch of NVTX rows (nsys_schema.h, NvtxTables)
-    kTableCount
-  };
+  // The tables the writer threads fill (int-only columns), in batches.
+  using Table = SqliteBatch::Table;
+  using enum SqliteBatch::Table;
 
  private:
-  explicit SqliteSink(std::string path);
-  // Column values of up to kBatchRows rows of one table; kNull marks SQL NULL.
-  struct Batch {
-    Table table = kKernel;
-    size_t rows = 0;
-    std::vector<int64_t> cells;
-  };
-  struct KernelNames {
-    int64_t demangled = 0, short_name = 0, mangled = 0;  // StringIds ids (mangled 0: NULL)
-    bool known = false;
-  };
-  struct Annotation {
-    std::string label;
-    int64_t start = 0, end = 0;
-    uint64_t rows = 0;
-  };
-  // A row of the tables Close writes (per-rank facts), kept until then: the caller's thread
-  // owns the connection only once the writer has stopped.
-  struct Value {
-    enum Kind : uint8_t { kNullValue, kInt, kText } kind = kNullValue;
-    int64_t i = 0;
-    std::string text;
-  };
-  struct DeferredRow {
-    const char* insert;  // the statement (one of the kInsert* constants of sqlite_sink.cc)
-    std::vector<Value> values;
-  };
+  using enum SqliteBatches::ConnIndex;
 
-  // One SQLite connection, its prepared INSERTs and its first failure. Used by whichever thread
-  // owns it at the time (its writer thread while rows stream, the caller's in Close).
-  struct Conn {
-    sqlite3* db = nullptr;
-    // Per table: its SELECT list, in the table's column order: a cell (its index), or NULL or
-    // a constant (`text`, cell -1). And INSERT INTO it SELECT ... FROM cupmon_batch (which reads
-    // `batch`) per shape: the cells that are the same in every row of a batch (bit i: cell i),
-    // which that statement takes as bound parameters (?<i+1>) rather than from cupmon_batch;
-    // shape 0 reads every cell from cupmon_batch.
-    struct Slot {
-      int cell;  // -1: `text`
-      std::string text;
-    };
-    std::vector<Slot> select[kTableCount];
-    std::map<uint32_t, sqlite3_stmt*> inserts[kTableCount];
-    SqliteBatchView batch;  // the rows cupmon_batch yields (set while a batch is inserted)
-    std::string error;                   // the first failure
-    std::atomic<bool>* failed = nullptr;  // the sink's: any failure stops every writer
-    std::string path;                    // its temporary file
-    bool nvtx = false;                   // CreateNvtxTables ran
-    // The batched tables written as pages (Options::own_pages), and their leaves' unlinked file.
-    std::unique_ptr<SqliteTablePages> pages;
-    int pages_fd = -1, runs_fd = -1;
-    std::set<std::string> indexes_made;  // names of the indexes `pages` builds
-    bool IndexForPages(const nsys::Index& index);  // creates it empty for `pages` if it can
-    bool Open(const std::string& file);  // and the pragmas, cupmon_batch and the transaction
-    bool Exec(const std::string& sql);
-    int64_t PragmaInt(const char* pragma);  // "PRAGMA page_size" and the like; 0 if it fails
-    void Fail(const std::string& what);
-    bool PrepareInsert(int table);  // its SELECT list, and the statement of shape 0
-    sqlite3_stmt* InsertFor(int table, uint32_t shape);  // prepared on first use (shape 0: full)
-    bool CreateNvtxTables();  // before the first NVTX batch
-    void InsertBatch(const Batch& b);
-    // Close, with `pages`: commits, closes the database, moves the pages in, opens it again.
-    bool MovePagesIn();
-    void Finalize();  // the statements
-    void CloseDb();
-  };
-  enum ConnIndex { kMain, kRest, kConnCount };
-  void WriterLoop(int conn);
+  explicit SqliteSink(std::string path);
   // Close's last step with two connections: the second file's tables copied into the database.
   void BringInRest();
 
-  // Caller's side.
-  int64_t* NewRow(Table t);  // the next row's cells in the table's open batch
-  void RowDone(Table t);     // after filling them: hands the batch over once it is full
-  void Submit(Table t);      // hands the open batch over (to the writer, or inserts it)
-  int64_t StringId(std::string_view text);
-  const KernelNames& KernelNamesOf(const Row& row);
-  int64_t ApiNameId(const Row& row);
+  // Caller's side: the rows into their tables' batches.
   int64_t ThreadTid(uint32_t cupti_pid, uint32_t cupti_tid);
-  uint32_t NodeFor(const std::string& host, uint32_t pid);
   int64_t Rel(int64_t wall) const { return wall - base_; }
-  void NoteDevice(uint32_t context, uint32_t device);
   void Annotate(const Row& r);
   void WriteRange(const Row& r);
-  bool split() const { return !conns_[kRest].path.empty(); }
-  int ConnOf(Table t) const { return t != kKernel && split() ? kRest : kMain; }
-  void Defer(const char* insert, std::vector<Value> values) {
-    deferred_.push_back(DeferredRow{insert, std::move(values)});
-  }
-  void Counter(const std::string& name, int64_t value);
-  void WriteDeferred(Conn& conn);  // Close: everything but the batched tables
+  bool split() const { return batches_.split(); }
 
   std::string path_;
   // [kMain]: the database, and the first failure of all once the writers are joined (the
   // caller's thread's own failures too). [kRest]: the second file; no path: not used.
-  Conn conns_[kConnCount];
+  SqliteConnection conns_[kConnCount];
   std::atomic<bool> failed_{false};
   bool closed_ = false;
   int64_t base_ = 0;
   std::function<std::string(sqlite3* db)> last_write_;
   uint64_t activity_rows_ = 0;
-
-  // Hand-over to the writer threads (one per connection in use).
-  std::thread writers_[kConnCount];
-  Mutex mu_;
-  std::condition_variable cv_;
-  // Full batches, oldest first.
-  std::deque<std::unique_ptr<Batch>> queue_[kConnCount] CUPMON_GUARDED_BY(mu_);
-  std::vector<std::unique_ptr<Batch>> free_ CUPMON_GUARDED_BY(mu_);  // emptied batches for reuse
-  bool stop_ CUPMON_GUARDED_BY(mu_) = false;
-  std::unique_ptr<Batch> open_[kTableCount];  // the caller's batch per table
-
-  // Across ranks (caller's thread).
-  std::unordered_map<std::string, int64_t> string_ids_;
-  std::vector<const std::string*> strings_by_id_;  // id - 1 -> text (keys of string_ids_)
-  std::vector<int64_t> api_name_ids_[2];           // [driver][cbid] -> StringIds id (0: not yet)
-  std::vector<std::string> node_hosts_;            // node -> host
-  std::set<std::pair<uint32_t, uint32_t>> node_pids_;  // (node, pid) given a globalPid
-  std::set<std::tuple<uint32_t, uint32_t, std::string>> gpus_;  // TARGET_INFO_GPU rows given
-  std::vector<DeferredRow> deferred_;
-  // Ranks with synchronization rows whose context had no GPU row yet: fixed up in Close.
-  struct SyncFix {
-    int64_t global_pid;
-    std::map<uint32_t, uint32_t> context_devices;
-  };
-  std::vector<SyncFix> sync_fixes_;
-
-  // Per rank (Begin resets).
-  const Rank* rank_ = nullptr;
-  uint32_t node_ = 0;
-  int64_t global_pid_ = 0;
-  std::vector<KernelNames> kernel_names_;  // builder name id -> ids
-  std::unordered_map<uint64_t, int64_t> threads_;  // (cupti pid << 32 | cupti tid) -> globalTid
-  uint64_t last_thread_key_ = ~uint64_t{0};
-  int64_t last_thread_tid_ = 0;
-  std::map<uint32_t, uint32_t> context_devices_;
-  uint32_t last_context_ = ~0u, last_device_ = ~0u;
-  uint64_t sync_unknown_device_ = 0;
-  std::map<uint64_t, Annotation> annotations_;  // external id -> span and count
-  // NVTX: domain name -> (domainId, first use, globalTid of it), rows given and left out.
-  struct NvtxDomain {
-    int64_t id = 0, start = 0, global_tid = 0;
-  };
-  std::map<std::string, NvtxDomain> nvtx_domains_;
-  uint64_t nvtx_rows_ = 0, nvtx_untimed_ = 0;
-  // Rows given (and left out for want of a time) by type: kernel, memcpy, memset, runtime,
-  // secondary API calls, synchronization.
-  uint64_t rank_rows_[6] = {}, rank_untimed_[6] = {};
+  SqliteBatches batches_{conns_, &failed_};  // the hand-over to the writer threads
+  // The caller's thread's: names and ids across ranks, the tables Close writes, the rank whose
+  // rows stream (Begin resets it).
+  SqliteStrings strings_;
+  SqliteFactTables facts_;
+  SqliteRankState rank_;
 };
 
 }  // namespace cupmon::decoder

@@ -1,12 +1,12 @@
-// The SQLite export's tables as its two halves share them (sqlite_sink.cc, the caller's side:
-// rows into batches; sqlite_writer.cc, the writer threads: batches into a connection).
-// Included by those two files only.
+// The SQLite export's batched tables as its two halves share them (the caller's side, rows
+// into batches: sqlite_sink.cc, sqlite_batches.h; the writer threads, batches into a connection:
+// sqlite_batches.cc, sqlite_writer.cc). Included by those files only.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
-#include "export/sqlite/sqlite_sink.h"
+#include "export/sqlite/sqlite_connection.h"
 
 namespace cupmon::decoder {
 
@@ -36,7 +36,7 @@ struct BatchedTable {
   int count;          // columns with a cell per row
   const char* fixed;  // constant values of the columns after them ("" when none)
 };
-inline constexpr BatchedTable kBatched[SqliteSink::kTableCount] = {
+inline constexpr BatchedTable kBatched[SqliteBatch::kTableCount] = {
     {"CUPTI_ACTIVITY_KIND_KERNEL",
      "start, end, deviceId, contextId, streamId, correlationId, globalPid, demangledName, "
      "shortName, mangledName, registersPerThread, gridX, gridY, gridZ, blockX, blockY, blockZ, "

@@ -1,7 +1,7 @@
 // The SQLite export's writer side (see sqlite_sink.h): one connection per writer thread, which
 // hands each batch of rows to the table pages (sqlite_pages.h) or turns it into one INSERT
 // INTO T SELECT ... FROM cupmon_batch. The caller's side, rows into batches and Close, is
-// sqlite_sink.cc.
+// sqlite_sink.cc; the hand-over of the batches, sqlite_batches.cc.
 #include <fcntl.h>
 #include <sqlite3.h>
 #include <unistd.h>
@@ -22,8 +22,10 @@
 namespace cupmon::decoder {
 namespace {
 
+using enum SqliteBatch::Table;
+
 // cupmon_batch: an eponymous virtual table (SQLite's public API) whose rows are the cells of the
-// batch its connection is inserting (Conn::batch), so that one INSERT INTO T SELECT ... FROM
+// batch its connection is inserting (SqliteConnection::batch), so that one INSERT INTO T SELECT ... FROM
 // cupmon_batch writes a whole batch. Against multi-row INSERTs of bound parameters (20 binds, 20
 // OP_Variable and 24 OP_SCopy per kernel row), a row here costs 20 OP_VColumn calls into
 // BatchColumn and no copies: with the SELECT list in the table's column order and no column
@@ -137,7 +139,7 @@ std::vector<std::string> SplitList(std::string_view list) {
 
 // ---- a connection ----
 
-bool SqliteSink::Conn::Open(const std::string& file) {
+bool SqliteConnection::Open(const std::string& file) {
   const int rc = sqlite3_open_v2(file.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
                                  nullptr);
   if (rc != SQLITE_OK) {
@@ -159,7 +161,7 @@ bool SqliteSink::Conn::Open(const std::string& file) {
   return Exec("BEGIN");
 }
 
-void SqliteSink::Conn::Fail(const std::string& what) {
+void SqliteConnection::Fail(const std::string& what) {
   if (!error.empty()) return;
   error = what;
   if (db && sqlite3_errcode(db) != SQLITE_OK && sqlite3_errcode(db) != SQLITE_DONE)
@@ -167,7 +169,7 @@ void SqliteSink::Conn::Fail(const std::string& what) {
   failed->store(true, std::memory_order_relaxed);
 }
 
-bool SqliteSink::Conn::Exec(const std::string& sql) {
+bool SqliteConnection::Exec(const std::string& sql) {
   if (!error.empty()) return false;
   char* msg = nullptr;
   if (sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &msg) != SQLITE_OK) {
@@ -179,7 +181,7 @@ bool SqliteSink::Conn::Exec(const std::string& sql) {
   return true;
 }
 
-int64_t SqliteSink::Conn::PragmaInt(const char* pragma) {
+int64_t SqliteConnection::PragmaInt(const char* pragma) {
   sqlite3_stmt* s = nullptr;
   int64_t value = 0;
   if (sqlite3_prepare_v2(db, pragma, -1, &s, nullptr) == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW)
@@ -188,7 +190,7 @@ int64_t SqliteSink::Conn::PragmaInt(const char* pragma) {
   return value;
 }
 
-bool SqliteSink::Conn::IndexForPages(const nsys::Index& index) {
+bool SqliteConnection::IndexForPages(const nsys::Index& index) {
   int table = -1;
   for (int t = 0; t < kTableCount; ++t)
     if (std::string_view(index.table) == kBatched[t].table) table = t;
@@ -204,7 +206,7 @@ bool SqliteSink::Conn::IndexForPages(const nsys::Index& index) {
 
 std::vector<std::string> SqliteSink::PagedTables() const {
   std::vector<std::string> names;
-  const Conn& main = conns_[kMain];
+  const SqliteConnection& main = conns_[kMain];
   for (int t = 0; t < kTableCount; ++t)
     if (main.pages && main.pages->Has(t)) names.emplace_back(kBatched[t].table);
   return names;
@@ -215,7 +217,7 @@ std::vector<std::string> SqliteSink::PagedIndexes() const {
   return {made.begin(), made.end()};
 }
 
-bool SqliteSink::Conn::MovePagesIn() {
+bool SqliteConnection::MovePagesIn() {
   if (!Exec("COMMIT")) return false;
   // Where the pages go: after the database's last page, and into each table's root page.
   const auto page_count = static_cast<uint32_t>(PragmaInt("PRAGMA page_count"));
@@ -254,20 +256,20 @@ bool SqliteSink::Conn::MovePagesIn() {
   return Open(path);
 }
 
-void SqliteSink::Conn::Finalize() {
+void SqliteConnection::Finalize() {
   for (auto& shapes : inserts) {
     for (auto& [shape, s] : shapes) sqlite3_finalize(s);
     shapes.clear();
   }
 }
 
-void SqliteSink::Conn::CloseDb() {
+void SqliteConnection::CloseDb() {
   Finalize();
   if (db && sqlite3_close(db) != SQLITE_OK) Fail("closing " + path);
   db = nullptr;
 }
 
-bool SqliteSink::Conn::CreateNvtxTables() {
+bool SqliteConnection::CreateNvtxTables() {
   for (const nsys::Table& t : nsys::NvtxTables()) Exec(t.create);
   for (const nsys::EnumRow& row : nsys::NvtxEnumRows()) {
     char* sql = sqlite3_mprintf("INSERT INTO %s (id, name, label) VALUES (%d, %Q, %Q)", row.table,
@@ -279,7 +281,7 @@ bool SqliteSink::Conn::CreateNvtxTables() {
   return error.empty() && PrepareInsert(kNvtx);
 }
 
-bool SqliteSink::Conn::PrepareInsert(int t) {
+bool SqliteConnection::PrepareInsert(int t) {
   const BatchedTable& bt = kBatched[t];
   // The SELECT list in the table's column order (PRAGMA table_info), no column list: SQLite
   // then builds each record in the registers the SELECT fills.
@@ -353,7 +355,7 @@ bool SqliteSink::Conn::PrepareInsert(int t) {
   return InsertFor(t, 0) != nullptr;
 }
 
-sqlite3_stmt* SqliteSink::Conn::InsertFor(int t, uint32_t shape) {
+sqlite3_stmt* SqliteConnection::InsertFor(int t, uint32_t shape) {
   auto& shapes = inserts[t];
   if (const auto it = shapes.find(shape); it != shapes.end()) return it->second;
   if (shape != 0 && shapes.size() >= kMaxShapes) return InsertFor(t, 0);
@@ -379,7 +381,7 @@ sqlite3_stmt* SqliteSink::Conn::InsertFor(int t, uint32_t shape) {
 
 // ---- the writers ----
 
-void SqliteSink::Conn::InsertBatch(const Batch& b) {
+void SqliteConnection::InsertBatch(const SqliteBatch& b) {
   if (!error.empty()) return;
   if (b.table == kNvtx && select[kNvtx].empty() && !CreateNvtxTables()) return;
   if (b.rows == 0) return;
@@ -413,34 +415,6 @@ void SqliteSink::Conn::InsertBatch(const Batch& b) {
   sqlite3_reset(s);
   batch = SqliteBatchView{};
   if (rc != SQLITE_DONE) Fail(std::string("writing ") + kBatched[b.table].table);
-}
-
-void SqliteSink::WriterLoop(int conn) {
-  Conn& c = conns_[conn];
-  for (;;) {
-    std::unique_ptr<Batch> b;
-    {
-      MutexLock lock(mu_);
-      while (!stop_ && queue_[conn].empty()) lock.Wait(cv_);
-      if (queue_[conn].empty()) break;  // stop_, and everything written
-      b = std::move(queue_[conn].front());
-      queue_[conn].pop_front();
-    }
-    cv_.notify_all();  // room in the queue
-    // The connection and its error are this thread's while it runs; Close reads them after
-    // the join.
-    if (!failed()) c.InsertBatch(*b);
-    b->rows = 0;
-    MutexLock lock(mu_);
-    free_.push_back(std::move(b));
-  }
-  // Close goes on with the connection; with two, this one's indexes first (the kernel table's
-  // take the time), while Close writes the rest into the other.
-  if (conn == kRest || !split() || failed()) return;
-  c.Exec("PRAGMA threads = 1");  // the sorter's helper thread, for the other core's idle moments
-  c.Exec(kCacheIndexes);
-  for (const nsys::Index& index : nsys::Indexes()) c.Exec(nsys::CreateIndex(index));
-  c.Exec("COMMIT");  // ATTACH cannot run inside a transaction
 }
 
 }  // namespace cupmon::decoder
