@@ -45,20 +45,12 @@ PerfettoExporter::~PerfettoExporter() = default;
 void PerfettoExporter::Begin(const TraceBuilder& builder, const Recording& recording, size_t index,
                              const Rank* rank) {
   builder_ = &builder;
-  recording_ = &recording;
-  rank_ = rank;
   index_ = index;
   packets_.BeginSequence(static_cast<uint32_t>(index + 1));
   ends_.Clear();
   interning_.Clear();
   std::fill(flow_slots_.begin(), flow_slots_.end(), FlowSlot{});
-  gpu_tracks_.clear();
-  device_uuids_.clear();
-  cpu_tracks_.clear();
-  last_gpu_ = last_cpu_ = nullptr;
-  last_cpu_key_ = {UINT32_MAX, UINT32_MAX};
   annotations_.clear();
-  range_tracks_.clear();
   memory_ = MemoryUsage{};
 
   // First packet of the sequence: clears incremental state, sets the default clock (the
@@ -75,138 +67,8 @@ void PerfettoExporter::Begin(const TraceBuilder& builder, const Recording& recor
   w.EndNested(at);
   packets_.Finish();
 
-  // The rank's process, named as in the chrome-json export. A pid another rank already has (two
-  // hosts) gets a made-up one so that the two processes stay apart.
-  const auto& h = recording.header;
-  std::string name;
-  if (rank) {
-    rank_pid_ = h.pid();
-    if (std::find(rank_pids_.begin(), rank_pids_.end(), rank_pid_) != rank_pids_.end())
-      rank_pid_ = 900'000'000u + static_cast<uint32_t>(index);
-    rank_pids_.push_back(rank_pid_);
-    name = rank->label;
-  } else {
-    rank_pid_ = h.pid();
-    std::string cmd;
-    for (const auto& a : h.command_line()) cmd += (cmd.empty() ? "" : " ") + a;
-    name = "CPU pid " + std::to_string(rank_pid_) + (cmd.empty() ? "" : " " + cmd);
-  }
-  if (h.synthetic()) name += " (SYNTHETIC)";
-  process_uuid_ = NewUuid();
-  packets_.WriteProcessTrack(process_uuid_, rank_pid_, name);
+  tracks_.BeginRecording(recording, index, rank);
   if (job_ && rank) job_steps_ = job_->Begin(*rank);
-}
-
-uint32_t PerfettoExporter::PidOf(uint32_t record_pid) const {
-  return rank_ ? rank_pid_ : record_pid;
-}
-
-uint64_t PerfettoExporter::DeviceUuid(uint32_t device) {
-  auto it = device_uuids_.find(device);
-  if (it != device_uuids_.end()) return it->second;
-  const uint64_t uuid = NewUuid();
-  device_uuids_.emplace(device, uuid);
-  std::string name = "GPU " + std::to_string(device);
-  for (const auto& d : recording_->header.devices())
-    if (d.id() == device && !d.name().empty()) name += " " + d.name();
-  name += rank_ ? " (" + rank_->label + ")" : " (pid " + std::to_string(rank_pid_) + ")";
-  // Same made-up pid as the chrome-json export: one per (recording, device).
-  packets_.WriteProcessTrack(uuid, 1'000'000u + static_cast<uint32_t>(index_) * 1000u + device,
-                             name);
-  return uuid;
-}
-
-PerfettoExporter::TrackGroup& PerfettoExporter::GpuTrack(uint32_t device, uint32_t context,
-                                                 uint32_t stream) {
-  const GpuKey key{device, context, stream};
-  if (last_gpu_ && key == last_gpu_key_) return *last_gpu_;
-  auto [it, inserted] = gpu_tracks_.try_emplace(key);
-  if (inserted) {
-    // A stream belongs to one context, so the context is said once, by the track, instead of by
-    // every slice on it (as chrome-json's "context" argument does).
-    it->second.parent_uuid = DeviceUuid(device);
-    it->second.name = "stream " + std::to_string(stream);
-    it->second.description = "context " + std::to_string(context);
-  }
-  last_gpu_key_ = key;
-  last_gpu_ = &it->second;
-  return it->second;
-}
-
-PerfettoExporter::TrackGroup& PerfettoExporter::CpuTrack(uint32_t pid, uint32_t tid) {
-  const std::pair<uint32_t, uint32_t> key{pid, tid};
-  if (last_cpu_ && key == last_cpu_key_) return *last_cpu_;
-  auto [it, inserted] = cpu_tracks_.try_emplace(key);
-  if (inserted) {
-    it->second.parent_uuid = process_uuid_;
-    it->second.name = "thread " + std::to_string(tid);
-    it->second.thread = true;
-    it->second.pid = pid;
-    it->second.tid = tid;
-  }
-  last_cpu_key_ = key;
-  last_cpu_ = &it->second;
-  return it->second;
-}
-
-bool PerfettoExporter::Lane::FitsGap(int64_t start, int64_t end) const {
-  if (start < forgotten_end) return false;  // may overlap a slice no longer remembered
-  for (size_t i = 0; i < recent_size; ++i) {
-    const auto& [s, e] = recent[i];
-    // Entirely before, or strictly after: a slice beginning exactly where this one ends was
-    // written first, and a reader ordering equal times by file order would pair them wrongly.
-    if (!(e <= start || s > end)) return false;
-  }
-  return true;
-}
-
-void PerfettoExporter::Lane::Remember(int64_t start, int64_t end) {
-  if (recent_size == kRecent) {
-    forgotten_end = std::max(forgotten_end, recent[recent_head].second);
-  } else {
-    ++recent_size;
-  }
-  recent[recent_head] = {start, end};
-  recent_head = (recent_head + 1) % kRecent;
-}
-
-uint64_t PerfettoExporter::LaneFor(TrackGroup& group, int64_t start, int64_t end) {
-  // A lane's last end is its latest end, so a slice starting at or after it overlaps nothing
-  // there. An earlier slice (a late row) can only take a remembered gap: every slice that ends
-  // at or before its start has had its end written already (ends are written once a later slice
-  // begins), so the lane's begin/end pairs stay in order.
-  for (Lane& lane : group.lanes) {
-    if (lane.last_end <= start || lane.FitsGap(start, end)) {
-      lane.last_end = std::max(lane.last_end, end);
-      lane.Remember(start, end);
-      return lane.uuid;
-    }
-  }
-  Lane lane;
-  lane.uuid = NewUuid();
-  lane.last_end = end;
-  lane.Remember(start, end);
-  if (group.lanes.empty() && group.thread) {
-    packets_.WriteThreadTrack(lane.uuid, group.pid, group.tid, group.name);
-  } else {
-    const std::string name = group.lanes.empty()
-                                 ? group.name
-                                 : group.name + " lane " + std::to_string(group.lanes.size() + 1);
-    packets_.WriteTrack(lane.uuid, group.parent_uuid, name, group.description);
-  }
-  group.lanes.push_back(lane);
-  return lane.uuid;
-}
-
-uint64_t PerfettoExporter::FirstLane(TrackGroup& group) {
-  if (group.lanes.empty()) {
-    Lane lane;
-    lane.uuid = NewUuid();
-    if (group.thread) packets_.WriteThreadTrack(lane.uuid, group.pid, group.tid, group.name);
-    else packets_.WriteTrack(lane.uuid, group.parent_uuid, group.name, group.description);
-    group.lanes.push_back(lane);
-  }
-  return group.lanes.front().uuid;
 }
 
 void PerfettoExporter::Write(const Row& r) {
@@ -223,8 +85,9 @@ void PerfettoExporter::Write(const Row& r) {
   const int64_t start = r.wall_start;
   const int64_t end = start + static_cast<int64_t>(r.duration);
   const bool api = r.type == RowType::kApi;
-  TrackGroup& group = api ? CpuTrack(PidOf(r.pid), r.tid) : GpuTrack(r.device, r.context, r.stream);
-  const uint64_t track = LaneFor(group, start, end);
+  TrackGroup& group =
+      api ? tracks_.Cpu(tracks_.PidOf(r.pid), r.tid) : tracks_.Gpu(r.device, r.context, r.stream);
+  const uint64_t track = tracks_.LaneFor(group, start, end);
   packets_.EnsureClock(start);
   ends_.WriteUpTo(start);
 
@@ -331,17 +194,11 @@ void PerfettoExporter::WriteRange(const Row& r) {
       r.range_ended ? start + static_cast<int64_t>(r.duration) : std::max(start, last_wall);
   uint64_t track;
   if (r.range_kind == RangeKind::kStartEnd) {
-    // Ended on another thread: it need not nest with the thread's calls, so it gets a track of
-    // its own (with lanes for overlaps).
-    auto [it, inserted] = range_tracks_.try_emplace({PidOf(r.pid), r.tid});
-    if (inserted) {
-      it->second.parent_uuid = process_uuid_;
-      it->second.name = "thread " + std::to_string(r.tid) + " ranges";
-    }
-    track = LaneFor(it->second, start, end);
+    // Ended on another thread: on the thread's range track.
+    track = tracks_.LaneFor(tracks_.Ranges(tracks_.PidOf(r.pid), r.tid), start, end);
   } else {
     // Push/pop ranges and marks nest with the thread's API calls: on its own track (first lane).
-    track = FirstLane(CpuTrack(PidOf(r.pid), r.tid));
+    track = tracks_.FirstLane(tracks_.Cpu(tracks_.PidOf(r.pid), r.tid));
   }
   packets_.EnsureClock(start);
   ends_.WriteUpTo(start);
@@ -398,8 +255,8 @@ void PerfettoExporter::WriteMemoryCounters(const TraceBuilder& b) {
   std::map<uint32_t, uint64_t> tracks;  // by device
   for (const auto& [device, stats] : memory_.devices()) {
     if (!stats.allocations) continue;  // pool records only: no bytes in use to draw
-    const uint64_t parent = DeviceUuid(device);  // may write the device's process first
-    const uint64_t uuid = NewUuid();
+    const uint64_t parent = tracks_.DeviceUuid(device);  // may write the device's process first
+    const uint64_t uuid = tracks_.NewUuid();
     tracks.emplace(device, uuid);
     packets_.WriteBytesCounterTrack(uuid, parent, "memory in use (since the recording began)");
   }
@@ -422,24 +279,24 @@ void PerfettoExporter::End(const TraceBuilder& b, const Recording&, const ReadIn
   ends_.WriteUpTo(std::numeric_limits<int64_t>::max());
   WriteMemoryCounters(b);
   TrackGroup windows;
-  windows.parent_uuid = process_uuid_;
+  windows.parent_uuid = tracks_.process_uuid();
   windows.name = "cupmon windows";
   for (const auto& [id, w] : b.windows()) {
     if (!w.begin) continue;
     // An open window (or one whose END marker is missing) lasts to the recording's last record.
     const uint64_t end = w.end >= w.begin && w.end ? w.end : std::max(b.last_ts(), w.begin);
     const int64_t s = b.clock().ToWall(w.begin), e = b.clock().ToWall(end);
-    WholeSlice(LaneFor(windows, s, e), "window " + std::to_string(id), kCatWindow, s, e,
+    WholeSlice(tracks_.LaneFor(windows, s, e), "window " + std::to_string(id), kCatWindow, s, e,
                {{kAnnSource, w.source}, {kAnnNote, w.note}});
   }
   std::vector<std::pair<std::pair<int64_t, int64_t>, const std::string*>> spans;
   for (const auto& [label, span] : annotations_) spans.emplace_back(span, &label);
   std::sort(spans.begin(), spans.end());
   TrackGroup labels;
-  labels.parent_uuid = process_uuid_;
+  labels.parent_uuid = tracks_.process_uuid();
   labels.name = "annotations";
   for (const auto& [span, label] : spans)
-    WholeSlice(LaneFor(labels, span.first, span.second), *label, kCatAnnotation, span.first,
+    WholeSlice(tracks_.LaneFor(labels, span.first, span.second), *label, kCatAnnotation, span.first,
                span.second, {});
 }
 
@@ -473,13 +330,13 @@ void PerfettoExporter::WriteJobTrack() {
   Intern(w, kInternedCategories, kCatJob, kCategoryNames[kCatJob]);
   w.EndNested(at);
   packets_.Finish();
-  const uint64_t process = NewUuid();
+  const uint64_t process = tracks_.NewUuid();
   packets_.WriteProcessTrack(process, kJobPid, "job (" + std::to_string(a->who.size()) + " ranks)");
   TrackGroup track;
   track.parent_uuid = process;
   track.name = "job";
   for (const Slow& x : slow)
-    WholeSlice(LaneFor(track, x.start, x.end), x.name, kCatJob, x.start, x.end, {});
+    WholeSlice(tracks_.LaneFor(track, x.start, x.end), x.name, kCatJob, x.start, x.end, {});
 }
 
 void PerfettoExporter::Close() {

@@ -3,14 +3,12 @@
 // the export registry (export/registry.cc).
 #pragma once
 
-#include <algorithm>
-#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <ostream>
 #include <string>
-#include <tuple>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -22,6 +20,7 @@
 #include "export/perfetto/packet_stream.h"
 #include "export/perfetto/sequence_interning.h"
 #include "export/perfetto/slice_ends.h"
+#include "export/perfetto/track_table.h"
 #include "job/rank_reading.h"
 
 namespace cupmon::decoder {
@@ -59,8 +58,8 @@ namespace cupmon::decoder {
 // bound is stamped absolutely in CLOCK_REALTIME instead.
 //
 // Its parts, each in its own file here: PacketStream (packet framing, the clock, track
-// descriptors), SliceEnds (the ends waiting for their time) and SequenceInterning (what a
-// sequence has interned).
+// descriptors), SliceEnds (the ends waiting for their time), TrackTable (processes, tracks and
+// lanes) and SequenceInterning (what a sequence has interned). This class turns rows into slices.
 //
 // Single-threaded.
 class PerfettoExporter final : public Exporter {
@@ -90,62 +89,20 @@ class PerfettoExporter final : public Exporter {
   uint64_t packets() const { return packets_.packets(); }
 
  private:
-  // A lane remembers its latest end and its last kRecent slices: a row that arrives after later
-  // rows (past the builder's reorder bound) can still go into a gap it leaves, so that second
-  // lanes hold overlaps only, as far as the recent slices tell.
-  static constexpr size_t kRecent = 32;
-  struct Lane {
-    uint64_t uuid = 0;
-    int64_t last_end = INT64_MIN;
-    // Every slice no longer in `recent` ends at or before `forgotten_end`.
-    int64_t forgotten_end = INT64_MIN;
-    std::array<std::pair<int64_t, int64_t>, kRecent> recent{};
-    size_t recent_head = 0, recent_size = 0;
-    bool FitsGap(int64_t start, int64_t end) const;
-    void Remember(int64_t start, int64_t end);
-  };
-  // One logical track (a stream, a CPU thread, windows, annotations) and its lanes.
-  struct TrackGroup {
-    std::vector<Lane> lanes;
-    uint64_t parent_uuid = 0;  // of lanes past the first (and of the first, unless a thread)
-    std::string name;          // of the first lane
-    std::string description;   // of every lane (GPU streams: their context)
-    bool thread = false;       // the first lane is the thread track of (pid, tid)
-    uint32_t pid = 0, tid = 0;
-  };
-  struct GpuKey {
-    uint32_t device, context, stream;
-    bool operator==(const GpuKey& o) const {
-      return device == o.device && context == o.context && stream == o.stream;
-    }
-    bool operator<(const GpuKey& o) const {
-      return std::tie(device, context, stream) < std::tie(o.device, o.context, o.stream);
-    }
-  };
-
-  // Lanes: the uuid of the lane of `group` where [start, end) overlaps nothing, made when needed.
-  uint64_t LaneFor(TrackGroup& group, int64_t start, int64_t end);
-  TrackGroup& GpuTrack(uint32_t device, uint32_t context, uint32_t stream);
-  TrackGroup& CpuTrack(uint32_t pid, uint32_t tid);
-  uint64_t DeviceUuid(uint32_t device);
-
+  // NVTX: a range or mark row.
+  void WriteRange(const Row& r);
   // A slice written at once (windows, annotations: written at End, out of the row stream).
   void WholeSlice(uint64_t track, std::string_view name, uint64_t category, int64_t start,
                   int64_t end, const std::vector<std::pair<uint64_t, std::string>>& strings);
-  // NVTX: a range or mark row; the first lane of a group, made when needed.
-  void WriteRange(const Row& r);
-  uint64_t FirstLane(TrackGroup& group);
   // End: the memory rows' bytes in use per device as counter tracks.
   void WriteMemoryCounters(const TraceBuilder& b);
   // Close: the job track (see the class comment), on the last recording's sequence.
   void WriteJobTrack();
-  uint32_t PidOf(uint32_t record_pid) const;
-  uint64_t NewUuid() { return next_uuid_++; }
 
   perfetto::PacketStream packets_;
   perfetto::SliceEnds ends_{packets_};
+  perfetto::TrackTable tracks_{packets_};
   perfetto::SequenceInterning interning_;
-  uint64_t next_uuid_ = 1;
   uint64_t slices_ = 0;
   // The ranks' step tables for the job track (null: no job track), and the recording's step
   // consumer from Begin to RecordsWanted.
@@ -154,18 +111,7 @@ class PerfettoExporter final : public Exporter {
 
   // Per recording (reset by Begin).
   const TraceBuilder* builder_ = nullptr;
-  const Recording* recording_ = nullptr;
-  const Rank* rank_ = nullptr;
   size_t index_ = 0;
-  uint32_t rank_pid_ = 0;
-  uint64_t process_uuid_ = 0;
-  std::map<GpuKey, TrackGroup> gpu_tracks_;
-  std::map<uint32_t, uint64_t> device_uuids_;
-  std::map<std::pair<uint32_t, uint32_t>, TrackGroup> cpu_tracks_;
-  GpuKey last_gpu_key_{};
-  TrackGroup* last_gpu_ = nullptr;
-  std::pair<uint32_t, uint32_t> last_cpu_key_{UINT32_MAX, UINT32_MAX};
-  TrackGroup* last_cpu_ = nullptr;
   // Flow ordinals: the next activity number per correlation id, direct-mapped (a correlation's
   // activities arrive close together; a collision only restarts a count).
   struct FlowSlot {
@@ -176,11 +122,7 @@ class PerfettoExporter final : public Exporter {
   std::vector<FlowSlot> flow_slots_;
   // Annotation label -> [first start, last end] of the rows carrying it (as chrome-json).
   std::map<std::string, std::pair<int64_t, int64_t>> annotations_;
-  std::map<std::pair<uint32_t, uint32_t>, TrackGroup> range_tracks_;  // start/end ranges
   MemoryUsage memory_;  // the recording's memory rows, replayed by End
-
-  // Across recordings: pids already given to a rank's process (two hosts may share one).
-  std::vector<uint32_t> rank_pids_;
 };
 
 }  // namespace cupmon::decoder
