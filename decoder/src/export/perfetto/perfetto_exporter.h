@@ -3,16 +3,12 @@
 // the export registry (export/registry.cc).
 #pragma once
 
-#include <algorithm>
-#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <ostream>
-#include <queue>
 #include <string>
-#include <tuple>
-#include <unordered_map>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -21,7 +17,10 @@
 #include "cupmon/decoder/rank_listing.h"
 #include "cupmon/decoder/trace_builder.h"
 #include "export/exporter.h"
-#include "export/perfetto/proto_wire.h"
+#include "export/perfetto/packet_stream.h"
+#include "export/perfetto/sequence_interning.h"
+#include "export/perfetto/slice_ends.h"
+#include "export/perfetto/track_table.h"
 #include "job/rank_reading.h"
 
 namespace cupmon::decoder {
@@ -58,6 +57,10 @@ namespace cupmon::decoder {
 // a ClockSnapshot ties to CLOCK_REALTIME; a row that arrives later than the builder's reorder
 // bound is stamped absolutely in CLOCK_REALTIME instead.
 //
+// Its parts, each in its own file here: PacketStream (packet framing, the clock, track
+// descriptors), SliceEnds (the ends waiting for their time), TrackTable (processes, tracks and
+// lanes) and SequenceInterning (what a sequence has interned). This class turns rows into slices.
+//
 // Single-threaded.
 class PerfettoExporter final : public Exporter {
  public:
@@ -79,107 +82,28 @@ class PerfettoExporter final : public Exporter {
   void End(const TraceBuilder& builder, const Recording& recording,
            const ReadIntegrity& integrity) override;
   void Close() override;
-  bool Failed() const override { return out_.fail(); }
+  bool Failed() const override { return packets_.Failed(); }
 
   // What was written (for the benchmark): slices and packets so far.
   uint64_t slices() const { return slices_; }
-  uint64_t packets() const { return packets_; }
+  uint64_t packets() const { return packets_.packets(); }
 
  private:
-  // A lane remembers its latest end and its last kRecent slices: a row that arrives after later
-  // rows (past the builder's reorder bound) can still go into a gap it leaves, so that second
-  // lanes hold overlaps only, as far as the recent slices tell.
-  static constexpr size_t kRecent = 32;
-  struct Lane {
-    uint64_t uuid = 0;
-    int64_t last_end = INT64_MIN;
-    // Every slice no longer in `recent` ends at or before `forgotten_end`.
-    int64_t forgotten_end = INT64_MIN;
-    std::array<std::pair<int64_t, int64_t>, kRecent> recent{};
-    size_t recent_head = 0, recent_size = 0;
-    bool FitsGap(int64_t start, int64_t end) const;
-    void Remember(int64_t start, int64_t end);
-  };
-  // One logical track (a stream, a CPU thread, windows, annotations) and its lanes.
-  struct TrackGroup {
-    std::vector<Lane> lanes;
-    uint64_t parent_uuid = 0;  // of lanes past the first (and of the first, unless a thread)
-    std::string name;          // of the first lane
-    std::string description;   // of every lane (GPU streams: their context)
-    bool thread = false;       // the first lane is the thread track of (pid, tid)
-    uint32_t pid = 0, tid = 0;
-  };
-  struct PendingEnd {
-    int64_t time;
-    uint64_t order;  // ends at one time leave in the order they began
-    uint64_t track_uuid;
-    bool operator>(const PendingEnd& o) const {
-      return time != o.time ? time > o.time : order > o.order;
-    }
-  };
-  // A kernel's launch shape: grid, block, registers.
-  struct LaunchKey {
-    uint32_t v[7];
-    bool operator==(const LaunchKey& o) const { return std::equal(v, v + 7, o.v); }
-  };
-  struct LaunchHash {
-    size_t operator()(const LaunchKey& k) const {
-      uint64_t h = 0;
-      for (uint32_t x : k.v) h = (h ^ x) * 0x100000001B3ull;
-      return static_cast<size_t>(h ^ (h >> 29));
-    }
-  };
-  struct GpuKey {
-    uint32_t device, context, stream;
-    bool operator==(const GpuKey& o) const {
-      return device == o.device && context == o.context && stream == o.stream;
-    }
-    bool operator<(const GpuKey& o) const {
-      return std::tie(device, context, stream) < std::tie(o.device, o.context, o.stream);
-    }
-  };
-
-  // Lanes: the uuid of the lane of `group` where [start, end) overlaps nothing, made when needed.
-  uint64_t LaneFor(TrackGroup& group, int64_t start, int64_t end);
-  TrackGroup& GpuTrack(uint32_t device, uint32_t context, uint32_t stream);
-  TrackGroup& CpuTrack(uint32_t pid, uint32_t tid);
-  uint64_t DeviceUuid(uint32_t device);
-  void EmitThreadDescriptor(uint64_t uuid, uint32_t pid, uint32_t tid, const std::string& name);
-  void EmitTrackDescriptor(uint64_t uuid, uint64_t parent, const std::string& name,
-                           const std::string& description = {});
-  void EmitProcessDescriptor(uint64_t uuid, uint32_t pid, const std::string& name);
-
-  // Packet framing: StartPacket opens Trace.packet and writes the sequence id; FinishPacket
-  // closes it and writes the buffer out once it is large.
-  void StartPacket();
-  void FinishPacket();
-  // TracePacket.timestamp for time `t` (see the class comment), ending slices due first.
-  void Stamp(int64_t t);
-  void EnsureClock(int64_t t);
-  void FlushEndsUpTo(int64_t t);
-  void WriteEnd(const PendingEnd& e);
+  // NVTX: a range or mark row.
+  void WriteRange(const Row& r);
   // A slice written at once (windows, annotations: written at End, out of the row stream).
   void WholeSlice(uint64_t track, std::string_view name, uint64_t category, int64_t start,
                   int64_t end, const std::vector<std::pair<uint64_t, std::string>>& strings);
-  // The string iid of a kernel's launch shape; *fresh when it is new (to intern in this packet).
-  uint64_t LaunchIid(const Row& r, bool* fresh);
-  // NVTX: a range or mark row; the first lane of a group, made when needed; the NVTX category
-  // and annotation names, interned into the open InternedData message.
-  void WriteRange(const Row& r);
-  uint64_t FirstLane(TrackGroup& group);
   // End: the memory rows' bytes in use per device as counter tracks.
   void WriteMemoryCounters(const TraceBuilder& b);
-  void InternNvtx();
   // Close: the job track (see the class comment), on the last recording's sequence.
   void WriteJobTrack();
-  uint32_t PidOf(uint32_t record_pid) const;
-  uint64_t NewUuid() { return next_uuid_++; }
 
-  std::ostream& out_;
-  proto_wire::Writer w_;
-  size_t packet_at_ = 0;
-  uint64_t next_uuid_ = 1;
-  uint64_t slices_ = 0, packets_ = 0;
+  perfetto::PacketStream packets_;
+  perfetto::SliceEnds ends_{packets_};
+  perfetto::TrackTable tracks_{packets_};
+  perfetto::SequenceInterning interning_;
+  uint64_t slices_ = 0;
   // The ranks' step tables for the job track (null: no job track), and the recording's step
   // consumer from Begin to RecordsWanted.
   std::unique_ptr<job::ExportRankTables> job_;
@@ -187,38 +111,7 @@ class PerfettoExporter final : public Exporter {
 
   // Per recording (reset by Begin).
   const TraceBuilder* builder_ = nullptr;
-  const Recording* recording_ = nullptr;
-  const Rank* rank_ = nullptr;
   size_t index_ = 0;
-  uint32_t seq_id_ = 0;
-  uint32_t rank_pid_ = 0;
-  uint64_t process_uuid_ = 0;
-  bool clock_ready_ = false;
-  int64_t clock_now_ = 0;  // the incremental clock's value after the last packet stamped with it
-  uint64_t end_order_ = 0;
-  std::priority_queue<PendingEnd, std::vector<PendingEnd>, std::greater<PendingEnd>> ends_;
-  // Builder name id -> its interned id (0: not interned yet). Interned ids count from 1 in the
-  // order names first appear in the trace, not by the builder's ids (which also count the names
-  // of rows a time range leaves out), so a ranged read writes the bytes of a whole one.
-  std::vector<uint32_t> name_interned_;
-  uint32_t name_iids_ = 0;
-  // Inline: it runs once a row, on the export's hot path.
-  uint64_t NameIid(const Row& r, bool* is_new) {
-    if (r.name_id >= name_interned_.size()) name_interned_.resize(r.name_id + 1, 0);
-    uint32_t& iid = name_interned_[r.name_id];
-    *is_new = iid == 0;
-    if (iid == 0) iid = ++name_iids_;
-    return iid;
-  }
-  std::unordered_map<LaunchKey, uint64_t, LaunchHash> launches_;  // -> string iid
-  uint64_t next_launch_iid_ = 1;
-  std::map<GpuKey, TrackGroup> gpu_tracks_;
-  std::map<uint32_t, uint64_t> device_uuids_;
-  std::map<std::pair<uint32_t, uint32_t>, TrackGroup> cpu_tracks_;
-  GpuKey last_gpu_key_{};
-  TrackGroup* last_gpu_ = nullptr;
-  std::pair<uint32_t, uint32_t> last_cpu_key_{UINT32_MAX, UINT32_MAX};
-  TrackGroup* last_cpu_ = nullptr;
   // Flow ordinals: the next activity number per correlation id, direct-mapped (a correlation's
   // activities arrive close together; a collision only restarts a count).
   struct FlowSlot {
@@ -229,15 +122,7 @@ class PerfettoExporter final : public Exporter {
   std::vector<FlowSlot> flow_slots_;
   // Annotation label -> [first start, last end] of the rows carrying it (as chrome-json).
   std::map<std::string, std::pair<int64_t, int64_t>> annotations_;
-  bool nvtx_interned_ = false;
-  // "nvtx_scope" is interned apart, at the first label taken from another thread, so that a
-  // trace without one keeps its bytes.
-  bool nvtx_scope_interned_ = false;
-  std::map<std::pair<uint32_t, uint32_t>, TrackGroup> range_tracks_;  // start/end ranges
   MemoryUsage memory_;  // the recording's memory rows, replayed by End
-
-  // Across recordings: pids already given to a rank's process (two hosts may share one).
-  std::vector<uint32_t> rank_pids_;
 };
 
 }  // namespace cupmon::decoder
