@@ -22,8 +22,6 @@
 namespace cupmon::decoder {
 namespace {
 
-using enum SqliteBatch::Table;
-
 // cupmon_batch: an eponymous virtual table (SQLite's public API) whose rows are the cells of the
 // batch its connection is inserting (SqliteConnection::batch), so that one INSERT INTO T SELECT ... FROM
 // cupmon_batch writes a whole batch. Against multi-row INSERTs of bound parameters (20 binds, 20
@@ -192,7 +190,7 @@ int64_t SqliteConnection::PragmaInt(const char* pragma) {
 
 bool SqliteConnection::IndexForPages(const nsys::Index& index) {
   int table = -1;
-  for (int t = 0; t < kTableCount; ++t)
+  for (int t = 0; t < SqliteBatch::kTableCount; ++t)
     if (std::string_view(index.table) == kBatched[t].table) table = t;
   if (!pages->Has(table)) return false;
   if (!Exec(nsys::CreateIndex(index))) return false;
@@ -207,7 +205,7 @@ bool SqliteConnection::IndexForPages(const nsys::Index& index) {
 std::vector<std::string> SqliteSink::PagedTables() const {
   std::vector<std::string> names;
   const SqliteConnection& main = conns_[kMain];
-  for (int t = 0; t < kTableCount; ++t)
+  for (int t = 0; t < SqliteBatch::kTableCount; ++t)
     if (main.pages && main.pages->Has(t)) names.emplace_back(kBatched[t].table);
   return names;
 }
@@ -278,7 +276,7 @@ bool SqliteConnection::CreateNvtxTables() {
     sqlite3_free(sql);
   }
   nvtx = true;
-  return error.empty() && PrepareInsert(kNvtx);
+  return error.empty() && PrepareInsert(SqliteBatch::kNvtx);
 }
 
 bool SqliteConnection::PrepareInsert(int t) {
@@ -383,7 +381,8 @@ sqlite3_stmt* SqliteConnection::InsertFor(int t, uint32_t shape) {
 
 void SqliteConnection::InsertBatch(const SqliteBatch& b) {
   if (!error.empty()) return;
-  if (b.table == kNvtx && select[kNvtx].empty() && !CreateNvtxTables()) return;
+  if (b.table == SqliteBatch::kNvtx && select[SqliteBatch::kNvtx].empty() && !CreateNvtxTables())
+    return;
   if (b.rows == 0) return;
   const int n = kBatched[b.table].count;
   const int64_t* first = b.cells.data();
