@@ -220,7 +220,7 @@ void RecordingWriter::WriteRawBuffer(std::span<const uint8_t> valid, uint32_t co
   by_kind_.clear();
   // The chunk's place in time for the index: every record timed, or the chunk is not.
   bool timed = true;
-  uint64_t min_ns = UINT64_MAX, max_ns = 0;
+  uint64_t min_ns = UINT64_MAX, max_ns = 0, newest_gpu_end = 0;
   uint32_t min_corr = UINT32_MAX, max_corr = 0;
   const RecordTimeLayout& layout = options_.time_layout;
   const WalkResult walk = WalkRecords(valid, sizes_, [&](uint32_t kind, std::span<const uint8_t> rec) {
@@ -233,9 +233,11 @@ void RecordingWriter::WriteRawBuffer(std::span<const uint8_t> valid, uint32_t co
     else if (kind == 1 || kind == 22) ++memcpys;
     else if (kind == 2) ++memsets;
     // CUPTI 13 GPU activity records keep start at offset 16 and end at 24.
-    if (IsGpuActivity(kind) && rec.size() >= 32 && GetLe64(rec.data() + 16) == 0 &&
-        GetLe64(rec.data() + 24) == 0)
-      ++zero_ts;
+    if (IsGpuActivity(kind) && rec.size() >= 32) {
+      const uint64_t gpu_end = GetLe64(rec.data() + 24);
+      if (GetLe64(rec.data() + 16) == 0 && gpu_end == 0) ++zero_ts;
+      newest_gpu_end = std::max(newest_gpu_end, gpu_end);
+    }
     const RecordTimeFields& f = layout.Get(kind);
     if (f.correlation && f.correlation + 4 <= rec.size()) {
       const uint32_t c = GetLe32(rec.data() + f.correlation);
@@ -258,6 +260,7 @@ void RecordingWriter::WriteRawBuffer(std::span<const uint8_t> valid, uint32_t co
     min_ns = std::min(min_ns, start);
     max_ns = std::max({max_ns, start, end});
   });
+  newest_gpu_end_ns_ = newest_gpu_end;
   RawBufferPrefix prefix{context_id, stream_id,
                          walk.complete ? static_cast<uint32_t>(walk.records)
                                        : RawBufferPrefix::kUnknownCount,

@@ -28,8 +28,13 @@ void CUPTIAPI CompleteTrampoline(CUcontext, uint32_t, uint8_t* buffer, size_t,
 }  // namespace
 
 ActivityIntake::ActivityIntake(const SessionFacts& facts, BufferPool& pool, StringTable& strings,
-                               WriterQueue& queue, MonitorCounters& counters)
-    : facts_(facts), pool_(pool), strings_(strings), queue_(queue), counters_(counters) {}
+                               WriterQueue& queue, MonitorCounters& counters, MonitorClock& clock)
+    : facts_(facts),
+      pool_(pool),
+      strings_(strings),
+      queue_(queue),
+      counters_(counters),
+      clock_(clock) {}
 
 bool ActivityIntake::Publish() noexcept {
   ActivityIntake* expected = nullptr;
@@ -78,6 +83,7 @@ void ActivityIntake::OnBufferCompleted(uint8_t* buffer, size_t valid_size) noexc
     WriterItem item;
     item.buffer = buffer;
     item.valid = valid_size;
+    item.completed_steady_ns = clock_.SteadyNs();
     counters_.buffers_at_writer.fetch_add(1, std::memory_order_relaxed);
     if (queue_.Push(std::move(item))) return;
     counters_.buffers_at_writer.fetch_sub(1, std::memory_order_relaxed);

@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "cupmon/monitor/buffer_pool.h"
+#include "cupmon/monitor/monitor_clock.h"
 #include "monitor_counters.h"
 #include "session_facts.h"
 #include "string_table.h"
@@ -18,8 +19,9 @@ namespace cupmon {
 
 // Threading: OnBufferRequested runs on application threads (CUPTI's request callback): one
 // lock-free pool claim and one relaxed count, no allocation, no lock, no system call.
-// OnBufferCompleted runs on CUPTI's thread(s): the string table's lock, then the writer queue's;
-// no I/O, never a call back into CUPTI. Both are noexcept with an exception boundary that drops
+// OnBufferCompleted runs on CUPTI's thread(s): the string table's lock, then the writer queue's,
+// and one read of the monitor's steady clock (the buffer's delivery time, for the writer's
+// delivery lag); no I/O, never a call back into CUPTI. Both are noexcept with an exception boundary that drops
 // the buffer and counts it.
 //
 // Publication: the process has one CUPTI callback target. Publish() makes this intake that target
@@ -29,7 +31,7 @@ namespace cupmon {
 class ActivityIntake {
  public:
   ActivityIntake(const SessionFacts& facts, BufferPool& pool, StringTable& strings,
-                 WriterQueue& queue, MonitorCounters& counters);
+                 WriterQueue& queue, MonitorCounters& counters, MonitorClock& clock);
   ActivityIntake(const ActivityIntake&) = delete;
   ActivityIntake& operator=(const ActivityIntake&) = delete;
 
@@ -54,6 +56,7 @@ class ActivityIntake {
   StringTable& strings_;
   WriterQueue& queue_;
   MonitorCounters& counters_;
+  MonitorClock& clock_;
 };
 
 }  // namespace cupmon

@@ -28,6 +28,13 @@ int64_t BehindWatch::ThresholdNs(uint32_t flush_ms) {
   return std::max<int64_t>(flush_ms, 1000) * 1'000'000;
 }
 
+int64_t BehindWatch::LagThresholdNs(uint32_t flush_ms) {
+  // A flush hands over every buffer whose records are complete, so a buffer's newest record is
+  // normally at most a flush period old when it comes; beyond that by ThresholdNs, CUPTI's worker
+  // is late.
+  return int64_t{flush_ms} * 1'000'000 + ThresholdNs(flush_ms);
+}
+
 void BehindWatch::Begin(uint64_t since_cupti_ns, const std::string& why) {
   behind_ = true;
   id_ = static_cast<uint32_t>(counters_.cupti_behind.fetch_add(1, std::memory_order_relaxed) + 1);
@@ -63,21 +70,37 @@ void BehindWatch::NoteFlushTime(int64_t took_ns, uint64_t began_cupti_ns) {
   const uint64_t zero_ts = pipeline_.Snapshot().stats.zero_timestamp_records();
   const uint64_t new_zero_ts = zero_ts > zero_ts_seen_ ? zero_ts - zero_ts_seen_ : 0;
   zero_ts_seen_ = zero_ts;
-  if (!behind_ && (took_ns > threshold || new_zero_ts > 0)) {
-    Begin(began_cupti_ns ? began_cupti_ns : 1,
-          took_ns > threshold
-              ? "a periodic cuptiActivityFlushAll(0) took " + took + " (flush period " +
-                    std::to_string(flush_ms_) + " ms)"
-              : std::to_string(new_zero_ts) +
-                    " records without timestamps since the last flush (CUPTI's device "
-                    "buffers are full)");
-  } else if (behind_ && took_ns < threshold / 2 && new_zero_ts == 0) {
+  // A buffer delivered long after its newest record ended: CUPTI's worker is that far behind,
+  // which it is before a flush waits on it.
+  const uint64_t lag = counters_.delivery_lag_peak_ns.exchange(0, std::memory_order_relaxed);
+  const bool lagging = lag > static_cast<uint64_t>(LagThresholdNs(flush_ms_));
+  if (!behind_ && (took_ns > threshold || new_zero_ts > 0 || lagging)) {
+    if (took_ns > threshold) {
+      Begin(began_cupti_ns ? began_cupti_ns : 1,
+            "a periodic cuptiActivityFlushAll(0) took " + took + " (flush period " +
+                std::to_string(flush_ms_) + " ms)");
+    } else if (new_zero_ts > 0) {
+      Begin(began_cupti_ns ? began_cupti_ns : 1,
+            std::to_string(new_zero_ts) +
+                " records without timestamps since the last flush (CUPTI's device buffers are "
+                "full)");
+    } else {
+      // From the end of the late buffer's newest record: records after it came late.
+      const uint64_t ended =
+          counters_.delivery_lag_peak_ended_cupti_ns.load(std::memory_order_relaxed);
+      Begin(ended ? ended : 1,
+            "CUPTI completed a buffer " + std::to_string(lag / 1'000'000) +
+                " ms after its newest record ended (flush period " + std::to_string(flush_ms_) +
+                " ms)");
+    }
+  } else if (behind_ && took_ns < threshold / 2 && new_zero_ts == 0 && !lagging) {
     behind_ = false;
     uint64_t now_cupti = 0;
     cupti_.GetTimestamp(&now_cupti);
     PostToWriter(queue_, [m = Marker(false, id_, now_cupti,
                                      "CUPTI caught up: a flush took " + took +
-                                         ", no record without timestamps since the last")](
+                                         ", no record without timestamps or delivered late "
+                                         "since the last")](
                              RecordingWriter& w) { w.WriteWindowMarker(m); });
   }
 }

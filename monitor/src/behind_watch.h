@@ -16,10 +16,12 @@ namespace cupmon {
 
 // CUPTI behind its own records: a periodic cuptiActivityFlushAll(0) that took longer than
 // ThresholdNs() (CUPTI's worker thread cannot keep up; it may then lose records without counting
-// them), or records without timestamps since the last flush (its device buffers are full). Marked
-// BEHIND_BEGIN from the start of that flush and BEHIND_END at the first flush that takes under
-// half the threshold with no such record since the last; counted (cupti_behind) and warned about
-// once.
+// them), records without timestamps since the last flush (its device buffers are full), or a
+// buffer completed more than LagThresholdNs() after its newest GPU record ended (the writer's
+// delivery lag, MonitorCounters::delivery_lag_peak_ns). Marked BEHIND_BEGIN from the start of
+// that flush (for a late buffer: the lag before now) and BEHIND_END at the first flush that takes
+// under half the threshold with none of the three since the last; counted (cupti_behind) and
+// warned about once.
 //
 // Threading: the Note* functions on the control thread (checked); End() and open() after that
 // thread joined, on the stopping thread.
@@ -41,6 +43,8 @@ class BehindWatch {
   static pb::WindowMarker Marker(bool begin, uint32_t id, uint64_t cupti_ns, std::string note);
   // How long a periodic flush of a `flush_ms` period may take before CUPTI counts as behind.
   static int64_t ThresholdNs(uint32_t flush_ms);
+  // How long after its newest record ended a buffer may come before CUPTI counts as behind.
+  static int64_t LagThresholdNs(uint32_t flush_ms);
 
   // Control thread, after each periodic or requested flush returned: it took `took_ns` and began
   // at CUPTI time `began_cupti_ns` (0: unknown).

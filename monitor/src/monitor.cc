@@ -129,7 +129,7 @@ Expected<void> Monitor::Init() {
   pool_ = std::move(*pool);
   strings_ = std::make_unique<StringTable>(StringTable::Limits{}, options_.fault_injector);
   queue_ = std::make_unique<WriterQueue>();
-  intake_ = std::make_unique<ActivityIntake>(f, *pool_, *strings_, *queue_, *counters_);
+  intake_ = std::make_unique<ActivityIntake>(f, *pool_, *strings_, *queue_, *counters_, clock());
   // Published only now that everything the callbacks touch exists.
   if (!intake_->Publish())
     return MakeError("a monitor is already running in this process (a second start is refused)");

@@ -28,6 +28,13 @@ struct MonitorCounters {
   // intake/writer: completed buffers queued to the writer and not yet back in the pool (the
   // takeover watch counts only the pool's buffers that are inside CUPTI).
   std::atomic<uint64_t> buffers_at_writer{0};
+  // writer: the largest delivery lag (how long after its newest GPU record ended CUPTI completed a
+  // buffer, ns) since the behind watch last took it: it exchanges it for 0 after each flush.
+  // Buffers whose records ended before the recording started are not judged.
+  std::atomic<uint64_t> delivery_lag_peak_ns{0};
+  // writer: the CUPTI time at which the newest record of that buffer ended (stored before the peak
+  // is raised; read after it is taken, so it may belong to a later, larger lag).
+  std::atomic<uint64_t> delivery_lag_peak_ended_cupti_ns{0};
 };
 
 }  // namespace cupmon

@@ -23,6 +23,7 @@ metrics::MetricsSnapshot MonitorMetrics::Snapshot() {
   m.steps = snap.steps;
   m.files = snap.files;
   m.disk_bytes = snap.disk_bytes;
+  m.cupti_delivery_lag_ns = snap.cupti_delivery_lag_ns;
   m.gpu_uuids = snap.gpu_uuids;  // dcgm-exporter's UUID label, once the devices are known
   return m;
 }

@@ -184,6 +184,7 @@ void RecordingPipeline::Process(WriterItem& item) {
     }
     if (item.valid > 0) {
       writer_->WriteRawBuffer({item.buffer, item.valid}, 0, 0);
+      NoteDeliveryLag(item.completed_steady_ns);
       if (facts_.track_busy) busy_.Add(item.buffer, item.valid);
       WatchSteps(item.buffer, item.valid);
     }
@@ -198,6 +199,29 @@ void RecordingPipeline::Process(WriterItem& item) {
     new_strings_.clear();
   }
   if (item.task) item.task(*writer_);
+}
+
+void RecordingPipeline::NoteDeliveryLag(int64_t completed_steady_ns) {
+  const uint64_t newest = writer_->last_buffer_newest_gpu_end_ns();
+  const pb::Calibration& cal = writer_->recent_calibration();
+  if (completed_steady_ns == 0 || newest == 0 || cal.samples_size() == 0) return;
+  // A record that ended before the recording started is in another clock's time (a test's made-up
+  // timestamps) or was held by CUPTI from before: not a measure of CUPTI's worker now.
+  const pb::Calibration& start = facts_.start_calibration;
+  if (start.samples_size() == 0 || newest < start.samples(0).cupti_ns()) return;
+  // The record's end on the steady clock, through the latest calibration sample (the CUPTI clock's
+  // drift since that sample, at most a stats period old, is far below the lags judged).
+  const pb::CalibrationSample& s = cal.samples(cal.samples_size() - 1);
+  const int64_t ended_steady =
+      s.monotonic_ns() + (static_cast<int64_t>(newest) - static_cast<int64_t>(s.cupti_ns()));
+  const uint64_t lag =
+      completed_steady_ns > ended_steady ? static_cast<uint64_t>(completed_steady_ns - ended_steady) : 0;
+  delivery_lag_ns_ = lag;
+  uint64_t peak = counters_.delivery_lag_peak_ns.load(std::memory_order_relaxed);
+  if (lag > peak) counters_.delivery_lag_peak_ended_cupti_ns.store(newest, std::memory_order_relaxed);
+  while (lag > peak &&
+         !counters_.delivery_lag_peak_ns.compare_exchange_weak(peak, lag, std::memory_order_relaxed)) {
+  }
 }
 
 void RecordingPipeline::TakeFlushMark() {
@@ -411,6 +435,7 @@ void RecordingPipeline::Publish() {
     s.steps.on = true;  // served as 0 before the first step, so that rate() has a start
   }
   CountFiles(&s);
+  s.cupti_delivery_lag_ns = delivery_lag_ns_;
   MutexLock lk(snapshot_mu_);
   snapshot_ = std::move(s);
 }

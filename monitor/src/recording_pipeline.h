@@ -42,6 +42,9 @@ struct PipelineSnapshot {
   metrics::StepTotals steps;  // on: the writer sums steps (SumsSteps)
   uint64_t files = 0;       // this recording's files on disk (listed at most once a second)
   uint64_t disk_bytes = 0;
+  // How long after its newest GPU record ended CUPTI completed the last buffer (ns; 0: none
+  // judged yet, RecordingPipeline::NoteDeliveryLag).
+  uint64_t cupti_delivery_lag_ns = 0;
   std::map<uint32_t, std::string> gpu_uuids;  // device id -> 16 raw bytes, once the file is open
 };
 
@@ -94,6 +97,8 @@ class RecordingPipeline {
   void Process(WriterItem& item);
   void ReleaseBuffer(uint8_t* buffer);  // back to the pool, no longer the writer's
   void WatchSteps(const uint8_t* buffer, size_t valid);
+  // After a buffer's WriteRawBuffer: its delivery lag into the counters (MonitorCounters).
+  void NoteDeliveryLag(int64_t completed_steady_ns);
   void MakeStepWatch();
   void NoteStepStrings();
   void SettleSteps();
@@ -127,6 +132,7 @@ class RecordingPipeline {
   const bool sums_ = false;  // SumsSteps(config)
   std::chrono::steady_clock::time_point last_listing_{};
   uint64_t files_ = 0, disk_bytes_ = 0;
+  uint64_t delivery_lag_ns_ = 0;  // the last buffer's (NoteDeliveryLag)
 
   mutable Mutex snapshot_mu_;
   PipelineSnapshot snapshot_ CUPMON_GUARDED_BY(snapshot_mu_);

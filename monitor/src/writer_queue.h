@@ -20,6 +20,8 @@ class RecordingWriter;
 struct WriterItem {
   uint8_t* buffer = nullptr;
   size_t valid = 0;
+  // The monitor's steady clock when CUPTI completed `buffer` (0: unknown): its delivery lag.
+  int64_t completed_steady_ns = 0;
   std::function<void(RecordingWriter&)> task;
   // A task that needs the file open even when no buffer came before it (the final task at stop);
   // other tasks queued before the first buffer wait for it.

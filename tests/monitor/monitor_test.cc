@@ -319,6 +319,48 @@ TEST(MonitorTest, ACuptiBehindItsRecordsIsMarkedAndCounted) {
   EXPECT_NE(v.markers[1].note().find("caught up"), std::string::npos) << v.markers[1].note();
 }
 
+// CUPTI's worker falling behind shows first as buffers delivered long after their records ended,
+// while each flush still returns quickly: marked from the late records on, and closed once buffers
+// come on time again.
+TEST(MonitorTest, BuffersDeliveredLateMarkCuptiBehindFromTheirRecords) {
+  BehindJob job("behind-lag", 0);
+  ASSERT_TRUE(job.m);
+  const uint64_t now = job.fake.CuptiNow();
+  for (int i = 0; i < 10; ++i)  // records of the last 100 ms: on time
+    ASSERT_TRUE(job.p->Kernel(job.kernel, now - 100'000'000 + i, now - 100'000'000 + i + 1));
+  // Records that ended before the recording started are not judged: the late ones below must end
+  // after the start.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1600));
+  EXPECT_EQ(job.behind(), 0u);
+  // Records that ended 1.4 s ago, delivered now: beyond the flush period (50 ms) + 1 s.
+  const uint64_t late_end = job.fake.CuptiNow() - 1'400'000'000;
+  for (int i = 0; i < 10; ++i)
+    ASSERT_TRUE(job.p->Kernel(job.kernel, late_end - 1000 + i, late_end - 999 + i));
+  ASSERT_TRUE(testing::WaitFor([&] { return job.behind() == 1; }));
+  for (int i = 0; i < 10; ++i) {  // on time again
+    const uint64_t t = job.fake.CuptiNow();
+    ASSERT_TRUE(job.p->Kernel(job.kernel, t - 10, t));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  job.m->Stop();
+  EXPECT_EQ(job.behind(), 1u);
+  EXPECT_EQ(ReadRecording(job.dir).records, 30u);
+  const BehindMarkers v = ReadBehindMarkers(job.dir);
+  ASSERT_EQ(v.markers.size(), 2u);
+  EXPECT_EQ(v.markers[0].edge(), pb::WindowMarker::BEHIND_BEGIN);
+  // At the newest record's end of the late buffer that came latest (the test double may complete
+  // the ten in more than one buffer).
+  EXPECT_GE(v.markers[0].cupti_ns(), late_end - 999);
+  EXPECT_LE(v.markers[0].cupti_ns(), late_end - 990);
+  EXPECT_NE(v.markers[0].note().find("CUPTI completed a buffer "), std::string::npos)
+      << v.markers[0].note();
+  EXPECT_NE(v.markers[0].note().find(" ms after its newest record ended (flush period 50 ms)"),
+            std::string::npos)
+      << v.markers[0].note();
+  EXPECT_EQ(v.markers[1].edge(), pb::WindowMarker::BEHIND_END);
+  EXPECT_NE(v.markers[1].note().find("caught up"), std::string::npos) << v.markers[1].note();
+}
+
 TEST(MonitorTest, AStopWhileCuptiIsBehindClosesTheMarkedInterval) {
   BehindJob job("behind-at-stop", 10);
   ASSERT_TRUE(job.m);

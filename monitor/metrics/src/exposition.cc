@@ -214,6 +214,11 @@ std::string RenderExposition(const std::vector<LabelledSnapshot>& processes) {
          &MetricsSnapshot::files);
   scalar("cupmon_disk_bytes", "gauge", "Total size of the recording files on disk.",
          &MetricsSnapshot::disk_bytes);
+  Family(out, "cupmon_cupti_delivery_lag_seconds", "gauge",
+         "How long after its newest GPU record ended CUPTI completed the last buffer.");
+  for (size_t i = 0; i < processes.size(); ++i)
+    Sample(out, "cupmon_cupti_delivery_lag_seconds", own[i],
+           FormatNanosecondsAsSeconds(processes[i].snapshot.cupti_delivery_lag_ns));
   return out;
 }
 
@@ -234,6 +239,7 @@ pb::MetricsView ToMetricsView(const MetricsSnapshot& s) {
   v.set_last_write_failed(s.last_write_failed);
   v.set_files(s.files);
   v.set_disk_bytes(s.disk_bytes);
+  v.set_cupti_delivery_lag_ns(s.cupti_delivery_lag_ns);
   if (s.steps.on) {
     pb::MetricsView::StepTotals* t = v.mutable_steps();
     t->set_steps(s.steps.steps);
@@ -265,6 +271,7 @@ MetricsSnapshot FromMetricsView(const pb::MetricsView& v) {
   s.last_write_failed = v.last_write_failed();
   s.files = v.files();
   s.disk_bytes = v.disk_bytes();
+  s.cupti_delivery_lag_ns = v.cupti_delivery_lag_ns();
   if (v.has_steps()) {
     const pb::MetricsView::StepTotals& t = v.steps();
     s.steps = {t.steps(), t.step_ns(), t.work_ns(), t.collective_ns(), t.host_gap_ns(), true};

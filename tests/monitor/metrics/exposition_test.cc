@@ -30,6 +30,7 @@ MetricsSnapshot SampleSnapshot() {
   s.last_write_failed = true;
   s.files = 8;
   s.disk_bytes = 987654321;
+  s.cupti_delivery_lag_ns = 2'500'000'001;
   s.cupti_gaps = 9;
   s.stranded_buffers = 10;
   s.lost_records = 11;
@@ -67,6 +68,7 @@ TEST(ExpositionTest, EveryFamilyHasHelpTypeAndTheSnapshotValue) {
       {"cupmon_write_error", {"gauge", "1"}},
       {"cupmon_files", {"gauge", "8"}},
       {"cupmon_disk_bytes", {"gauge", "987654321"}},
+      {"cupmon_cupti_delivery_lag_seconds", {"gauge", "2.500000001"}},
       {"cupmon_cupti_gaps_total", {"counter", "9"}},
       {"cupmon_stranded_buffers_total", {"counter", "10"}},
       {"cupmon_lost_records_total", {"counter", "11"}},

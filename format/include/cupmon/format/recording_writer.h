@@ -61,6 +61,11 @@ class RecordingWriter {
   const std::string& last_error() const { return last_error_; }
   std::string current_file() const { return sink_.current_path(); }
   const RecordSizeTable& sizes() const { return sizes_; }
+  // The latest end time (CUPTI ns) among the GPU activity records of the last WriteRawBuffer; 0
+  // when it held none with a timestamp.
+  uint64_t last_buffer_newest_gpu_end_ns() const { return newest_gpu_end_ns_; }
+  // The last two calibration samples written (fewer before two were).
+  const pb::Calibration& recent_calibration() const { return recent_calibration_; }
 
  private:
   void Frame(ChunkType type, Encoding encoding, std::span<const uint8_t> payload,
@@ -97,6 +102,7 @@ class RecordingWriter {
   uint64_t chunks_in_file_ = 0;
   bool closed_ = false;
   std::string last_error_;
+  uint64_t newest_gpu_end_ns_ = 0;  // last_buffer_newest_gpu_end_ns()
   RecordsByKind by_kind_;  // the current raw buffer's, reused
   // The current file's chunk index; cleared (and indexed_ false) past max_indexed_chunks.
   std::vector<pb::ChunkSpan> index_;

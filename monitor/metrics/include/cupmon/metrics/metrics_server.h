@@ -68,6 +68,10 @@ struct MetricsSnapshot {
   bool last_write_failed = false;  // true while the most recent write attempt failed
   uint64_t files = 0;              // recording files currently on disk (after retention)
   uint64_t disk_bytes = 0;         // their total size
+  // How long after its newest GPU record ended CUPTI completed the last buffer (ns): seconds
+  // mean CUPTI's worker is behind its records (docs/RELIABILITY.md, "CUPTI behind its own
+  // records").
+  uint64_t cupti_delivery_lag_ns = 0;
   // The counters served as `cupmon_*_total`: the PROM rows of the counter list, each a uint64_t
   // named as in pb::Stats (kernel_records, cupti_gaps, ...). The losses cupmon knows of beyond
   // CUPTI's dropped records are among them (docs/RELIABILITY.md).
