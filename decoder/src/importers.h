@@ -5,7 +5,7 @@
 
 namespace cupmon::decoder {
 
-const Importer& CupmonFiles();        // recording_reader.cc
+const Importer& CupmonFiles();        // cupmon_importer.cc
 const Importer& TorchMonitorDumps();  // torch_monitor_dump.cc
 
 }  // namespace cupmon::decoder

@@ -1,5 +1,7 @@
-// How much memory the merged reports may still take for ranks read at once (see
-// ordered_parallel.h, RankJobs): what the system, the cgroup and the address-space limit leave.
+// How much memory the merged reports may still take for ranks read at once (memory_room.h,
+// RankJobs): what the system, the cgroup and the address-space limit leave.
+#include "memory_room.h"
+
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -9,8 +11,6 @@
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include "ordered_parallel.h"
 
 namespace cupmon::decoder {
 namespace {

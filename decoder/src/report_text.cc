@@ -2,7 +2,6 @@
 #include "report_text.h"
 
 #include <cinttypes>
-#include <cstdarg>
 #include <cstdio>
 #include <ctime>
 
@@ -14,22 +13,6 @@ std::string Fixed(double v, int decimals) {
   char text[64];
   std::snprintf(text, sizeof text, "%.*f", decimals, v);
   return text;
-}
-
-std::string Printf(const char* fmt, ...) {
-  char buf[512];
-  va_list ap;
-  va_start(ap, fmt);
-  const int n = std::vsnprintf(buf, sizeof buf, fmt, ap);
-  va_end(ap);
-  if (n < 0) return {};
-  if (static_cast<size_t>(n) < sizeof buf) return std::string(buf, static_cast<size_t>(n));
-  std::string big(static_cast<size_t>(n) + 1, '\0');
-  va_start(ap, fmt);
-  std::vsnprintf(big.data(), big.size(), fmt, ap);
-  va_end(ap);
-  big.resize(static_cast<size_t>(n));
-  return big;
 }
 
 // "N records (K kernel; by kind 10=K 5=M) in C chunks not written (W write errors)".

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "cupmon/decoder/trace_builder.h"
+#include "text/printf.h"    // Printf
 #include "text/utc_time.h"  // UtcTime
 
 namespace cupmon::decoder {
@@ -14,8 +15,6 @@ namespace cupmon::decoder {
 // `v` with exactly `decimals` decimals ("%.*f").
 std::string Fixed(double v, int decimals);
 
-// printf into a std::string, of any length.
-std::string Printf(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 // Unix ns as ISO-8601 UTC with nanoseconds ("2026-11-30T10:14:07.628224123Z").
 std::string IsoTime(int64_t unix_ns);
 // Signed relative time with nvprof units.

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "cupmon/decoder/window_span.h"
-#include "report_text.h"
+#include "text/printf.h"
 
 namespace cupmon::decoder {
 

@@ -253,89 +253,304 @@ std::optional<uint64_t> StepNumberOf(const std::string& label) {
   return std::stoull(m[2].str());
 }
 
-class StepConsumer : public RecordConsumer {
+// The names the steps read, interned by id: the string tables' entries (a kernel's name pointer
+// and an annotation's external id name one), and the names of kernels no table held. Per name:
+// whether it is a communication kernel (NCCL), and the step number it names, if any.
+class StepNames {
  public:
-  explicit StepConsumer(const StepOptions& options)
-      : options_(options), detector_(InHugeMappings(options.detector)), pattern_(options.times_only) {}
-
-  void OnStrings(const pb::StringTable& table) override {
+  void OnStrings(const pb::StringTable& table) {
     for (const auto& e : table.entries()) by_pointer_[e.pointer()] = Intern(e.text());
     cache_.fill(CacheSlot{});
   }
-  void OnWindowMarker(const pb::WindowMarker& m) override {
-    if (m.edge() != pb::WindowMarker::BEGIN) return;
-    StepWindow w;
-    w.id = m.window_id();
-    w.source = pb::TriggerSource_Name(m.source());
-    w.wall_begin = m.realtime_ns();
-    w.trigger_step = m.trigger_step();
-    w.trigger_step_ns = m.trigger_step_ns();
-    w.trigger_median_ns = m.trigger_median_ns();
-    w.trigger_factor = m.trigger_factor();
-    w.trigger_by = m.trigger_by();
-    windows_.push_back(std::move(w));
-  }
-  void OnCalibration(const pb::Calibration& c) override {
-    if (options_.cupti_clock) return;  // a ClockMap without samples passes CUPTI times through
-    clock_.Add(c);
-    calibrations_.push_back(c);
-  }
-  // Only the fields Add, AddMarker and LabelLaunch read (kFieldsRead).
-  uint64_t FieldsRead() const override { return kFieldsRead; }
-  void OnRecords(const RecordDecoder& decoder, std::span<const uint8_t> records) override {
-    decoder.Walk(records, [this](const RecordLayout& layout, const FieldReader& f,
-                                 const uint8_t* rec) { Add(layout, f, rec); });
-    buffer_ends_.push_back({joined_, calibrations_.size()});
-  }
-
-  StepList Finish() {
-    detector_.Finish();
-    Drain();
-    pattern_.Release(UINT64_MAX);
-    if (have_step_labels_)
-      for (size_t i = 0; i < delayed_.size(); ++i) PushAnnotated(delayed_[i]);
-    while (!by_start_.empty()) PopAnnotated();
-    StepList out;
-    out.pattern = detector_.pattern();
-    if (out.pattern)
-      for (uint32_t id : out.pattern->signature) out.signature_names.push_back(Demangle(names_[id]));
-    std::vector<Step> by_pattern = pattern_.Finish(names_);
-    std::vector<Step> by_label = annotated_ ? annotated_->Finish(names_) : std::vector<Step>{};
-    out.pattern_steps = by_pattern.size();
-    out.annotated_steps = by_label.size();
-    bool use_labels = options_.source == StepSource::kAnnotation && !options_.times_only;
-    if (options_.source == StepSource::kAuto && !options_.times_only)
-      use_labels = !by_label.empty() && (by_pattern.empty() || 2 * by_label.size() >= by_pattern.size());
-    out.source = use_labels ? StepSource::kAnnotation : StepSource::kPattern;
-    if (!use_labels) LabelFrom(by_label, &by_pattern);
-    out.steps = use_labels ? std::move(by_label) : std::move(by_pattern);
-    SetWallTimes(use_labels && annotated_ ? annotated_->end_before() : pattern_.end_before(),
-                 &out.steps);
-    out.kernels_before =
-        use_labels ? annotated_before_ + (annotated_ ? annotated_->before() : 0) : pattern_.before();
-    const StepAccumulator& used = use_labels && annotated_ ? *annotated_ : pattern_;
-    out.late_activities = used.late();
-    out.late_busy_ns = used.late_busy_ns();
-    out.activities = activities_;
-    if (activities_) {
-      out.first_wall = clock_.ToWall(first_start_);
-      out.last_wall = clock_.ToWall(last_end_);
+  // The id of the kernel name at `pointer`; one no table holds is named by its address, counted
+  // in unresolved().
+  uint32_t KernelName(uint64_t pointer) {
+    CacheSlot& slot = cache_[(pointer ^ pointer >> 8 ^ pointer >> 16) & 255];
+    if (slot.id_plus_1 && slot.pointer == pointer) return slot.id_plus_1 - 1;
+    auto it = by_pointer_.find(pointer);
+    uint32_t id;
+    if (it != by_pointer_.end()) {
+      id = it->second;
+      slot = CacheSlot{pointer, id + 1};
+    } else {
+      ++unresolved_;
+      char text[48];
+      std::snprintf(text, sizeof text, "<unresolved kernel name 0x%llx>",
+                    static_cast<unsigned long long>(pointer));
+      id = Intern(text);
     }
-    out.unresolved_names = unresolved_;
-    out.windows = std::move(windows_);
-    return out;
+    return id;
   }
+  // The id of the name at `pointer` when a table holds it and it is a step label (StepNumberOf),
+  // else kNoLabel.
+  uint32_t StepLabelAt(uint64_t pointer) {
+    auto it = by_pointer_.find(pointer);
+    return it != by_pointer_.end() && StepLabel(it->second) ? it->second : kNoLabel;
+  }
+  // The step number of a step label's id (one StepLabelAt gave).
+  int64_t StepNumber(uint32_t label) const { return step_label_[label]; }
+  bool comm(uint32_t id) const { return comm_[id]; }
+  // Each id's text.
+  const std::vector<std::string>& texts() const { return names_; }
+  uint64_t unresolved() const { return unresolved_; }
 
  private:
   struct CacheSlot {
     uint64_t pointer = 0;
     uint32_t id_plus_1 = 0;
   };
+
+  uint32_t Intern(const std::string& text) {
+    auto it = ids_.find(text);
+    if (it != ids_.end()) return it->second;
+    const auto id = static_cast<uint32_t>(names_.size());
+    names_.push_back(text);
+    ids_.emplace(text, id);
+    comm_.push_back(text.find("nccl") != std::string::npos);
+    step_label_.push_back(-2);
+    return id;
+  }
+  bool StepLabel(uint32_t id) {
+    if (step_label_[id] == -2) {
+      const auto n = StepNumberOf(names_[id]);
+      step_label_[id] = n ? static_cast<int64_t>(*n) : -1;
+    }
+    return step_label_[id] >= 0;
+  }
+
+  std::vector<std::string> names_;
+  std::unordered_map<std::string, uint32_t> ids_;
+  std::vector<bool> comm_;
+  std::vector<int64_t> step_label_;  // per name id: -2 not parsed yet, -1 not a step label
+  std::unordered_map<uint64_t, uint32_t> by_pointer_;
+  std::array<CacheSlot, 256> cache_{};
+  uint64_t unresolved_ = 0;
+};
+
+// The step labels the annotations give activities, by correlation id: an external correlation
+// whose id names a step label ("step 12"), or else the step-like NVTX range open on the launching
+// thread when the launch call began.
+class StepLabels {
+ public:
+  explicit StepLabels(StepNames& names) : names_(names) {}
+
+  // An external correlation record.
+  void AddExternal(const FieldReader& f, const uint8_t* rec) {
+    const uint32_t corr = f.Get32(rec, Field::kCorrelationId);
+    ExtSlot& e = ext_[corr & (ext_.size() - 1)];
+    if (!(e.used && e.corr == corr)) e = ExtSlot{corr, true, f.Get(rec, Field::kExternalId)};
+    if (!have_step_labels_) {
+      // The annotation path (a heap) costs only once some label names a step.
+      have_step_labels_ = names_.StepLabelAt(e.external) != kNoLabel;
+    }
+  }
+  // An NVTX marker record: a step-like range starts or ends.
+  void AddMarker(const FieldReader& f, const uint8_t* rec) {
+    constexpr uint32_t kStart = 2, kEnd = 4;           // CUPTI_ACTIVITY_FLAG_MARKER_*
+    constexpr uint32_t kProcess = 1, kThread = 2;      // CUpti_ActivityObjectKind
+    const uint32_t flags = f.Get32(rec, Field::kMarkerFlags);
+    const uint32_t id = f.Get32(rec, Field::kMarkerId);
+    const uint64_t ts = f.Get(rec, Field::kTimestamp);
+    if (flags & kEnd) {
+      auto it = nvtx_open_.find(id);
+      if (it == nvtx_open_.end()) return;
+      for (NvtxStep& r : nvtx_threads_[it->second])
+        if (r.id == id && r.end == 0) r.end = ts ? ts : r.start;
+      nvtx_open_.erase(it);
+      return;
+    }
+    if (!(flags & kStart) || !ts) return;
+    const uint32_t label = names_.StepLabelAt(f.Get(rec, Field::kNamePointer));
+    if (label == kNoLabel) return;
+    const uint32_t object_kind = f.Get32(rec, Field::kObjectKind);
+    if (object_kind != kThread && object_kind != kProcess) return;  // not on a CPU thread
+    const bool thread = object_kind == kThread;
+    const uint64_t key = uint64_t{f.Get32(rec, Field::kObjectId0)} << 32 |
+                         (thread ? f.Get32(rec, Field::kObjectId1) : 0);
+    std::deque<NvtxStep>& list = nvtx_threads_[key];
+    if (list.size() == kNvtxPerThread) {
+      if (list.front().end == 0) nvtx_open_.erase(list.front().id);
+      list.pop_front();
+    }
+    list.push_back(NvtxStep{ts, 0, id, label});
+    if (nvtx_open_.size() < kJoinHorizon) nvtx_open_[id] = key;
+    if (nvtx_labels_.empty()) nvtx_labels_.resize(ext_.size());
+    have_step_labels_ = true;
+  }
+  // An API record: the step-like NVTX range holding its start on its thread labels its
+  // correlation id.
+  void AddLaunch(const FieldReader& f, const uint8_t* rec) {
+    if (nvtx_threads_.empty()) return;
+    const uint64_t key = uint64_t{f.Get32(rec, Field::kProcessId)} << 32 |
+                         f.Get32(rec, Field::kThreadId);
+    auto it = nvtx_threads_.find(key);
+    if (it == nvtx_threads_.end()) return;
+    const uint64_t t = f.Get(rec, Field::kStart);
+    const NvtxStep* best = nullptr;
+    for (const NvtxStep& r : it->second)
+      if (r.start <= t && (r.end == 0 || r.end >= t) && (!best || r.start >= best->start))
+        best = &r;
+    if (!best) return;
+    const uint32_t corr = f.Get32(rec, Field::kCorrelationId);
+    NvtxSlot& slot = nvtx_labels_[corr & (nvtx_labels_.size() - 1)];
+    slot = NvtxSlot{corr, best->label, true};
+  }
+
+  // Whether some label read so far names a step.
+  bool any() const { return have_step_labels_; }
+  // The step label a kernel's annotation names (kNoLabel when none), and whether it carries any
+  // annotation at all. Without a step-like annotation, the step-like NVTX range open on its
+  // launching thread when the launch call began (AddLaunch) labels it.
+  uint32_t LabelOf(uint32_t corr, bool* annotated) {
+    const ExtSlot& e = ext_[corr & (ext_.size() - 1)];
+    if (e.used && e.corr == corr) {
+      *annotated = true;
+      const uint32_t label = names_.StepLabelAt(e.external);
+      if (label != kNoLabel) return label;
+    }
+    if (!nvtx_labels_.empty()) {
+      const NvtxSlot& n = nvtx_labels_[corr & (nvtx_labels_.size() - 1)];
+      if (n.used && n.corr == corr) {
+        *annotated = true;
+        return n.label;
+      }
+    }
+    return kNoLabel;
+  }
+
+ private:
   struct ExtSlot {
     uint32_t corr = 0;
     bool used = false;
     uint64_t external = 0;
   };
+  // NVTX ranges whose names look like steps ("step 12", as annotation labels): kept per thread
+  // (the last kNvtxPerThread), so that a launch call inside one labels its activities. Other
+  // ranges are ignored here (the trace builder shows them).
+  struct NvtxStep {
+    uint64_t start = 0, end = 0;  // end 0: not ended yet
+    uint32_t id = 0, label = 0;
+  };
+  struct NvtxSlot {
+    uint32_t corr = 0, label = 0;
+    bool used = false;
+  };
+  static constexpr size_t kNvtxPerThread = 64;
+
+  StepNames& names_;
+  // Off the stack: 4 MiB as a member put FindSteps' consumer on the stack past a 4 MiB limit
+  // (`ulimit -s 4096`: a segmentation fault of `cupmon-decode steps`). Zero-filled (an ExtSlot{})
+  // by a fresh huge mapping whose pages cost nothing until an external correlation is read (a
+  // std::vector would clear all 4 MiB again after the kernel had, page by page).
+  ZeroedArray<ExtSlot> ext_{size_t{1} << 18};
+  bool have_step_labels_ = false;
+  // NVTX step ranges by thread (pid << 32 | tid), open ones by marker id, and the labels they
+  // give launch calls by correlation id (direct-mapped like ext_; allocated at the first one).
+  std::unordered_map<uint64_t, std::deque<NvtxStep>> nvtx_threads_;
+  std::unordered_map<uint32_t, uint64_t> nvtx_open_;
+  std::vector<NvtxSlot> nvtx_labels_;
+};
+
+// The annotated steps: a kernel labelled with a new step number opens a step. Activities are
+// placed kJoinHorizon records behind (the labels have arrived by then), in start order (a
+// min-heap), as the annotated steps are cut in time order across streams. Until some label names
+// a step, activities are only delayed, in case their label is still to come.
+class AnnotatedSteps {
+ public:
+  AnnotatedSteps(StepLabels& labels, const StepNames& names) : labels_(labels), names_(names) {}
+
+  void Add(const Activity& a) {
+    if (!labels_.any()) {
+      delayed_.push_back(a);
+      if (delayed_.size() > kJoinHorizon) delayed_.pop_front();
+      return;
+    }
+    if (!delayed_.empty()) {
+      for (size_t i = 0; i < delayed_.size(); ++i) Push(delayed_[i]);
+      delayed_.clear();
+    }
+    Push(a);
+    while (by_start_.size() > kJoinHorizon) Pop();
+  }
+  // Places every activity still held; once, after the last Add.
+  void Flush() {
+    if (labels_.any())
+      for (size_t i = 0; i < delayed_.size(); ++i) Push(delayed_[i]);
+    while (!by_start_.empty()) Pop();
+  }
+  // The steps (none when no annotated kernel was read); once, after Flush.
+  std::vector<Step> Finish(const std::vector<std::string>& labels) {
+    return steps_ ? steps_->Finish(labels) : std::vector<Step>{};
+  }
+  // Null when no annotated kernel was read.
+  const StepAccumulator* steps() const { return steps_ ? &*steps_ : nullptr; }
+  // Kernels that start before the first annotated step.
+  uint64_t before() const { return before_ + (steps_ ? steps_->before() : 0); }
+
+ private:
+  static bool StartsLater(const Activity& x, const Activity& y) { return x.start > y.start; }
+  void Push(const Activity& a) {
+    by_start_.push_back(a);
+    std::push_heap(by_start_.begin(), by_start_.end(), StartsLater);
+  }
+  void Pop() {
+    std::pop_heap(by_start_.begin(), by_start_.end(), StartsLater);
+    Activity a = by_start_.back();
+    by_start_.pop_back();
+    bool annotated = false;
+    a.label = labels_.LabelOf(a.corr, &annotated);
+    if (!steps_) {
+      // Before the first annotated kernel nothing can be in an annotated step.
+      if (a.type != ActivityType::kKernel || !annotated) {
+        before_ += a.type == ActivityType::kKernel;
+        return;
+      }
+      steps_.emplace();
+    }
+    if (a.type == ActivityType::kKernel) Annotate(a, annotated);
+    steps_->Add(a);
+    // A nested label's kernels may still open the next step: hold them until it is known.
+    steps_->Release(nested_start_ ? std::min(latest_, nested_start_ - 1) : latest_);
+  }
+  // Kernels under a nested label ("forward") launched since the previous step's last labelled
+  // kernel open the step earlier (the nested label hides the step label on their records).
+  void Annotate(const Activity& a, bool annotated) {
+    latest_ = std::max(latest_, a.start);
+    if (a.label == kNoLabel) {
+      if (annotated && !nested_start_) nested_start_ = a.start;
+      return;
+    }
+    const int64_t number = names_.StepNumber(a.label);
+    if (number != current_number_) {
+      current_number_ = number;
+      steps_->AddBoundary(nested_start_ && nested_start_ < a.start ? nested_start_ : a.start);
+    }
+    nested_start_ = 0;
+  }
+
+  StepLabels& labels_;
+  const StepNames& names_;
+  GrowingRing<Activity> delayed_;
+  std::vector<Activity> by_start_;
+  std::optional<StepAccumulator> steps_;
+  uint64_t before_ = 0;
+  int64_t current_number_ = -1;
+  uint64_t nested_start_ = 0;
+  uint64_t latest_ = 0;  // the latest start of an annotated kernel placed
+};
+
+// The steps' wall-clock times: the recording's calibration, and the calibration read by the end of
+// each buffer, with which the trace builder maps the rows it emits there.
+class StepClock {
+ public:
+  void Add(const pb::Calibration& c) {
+    clock_.Add(c);
+    calibrations_.push_back(c);
+  }
+  // A buffer ends once `records` GPU and API records were read (what the trace builder's join
+  // ring counts).
+  void EndBuffer(uint64_t records) { buffer_ends_.push_back({records, calibrations_.size()}); }
+  int64_t ToWall(uint64_t cupti_ns) const { return clock_.ToWall(cupti_ns); }
 
   // Wall-clock times, and for each step a range to drill into: from midway through the idle gap
   // before it to midway through the one after it. gpu-trace maps its rows with the calibration
@@ -380,139 +595,107 @@ class StepConsumer : public RecordConsumer {
     }
   }
 
-  // Pattern steps carry the label of the annotated step around their middle.
-  static void LabelFrom(const std::vector<Step>& annotated, std::vector<Step>* steps) {
-    if (annotated.empty()) return;
-    for (Step& s : *steps) {
-      const uint64_t mid = s.start + (s.end - s.start) / 2;
-      auto it = std::upper_bound(annotated.begin(), annotated.end(), mid,
-                                 [](uint64_t t, const Step& a) { return t < a.start; });
-      if (it == annotated.begin()) continue;
-      --it;
-      if (mid < it->end) s.label = it->label;
-    }
-  }
-
-  uint32_t Intern(const std::string& text) {
-    auto it = ids_.find(text);
-    if (it != ids_.end()) return it->second;
-    const auto id = static_cast<uint32_t>(names_.size());
-    names_.push_back(text);
-    ids_.emplace(text, id);
-    comm_.push_back(text.find("nccl") != std::string::npos);
-    step_label_.push_back(-2);
-    return id;
-  }
-
-  uint32_t KernelName(uint64_t pointer) {
-    CacheSlot& slot = cache_[(pointer ^ pointer >> 8 ^ pointer >> 16) & 255];
-    if (slot.id_plus_1 && slot.pointer == pointer) return slot.id_plus_1 - 1;
-    auto it = by_pointer_.find(pointer);
-    uint32_t id;
-    if (it != by_pointer_.end()) {
-      id = it->second;
-      slot = CacheSlot{pointer, id + 1};
-    } else {
-      ++unresolved_;
-      char text[48];
-      std::snprintf(text, sizeof text, "<unresolved kernel name 0x%llx>",
-                    static_cast<unsigned long long>(pointer));
-      id = Intern(text);
-    }
-    return id;
-  }
-
-  // The step label a kernel's annotation names (kNoLabel when none), and whether it carries any
-  // annotation at all. Without a step-like annotation, the step-like NVTX range open on its
-  // launching thread when the launch call began (see AddMarker) labels it.
-  uint32_t LabelOf(uint32_t corr, bool* annotated) {
-    const ExtSlot& e = ext_[corr & (ext_.size() - 1)];
-    if (e.used && e.corr == corr) {
-      *annotated = true;
-      auto it = by_pointer_.find(e.external);
-      if (it != by_pointer_.end() && StepLabel(it->second)) return it->second;
-    }
-    if (!nvtx_labels_.empty()) {
-      const NvtxSlot& n = nvtx_labels_[corr & (nvtx_labels_.size() - 1)];
-      if (n.used && n.corr == corr) {
-        *annotated = true;
-        return n.label;
-      }
-    }
-    return kNoLabel;
-  }
-
-  // NVTX ranges whose names look like steps ("step 12", as annotation labels): kept per thread
-  // (the last kNvtxPerThread), so that a launch call inside one labels its activities. Other
-  // ranges are ignored here (the trace builder shows them).
-  struct NvtxStep {
-    uint64_t start = 0, end = 0;  // end 0: not ended yet
-    uint32_t id = 0, label = 0;
+ private:
+  struct BufferEnd {
+    uint64_t records;
+    size_t calibrations;
   };
-  struct NvtxSlot {
-    uint32_t corr = 0, label = 0;
-    bool used = false;
-  };
-  static constexpr size_t kNvtxPerThread = 64;
-  void AddMarker(const FieldReader& f, const uint8_t* rec) {
-    constexpr uint32_t kStart = 2, kEnd = 4;           // CUPTI_ACTIVITY_FLAG_MARKER_*
-    constexpr uint32_t kProcess = 1, kThread = 2;      // CUpti_ActivityObjectKind
-    const uint32_t flags = f.Get32(rec, Field::kMarkerFlags);
-    const uint32_t id = f.Get32(rec, Field::kMarkerId);
-    const uint64_t ts = f.Get(rec, Field::kTimestamp);
-    if (flags & kEnd) {
-      auto it = nvtx_open_.find(id);
-      if (it == nvtx_open_.end()) return;
-      for (NvtxStep& r : nvtx_threads_[it->second])
-        if (r.id == id && r.end == 0) r.end = ts ? ts : r.start;
-      nvtx_open_.erase(it);
-      return;
-    }
-    if (!(flags & kStart) || !ts) return;
-    auto name = by_pointer_.find(f.Get(rec, Field::kNamePointer));
-    if (name == by_pointer_.end() || !StepLabel(name->second)) return;
-    const uint32_t object_kind = f.Get32(rec, Field::kObjectKind);
-    if (object_kind != kThread && object_kind != kProcess) return;  // not on a CPU thread
-    const bool thread = object_kind == kThread;
-    const uint64_t key = uint64_t{f.Get32(rec, Field::kObjectId0)} << 32 |
-                         (thread ? f.Get32(rec, Field::kObjectId1) : 0);
-    std::deque<NvtxStep>& list = nvtx_threads_[key];
-    if (list.size() == kNvtxPerThread) {
-      if (list.front().end == 0) nvtx_open_.erase(list.front().id);
-      list.pop_front();
-    }
-    list.push_back(NvtxStep{ts, 0, id, name->second});
-    if (nvtx_open_.size() < kJoinHorizon) nvtx_open_[id] = key;
-    if (nvtx_labels_.empty()) nvtx_labels_.resize(ext_.size());
-    have_step_labels_ = true;
+
+  ClockMap clock_;
+  std::vector<pb::Calibration> calibrations_;
+  std::vector<BufferEnd> buffer_ends_;
+};
+
+// Pattern steps carry the label of the annotated step around their middle.
+void LabelFrom(const std::vector<Step>& annotated, std::vector<Step>* steps) {
+  if (annotated.empty()) return;
+  for (Step& s : *steps) {
+    const uint64_t mid = s.start + (s.end - s.start) / 2;
+    auto it = std::upper_bound(annotated.begin(), annotated.end(), mid,
+                               [](uint64_t t, const Step& a) { return t < a.start; });
+    if (it == annotated.begin()) continue;
+    --it;
+    if (mid < it->end) s.label = it->label;
   }
-  // An API record: the step-like NVTX range holding its start on its thread labels its
-  // correlation id.
-  void LabelLaunch(const FieldReader& f, const uint8_t* rec) {
-    const uint64_t key = uint64_t{f.Get32(rec, Field::kProcessId)} << 32 |
-                         f.Get32(rec, Field::kThreadId);
-    auto it = nvtx_threads_.find(key);
-    if (it == nvtx_threads_.end()) return;
-    const uint64_t t = f.Get(rec, Field::kStart);
-    const NvtxStep* best = nullptr;
-    for (const NvtxStep& r : it->second)
-      if (r.start <= t && (r.end == 0 || r.end >= t) && (!best || r.start >= best->start))
-        best = &r;
-    if (!best) return;
-    const uint32_t corr = f.Get32(rec, Field::kCorrelationId);
-    NvtxSlot& slot = nvtx_labels_[corr & (nvtx_labels_.size() - 1)];
-    slot = NvtxSlot{corr, best->label, true};
+}
+
+// The steps of one recording from its records: the kernels go to a StepDetector, whose boundaries
+// cut the pattern steps, and every GPU activity to the pattern steps and the annotated ones.
+class StepConsumer : public RecordConsumer {
+ public:
+  explicit StepConsumer(const StepOptions& options)
+      : options_(options),
+        detector_(InHugeMappings(options.detector)),
+        labels_(names_),
+        pattern_(options.times_only),
+        annotated_(labels_, names_) {}
+
+  void OnStrings(const pb::StringTable& table) override { names_.OnStrings(table); }
+  void OnWindowMarker(const pb::WindowMarker& m) override {
+    if (m.edge() != pb::WindowMarker::BEGIN) return;
+    StepWindow w;
+    w.id = m.window_id();
+    w.source = pb::TriggerSource_Name(m.source());
+    w.wall_begin = m.realtime_ns();
+    w.trigger_step = m.trigger_step();
+    w.trigger_step_ns = m.trigger_step_ns();
+    w.trigger_median_ns = m.trigger_median_ns();
+    w.trigger_factor = m.trigger_factor();
+    w.trigger_by = m.trigger_by();
+    windows_.push_back(std::move(w));
   }
-  bool StepLabel(uint32_t id) {
-    if (step_label_[id] == -2) {
-      const auto n = StepNumberOf(names_[id]);
-      step_label_[id] = n ? static_cast<int64_t>(*n) : -1;
-    }
-    return step_label_[id] >= 0;
+  void OnCalibration(const pb::Calibration& c) override {
+    if (options_.cupti_clock) return;  // a ClockMap without samples passes CUPTI times through
+    clock_.Add(c);
+  }
+  // Only the fields Add and the parts it calls read (kFieldsRead).
+  uint64_t FieldsRead() const override { return kFieldsRead; }
+  void OnRecords(const RecordDecoder& decoder, std::span<const uint8_t> records) override {
+    decoder.Walk(records, [this](const RecordLayout& layout, const FieldReader& f,
+                                 const uint8_t* rec) { Add(layout, f, rec); });
+    clock_.EndBuffer(joined_);
   }
 
-  // Every field Add and the functions it calls read; a field read without being listed here
-  // would see bytes the partial columnar inverse left unset (FieldsRead).
+  StepList Finish() {
+    detector_.Finish();
+    Drain();
+    pattern_.Release(UINT64_MAX);
+    annotated_.Flush();
+    StepList out;
+    const std::vector<std::string>& names = names_.texts();
+    out.pattern = detector_.pattern();
+    if (out.pattern)
+      for (uint32_t id : out.pattern->signature) out.signature_names.push_back(Demangle(names[id]));
+    std::vector<Step> by_pattern = pattern_.Finish(names);
+    std::vector<Step> by_label = annotated_.Finish(names);
+    out.pattern_steps = by_pattern.size();
+    out.annotated_steps = by_label.size();
+    bool use_labels = options_.source == StepSource::kAnnotation && !options_.times_only;
+    if (options_.source == StepSource::kAuto && !options_.times_only)
+      use_labels = !by_label.empty() && (by_pattern.empty() || 2 * by_label.size() >= by_pattern.size());
+    out.source = use_labels ? StepSource::kAnnotation : StepSource::kPattern;
+    if (!use_labels) LabelFrom(by_label, &by_pattern);
+    out.steps = use_labels ? std::move(by_label) : std::move(by_pattern);
+    const StepAccumulator* annotated = annotated_.steps();
+    clock_.SetWallTimes(use_labels && annotated ? annotated->end_before() : pattern_.end_before(),
+                        &out.steps);
+    out.kernels_before = use_labels ? annotated_.before() : pattern_.before();
+    const StepAccumulator& used = use_labels && annotated ? *annotated : pattern_;
+    out.late_activities = used.late();
+    out.late_busy_ns = used.late_busy_ns();
+    out.activities = activities_;
+    if (activities_) {
+      out.first_wall = clock_.ToWall(first_start_);
+      out.last_wall = clock_.ToWall(last_end_);
+    }
+    out.unresolved_names = names_.unresolved();
+    out.windows = std::move(windows_);
+    return out;
+  }
+
+ private:
+  // Every field Add and the parts it calls read; a field read without being listed here would
+  // see bytes the partial columnar inverse left unset (FieldsRead).
   static constexpr uint64_t kFieldsRead =
       FieldBit(Field::kBytes) | FieldBit(Field::kCorrelationId) | FieldBit(Field::kDeviceId) |
       FieldBit(Field::kEnd) | FieldBit(Field::kExternalId) | FieldBit(Field::kMarkerFlags) |
@@ -524,23 +707,16 @@ class StepConsumer : public RecordConsumer {
     const RecordClass cls = layout.record_class;
     // Labels (external correlations, NVTX markers) only serve annotated steps and step labels.
     if (cls == RecordClass::kExternalCorrelation && !options_.times_only) {
-      const uint32_t corr = f.Get32(rec, Field::kCorrelationId);
-      ExtSlot& e = ext_[corr & (ext_.size() - 1)];
-      if (!(e.used && e.corr == corr)) e = ExtSlot{corr, true, f.Get(rec, Field::kExternalId)};
-      if (!have_step_labels_) {
-        // The annotation path (a heap) costs only once some label names a step.
-        auto it = by_pointer_.find(e.external);
-        have_step_labels_ = it != by_pointer_.end() && StepLabel(it->second);
-      }
+      labels_.AddExternal(f, rec);
       return;
     }
     if (cls == RecordClass::kMarker) {
-      if (!options_.times_only) AddMarker(f, rec);
+      if (!options_.times_only) labels_.AddMarker(f, rec);
       return;
     }
     if (cls == RecordClass::kApi) {
       ++joined_;
-      if (!nvtx_threads_.empty()) LabelLaunch(f, rec);
+      labels_.AddLaunch(f, rec);
     }
     if (cls != RecordClass::kKernel && cls != RecordClass::kMemcpy && cls != RecordClass::kMemset)
       return;
@@ -559,11 +735,10 @@ class StepConsumer : public RecordConsumer {
     a.corr = f.Get32(rec, Field::kCorrelationId);
     if (cls == RecordClass::kKernel) {
       a.type = ActivityType::kKernel;
-      const uint32_t name = KernelName(f.Get(rec, Field::kNamePointer));
-      a.comm = comm_[name];
+      const uint32_t name = names_.KernelName(f.Get(rec, Field::kNamePointer));
+      a.comm = names_.comm(name);
       const uint64_t stream = f.Get32(rec, Field::kStreamId);
       detector_.OnKernel(uint64_t{a.device} << 32 | stream, name, a.start, index);
-      if (a.start > latest_kernel_) latest_kernel_ = a.start;
       if (++since_drain_ >= 64) Drain();
     } else {
       a.type = cls == RecordClass::kMemcpy ? ActivityType::kMemcpy : ActivityType::kMemset;
@@ -571,63 +746,7 @@ class StepConsumer : public RecordConsumer {
     }
     pattern_.Add(a);
     if (options_.times_only) return;
-    if (!have_step_labels_) {
-      // No annotation yet: a plain delay, in case this activity's label is still to come.
-      delayed_.push_back(a);
-      if (delayed_.size() > kJoinHorizon) delayed_.pop_front();
-      return;
-    }
-    if (!delayed_.empty()) {
-      for (size_t i = 0; i < delayed_.size(); ++i) PushAnnotated(delayed_[i]);
-      delayed_.clear();
-    }
-    PushAnnotated(a);
-    while (by_start_.size() > kJoinHorizon) PopAnnotated();
-  }
-
-  // The annotation path: kJoinHorizon records behind (the labels have arrived by then), in start
-  // order (a min-heap), as the annotated steps are cut in time order across streams.
-  void PushAnnotated(const Activity& a) {
-    by_start_.push_back(a);
-    std::push_heap(by_start_.begin(), by_start_.end(), StartsLater);
-  }
-  static bool StartsLater(const Activity& x, const Activity& y) { return x.start > y.start; }
-  void PopAnnotated() {
-    std::pop_heap(by_start_.begin(), by_start_.end(), StartsLater);
-    Activity a = by_start_.back();
-    by_start_.pop_back();
-    bool annotated = false;
-    a.label = LabelOf(a.corr, &annotated);
-    if (!annotated_) {
-      // Before the first annotated kernel nothing can be in an annotated step.
-      if (a.type != ActivityType::kKernel || !annotated) {
-        annotated_before_ += a.type == ActivityType::kKernel;
-        return;
-      }
-      annotated_.emplace();
-    }
-    if (a.type == ActivityType::kKernel) Annotate(a, annotated);
-    annotated_->Add(a);
-    // A nested label's kernels may still open the next step: hold them until it is known.
-    annotated_->Release(nested_start_ ? std::min(latest_annotated_, nested_start_ - 1)
-                                      : latest_annotated_);
-  }
-
-  // Annotated steps: a kernel labelled with a new step number opens a step. Kernels under a
-  // nested label ("forward") launched since the previous step's last labelled kernel open it
-  // earlier (the nested label hides the step label on their records).
-  void Annotate(const Activity& a, bool annotated) {
-    latest_annotated_ = std::max(latest_annotated_, a.start);
-    if (a.label == kNoLabel) {
-      if (annotated && !nested_start_) nested_start_ = a.start;
-      return;
-    }
-    const int64_t number = step_label_[a.label];
-    if (number != current_number_) {
-      current_number_ = number;
-      annotated_->AddBoundary(nested_start_ && nested_start_ < a.start ? nested_start_ : a.start);
-    }
-    nested_start_ = 0;
+    annotated_.Add(a);
   }
 
   void Drain() {
@@ -646,42 +765,13 @@ class StepConsumer : public RecordConsumer {
   const StepOptions& options_;
   StepDetector detector_;
   std::vector<StepWindow> windows_;
-  ClockMap clock_;
-  std::vector<pb::Calibration> calibrations_;
-  // GPU and API records so far (what the trace builder's join ring counts), and at each buffer's
-  // end with the calibrations read by then.
-  struct BufferEnd {
-    uint64_t records;
-    size_t calibrations;
-  };
-  uint64_t joined_ = 0;
-  std::vector<BufferEnd> buffer_ends_;
-  std::vector<std::string> names_;
-  std::unordered_map<std::string, uint32_t> ids_;
-  std::vector<bool> comm_;
-  std::vector<int64_t> step_label_;  // per name id: -2 not parsed yet, -1 not a step label
-  std::unordered_map<uint64_t, uint32_t> by_pointer_;
-  std::array<CacheSlot, 256> cache_{};
-  // Off the stack: 4 MiB as a member put FindSteps' consumer on the stack past a 4 MiB limit
-  // (`ulimit -s 4096`: a segmentation fault of `cupmon-decode steps`). Zero-filled (an ExtSlot{})
-  // by a fresh huge mapping whose pages cost nothing until an external correlation is read (a
-  // std::vector would clear all 4 MiB again after the kernel had, page by page).
-  ZeroedArray<ExtSlot> ext_{size_t{1} << 18};
-  bool have_step_labels_ = false;
-  // NVTX step ranges by thread (pid << 32 | tid), open ones by marker id, and the labels they
-  // give launch calls by correlation id (direct-mapped like ext_; allocated at the first one).
-  std::unordered_map<uint64_t, std::deque<NvtxStep>> nvtx_threads_;
-  std::unordered_map<uint32_t, uint64_t> nvtx_open_;
-  std::vector<NvtxSlot> nvtx_labels_;
+  StepClock clock_;
+  uint64_t joined_ = 0;  // GPU and API records so far (what the trace builder's join ring counts)
+  StepNames names_;
+  StepLabels labels_;
   StepAccumulator pattern_;
-  std::optional<StepAccumulator> annotated_;
-  uint64_t annotated_before_ = 0;
-  int64_t current_number_ = -1;
-  uint64_t nested_start_ = 0;
-  uint64_t latest_kernel_ = 0, latest_annotated_ = 0;
-  GrowingRing<Activity> delayed_;
-  std::vector<Activity> by_start_;
-  uint64_t activities_ = 0, unresolved_ = 0;
+  AnnotatedSteps annotated_;
+  uint64_t activities_ = 0;
   uint64_t first_start_ = UINT64_MAX, last_end_ = 0;  // CUPTI ns of the activities placed
   uint32_t since_drain_ = 0;
 };

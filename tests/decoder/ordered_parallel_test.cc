@@ -1,6 +1,7 @@
 // OrderedParallel (decoder/src/ordered_parallel.h): results in order, the bound on work ahead,
-// errors, progress, and a stop with work not taken; and the merged reports that use it. Built
-// into the ThreadSanitizer suite too (ctest label "threads").
+// errors, progress, and a stop with work not taken; how many ranks the merged reports read at
+// once (RankJobs, decoder/src/memory_room.h); and the merged reports that use them. Built into
+// the ThreadSanitizer suite too (ctest label "threads").
 #include "ordered_parallel.h"
 
 #include <sys/resource.h>
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "cupmon/decoder/reports.h"
+#include "memory_room.h"
 #include "report_run.h"
 #include "test_util.h"
 

@@ -33,7 +33,7 @@
 #include "job/job_merge.h"
 #include "job/rank_reading.h"
 #include "job/rank_table.h"
-#include "ordered_parallel.h"
+#include "memory_room.h"
 #include "report_text.h"
 
 namespace cupmon::decoder {

@@ -5,6 +5,7 @@
 #include <string>
 #include <string_view>
 
+#include "cupmon/decoder/reports.h"
 #include "report_text.h"
 
 namespace cupmon::decoder {

@@ -25,6 +25,7 @@
 #include "job/rank_reading.h"
 #include "job/rank_table.h"
 #include "json_writer.h"
+#include "memory_room.h"
 #include "report_text.h"
 
 namespace cupmon::decoder {

@@ -29,7 +29,7 @@
 #include "duration_stat.h"
 #include "export_sink.h"
 #include "json_writer.h"
-#include "ordered_parallel.h"
+#include "memory_room.h"
 #include "report_documents.h"
 #include "report_sinks.h"
 #include "report_text.h"

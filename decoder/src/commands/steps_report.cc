@@ -15,7 +15,7 @@
 #include "cupmon/decoder/steps.h"
 #include "cupmon/decoder/trace_builder.h"
 #include "commands/rank_pass.h"
-#include "ordered_parallel.h"
+#include "memory_room.h"
 #include "report_text.h"
 #include "text/csv.h"
 #include "text/json.h"

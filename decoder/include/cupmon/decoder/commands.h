@@ -16,8 +16,8 @@
 #include "cupmon/decoder/diagnostics.h"
 #include "cupmon/decoder/diff.h"
 #include "cupmon/decoder/export_format.h"
-#include "cupmon/decoder/reports.h"
-#include "cupmon/decoder/steps.h"
+#include "cupmon/decoder/report_format.h"
+#include "cupmon/decoder/step_options.h"
 #include "cupmon/decoder/timeline.h"
 #include "cupmon/decoder/trace_builder.h"
 

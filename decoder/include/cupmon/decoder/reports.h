@@ -1,5 +1,6 @@
-// What the commands share: which report (ReportKind) and in which form (ReportFormat), and the
-// duration and time texts of their output and options. The commands: cupmon/decoder/commands.h.
+// What the commands share: which report (ReportKind) and in which form (ReportFormat,
+// report_format.h), and the duration and time texts of their output and options. The commands:
+// cupmon/decoder/commands.h.
 #pragma once
 
 #include <cstdint>
@@ -11,20 +12,12 @@
 #include "cupmon/decoder/diagnostics.h"
 #include "cupmon/decoder/diff.h"
 #include "cupmon/decoder/export_format.h"
+#include "cupmon/decoder/report_format.h"
 #include "cupmon/decoder/steps.h"
 #include "cupmon/decoder/timeline.h"
 #include "cupmon/decoder/trace_builder.h"
 
 namespace cupmon::decoder {
-
-// kTimeline writes ExportFormat kCsv or kJsonl. kReport: one self-contained HTML page
-// (decoder/src/commands/html_report.cc). kJob: which rank made a step slow, and why
-// (decoder/src/commands/job_command.cc).
-enum class ReportKind { kSummary, kGpuTrace, kApiTrace, kKernExec, kExport, kInfo, kSteps,
-                        kTimeline, kDiff, kReport, kJob };
-// summary and info: the text report, one JSON document (schemas cupmon.summary/1 and
-// cupmon.info/1, docs/DECODER.md), or CSV (summary's tables only; info has none).
-enum class ReportFormat { kText, kJson, kCsv };
 
 // nvprof-style duration: 5 significant digits with the unit scaled (e.g. "15.840us", "1.0090ms").
 std::string FormatDuration(double ns);
