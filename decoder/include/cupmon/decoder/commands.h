@@ -19,7 +19,7 @@
 #include "cupmon/decoder/reports.h"
 #include "cupmon/decoder/steps.h"
 #include "cupmon/decoder/timeline.h"
-#include "cupmon/decoder/trace_builder.h"
+#include "cupmon/decoder/trace_filter.h"
 
 namespace cupmon::decoder {
 

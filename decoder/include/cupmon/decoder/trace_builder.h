@@ -19,6 +19,7 @@
 #include "cupmon/decoder/recording_reader.h"
 #include "cupmon/decoder/row.h"
 #include "cupmon/decoder/trace_counts.h"
+#include "cupmon/decoder/trace_filter.h"
 #include "cupmon/decoder/window_span.h"
 
 namespace cupmon::decoder {
@@ -26,25 +27,6 @@ namespace cupmon::decoder {
 // The join horizon and reorder window (in records) the commands use unless told otherwise.
 inline constexpr size_t kDefaultJoinHorizon = size_t{1} << 16;
 inline constexpr size_t kDefaultReorderRows = size_t{1} << 16;
-
-// Which rows reach the sink (all unset: every row).
-struct TraceFilter {
-  std::optional<uint32_t> window;
-  std::optional<int64_t> from_wall, to_wall;   // absolute wall-clock ns
-  std::optional<int64_t> from_rel, to_rel;     // ns relative to the recording's first timestamp
-  std::optional<uint32_t> device, stream;
-  // Searched in Row::name: the full demangled name (raw when `mangled`), not the short form the
-  // text reports show (ShortKernelName), so patterns with template arguments keep working.
-  std::optional<std::regex> kernel;
-  bool mangled = false;
-  // Like `mangled`, how rows read rather than which are kept: the NVTX ranges that label GPU rows
-  // (Row::range). kProcess (the default) adds the process-wide projection to the thread's own.
-  NvtxScope nvtx_scope = NvtxScope::kProcess;
-  // Rows' wall_* times are the CUPTI times as recorded: the recording's calibration is read but
-  // not applied (`--clock cupti`). A figure computed from an export so made is in the time base of
-  // `steps`' busy and gap figures (tests/decoder/figures_reference.py).
-  bool cupti_clock = false;
-};
 
 // Parts of the builder, private to decoder/src.
 class CorrelationTable;
