@@ -27,6 +27,9 @@ struct TraceFilter {
   // not applied (`--clock cupti`). A figure computed from an export so made is in the time base of
   // `steps`' busy and gap figures (tests/decoder/figures_reference.py).
   bool cupti_clock = false;
+
+  // A filter on time: by window, or from/to in wall-clock or relative time.
+  bool timed() const { return window || from_wall || to_wall || from_rel || to_rel; }
 };
 
 }  // namespace cupmon::decoder
