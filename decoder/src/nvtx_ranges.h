@@ -23,7 +23,7 @@ struct NvtxRange {
 };
 
 // CUPTI writes one MARKER record per NVTX event: a mark (INSTANTANEOUS), or the START and the END
-// of a range, paired by the marker id (the END has no name). The builder decodes the records and
+// of a range, paired by the marker id (the END has no name). NvtxRows decodes the records and
 // makes rows; this pairs STARTs with ENDs and remembers, per thread (pid, tid), the ranges whose
 // START was read, in arrival order, so that a GPU row gets the innermost range open on its
 // launching thread when the launch began (or, under NvtxScope::kProcess, one open on another

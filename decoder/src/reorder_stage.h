@@ -15,7 +15,7 @@
 namespace cupmon::decoder {
 
 // Holds rows keyed by (start, arrival) and releases them to the sink in that order, as
-// ReorderOptions says (trace_builder.h): once more than `rows` are held, or once the latest start
+// ReorderOptions says (row.h): once more than `rows` are held, or once the latest start
 // seen is more than `ns` past the earliest held start (ns > 0). A row that arrives after a row
 // starting later than it was released goes to the sink at once, counted in
 // TraceCounts::out_of_order. Single-threaded.

@@ -19,7 +19,7 @@
 #include "cupmon/decoder/report_format.h"
 #include "cupmon/decoder/step_options.h"
 #include "cupmon/decoder/timeline.h"
-#include "cupmon/decoder/trace_builder.h"
+#include "cupmon/decoder/trace_filter.h"
 
 namespace cupmon::decoder {
 

@@ -2,15 +2,12 @@
 // memset) and one per API call, joined by correlation id, with names, wall-clock times and filters.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
-#include <array>
 #include <map>
 #include <memory>
-#include <optional>
-#include <regex>
-#include <string>
+#include <span>
 #include <string_view>
-#include <vector>
 
 #include "cupmon/decoder/clock_map.h"
 #include "cupmon/decoder/kernel_names.h"
@@ -19,6 +16,7 @@
 #include "cupmon/decoder/recording_reader.h"
 #include "cupmon/decoder/row.h"
 #include "cupmon/decoder/trace_counts.h"
+#include "cupmon/decoder/trace_filter.h"
 #include "cupmon/decoder/window_span.h"
 
 namespace cupmon::decoder {
@@ -27,31 +25,13 @@ namespace cupmon::decoder {
 inline constexpr size_t kDefaultJoinHorizon = size_t{1} << 16;
 inline constexpr size_t kDefaultReorderRows = size_t{1} << 16;
 
-// Which rows reach the sink (all unset: every row).
-struct TraceFilter {
-  std::optional<uint32_t> window;
-  std::optional<int64_t> from_wall, to_wall;   // absolute wall-clock ns
-  std::optional<int64_t> from_rel, to_rel;     // ns relative to the recording's first timestamp
-  std::optional<uint32_t> device, stream;
-  // Searched in Row::name: the full demangled name (raw when `mangled`), not the short form the
-  // text reports show (ShortKernelName), so patterns with template arguments keep working.
-  std::optional<std::regex> kernel;
-  bool mangled = false;
-  // Like `mangled`, how rows read rather than which are kept: the NVTX ranges that label GPU rows
-  // (Row::range). kProcess (the default) adds the process-wide projection to the thread's own.
-  NvtxScope nvtx_scope = NvtxScope::kProcess;
-  // Rows' wall_* times are the CUPTI times as recorded: the recording's calibration is read but
-  // not applied (`--clock cupti`). A figure computed from an export so made is in the time base of
-  // `steps`' busy and gap figures (tests/decoder/figures_reference.py).
-  bool cupti_clock = false;
-};
-
 // Parts of the builder, private to decoder/src.
-class CorrelationTable;
+class JoinStage;
+class MemoryRows;
 class NameTable;
-class NvtxRanges;
-struct NvtxRange;
-class ReorderStage;
+class NvtxRows;
+class RecordWalker;
+class RowDelivery;
 class WindowIndex;
 
 // The decoder's one record decoder: consumes one recording (as a ChunkVisitor), hands each
@@ -61,7 +41,13 @@ class WindowIndex;
 // per GPU activity record: a GPU row looks up one API record (the first runtime record with its
 // correlation id, else the first driver record), and a second API record with the same id is
 // counted, never joined. Single-threaded.
-class TraceBuilder : public ChunkVisitor, private RangedVisitor {
+//
+// Its parts, each of one concern (decoder/src): RecordWalker decodes the raw buffers and hands
+// each record to the part of its class; JoinStage joins GPU and API records into rows;
+// NvtxRows and MemoryRows make the rows of NVTX markers and memory records; RowDelivery places
+// rows in time, filters them, holds them until the time origin is known, reorders them and hands
+// them to the sink; NameTable and WindowIndex keep the names and the windows.
+class TraceBuilder : public ChunkVisitor {
  public:
   TraceBuilder(TraceFilter filter, RowSink* sink, size_t horizon = kDefaultJoinHorizon,
                ReorderOptions reorder = {});
@@ -94,8 +80,8 @@ class TraceBuilder : public ChunkVisitor, private RangedVisitor {
   // to) keep (ChunkVisitor::Ranged, RangedVisitor): the rows are those of a whole read, while
   // counts(), first_ts(), last_ts() and the read's integrity speak of what was read. Before the
   // read begins; without a time filter, or for a builder without rows, the read stays whole.
-  void AllowRangedRead() { ranged_read_ = timed_filter_ && !decode_only_; }
-  const RangedVisitor* Ranged() const override { return ranged_read_ ? this : nullptr; }
+  void AllowRangedRead();
+  const RangedVisitor* Ranged() const override { return ranged_.get(); }
 
   // Emits every row still waiting for a partner. Call once after ReadRecording.
   void Finish();
@@ -108,99 +94,31 @@ class TraceBuilder : public ChunkVisitor, private RangedVisitor {
   // Intervals in which CUPTI was behind its own records (BEHIND_BEGIN/BEHIND_END markers): its
   // worker could not keep up, and records inside may be missing without being counted as dropped.
   const std::map<uint32_t, WindowSpan>& behind() const;
-  const pb::RecordingHeader& header() const { return header_; }
+  const pb::RecordingHeader& header() const;
   const ClockMap& clock() const { return clock_; }
-  const TraceFilter& filter() const { return filter_; }
+  const TraceFilter& filter() const;
   // Earliest start and latest end of valid GPU/API records (CUPTI ns; 0 when none).
-  uint64_t first_ts() const { return first_ts_; }
-  uint64_t last_ts() const { return last_ts_; }
+  uint64_t first_ts() const;
+  uint64_t last_ts() const;
   // Relative times count from the first valid start in stream order (fixed once seen, so rows
   // streamed early and late share one origin).
-  int64_t origin_wall() const { return origin_ts_ ? clock_.ToWall(origin_ts_) : 0; }
-
- private:
-  struct Pending;
-  struct JoinRing;
-  // One raw buffer's records, whole (decoder_) or packed (packed_decoder_).
-  void WalkBuffer(const RecordDecoder& decoder, const RawBufferPrefix& prefix,
-                  std::span<const uint8_t> records, const ChunkOrigin& at);
-  void AddRecord(const RecordLayout& layout, const FieldReader& f, const uint8_t* rec);
-  void Emit(const Pending& p);
-  void EmitInto(const Pending& p, Row& row);  // fills the fields `p` has into `row`, delivers it
-  // start/end, valid_time, duration and (when rows carry them) the wall times of a row; an
-  // untimed span leaves start, end and duration 0.
-  void PlaceInTime(Row& row, uint64_t start, uint64_t end) const;
-  void Deliver(const Row& row);
-  // Whether the filters keep `row`: at once when there are none (filtered_ false).
-  bool Passes(const Row& row) const { return !filtered_ || PassesFilters(row); }
-  bool PassesFilters(const Row& row) const;
-  void ReleaseHeldSync();
-  // RangedVisitor.
-  ReadRange Range() const override;
-  uint64_t TimeOrigin() const override { return origin_ts_; }
-  uint64_t JoinedRecords() const override { return joined_; }
-  uint64_t JoinHorizon() const override { return horizon_; }
-  // NVTX ranges (decoder/src/trace_builder.cc, "NVTX ranges").
-  void AddMarker(const FieldReader& f, const uint8_t* rec);
-  void EmitRange(const NvtxRange& r);
-  void ReleaseHeldRanges();
-  // Device memory (decoder/src/trace_builder.cc, "Device memory").
-  void AddMemory(const RecordLayout& layout, const FieldReader& f, const uint8_t* rec);
-  void EmitMemory(Row row);
-  void ReleaseHeldMemory();
-
- public:
+  int64_t origin_wall() const;
   // The display name with id `id` (ids come from Row::name_id; valid for the builder's life).
   std::string_view NameOf(uint32_t id) const;
   size_t name_count() const;
 
  private:
-  TraceFilter filter_;
-  std::vector<RecordConsumer*> consumers_;
-  uint64_t consumer_fields_ = 0;  // FieldsRead of every consumer
-  bool decode_only_ = false;      // no rows: the records go to the consumers alone
-  bool timed_filter_ = false;
-  bool ranged_read_ = false;  // AllowRangedRead
-  uint64_t joined_ = 0;       // records that entered the join ring
-  bool filtered_ = false;  // any filter: timed, or by device, stream or kernel name
-  RowSink* sink_;
-  size_t horizon_;
-  ReorderOptions reorder_;
-  pb::RecordingHeader header_;
-  bool have_header_ = false;
-  std::unique_ptr<RecordDecoder> decoder_;
-  // decoder_->Packed(packed_with_), for the packed buffers decoded with that selection.
-  std::unique_ptr<RecordDecoder> packed_decoder_;
-  ColumnSelection packed_with_;
-  ClockMap clock_;
   TraceCounts counts_;
-  std::array<uint64_t, RecordSizeTable::kMaxKind> by_kind_{};
-  // Windows and gaps from the markers (decoder/src/window_index.h).
-  std::unique_ptr<WindowIndex> windows_;
-  uint64_t first_ts_ = 0, last_ts_ = 0, origin_ts_ = 0;
-
-  // String entries and display names (decoder/src/name_table.h).
+  ClockMap clock_;
   std::unique_ptr<NameTable> names_;
-
-  // Join stage: records in arrival order, and join state by correlation id (the ids of the last
-  // 4 horizons of records; decoder/src/correlation_table.h).
-  std::unique_ptr<JoinRing> pending_;
-  std::unique_ptr<CorrelationTable> corr_;
-  bool wall_times_ = true;  // rows get wall_* fields (the sink or a time filter reads them)
-  bool sync_rows_ = false;  // synchronization records become rows (the sink asks for them)
-  bool reuse_row_ = false;  // Emit fills reused_row_ (RowSink::ReadsTotalsOnly, no filter)
-  Row reused_row_;
-  std::vector<Pending> held_sync_;  // synchronization records before the origin is known
-  // NVTX ranges: pairing and labels in ranges_ (decoder/src/nvtx_ranges.h).
-  std::unique_ptr<NvtxRanges> ranges_;
-  bool range_rows_ = false;  // ranges become rows (the sink asks for them)
-  bool finishing_ = false;   // Finish has begun: held ranges go out even with no origin
-  std::vector<NvtxRange> held_ranges_;  // ranges read before the origin is known
-  bool memory_rows_ = false;            // memory records become rows (the sink asks for them)
-  std::vector<Row> held_memory_;        // memory rows read before the origin is known
-
-  // Null without reordering (ReorderOptions::rows 0); decoder/src/reorder_stage.h.
-  std::unique_ptr<ReorderStage> reorder_stage_;
+  std::unique_ptr<WindowIndex> windows_;
+  std::unique_ptr<RowDelivery> rows_;
+  // The parts that make rows: null for a builder without rows.
+  std::unique_ptr<NvtxRows> nvtx_;
+  std::unique_ptr<MemoryRows> memory_;
+  std::unique_ptr<JoinStage> join_;
+  std::unique_ptr<RecordWalker> walker_;
+  std::unique_ptr<RangedVisitor> ranged_;  // AllowRangedRead
 };
 
 }  // namespace cupmon::decoder
