@@ -173,30 +173,30 @@ void WriteIntegrityJson(JsonWriter& w, const TraceCounts& c, const ReadIntegrity
   w.Key("duplicate_api_correlation_ids").Uint(c.duplicate_api_correlation);
   w.Key("gpu_without_api").Uint(c.gpu_without_api);
   w.Key("launched_before_window").Uint(c.launched_before_window);
-  w.Key("calibration_samples").Uint(c.calibration_samples);
-  w.Key("calibration_non_monotonic").Uint(c.calibration_non_monotonic);
+  w.Key("calibration_samples").Uint(c.calibration.samples);
+  w.Key("calibration_non_monotonic").Uint(c.calibration.non_monotonic);
   w.EndObject();
 
   // realtime - CUPTI ns over the calibration samples; null without samples.
   w.Key("calibration");
-  if (c.calibration_samples) {
+  if (c.calibration.samples) {
     w.BeginObject();
-    w.Key("offset_min_ns").Int(c.calibration_offset_min);
-    w.Key("offset_max_ns").Int(c.calibration_offset_max);
-    w.Key("offset_first_ns").Int(c.calibration_offset_first);
+    w.Key("offset_min_ns").Int(c.calibration.offset_min);
+    w.Key("offset_max_ns").Int(c.calibration.offset_max);
+    w.Key("offset_first_ns").Int(c.calibration.offset_first);
     w.EndObject();
   } else {
     w.Null();
   }
 
   w.Key("nvtx");
-  if (c.ranges || c.marks || c.range_ends_without_start || c.unended_ranges) {
+  if (c.nvtx.ranges || c.nvtx.marks || c.nvtx.ends_without_start || c.nvtx.unended) {
     w.BeginObject();
-    w.Key("ranges").Uint(c.ranges);
-    w.Key("marks").Uint(c.marks);
-    w.Key("unended").Uint(c.unended_ranges);
-    w.Key("ends_without_start").Uint(c.range_ends_without_start);
-    w.Key("unresolved_names").Uint(c.unresolved_range_names);
+    w.Key("ranges").Uint(c.nvtx.ranges);
+    w.Key("marks").Uint(c.nvtx.marks);
+    w.Key("unended").Uint(c.nvtx.unended);
+    w.Key("ends_without_start").Uint(c.nvtx.ends_without_start);
+    w.Key("unresolved_names").Uint(c.nvtx.unresolved_names);
     w.EndObject();
   } else {
     w.Null();

@@ -30,19 +30,19 @@ void NvtxRows::Add(const FieldReader& f, const uint8_t* rec) {
     const std::optional<NvtxRange> ended = ranges_.End(id, ts, pid, tid, counts_->records);
     if (!ended) {
       // Usually a range pushed before the trace window opened (its START was not recorded).
-      if (counts_->range_ends_without_start++ == 0)
+      if (counts_->nvtx.ends_without_start++ == 0)
         counts_->notes.push_back("NVTX range END(s) with no START read (e.g. ranges begun before "
                                  "a window opened) are left out; see info");
       return;
     }
-    ++counts_->ranges;
+    ++counts_->nvtx.ranges;
     Emit(*ended);
     return;
   }
   if (!(flags & (kMarkerStart | kMarkerInstantaneous))) return;  // sync markers: not NVTX ranges
   const uint64_t name_ptr = f.Get(rec, Field::kNamePointer);
   if (name_ptr && !names_->HasString(name_ptr)) {
-    if (counts_->unresolved_range_names++ == 0)
+    if (counts_->nvtx.unresolved_names++ == 0)
       counts_->Note("NVTX range name pointer " + Hex(name_ptr) +
                     " has no string entry; shown as <unresolved range name>");
   }
@@ -55,14 +55,14 @@ void NvtxRows::Add(const FieldReader& f, const uint8_t* rec) {
   r.tid = tid;
   r.depth = ranges_.Depth(pid, tid, ts);
   if (flags & kMarkerInstantaneous) {
-    ++counts_->marks;
+    ++counts_->nvtx.marks;
     r.kind = RangeKind::kMark;
     Emit(r);
     return;
   }
   const bool placed = ts && ts < kTimeLimit;  // else it labels nothing
   if (std::optional<NvtxRange> given_up = ranges_.Start(r, counts_->records, placed)) {
-    ++counts_->unended_ranges;
+    ++counts_->nvtx.unended;
     Emit(*given_up);
   }
 }
@@ -70,7 +70,7 @@ void NvtxRows::Add(const FieldReader& f, const uint8_t* rec) {
 void NvtxRows::Finish() {
   const std::vector<NvtxRange> unended = ranges_.TakeUnended();
   for (const NvtxRange& r : unended) {
-    ++counts_->unended_ranges;
+    ++counts_->nvtx.unended;
     Emit(r);
   }
   if (!unended.empty())
@@ -105,7 +105,7 @@ void NvtxRows::Emit(const NvtxRange& r) {
   row.range_depth = r.depth;
   row.range_id = r.id;
   if (!out_->Keep(row)) return;
-  ++counts_->range_rows;
+  ++counts_->nvtx.range_rows;
   out_->DeliverNow(row);
 }
 

@@ -67,10 +67,10 @@ std::string FormatBytes(uint64_t b) {
 
 // "5 ranges, 1 marks, 1 unended, 1 END(s) without START, 1 unresolved names" (summary, info).
 std::string NvtxCounts(const TraceCounts& c) {
-  return std::to_string(c.ranges) + " ranges, " + std::to_string(c.marks) + " marks, " +
-         std::to_string(c.unended_ranges) + " unended, " +
-         std::to_string(c.range_ends_without_start) + " END(s) without START, " +
-         std::to_string(c.unresolved_range_names) + " unresolved names";
+  return std::to_string(c.nvtx.ranges) + " ranges, " + std::to_string(c.nvtx.marks) + " marks, " +
+         std::to_string(c.nvtx.unended) + " unended, " +
+         std::to_string(c.nvtx.ends_without_start) + " END(s) without START, " +
+         std::to_string(c.nvtx.unresolved_names) + " unresolved names";
 }
 
 }  // namespace cupmon::decoder

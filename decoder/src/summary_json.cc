@@ -127,13 +127,13 @@ void SummarySink::WriteJson(JsonWriter& w, const TraceBuilder& b, const Rank& ra
 
   // As in the text: only when the recording has NVTX.
   w.Key("nvtx");
-  if (c.ranges || c.marks || c.unended_ranges || c.range_ends_without_start) {
+  if (c.nvtx.ranges || c.nvtx.marks || c.nvtx.unended || c.nvtx.ends_without_start) {
     w.BeginObject();
-    w.Key("ranges").Uint(c.ranges);
-    w.Key("marks").Uint(c.marks);
-    w.Key("unended").Uint(c.unended_ranges);
-    w.Key("ends_without_start").Uint(c.range_ends_without_start);
-    w.Key("unresolved_names").Uint(c.unresolved_range_names);
+    w.Key("ranges").Uint(c.nvtx.ranges);
+    w.Key("marks").Uint(c.nvtx.marks);
+    w.Key("unended").Uint(c.nvtx.unended);
+    w.Key("ends_without_start").Uint(c.nvtx.ends_without_start);
+    w.Key("unresolved_names").Uint(c.nvtx.unresolved_names);
     w.Key("table");
     WriteTable(w, TableRows(Named(b, ranges_), false));
     w.EndObject();

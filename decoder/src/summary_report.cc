@@ -87,7 +87,7 @@ void SummarySink::Print(std::ostream& out, const TraceBuilder& b, const Recordin
   PrintShownNames(out, shown);
   // NVTX ranges (CPU time between push and pop; nested ranges overlap, so their Time(%) is of
   // the ranges' summed time, as in nsys's nvtx_sum). Only when the recording has NVTX.
-  if (c.ranges || c.marks || c.unended_ranges || c.range_ends_without_start) {
+  if (c.nvtx.ranges || c.nvtx.marks || c.nvtx.unended || c.nvtx.ends_without_start) {
     out << "==cupmon== NVTX: " << NvtxCounts(c) << "\n";
     PrintTable(out, "NVTX ranges:", Named(b, ranges_));
   }

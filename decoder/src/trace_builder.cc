@@ -133,23 +133,23 @@ void TraceBuilder::OnCalibration(const pb::Calibration& c) {
   for (const pb::CalibrationSample& s : c.samples()) {
     const int64_t offset =
         static_cast<int64_t>(static_cast<uint64_t>(s.realtime_ns()) - s.cupti_ns());
-    const bool first = counts_.calibration_samples == 0 && &s == &c.samples(0);
-    if (first) counts_.calibration_offset_first = counts_.calibration_offset_min =
-        counts_.calibration_offset_max = offset;
-    counts_.calibration_offset_min = std::min(counts_.calibration_offset_min, offset);
-    counts_.calibration_offset_max = std::max(counts_.calibration_offset_max, offset);
+    const bool first = counts_.calibration.samples == 0 && &s == &c.samples(0);
+    if (first) counts_.calibration.offset_first = counts_.calibration.offset_min =
+        counts_.calibration.offset_max = offset;
+    counts_.calibration.offset_min = std::min(counts_.calibration.offset_min, offset);
+    counts_.calibration.offset_max = std::max(counts_.calibration.offset_max, offset);
   }
   if (rows_->filter().cupti_clock) return;  // a ClockMap without samples passes CUPTI times through
   clock_.Add(c);
-  counts_.calibration_samples = clock_.samples();
-  if (clock_.non_monotonic() != counts_.calibration_non_monotonic) {
-    counts_.calibration_non_monotonic = clock_.non_monotonic();
+  counts_.calibration.samples = clock_.samples();
+  if (clock_.non_monotonic() != counts_.calibration.non_monotonic) {
+    counts_.calibration.non_monotonic = clock_.non_monotonic();
     counts_.Note("calibration: " + std::to_string(clock_.non_monotonic()) +
                  " sample(s) with non-increasing CUPTI time dropped");
   }
   // Not a warning: each domain is mapped with its own samples (clock_map.h). One message, whose
   // count follows the switches seen so far.
-  if (clock_.domain_changes() != counts_.calibration_domain_changes) {
+  if (clock_.domain_changes() != counts_.calibration.domain_changes) {
     static constexpr std::string_view kPrefix = "calibration: CUPTI's clock changed domain ";
     std::string m = std::string(kPrefix) + std::to_string(clock_.domain_changes()) +
                     " time(s), e.g. a profiler's timestamp callback; each domain is mapped with "
@@ -162,7 +162,7 @@ void TraceBuilder::OnCalibration(const pb::Calibration& c) {
       counts_.notes.push_back(std::move(m));
     }
   }
-  counts_.calibration_domain_changes = clock_.domain_changes();
+  counts_.calibration.domain_changes = clock_.domain_changes();
 }
 
 void TraceBuilder::OnStats(const pb::Stats& stats) {

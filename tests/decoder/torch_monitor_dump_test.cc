@@ -313,7 +313,7 @@ TEST_F(TorchDumpDamageTest, AnIntactDumpDecodesEveryRecord) {
   EXPECT_EQ(d.counts.unresolved_names, 60000u) << "names are pointers in such dumps";
   EXPECT_FALSE(d.integrity.HasWarnings());
   EXPECT_EQ(d.integrity.chunks, buffers_.size());
-  EXPECT_EQ(d.counts.calibration_samples, buffers_.size() + 1) << "the meta's and each chunk's";
+  EXPECT_EQ(d.counts.calibration.samples, buffers_.size() + 1) << "the meta's and each chunk's";
 }
 
 TEST_F(TorchDumpDamageTest, ATruncatedTailLosesOnlyTheLastChunk) {

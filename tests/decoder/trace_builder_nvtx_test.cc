@@ -75,12 +75,12 @@ TEST(TraceBuilderNvtxTest, RangesPairNestAndCountWhatDoesNotPair) {
   testing::WriteNvtxRecording(dir.path());
   CollectingSink sink(true);
   const TraceCounts c = Build(dir.path(), &sink);
-  EXPECT_EQ(c.ranges, 5u);  // inner, t2 inner, t2 outer, outer, the unresolved one
-  EXPECT_EQ(c.marks, 1u);
-  EXPECT_EQ(c.unended_ranges, 1u);
-  EXPECT_EQ(c.range_ends_without_start, 1u);
-  EXPECT_EQ(c.unresolved_range_names, 1u);
-  EXPECT_EQ(c.range_rows, 7u);
+  EXPECT_EQ(c.nvtx.ranges, 5u);  // inner, t2 inner, t2 outer, outer, the unresolved one
+  EXPECT_EQ(c.nvtx.marks, 1u);
+  EXPECT_EQ(c.nvtx.unended, 1u);
+  EXPECT_EQ(c.nvtx.ends_without_start, 1u);
+  EXPECT_EQ(c.nvtx.unresolved_names, 1u);
+  EXPECT_EQ(c.nvtx.range_rows, 7u);
   EXPECT_TRUE(c.HasWarnings());  // the unresolved name is damage
 
   const OwnedRow* outer = sink.Find(RowType::kRange, "outer");
@@ -124,8 +124,8 @@ TEST(TraceBuilderNvtxTest, KernelsCarryTheInnermostRangeOpenOnTheLaunchingThread
   // A sink that does not take ranges still gets the labels, and no range rows.
   CollectingSink sink(false);
   const TraceCounts c = Build(dir.path(), &sink);
-  EXPECT_EQ(c.range_rows, 0u);
-  EXPECT_EQ(c.ranges, 5u);
+  EXPECT_EQ(c.nvtx.range_rows, 0u);
+  EXPECT_EQ(c.nvtx.ranges, 5u);
   for (const auto& r : sink.rows) EXPECT_NE(r.row.type, RowType::kRange);
   ASSERT_TRUE(sink.Kernel(1) && sink.Kernel(2) && sink.Kernel(3) && sink.Kernel(4));
   EXPECT_EQ(sink.Kernel(1)->range, "inner");
@@ -534,10 +534,10 @@ TEST(TraceBuilderNvtxTest, DamagedMarkersNeverCrashOrLeakIntoOtherRows) {
   w.Close(0);
   CollectingSink sink(true);
   const TraceCounts c = Build(dir.path(), &sink);
-  EXPECT_EQ(c.ranges, 1u);
-  EXPECT_EQ(c.range_ends_without_start, 1u);
-  EXPECT_EQ(c.unended_ranges, 1u);         // id 6
-  EXPECT_EQ(c.unresolved_range_names, 2u);  // both STARTs of id 5
+  EXPECT_EQ(c.nvtx.ranges, 1u);
+  EXPECT_EQ(c.nvtx.ends_without_start, 1u);
+  EXPECT_EQ(c.nvtx.unended, 1u);         // id 6
+  EXPECT_EQ(c.nvtx.unresolved_names, 2u);  // both STARTs of id 5
   const OwnedRow* untimed = sink.Find(RowType::kRange, "(unnamed)");
   ASSERT_TRUE(untimed);
   EXPECT_FALSE(untimed->row.valid_time);

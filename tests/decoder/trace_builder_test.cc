@@ -203,7 +203,7 @@ TEST(TraceBuilderTest, NonMonotonicCalibrationIsCountedAndMissingOneIsFine) {
   gpu.Kernel(kT0 + 1000, kT0 + 2000, 1, 0);
   WriteRecording(dir.path(), {gpu.bytes()}, {}, {{kT0, 5}, {kT0 - 10, 7}});
   auto b = Build(dir.path());
-  EXPECT_EQ(b->counts.calibration_non_monotonic, 1u);
+  EXPECT_EQ(b->counts.calibration.non_monotonic, 1u);
   EXPECT_EQ(b->sink.rows.at(0).row.wall_start, 5 + 1000);
   EXPECT_TRUE(b->counts.HasWarnings());
 

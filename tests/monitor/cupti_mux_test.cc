@@ -963,8 +963,8 @@ TEST(ClockDomainTest, DomainChangeWritesCalibrationAtOnceAndBothSidesMap) {
   decoder::ReadIntegrity integrity;
   decoder::ReadRecording(listing->recordings[0], builder, &integrity);
   builder.Finish();
-  EXPECT_EQ(builder.counts().calibration_non_monotonic, 0u);
-  EXPECT_EQ(builder.counts().calibration_domain_changes, 1u);
+  EXPECT_EQ(builder.counts().calibration.non_monotonic, 0u);
+  EXPECT_EQ(builder.counts().calibration.domain_changes, 1u);
   EXPECT_EQ(builder.clock().domains(), 2u);
   ASSERT_EQ(sink.rows.size(), 20u);
   constexpr int64_t kSlack = 5'000'000;  // calibration readings bracket a preemptible CUPTI call

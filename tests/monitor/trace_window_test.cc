@@ -831,7 +831,7 @@ TEST(TraceWindowTest, KernelsOfAThreadWithoutRangesTakeTheProcessRangeWhenDecode
     decoder::ReadIntegrity integrity;
     decoder::ReadRecording(listing->recordings[0], builder, &integrity);
     builder.Finish();
-    EXPECT_EQ(builder.counts().ranges, 1u);
+    EXPECT_EQ(builder.counts().nvtx.ranges, 1u);
     return sink.labels;
   };
   using Labels = std::map<uint32_t, std::string>;

@@ -190,13 +190,13 @@ void PrintInfo(std::ostream& out, const TraceBuilder& b, const Recording& r,
       << c.unresolved_names << " unresolved names, " << c.duplicate_api_correlation
       << " duplicate API correlation ids, " << c.gpu_without_api << " GPU records without API record ("
       << c.launched_before_window << " of them launched before their window), "
-      << c.calibration_samples << " calibration samples (" << c.calibration_non_monotonic
+      << c.calibration.samples << " calibration samples (" << c.calibration.non_monotonic
       << " non-monotonic)\n";
-  if (c.calibration_samples)
-    out << "  calibration: realtime - CUPTI offset " << c.calibration_offset_min << " to "
-        << c.calibration_offset_max << " ns over the samples (first " << c.calibration_offset_first
+  if (c.calibration.samples)
+    out << "  calibration: realtime - CUPTI offset " << c.calibration.offset_min << " to "
+        << c.calibration.offset_max << " ns over the samples (first " << c.calibration.offset_first
         << " ns)\n";
-  if (c.ranges || c.marks || c.range_ends_without_start || c.unended_ranges)
+  if (c.nvtx.ranges || c.nvtx.marks || c.nvtx.ends_without_start || c.nvtx.unended)
     out << "  nvtx: " << NvtxCounts(c) << "\n";
 }
 

@@ -11,6 +11,25 @@
 
 namespace cupmon::decoder {
 
+// NVTX (CUPTI MARKER records): ranges paired START to END, marks, and the ones that did not pair.
+struct NvtxCounts {
+  uint64_t ranges = 0, marks = 0;
+  uint64_t range_rows = 0;          // ranges and marks emitted to a sink that wants them
+  uint64_t ends_without_start = 0;  // END with an id no START had (or one long forgotten)
+  uint64_t unended = 0;             // START with no END by the recording's end (or evicted)
+  uint64_t unresolved_names = 0;    // START or mark whose name pointer has no string entry
+};
+
+// The calibration samples read.
+struct CalibrationCounts {
+  uint64_t non_monotonic = 0;
+  uint64_t samples = 0;
+  // realtime - CUPTI ns over the samples (their spread shows a sample taken badly: later samples
+  // of one clock agree within a microsecond).
+  int64_t offset_first = 0, offset_min = 0, offset_max = 0;
+  uint64_t domain_changes = 0;  // CUPTI's clock switched domain; not a warning
+};
+
 // Counters for the reports' headers and the exit code.
 struct TraceCounts {
   uint64_t raw_buffers = 0;
@@ -33,20 +52,10 @@ struct TraceCounts {
   uint64_t overhead_ns = 0;
   uint64_t overhead_records = 0;
   uint64_t external_correlations = 0;
-  // NVTX (CUPTI MARKER records): ranges paired START to END, marks, and the ones that did not pair.
-  uint64_t ranges = 0, marks = 0;
-  uint64_t range_rows = 0;  // ranges and marks emitted to a sink that wants them
-  uint64_t range_ends_without_start = 0;  // END with an id no START had (or one long forgotten)
-  uint64_t unended_ranges = 0;  // START with no END by the recording's end (or evicted, see below)
-  uint64_t unresolved_range_names = 0;  // START or mark whose name pointer has no string entry
+  NvtxCounts nvtx;
   uint64_t memory_records = 0, memory_pool_records = 0;  // MEMORY2 and MEMORY_POOL records read
   uint64_t memory_rows = 0;  // emitted to a sink that wants them
-  uint64_t calibration_non_monotonic = 0;
-  uint64_t calibration_samples = 0;
-  // realtime - CUPTI ns over the calibration samples read (their spread shows a sample taken
-  // badly: later samples of one clock agree within a microsecond).
-  int64_t calibration_offset_first = 0, calibration_offset_min = 0, calibration_offset_max = 0;
-  uint64_t calibration_domain_changes = 0;  // CUPTI's clock switched domain; not a warning
+  CalibrationCounts calibration;
   bool have_stats = false;
   pb::Stats stats;  // latest Stats (or Footer stats) chunk
   // The latest stats came from the footer of a recording that ended (stop): nothing was written
@@ -60,9 +69,9 @@ struct TraceCounts {
   }
   // Problems that make the exit code 1.
   bool HasWarnings() const {
-    return unknown_timestamps || unresolved_names || unresolved_range_names || buffers_stopped ||
+    return unknown_timestamps || unresolved_names || nvtx.unresolved_names || buffers_stopped ||
            duplicate_api_correlation ||
-           calibration_non_monotonic || stats.dropped_records() || stats.pool_exhausted() ||
+           calibration.non_monotonic || stats.dropped_records() || stats.pool_exhausted() ||
            stats.chunks_lost() || stats.lost_records();
   }
 };

@@ -229,13 +229,13 @@ void SqliteFactTables::AddCounters(const TraceBuilder& b, const ReadIntegrity& i
             static_cast<int64_t>(rank.untimed[t]));
   }
   // NVTX counters only where there is NVTX, so that other exports keep their rows.
-  if (c.ranges || c.marks || c.range_ends_without_start || c.unended_ranges) {
+  if (c.nvtx.ranges || c.nvtx.marks || c.nvtx.ends_without_start || c.nvtx.unended) {
     const std::pair<const char*, uint64_t> nvtx[] = {
-        {"decoder.nvtx_ranges", c.ranges},
-        {"decoder.nvtx_marks", c.marks},
-        {"decoder.nvtx_range_ends_without_start", c.range_ends_without_start},
-        {"decoder.nvtx_unended_ranges", c.unended_ranges},
-        {"decoder.nvtx_unresolved_names", c.unresolved_range_names},
+        {"decoder.nvtx_ranges", c.nvtx.ranges},
+        {"decoder.nvtx_marks", c.nvtx.marks},
+        {"decoder.nvtx_range_ends_without_start", c.nvtx.ends_without_start},
+        {"decoder.nvtx_unended_ranges", c.nvtx.unended},
+        {"decoder.nvtx_unresolved_names", c.nvtx.unresolved_names},
         {"export.rows.nvtx", rank.nvtx_rows},
         {"export.untimed.nvtx", rank.nvtx_untimed},
     };
