@@ -26,7 +26,7 @@
 //
 // Not counters, so not here: Stats.realtime_ns and Stats.lost_records_by_kind; the C API's
 // `strings`, `running`, `window_open` and `stop_timed_out`; the metrics' gauges (files,
-// disk_bytes, write_error) and busy times.
+// disk_bytes, write_error, cupti_delivery_lag) and busy times.
 #define CUPMON_COUNTERS(X)                                                                         \
   X(buffers_completed, 1, WRITER, BASE, 0, NO_PROM, "",                                            \
     "Completed CUPTI buffers the writer took in.")                                                \
