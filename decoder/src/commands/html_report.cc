@@ -765,7 +765,7 @@ Outcome RunHtmlReport(const std::vector<const Rank*>& chosen,
                       const std::vector<std::string>& paths, const HtmlReportOptions& options,
                       std::ostream& out, Diagnostics& diagnostics, bool warnings) {
   const TraceFilter& f = options.read.filter;
-  if (f.window || f.from_wall || f.to_wall || f.from_rel || f.to_rel || options.limit) {
+  if (f.timed() || options.limit) {
     diagnostics.Error(
         "report covers whole recordings: --window, --from, --to and --limit do not apply (the "
         "page's drill-down commands take them)");

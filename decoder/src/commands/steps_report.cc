@@ -308,8 +308,7 @@ Outcome RunStepsReport(const std::vector<const Rank*>& chosen,
                        const std::vector<std::string>& paths, const StepsReportOptions& options,
                        std::ostream& out, Diagnostics& diagnostics, bool warnings) {
   const TraceFilter& f = options.read.filter;
-  if (f.window || f.from_wall || f.to_wall || f.from_rel || f.to_rel || f.device || f.stream ||
-      f.kernel || options.limit) {
+  if (f.timed() || f.device || f.stream || f.kernel || options.limit) {
     diagnostics.Error(
         "steps reads whole recordings: --window, --from, --to, --device, --stream, --kernel and "
         "--limit do not apply (use them on the drill-down commands)");
