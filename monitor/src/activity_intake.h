@@ -21,8 +21,8 @@ namespace cupmon {
 // lock-free pool claim and one relaxed count, no allocation, no lock, no system call.
 // OnBufferCompleted runs on CUPTI's thread(s): the string table's lock, then the writer queue's,
 // and one read of the monitor's steady clock (the buffer's delivery time, for the writer's
-// delivery lag); no I/O, never a call back into CUPTI. Both are noexcept with an exception boundary that drops
-// the buffer and counts it.
+// delivery lag); no I/O, never a call back into CUPTI. Both are noexcept with an exception
+// boundary that drops the buffer and counts it.
 //
 // Publication: the process has one CUPTI callback target. Publish() makes this intake that target
 // only once everything it uses exists; Unpublish() clears it. The intake (and the monitor around

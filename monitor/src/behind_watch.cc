@@ -71,7 +71,7 @@ void BehindWatch::NoteFlushTime(int64_t took_ns, uint64_t began_cupti_ns) {
   const uint64_t new_zero_ts = zero_ts > zero_ts_seen_ ? zero_ts - zero_ts_seen_ : 0;
   zero_ts_seen_ = zero_ts;
   // A buffer delivered long after its newest record ended: CUPTI's worker is that far behind,
-  // which it is before a flush waits on it.
+  // whether or not a flush waits on it.
   const uint64_t lag = counters_.delivery_lag_peak_ns.exchange(0, std::memory_order_relaxed);
   const bool lagging = lag > static_cast<uint64_t>(LagThresholdNs(flush_ms_));
   if (!behind_ && (took_ns > threshold || new_zero_ts > 0 || lagging)) {

@@ -19,9 +19,9 @@ namespace cupmon {
 // them), records without timestamps since the last flush (its device buffers are full), or a
 // buffer completed more than LagThresholdNs() after its newest GPU record ended (the writer's
 // delivery lag, MonitorCounters::delivery_lag_peak_ns). Marked BEHIND_BEGIN from the start of
-// that flush (for a late buffer: the lag before now) and BEHIND_END at the first flush that takes
-// under half the threshold with none of the three since the last; counted (cupti_behind) and
-// warned about once.
+// that flush (for a late buffer: from its newest record's end) and BEHIND_END at the first flush
+// that takes under half the threshold with none of the three since the last; counted
+// (cupti_behind) and warned about once.
 //
 // Threading: the Note* functions on the control thread (checked); End() and open() after that
 // thread joined, on the stopping thread.

@@ -214,13 +214,15 @@ void RecordingPipeline::NoteDeliveryLag(int64_t completed_steady_ns) {
   const pb::CalibrationSample& s = cal.samples(cal.samples_size() - 1);
   const int64_t ended_steady =
       s.monotonic_ns() + (static_cast<int64_t>(newest) - static_cast<int64_t>(s.cupti_ns()));
-  const uint64_t lag =
-      completed_steady_ns > ended_steady ? static_cast<uint64_t>(completed_steady_ns - ended_steady) : 0;
+  const uint64_t lag = completed_steady_ns > ended_steady
+                           ? static_cast<uint64_t>(completed_steady_ns - ended_steady)
+                           : 0;
   delivery_lag_ns_ = lag;
-  uint64_t peak = counters_.delivery_lag_peak_ns.load(std::memory_order_relaxed);
-  if (lag > peak) counters_.delivery_lag_peak_ended_cupti_ns.store(newest, std::memory_order_relaxed);
-  while (lag > peak &&
-         !counters_.delivery_lag_peak_ns.compare_exchange_weak(peak, lag, std::memory_order_relaxed)) {
+  std::atomic<uint64_t>& peak_ns = counters_.delivery_lag_peak_ns;
+  uint64_t peak = peak_ns.load(std::memory_order_relaxed);
+  if (lag > peak)
+    counters_.delivery_lag_peak_ended_cupti_ns.store(newest, std::memory_order_relaxed);
+  while (lag > peak && !peak_ns.compare_exchange_weak(peak, lag, std::memory_order_relaxed)) {
   }
 }
 
