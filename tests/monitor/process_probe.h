@@ -7,9 +7,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <sstream>
 #include <string>
 
 #include "../sanitized.h"
@@ -21,6 +24,49 @@ inline int64_t RssBytes() {
   uint64_t size = 0, resident = 0;
   in >> size >> resident;
   return static_cast<int64_t>(resident) * sysconf(_SC_PAGESIZE);
+}
+
+// Resident bytes of each mapping, keyed by its start address, permissions and name ("[heap]", a
+// file, or nothing for anonymous memory such as malloc's per-thread arenas).
+inline std::map<std::string, int64_t> RssByMapping() {
+  std::map<std::string, int64_t> rss;
+  std::ifstream in("/proc/self/smaps");
+  std::string line, mapping;
+  while (std::getline(in, line)) {
+    if (line.starts_with("Rss:")) {
+      std::istringstream fields(line.substr(4));
+      int64_t kib = 0;
+      fields >> kib;
+      rss[mapping] += kib * 1024;
+    } else if (!line.empty() && std::isxdigit(static_cast<unsigned char>(line[0])) &&
+               line.find(' ') != std::string::npos && line.find(':') > line.find(' ')) {
+      // "start-end perms offset dev inode [name]".
+      std::istringstream fields(line);
+      std::string range, perms, offset, dev, inode, name;
+      fields >> range >> perms >> offset >> dev >> inode;
+      std::getline(fields, name);
+      const size_t first = name.find_first_not_of(' ');
+      // The start only: a mapping that grows (the heap, an arena) keeps its start.
+      mapping = range.substr(0, range.find('-')) + " " + perms +
+                (first == std::string::npos ? "" : " " + name.substr(first));
+    }
+  }
+  return rss;
+}
+
+// The mappings whose resident size changed by at least `threshold` bytes from `before` to
+// `after`, one per line with the change in MiB: what a failed RSS check prints.
+inline std::string RssChanges(const std::map<std::string, int64_t>& before,
+                              const std::map<std::string, int64_t>& after,
+                              int64_t threshold = 256 << 10) {
+  std::ostringstream out;
+  std::map<std::string, int64_t> change = after;
+  for (const auto& [mapping, bytes] : before) change[mapping] -= bytes;
+  for (const auto& [mapping, bytes] : change)
+    if (bytes >= threshold || bytes <= -threshold)
+      out << "  " << (bytes > 0 ? "+" : "") << static_cast<double>(bytes) / 1048576.0 << " MiB  "
+          << mapping << "\n";
+  return out.str();
 }
 
 inline size_t ThreadCount() {
@@ -48,7 +94,7 @@ inline std::string Scrape(uint16_t port) {
   ::close(fd);
   const size_t body = reply.find("\r\n\r\n");
   return reply.starts_with("HTTP/1.1 200") && body != std::string::npos ? reply.substr(body + 4)
-                                                                          : std::string();
+                                                                        : std::string();
 }
 
 }  // namespace cupmon::testing
