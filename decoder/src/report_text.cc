@@ -66,7 +66,7 @@ std::string FormatBytes(uint64_t b) {
 }
 
 // "5 ranges, 1 marks, 1 unended, 1 END(s) without START, 1 unresolved names" (summary, info).
-std::string NvtxCounts(const TraceCounts& c) {
+std::string NvtxCountsText(const TraceCounts& c) {
   return std::to_string(c.nvtx.ranges) + " ranges, " + std::to_string(c.nvtx.marks) + " marks, " +
          std::to_string(c.nvtx.unended) + " unended, " +
          std::to_string(c.nvtx.ends_without_start) + " END(s) without START, " +

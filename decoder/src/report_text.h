@@ -26,6 +26,6 @@ std::string LostBeforeDisk(const pb::Stats& s);
 // Records the writer took in (Stats.records) against where they went.
 std::string RecordBalance(const TraceCounts& c);
 // "5 ranges, 1 marks, 1 unended, 1 END(s) without START, 1 unresolved names" (summary, info).
-std::string NvtxCounts(const TraceCounts& c);
+std::string NvtxCountsText(const TraceCounts& c);
 
 }  // namespace cupmon::decoder

@@ -88,7 +88,7 @@ void SummarySink::Print(std::ostream& out, const TraceBuilder& b, const Recordin
   // NVTX ranges (CPU time between push and pop; nested ranges overlap, so their Time(%) is of
   // the ranges' summed time, as in nsys's nvtx_sum). Only when the recording has NVTX.
   if (c.nvtx.ranges || c.nvtx.marks || c.nvtx.unended || c.nvtx.ends_without_start) {
-    out << "==cupmon== NVTX: " << NvtxCounts(c) << "\n";
+    out << "==cupmon== NVTX: " << NvtxCountsText(c) << "\n";
     PrintTable(out, "NVTX ranges:", Named(b, ranges_));
   }
   if (c.memory_records || c.memory_pool_records) PrintMemory(out, b, c);

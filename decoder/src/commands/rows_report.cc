@@ -197,7 +197,7 @@ void PrintInfo(std::ostream& out, const TraceBuilder& b, const Recording& r,
         << c.calibration.offset_max << " ns over the samples (first " << c.calibration.offset_first
         << " ns)\n";
   if (c.nvtx.ranges || c.nvtx.marks || c.nvtx.ends_without_start || c.nvtx.unended)
-    out << "  nvtx: " << NvtxCounts(c) << "\n";
+    out << "  nvtx: " << NvtxCountsText(c) << "\n";
 }
 
 }  // namespace
