@@ -103,10 +103,14 @@ RangePlan::RangePlan(const Recording& recording, const RangedVisitor& visitor)
 
 RangePlan::~RangePlan() = default;
 
+bool ReadAllForced() {
+  const char* all = std::getenv("CUPMON_READ_ALL");
+  return all && std::strcmp(all, "1") == 0;
+}
+
 std::unique_ptr<RangePlan> RangePlan::Make(const Recording& recording,
                                            const RangedVisitor& visitor) {
-  if (const char* all = std::getenv("CUPMON_READ_ALL"); all && std::strcmp(all, "1") == 0)
-    return nullptr;
+  if (ReadAllForced()) return nullptr;
   const pb::RecordingHeader& h = recording.header;
   if (h.enabled_kinds_size() == 0 || h.record_sizes_size() == 0) return nullptr;
   for (uint32_t k : h.enabled_kinds())

@@ -35,6 +35,11 @@ namespace cupmon::decoder {
 // A file without a good footer, or whose index is not complete and in order (entries from the
 // first byte, each with room for a chunk header before the next one or the footer), is read whole.
 // Chunk headers are checked where chunks are read.
+// True when CUPMON_READ_ALL=1 is set: the files' chunk indexes serve no shortcut, neither a
+// ranged read (RangePlan) nor `report`'s one read (its bucket sizes), so that what a shortcut
+// gives can be compared with the reads it saves.
+bool ReadAllForced();
+
 class RangePlan {
  public:
   static constexpr int64_t kSlackNs = 2'000'000'000;

@@ -181,10 +181,8 @@ void TimelineBuilder::SweepOne(const TimelineActivity& a) {
       break;
   }
   d.bucket.busy_ns += d.all.Insert(a.start, end, &counts_.late_busy_ns_missed);
-  if (a.kind == TimelineActivityKind::kKernel) {
-    uint64_t missed_again = 0;  // already counted in late_busy_ns_missed by the `all` sweep
-    d.bucket.kernel_busy_ns += d.kernels.Insert(a.start, end, &missed_again);
-  }
+  if (a.kind == TimelineActivityKind::kKernel)
+    d.bucket.kernel_busy_ns += d.kernels.Insert(a.start, end, &counts_.kernel_busy_ns_missed);
 }
 
 void TimelineBuilder::ChangeInUse(uint32_t device, int64_t delta) {

@@ -91,9 +91,20 @@ def parse(text):
     return p
 
 
-def run(decode, *args, stdout=subprocess.PIPE):
+def run(decode, *args, stdout=subprocess.PIPE, env=None):
     return subprocess.run([decode, *args], stdout=stdout, stderr=subprocess.PIPE, text=True,
-                          timeout=120)
+                          timeout=120, env=env)
+
+
+def check_one_read(decode, paths, out, what):
+    """The page `out` (read once: the busy chart in every bucket size the footers allow) is the
+    page of the reads that find the steps first (CUPMON_READ_ALL=1), byte for byte."""
+    twice = out + ".two-reads.html"
+    r = run(decode, "report", *paths, "-o", twice, env=dict(os.environ, CUPMON_READ_ALL="1"))
+    same = (r.returncode == 0 and
+            open(out, "rb").read() == open(twice, "rb").read())
+    check(same, "%s: the one-read page differs from the two-read one (exit %d)" %
+          (what, r.returncode))
 
 
 def summary_rows(text, total):
@@ -305,6 +316,7 @@ def main():
         r = run(a.decode, "report", jobdir, "-o", out)
         check(r.returncode == 0, "report on a synthetic job: exit %d: %s" % (r.returncode, r.stderr))
         page = check_page(a.decode, [jobdir], out, True, "make-sample --job")
+        check_one_read(a.decode, [jobdir], out, "make-sample --job")
         doc = check_job_section(a.decode, [jobdir], page, "make-sample --job")
         verdicts = {s["step"]: (s["verdict"], s["culprit"]) for s in doc["slow_steps"]} if doc else {}
         check(verdicts == {40: ("host-gap", 1), 60: ("gpu-work", 2)},
@@ -339,6 +351,7 @@ def main():
         check(r.returncode == 0, "report on %d-record steps: exit %d: %s" % (2000000, r.returncode,
                                                                                r.stderr))
         page = check_page(a.decode, [big], out, False, "make-sample --steps")
+        check_one_read(a.decode, [big], out, "make-sample --steps")
         n = int(page.by_id["rank0-steps"]["attrs"]["data-count"])
         med = [c for c in page.by_id["rank0-steps-chart"]["children"] if c["tag"] == "path"]
         cols = int(med[0]["attrs"]["data-columns"]) if med else -1

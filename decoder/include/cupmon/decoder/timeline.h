@@ -71,6 +71,10 @@ struct TimelineCounts {
   // bucket (out of start order beyond reorder_rows): the part before that position is not
   // counted, so busy time stays a lower bound and never counts an overlap twice.
   uint64_t late_busy_ns_missed = 0;
+  // The same for the kernels' own union (kernel_busy_ns): a kernel before that sweep's position
+  // (an earlier kernel's start, where other activities may already have covered the time). What
+  // also lay before the first sweep's position is in late_busy_ns_missed too.
+  uint64_t kernel_busy_ns_missed = 0;
   // Activities with a start or end beyond +-2^62 ns (a damaged calibration): left out.
   uint64_t out_of_range = 0;
   // Releases of an address with no live allocation seen (allocated before the recording began,
