@@ -60,9 +60,9 @@ void JoinStage::EmitInto(const PendingRecord& p, Row& row) {
     row.type = RowType::kSynchronization;
     row.context = p.context;
     row.stream = p.stream;
-    row.sync_type = p.sync_type;
-    row.event_id = p.event_id;
-    row.event_sync_id = p.event_sync_id;
+    row.sync.type = p.sync_type;
+    row.sync.event_id = p.event_id;
+    row.sync.event_sync_id = p.event_sync_id;
     row.return_value = p.ret;
     row.name_id = names_->SyncNameId();
   } else if (p.record_class == RecordClass::kApi) {
@@ -94,51 +94,51 @@ void JoinStage::EmitInto(const PendingRecord& p, Row& row) {
     row.device = p.device;
     row.context = p.context;
     row.stream = p.stream;
-    row.graph_id = p.graph_id;
+    row.launch.graph_id = p.graph_id;
     if (row.type == RowType::kKernel) {
       for (int i = 0; i < 3; ++i) {
-        row.grid[i] = p.grid[i];
-        row.block[i] = p.block[i];
+        row.launch.grid[i] = p.grid[i];
+        row.launch.block[i] = p.block[i];
       }
-      row.registers = p.registers;
-      row.static_smem = p.static_smem;
-      row.dynamic_smem = p.dynamic_smem;
+      row.launch.registers = p.registers;
+      row.launch.static_smem = p.static_smem;
+      row.launch.dynamic_smem = p.dynamic_smem;
       if (p.string_index < 0) ++counts_->unresolved_names;
       row.name_id = names_->KernelNameId(p.string_index, p.name_ptr);
       if (p.string_index >= 0 && !reuse)
         row.raw_name = names_->String(static_cast<size_t>(p.string_index));
     } else if (row.type == RowType::kMemcpy) {
       row.bytes = p.bytes;
-      row.copy_kind = p.copy_kind;
-      row.src_kind = p.src_kind;
-      row.dst_kind = p.dst_kind;
-      row.src_device = p.src_device;
-      row.dst_device = p.dst_device;
-      row.name_id = names_->MemcpyNameId(row.copy_kind);
+      row.copy.kind = p.copy_kind;
+      row.copy.src_kind = p.src_kind;
+      row.copy.dst_kind = p.dst_kind;
+      row.copy.src_device = p.src_device;
+      row.copy.dst_device = p.dst_device;
+      row.name_id = names_->MemcpyNameId(row.copy.kind);
     } else {
       row.bytes = p.bytes;
       row.memset_value = p.memset_value;
       row.name_id = names_->MemsetNameId();
     }
     if (e && e->has_api) {
-      row.has_api = true;
-      row.api_kind = e->api_kind;
-      row.api_cbid = e->cbid;
-      row.api_pid = e->pid;
-      row.api_tid = e->tid;
-      row.api_return = e->ret;
-      row.api_valid_time = TimedSpan(e->api_start, e->api_end);
-      if (row.api_valid_time) {
-        row.api_start = e->api_start;
-        row.api_end = e->api_end;
+      row.api.found = true;
+      row.api.kind = e->api_kind;
+      row.api.cbid = e->cbid;
+      row.api.pid = e->pid;
+      row.api.tid = e->tid;
+      row.api.return_value = e->ret;
+      row.api.valid_time = TimedSpan(e->api_start, e->api_end);
+      if (row.api.valid_time) {
+        row.api.start = e->api_start;
+        row.api.end = e->api_end;
         if (out_->wall_times()) {
-          row.api_wall_start = out_->clock().ToWall(e->api_start);
-          row.api_wall_end = out_->clock().ToWall(e->api_end);
+          row.api.wall_start = out_->clock().ToWall(e->api_start);
+          row.api.wall_end = out_->clock().ToWall(e->api_end);
         }
       }
       row.api_name_id = names_->ApiNameId(e->api_kind, e->cbid);
-      row.api_name = names_->NameOf(row.api_name_id);
-      if (row.api_valid_time && ranges_->labels_any() && !reuse) {
+      row.api.name = names_->NameOf(row.api_name_id);
+      if (row.api.valid_time && ranges_->labels_any() && !reuse) {
         if (auto label =
                 ranges_->LabelOf(e->pid, e->tid, e->api_start, out_->filter().nvtx_scope)) {
           row.range = names_->NameOf(label->name_id);
@@ -150,7 +150,7 @@ void JoinStage::EmitInto(const PendingRecord& p, Row& row) {
       if (row.valid_time && !windows_->empty()) {
         WindowSpan* w = windows_->At(row.start);
         if (w && w->first_api_correlation && row.correlation < w->first_api_correlation) {
-          row.launched_before_window = true;
+          row.api.before_window = true;
           ++w->launched_before;
           ++counts_->launched_before_window;
         }

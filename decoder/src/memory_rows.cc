@@ -24,9 +24,9 @@ void MemoryRows::Add(const RecordLayout& layout, const FieldReader& f, const uin
   auto small = [](uint64_t v) {
     return static_cast<uint8_t>(std::min<uint64_t>(v, kMemoryValueTooLarge));
   };
-  row.memory_op = small(f.Get32(rec, Field::kMemoryOperation));
-  row.memory_kind = small(f.Get32(rec, Field::kMemoryKind));
-  row.pool_type = small(f.Get32(rec, Field::kPoolType));
+  row.memory.op = small(f.Get32(rec, Field::kMemoryOperation));
+  row.memory.kind = small(f.Get32(rec, Field::kMemoryKind));
+  row.memory.pool_type = small(f.Get32(rec, Field::kPoolType));
   row.address = f.Get(rec, Field::kAddress);
   row.pool_address = f.Get(rec, Field::kPoolAddress);
   if (out_->Holds(held_.size())) {

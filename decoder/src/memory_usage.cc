@@ -22,8 +22,8 @@ void MemoryUsage::Add(const Row& row) {
     ++untimed_;
     return;
   }
-  events_.push_back(Event{row.start, row.address, row.bytes, row.kind, row.device, row.memory_op,
-                          row.memory_kind, row.wall_start});
+  events_.push_back(Event{row.start, row.address, row.bytes, row.kind, row.device, row.memory.op,
+                          row.memory.kind, row.wall_start});
 }
 
 void MemoryUsage::Finish() {

@@ -100,10 +100,10 @@ void NvtxRows::Emit(const NvtxRange& r) {
   row.range_domain = names_->NameOf(r.domain_id);
   row.pid = r.pid;
   row.tid = r.tid;
-  row.range_kind = r.kind;
-  row.range_ended = r.ended;
-  row.range_depth = r.depth;
-  row.range_id = r.id;
+  row.nvtx.kind = r.kind;
+  row.nvtx.ended = r.ended;
+  row.nvtx.depth = r.depth;
+  row.nvtx.id = r.id;
   if (!out_->Keep(row)) return;
   ++counts_->nvtx.range_rows;
   out_->DeliverNow(row);

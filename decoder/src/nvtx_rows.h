@@ -28,7 +28,7 @@ class NvtxRows : public RowsHeldForOrigin {
 
   // One MARKER record, as RecordDecoder::Walk reads it.
   void Add(const FieldReader& f, const uint8_t* rec);
-  // Emits the ranges never ended, with no end (Row::range_ended false), oldest id first; once,
+  // Emits the ranges never ended, with no end (Row::nvtx.ended false), oldest id first; once,
   // at the end of the read, after the held rows are released.
   void Finish();
   void ReleaseHeld() override;

@@ -22,9 +22,9 @@ void PrintShownNames(std::ostream& out, const ShownNames& shown) {
 void SummarySink::OnRow(const Row& row) {
   if (row.type == RowType::kRange) {
     // Marks have no duration; a range never ended counts as a call with no time.
-    if (row.range_kind == RangeKind::kMark) return;
+    if (row.nvtx.kind == RangeKind::kMark) return;
     if (row.name_id >= ranges_.size()) ranges_.resize(row.name_id + 1);
-    if (row.range_ended) ranges_[row.name_id].Add(row);
+    if (row.nvtx.ended) ranges_[row.name_id].Add(row);
     else ++ranges_[row.name_id].calls;
     return;
   }

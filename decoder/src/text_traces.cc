@@ -48,11 +48,11 @@ class GpuTraceSink : public TextTrace {
     const std::string_view name = ShownName(r);
     std::string grid = "-", block = "-", regs = "-", ss = "-", ds = "-", size = "-", tp = "-";
     if (r.type == RowType::kKernel) {
-      grid = Printf("(%u %u %u)", r.grid[0], r.grid[1], r.grid[2]);
-      block = Printf("(%u %u %u)", r.block[0], r.block[1], r.block[2]);
-      regs = std::to_string(r.registers);
-      ss = FormatBytes(r.static_smem);
-      ds = FormatBytes(r.dynamic_smem);
+      grid = Printf("(%u %u %u)", r.launch.grid[0], r.launch.grid[1], r.launch.grid[2]);
+      block = Printf("(%u %u %u)", r.launch.block[0], r.launch.block[1], r.launch.block[2]);
+      regs = std::to_string(r.launch.registers);
+      ss = FormatBytes(r.launch.static_smem);
+      ds = FormatBytes(r.launch.dynamic_smem);
     } else {
       size = FormatBytes(r.bytes);
       if (r.valid_time && r.duration)
@@ -97,8 +97,8 @@ class KernExecSink : public TextTrace {
  public:
   // The API Name column: the launch call, or why there is none.
   static std::string_view ApiColumn(const Row& r) {
-    if (r.has_api) return r.api_name;
-    return r.launched_before_window ? "(before window)" : "-";
+    if (r.api.found) return r.api.name;
+    return r.api.before_window ? "(before window)" : "-";
   }
   using TextTrace::TextTrace;
   void Begin(const TraceBuilder& b, const Recording& r, size_t) override {
@@ -113,18 +113,18 @@ class KernExecSink : public TextTrace {
   void Write(const Row& r) override {
     const int64_t origin = builder_->origin_wall();
     const std::string_view name = ShownName(r);
-    const bool api = r.has_api && r.api_valid_time;
+    const bool api = r.api.found && r.api.valid_time;
     std::string queue = "-", total = "-";
     if (api && r.valid_time) {
       // Queue: from the end of the launch call to the kernel's start (0 when it started earlier).
-      const int64_t q = static_cast<int64_t>(r.start) - static_cast<int64_t>(r.api_end);
+      const int64_t q = static_cast<int64_t>(r.start) - static_cast<int64_t>(r.api.end);
       queue = FormatDuration(q > 0 ? static_cast<double>(q) : 0.0);
-      const int64_t t = static_cast<int64_t>(r.end) - static_cast<int64_t>(r.api_start);
+      const int64_t t = static_cast<int64_t>(r.end) - static_cast<int64_t>(r.api.start);
       total = t >= 0 ? FormatDuration(static_cast<double>(t)) : "-";
     }
     out_ << Printf("%12s  %10s  %10s  %12s  %10s  %10s  %8u  %-20.*s  %.*s\n",
-                   api ? FormatRel(r.api_wall_start - origin).c_str() : "-",
-                   api ? FormatDuration(static_cast<double>(r.api_end - r.api_start)).c_str() : "-",
+                   api ? FormatRel(r.api.wall_start - origin).c_str() : "-",
+                   api ? FormatDuration(static_cast<double>(r.api.end - r.api.start)).c_str() : "-",
                    queue.c_str(), TimeOrDash(r, r.wall_start, origin, r.valid_time).c_str(),
                    r.valid_time ? FormatDuration(static_cast<double>(r.duration)).c_str() : "-",
                    total.c_str(), r.correlation, static_cast<int>(ApiColumn(r).size()),

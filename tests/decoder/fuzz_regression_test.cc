@@ -117,8 +117,8 @@ TEST(FuzzRegressionTest, TimesPastInt64DoNotWrapTheWallClock) {
     SCOPED_TRACE(r.start);
     if (!r.valid_time) continue;
     EXPECT_GE(r.wall_end, r.wall_start);
-    if (r.has_api && r.api_valid_time) {
-      EXPECT_GE(r.api_wall_end, r.api_wall_start);
+    if (r.api.found && r.api.valid_time) {
+      EXPECT_GE(r.api.wall_end, r.api.wall_start);
     }
   }
   EXPECT_TRUE(sink.rows.back().valid_time);  // 1 ns CUPTI = 1 ns wall, offset +1000

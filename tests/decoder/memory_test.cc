@@ -73,19 +73,19 @@ TEST(MemoryTest, RowsCarryEveryDecodedField) {
   // The 2 MiB allocation came from the pool at 0x70000000 (delivery order: pool, 1 MiB, 2 MiB).
   const Row& r = sink.memory[2];
   EXPECT_EQ(r.kind, kKindMemory2);
-  EXPECT_EQ(r.memory_op, 1u);
-  EXPECT_EQ(r.memory_kind, 3u);
+  EXPECT_EQ(r.memory.op, 1u);
+  EXPECT_EQ(r.memory.kind, 3u);
   EXPECT_EQ(r.address, 0x2000'0000u);
   EXPECT_EQ(r.bytes, 2 * kMiB);
   EXPECT_EQ(r.start, Us(20));
   EXPECT_EQ(r.stream, 7u);
   EXPECT_EQ(r.context, 1u);
   EXPECT_EQ(r.pid, testing::kTestPid);
-  EXPECT_EQ(r.pool_type, 1u);
+  EXPECT_EQ(r.memory.pool_type, 1u);
   EXPECT_EQ(r.pool_address, 0x7000'0000u);
   const Row& pool = sink.memory[0];
   EXPECT_EQ(pool.kind, kKindMemoryPool);
-  EXPECT_EQ(pool.memory_op, 1u);
+  EXPECT_EQ(pool.memory.op, 1u);
   EXPECT_EQ(pool.address, 0x7000'0000u);
   EXPECT_EQ(pool.bytes, 32 * kMiB);
 }
@@ -159,7 +159,7 @@ TEST(MemoryTest, ReallocatingALiveAddressTakesTheOldOneAsReleased) {
   r.type = RowType::kMemory;
   r.kind = kKindMemory2;
   r.valid_time = true;
-  r.memory_op = 1;
+  r.memory.op = 1;
   r.address = 0x10;
   r.start = 100;
   r.bytes = 1000;
@@ -171,7 +171,7 @@ TEST(MemoryTest, ReallocatingALiveAddressTakesTheOldOneAsReleased) {
   u.Add(r);  // unknown time: counted, left out
   r.valid_time = true;
   r.start = 300;
-  r.memory_op = 7;  // not a CUPTI operation type
+  r.memory.op = 7;  // not a CUPTI operation type
   u.Add(r);
   u.Finish();
   const MemoryDeviceStats& d = u.devices().at(0);

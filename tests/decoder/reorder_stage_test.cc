@@ -38,7 +38,7 @@ TEST(ReorderStageTest, ClaimedRowsAreTakenInPlaceAndUnaddedClaimsCostNothing) {
   Row& c = stage.Claim();
   EXPECT_EQ(&b, &c) << "the unused claim is the next slot again";
   EXPECT_EQ(c.start, 0u) << "a claim is an empty row, whatever its slot held";
-  EXPECT_TRUE(c.range_ended);
+  EXPECT_TRUE(c.nvtx.ended);
   c = At(10);
   stage.Add(c);
   stage.Add(At(20));  // a copy

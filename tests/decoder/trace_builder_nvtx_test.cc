@@ -94,23 +94,23 @@ TEST(TraceBuilderNvtxTest, RangesPairNestAndCountWhatDoesNotPair) {
   EXPECT_EQ(outer->row.start, Us(10));
   EXPECT_EQ(outer->row.end, Us(80));
   EXPECT_EQ(outer->row.duration, 70'000u);
-  EXPECT_EQ(outer->row.range_depth, 0u);
+  EXPECT_EQ(outer->row.nvtx.depth, 0u);
   EXPECT_EQ(outer->row.tid, 101u);
   EXPECT_EQ(outer->row.pid, testing::kTestPid);
   EXPECT_EQ(outer->domain, "");
-  EXPECT_EQ(inner->row.range_depth, 1u);
+  EXPECT_EQ(inner->row.nvtx.depth, 1u);
   EXPECT_EQ(inner->domain, "mylib");
   EXPECT_EQ(inner->row.end, Us(50));
-  EXPECT_EQ(inner->row.range_kind, RangeKind::kPushPop);
-  EXPECT_EQ(mark->row.range_kind, RangeKind::kMark);
+  EXPECT_EQ(inner->row.nvtx.kind, RangeKind::kPushPop);
+  EXPECT_EQ(mark->row.nvtx.kind, RangeKind::kMark);
   EXPECT_EQ(mark->row.start, mark->row.end);
-  EXPECT_EQ(mark->row.range_depth, 2u);  // inside outer and inner
+  EXPECT_EQ(mark->row.nvtx.depth, 2u);  // inside outer and inner
   EXPECT_EQ(t2_outer->row.tid, 102u);
-  EXPECT_EQ(t2_outer->row.range_depth, 0u);
-  EXPECT_EQ(t2_inner->row.range_depth, 1u);
-  EXPECT_EQ(bad->row.range_depth, 0u);  // thread 102's ranges had ended
-  EXPECT_FALSE(never->row.range_ended);
-  EXPECT_TRUE(outer->row.range_ended);
+  EXPECT_EQ(t2_outer->row.nvtx.depth, 0u);
+  EXPECT_EQ(t2_inner->row.nvtx.depth, 1u);
+  EXPECT_EQ(bad->row.nvtx.depth, 0u);  // thread 102's ranges had ended
+  EXPECT_FALSE(never->row.nvtx.ended);
+  EXPECT_TRUE(outer->row.nvtx.ended);
   EXPECT_EQ(never->row.start, Us(100));
   EXPECT_EQ(never->row.duration, 0u);
   // Ranges are rows of their own: the GPU and API counts are those of the recording's kernels.
@@ -177,7 +177,7 @@ TEST(TraceBuilderNvtxTest, RangeEndedOnAnotherThreadIsAStartEndRange) {
   CollectingSink sink(true);
   const TraceCounts c = Build(dir.path(), &sink);
   ASSERT_EQ(sink.rows.size(), 1u);
-  EXPECT_EQ(sink.rows[0].row.range_kind, RangeKind::kStartEnd);
+  EXPECT_EQ(sink.rows[0].row.nvtx.kind, RangeKind::kStartEnd);
   EXPECT_EQ(sink.rows[0].row.tid, 101u);  // the thread that started it
   EXPECT_FALSE(c.HasWarnings());
 }
@@ -311,20 +311,20 @@ TEST(TraceBuilderNvtxTest, TorchBackwardKernelsTakeTheStepOpenOnTheMainThread) {
     for (const OwnedRow& r : sink.rows)
       if (r.row.type == RowType::kRange && r.name.starts_with("step ")) steps.push_back(&r);
     for (const OwnedRow& r : sink.rows) {
-      if (r.row.type != RowType::kKernel || !r.row.has_api) continue;
+      if (r.row.type != RowType::kKernel || !r.row.api.found) continue;
       // A step label names the step range that held the launch, never a neighbour.
       for (const OwnedRow* s : steps) {
-        if (r.range.starts_with("step ") && s->row.start <= r.row.api_start &&
-            r.row.api_start <= s->row.end) {
-          EXPECT_EQ(r.range, s->name) << "launch at " << r.row.api_start;
+        if (r.range.starts_with("step ") && s->row.start <= r.row.api.start &&
+            r.row.api.start <= s->row.end) {
+          EXPECT_EQ(r.range, s->name) << "launch at " << r.row.api.start;
         }
       }
-      ++t.kernels_by_thread[r.row.api_tid];
+      ++t.kernels_by_thread[r.row.api.tid];
       std::string label = r.range;
       if (label.starts_with("step ")) label = "step N";  // one per step: counted together
       if (!label.empty())
         label = (r.row.range_scope == NvtxScope::kProcess ? "process:" : "thread:") + label;
-      ++t.labels[{r.row.api_tid, label}];
+      ++t.labels[{r.row.api.tid, label}];
     }
     return t;
   };

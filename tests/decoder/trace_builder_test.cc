@@ -32,7 +32,7 @@ struct OwnedRow {
 class CollectingSink : public RowSink {
  public:
   void OnRow(const Row& r) override {
-    rows.push_back({r, std::string(r.name), std::string(r.api_name), std::string(r.annotation)});
+    rows.push_back({r, std::string(r.name), std::string(r.api.name), std::string(r.annotation)});
   }
   std::vector<OwnedRow> rows;
   size_t Count(RowType t) const {
@@ -130,7 +130,7 @@ TEST(TraceBuilderTest, GraphLaunchIsOneApiCallWithManyKernels) {
   ASSERT_EQ(b->sink.Count(RowType::kKernel), 3u);
   for (const auto& r : b->sink.rows) {
     if (r.row.type == RowType::kKernel) {
-      EXPECT_TRUE(r.row.has_api);
+      EXPECT_TRUE(r.row.api.found);
       EXPECT_EQ(r.api_name, "cudaGraphLaunch");
     } else {
       EXPECT_EQ(r.row.launched, 3u);
@@ -261,8 +261,8 @@ void ExpectEachKernelJoinsItsOwnCall(const Built& b, size_t pairs) {
       EXPECT_EQ(r.row.launched, 1u) << "call " << r.row.correlation;
       continue;
     }
-    ASSERT_TRUE(r.row.has_api) << "kernel " << r.row.correlation;
-    EXPECT_EQ(r.row.api_start + 50, r.row.start) << "kernel " << r.row.correlation;
+    ASSERT_TRUE(r.row.api.found) << "kernel " << r.row.correlation;
+    EXPECT_EQ(r.row.api.start + 50, r.row.start) << "kernel " << r.row.correlation;
   }
 }
 
@@ -326,7 +326,7 @@ TEST(TraceBuilderTest, AReusedCorrelationTableHoldsNothingOfTheLastRecording) {
   const auto b = Build(second.path(), 16);
   EXPECT_EQ(b->counts.gpu_without_api, kPairs);
   ASSERT_EQ(b->sink.Count(RowType::kKernel), kPairs);
-  for (const auto& r : b->sink.rows) EXPECT_FALSE(r.row.has_api) << r.row.correlation;
+  for (const auto& r : b->sink.rows) EXPECT_FALSE(r.row.api.found) << r.row.correlation;
   // And the first recording again, through the table the second left.
   ExpectEachKernelJoinsItsOwnCall(*Build(first.path(), 16), kPairs);
 }
@@ -357,7 +357,7 @@ TEST(TraceBuilderTest, ReorderSortsRowsByStartTime) {
   // 100 and 200) keep it, the eight without one stay unjoined.
   for (const auto& r : sorted->sink.rows) {
     if (r.row.type == RowType::kKernel) {
-      EXPECT_EQ(r.row.has_api, r.row.correlation % 100 == 0) << r.row.correlation;
+      EXPECT_EQ(r.row.api.found, r.row.correlation % 100 == 0) << r.row.correlation;
     }
   }
   EXPECT_EQ(sorted->counts.gpu_without_api, 8u);
@@ -509,8 +509,8 @@ TEST(TraceBuilderTest, KernelsLaunchedBeforeAWindowAreMarkedAndNoOthers) {
   std::vector<uint32_t> marked, unjoined;
   for (const auto& r : sink.rows) {
     if (r.row.type != RowType::kKernel) continue;
-    if (r.row.launched_before_window) marked.push_back(r.row.correlation);
-    if (!r.row.has_api) unjoined.push_back(r.row.correlation);
+    if (r.row.api.before_window) marked.push_back(r.row.correlation);
+    if (!r.row.api.found) unjoined.push_back(r.row.correlation);
   }
   std::sort(marked.begin(), marked.end());
   std::sort(unjoined.begin(), unjoined.end());

@@ -23,7 +23,7 @@ class DiscardingSink : public decoder::RowSink {
   // Touches what a report would read, so sanitizers see every view.
   void OnRow(const decoder::Row& row) override {
     for (char c : row.name) sum_ += static_cast<unsigned char>(c);
-    for (char c : row.api_name) sum_ += static_cast<unsigned char>(c);
+    for (char c : row.api.name) sum_ += static_cast<unsigned char>(c);
     for (char c : row.annotation) sum_ += static_cast<unsigned char>(c);
     // Names out of damaged string tables: the short form must never crash or grow.
     if (row.type == decoder::RowType::kKernel) {
@@ -33,7 +33,7 @@ class DiscardingSink : public decoder::RowSink {
     }
     for (char c : row.range) sum_ += static_cast<unsigned char>(c);
     for (char c : row.range_domain) sum_ += static_cast<unsigned char>(c);
-    sum_ += row.duration + row.launched + row.range_depth;
+    sum_ += row.duration + row.launched + row.nvtx.depth;
     ++rows_;
   }
   bool WantsRanges() const override { return true; }  // NVTX rows too (MARKER records)

@@ -119,8 +119,8 @@ void CheckBasic(const CollectingSink& sink) {
   std::vector<std::pair<uint32_t, uint64_t>> copies, want_copies;
   for (const Row* r : RowsOf(sink, RowType::kMemcpy)) {
     std::printf("     memcpy %s copy_kind %u bytes %llu stream %u\n", std::string(r->name).c_str(),
-                r->copy_kind, static_cast<unsigned long long>(r->bytes), r->stream);
-    copies.emplace_back(r->copy_kind, r->bytes);
+                r->copy.kind, static_cast<unsigned long long>(r->bytes), r->stream);
+    copies.emplace_back(r->copy.kind, r->bytes);
   }
   for (const auto& c : gs::kCopies) want_copies.emplace_back(c.copy_kind, c.bytes);
   std::sort(copies.begin(), copies.end());
@@ -229,10 +229,10 @@ void CheckGraph(const Builder& b, const CollectingSink& sink) {
   std::map<std::string, uint64_t> api_names;
   for (const Row* r : nodes) {
     ++per_corr[r->correlation];
-    graph_ids.insert(r->graph_id);
-    if (r->has_api) {
-      ++api_names[std::string(r->api_name)];
-      if (r->api_name == gs::kGraphLaunchApi) ++joined;
+    graph_ids.insert(r->launch.graph_id);
+    if (r->api.found) {
+      ++api_names[std::string(r->api.name)];
+      if (r->api.name == gs::kGraphLaunchApi) ++joined;
     } else {
       ++without_api;
     }
@@ -430,12 +430,12 @@ void CheckMultigpu(const dec::Recording& rec, const CollectingSink& sink,
     const bool ends = HasPeerDevices(r->kind, api);
     std::printf("     memcpy record %s (kind %u) copy_kind %u %s bytes %llu device %u src_device %s "
                 "dst_device %s stream %u correlation %u\n",
-                RecordKindName(r->kind), r->kind, r->copy_kind, dec::MemcpyKindName(r->copy_kind),
+                RecordKindName(r->kind), r->kind, r->copy.kind, dec::MemcpyKindName(r->copy.kind),
                 static_cast<unsigned long long>(r->bytes), r->device,
-                ends ? N(r->src_device).c_str() : "(none)", ends ? N(r->dst_device).c_str() : "(none)",
+                ends ? N(r->copy.src_device).c_str() : "(none)", ends ? N(r->copy.dst_device).c_str() : "(none)",
                 r->stream, r->correlation);
-    if (r->kind == dec::kKindMemcpy2 || r->copy_kind == gs::kPtoP) peer_by_corr[r->correlation].push_back(r);
-    else others.push_back({r->copy_kind, r->bytes, r->device});
+    if (r->kind == dec::kKindMemcpy2 || r->copy.kind == gs::kPtoP) peer_by_corr[r->correlation].push_back(r);
+    else others.push_back({r->copy.kind, r->bytes, r->device});
   }
   std::vector<Triple> peers, want_peers;  // (bytes, src device, dst device)
   uint64_t twice = 0, without_ends = 0;
@@ -450,7 +450,7 @@ void CheckMultigpu(const dec::Recording& rec, const CollectingSink& sink,
       std::printf("     peer copy with correlation id %u reported %zu times: %s\n", corr, rows.size(), what.c_str());
     }
     if (with_ends) {
-      peers.push_back({with_ends->bytes, with_ends->src_device, with_ends->dst_device});
+      peers.push_back({with_ends->bytes, with_ends->copy.src_device, with_ends->copy.dst_device});
     } else {
       ++without_ends;
       std::printf("     peer copy with correlation id %u (%llu bytes) has no MEMCPY2 record: src/dst device "

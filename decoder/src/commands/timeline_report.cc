@@ -73,8 +73,8 @@ class TimelineSink : public RowSink {
       case RowType::kMemset: kind = TimelineActivityKind::kMemset; break;
       case RowType::kMemory:
         if (r.kind != kKindMemory2) return;
-        if (r.memory_op == kMemoryAllocation) kind = TimelineActivityKind::kAllocation;
-        else if (r.memory_op == kMemoryRelease) kind = TimelineActivityKind::kRelease;
+        if (r.memory.op == kMemoryAllocation) kind = TimelineActivityKind::kAllocation;
+        else if (r.memory.op == kMemoryRelease) kind = TimelineActivityKind::kRelease;
         else return;
         break;
       default: return;
@@ -91,7 +91,7 @@ class TimelineSink : public RowSink {
                                      kind == TimelineActivityKind::kAllocation
                                  ? r.bytes
                                  : 0,
-                    .direction = DirectionOf(r.copy_kind),
+                    .direction = DirectionOf(r.copy.kind),
                     .address = r.address});
   }
   uint64_t untimed() const { return untimed_; }

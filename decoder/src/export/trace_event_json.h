@@ -99,8 +99,8 @@ class TraceEventWriter {
                   uint32_t api_pid, uint32_t gpu_pid) {
     out_.Reserve(2 * (kFlowRoom + name.size() + cat.size()));
     char* p = out_.Cursor();
-    p = FlowEnd(p, name, cat, "\",\"ph\":\"s\",\"id\":", id, api_pid, r.api_tid,
-                r.api_wall_start);
+    p = FlowEnd(p, name, cat, "\",\"ph\":\"s\",\"id\":", id, api_pid, r.api.tid,
+                r.api.wall_start);
     p = FlowEnd(p, name, cat, "\",\"ph\":\"f\",\"bp\":\"e\",\"id\":", id, gpu_pid, r.stream,
                 r.wall_start);
     out_.Commit(p);

@@ -41,7 +41,7 @@ struct TraceCounts {
   uint64_t unknown_timestamps = 0;      // GPU/API records with zero, reversed or >= 2^62 times
   uint64_t unresolved_names = 0;        // kernel name pointers with no string entry
   uint64_t gpu_without_api = 0;         // no API record with its correlation id
-  // Of those, inside a trace window and launched before it opened (Row::launched_before_window).
+  // Of those, inside a trace window and launched before it opened (Row::api.before_window).
   uint64_t launched_before_window = 0;
   uint64_t api_without_gpu = 0;         // launch-like... every API row with no GPU activity
   uint64_t duplicate_api_correlation = 0;  // a second API record with a correlation id already held

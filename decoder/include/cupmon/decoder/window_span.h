@@ -16,7 +16,7 @@ struct WindowSpan {
   // none has been read. CUPTI hands out correlation ids in call order, so a GPU record inside the
   // window with a smaller id was launched before the window opened.
   uint32_t first_api_correlation = 0;
-  uint64_t launched_before = 0;  // GPU rows marked Row::launched_before_window in it
+  uint64_t launched_before = 0;  // GPU rows marked Row::api.before_window in it
   // TRIGGER_AUTO (CUPMON_AUTO_WINDOW): the slow step that opened it, from the BEGIN marker.
   uint64_t trigger_step = 0, trigger_step_ns = 0, trigger_median_ns = 0;
   double trigger_factor = 0;

@@ -154,11 +154,11 @@ void ChromeJsonExporter::WriteEvents(const Row& r) {
   out_.PutUint(r.context);
   if (r.type == RowType::kKernel) {
     out_.Put(",\"grid\":\"");
-    out_.PutUint3(r.grid);
+    out_.PutUint3(r.launch.grid);
     out_.Put("\",\"block\":\"");
-    out_.PutUint3(r.block);
+    out_.PutUint3(r.launch.block);
     out_.Put("\",\"registers\":");
-    out_.PutUint(r.registers);
+    out_.PutUint(r.launch.registers);
   } else {
     out_.Put(",\"bytes\":");
     out_.PutUint(r.bytes);
@@ -167,7 +167,7 @@ void ChromeJsonExporter::WriteEvents(const Row& r) {
     out_ << ",\"annotation\":\"";
     out_.Json(r.annotation) << '"';
   }
-  if (r.launched_before_window) out_ << ",\"launched_before_window\":true";
+  if (r.api.before_window) out_ << ",\"launched_before_window\":true";
   if (!r.range.empty()) {
     out_ << ",\"nvtx_range\":\"";
     out_.Json(r.range) << '"';
@@ -176,8 +176,8 @@ void ChromeJsonExporter::WriteEvents(const Row& r) {
   }
   out_ << "}}";
   // A flow arrow from the launch call to this activity (one per activity: graphs fan out).
-  if (r.has_api && r.api_valid_time)
-    ev_.LaunchFlow("launch", "flow", ++flow_id_, r, CpuPid(r.api_pid), gpid);
+  if (r.api.found && r.api.valid_time)
+    ev_.LaunchFlow("launch", "flow", ++flow_id_, r, CpuPid(r.api.pid), gpid);
 }
 
 // An NVTX range: a slice of category "nvtx" on its thread (it nests with the thread's API
@@ -186,7 +186,7 @@ void ChromeJsonExporter::WriteRange(const Row& r) {
   cpu_threads_.insert(r.tid);
   last_tid_ = r.tid;
   const uint32_t pid = CpuPid(r.pid);
-  if (r.range_kind == RangeKind::kMark) {
+  if (r.nvtx.kind == RangeKind::kMark) {
     ev_.Comma();
     out_ << "{\"name\":\"";
     out_.Json(r.name) << "\",\"cat\":\"nvtx\",\"ph\":\"i\",\"s\":\"t\",\"pid\":" << pid
@@ -195,16 +195,16 @@ void ChromeJsonExporter::WriteRange(const Row& r) {
     out_ << ",\"args\":{";
   } else {
     int64_t dur = static_cast<int64_t>(r.duration);
-    if (!r.range_ended && builder_->last_ts())
+    if (!r.nvtx.ended && builder_->last_ts())
       dur = std::max<int64_t>(0, builder_->clock().ToWall(builder_->last_ts()) - r.wall_start);
     ev_.SliceHead(r.name, "nvtx", pid, r.tid, r.wall_start, dur);
   }
-  out_ << "\"depth\":" << r.range_depth << ",\"nvtx\":\"" << RangeKindName(r.range_kind) << '"';
+  out_ << "\"depth\":" << r.nvtx.depth << ",\"nvtx\":\"" << RangeKindName(r.nvtx.kind) << '"';
   if (!r.range_domain.empty()) {
     out_ << ",\"domain\":\"";
     out_.Json(r.range_domain) << '"';
   }
-  if (!r.range_ended) out_ << ",\"unended\":true";
+  if (!r.nvtx.ended) out_ << ",\"unended\":true";
   out_ << "}}";
 }
 

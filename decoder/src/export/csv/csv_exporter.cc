@@ -46,7 +46,7 @@ uint8_t CsvExporter::QuoteFree(uint32_t id, std::string_view name, const Row* ke
 void CsvExporter::Write(const Row& r) {
   const bool api = r.type == RowType::kApi;
   const bool kernel = r.type == RowType::kKernel;
-  const bool api_time = r.has_api && r.api_valid_time;
+  const bool api_time = r.api.found && r.api.valid_time;
   // recording,type,kind,start_ns,end_ns,duration_ns,device,context,stream,correlation_id,
   out_.Reserve(kFixedRoom);
   char* p = out_.Cursor();
@@ -83,39 +83,39 @@ void CsvExporter::Write(const Row& r) {
   const uint8_t quote_free = QuoteFree(r.name_id, r.name, kernel ? &r : nullptr);
   if (quote_free & kNameQuoteFree) out_.CsvPlain(r.name, ',');
   else out_.Csv(r.name) << ',';
-  if (r.api_name.empty() || QuoteFree(r.api_name_id, r.api_name, nullptr) & kNameQuoteFree)
-    out_.CsvPlain(r.api_name, ',');
+  if (r.api.name.empty() || QuoteFree(r.api_name_id, r.api.name, nullptr) & kNameQuoteFree)
+    out_.CsvPlain(r.api.name, ',');
   else
-    out_.Csv(r.api_name) << ',';
+    out_.Csv(r.api.name) << ',';
   // api_start_ns,api_end_ns,pid,tid,return_value,bytes,grid,block,registers,
   out_.Reserve(kFixedRoom);
   p = out_.Cursor();
   if (api_time) {
-    p = times_.Put(p, r.api_wall_start);
+    p = times_.Put(p, r.api.wall_start);
     *p++ = ',';
-    p = times_.Put(p, r.api_wall_end);
+    p = times_.Put(p, r.api.wall_end);
   } else {
     *p++ = ',';
   }
   *p++ = ',';
-  p = FormatUint(p, api ? r.pid : r.api_pid);
+  p = FormatUint(p, api ? r.pid : r.api.pid);
   *p++ = ',';
-  p = FormatUint(p, api ? r.tid : r.api_tid);
+  p = FormatUint(p, api ? r.tid : r.api.tid);
   *p++ = ',';
-  p = FormatUint(p, api ? r.return_value : r.api_return);
+  p = FormatUint(p, api ? r.return_value : r.api.return_value);
   *p++ = ',';
   p = FormatUint(p, r.bytes);
   *p++ = ',';
   if (kernel) {
     for (int i = 0; i < 3; ++i) {
-      p = FormatUint(p, r.grid[i]);
+      p = FormatUint(p, r.launch.grid[i]);
       *p++ = i < 2 ? 'x' : ',';
     }
     for (int i = 0; i < 3; ++i) {
-      p = FormatUint(p, r.block[i]);
+      p = FormatUint(p, r.launch.block[i]);
       *p++ = i < 2 ? 'x' : ',';
     }
-    p = FormatUint(p, r.registers);
+    p = FormatUint(p, r.launch.registers);
   } else {
     p = PutAt(p, ",,");
   }
@@ -130,7 +130,7 @@ void CsvExporter::Write(const Row& r) {
   }
   out_.Reserve(kFixedRoom);
   p = out_.Cursor();
-  if (!api) *p++ = r.launched_before_window ? '1' : '0';
+  if (!api) *p++ = r.api.before_window ? '1' : '0';
   *p++ = ',';
   const char after = rank_ ? ',' : '\n';
   if (!kernel) *p++ = after;

@@ -97,32 +97,32 @@ void JsonlExporter::WriteActivity(const Row& r) {
     p = PutKeyUint(p, ",\"stream\":", r.stream);
     if (r.type == RowType::kKernel) {
       p = PutAt(p, ",\"grid\":[");
-      p = PutUint3At(p, r.grid);
+      p = PutUint3At(p, r.launch.grid);
       p = PutAt(p, "],\"block\":[");
-      p = PutUint3At(p, r.block);
-      p = PutKeyUint(p, "],\"registers\":", r.registers);
-      p = PutKeyUint(p, ",\"static_shared_memory\":", r.static_smem);
-      p = PutKeyUint(p, ",\"dynamic_shared_memory\":", r.dynamic_smem);
+      p = PutUint3At(p, r.launch.block);
+      p = PutKeyUint(p, "],\"registers\":", r.launch.registers);
+      p = PutKeyUint(p, ",\"static_shared_memory\":", r.launch.static_smem);
+      p = PutKeyUint(p, ",\"dynamic_shared_memory\":", r.launch.dynamic_smem);
     } else {
       p = PutKeyUint(p, ",\"bytes\":", r.bytes);
     }
-    if (r.has_api) {
+    if (r.api.found) {
       p = PutAt(p, ",\"api\":{\"name\":\"");
       out_.Commit(p);
-      if (Plain(r.api_name_id, r.api_name, nullptr) & kNamePlain) out_ << r.api_name;
-      else out_.Json(r.api_name);
+      if (Plain(r.api_name_id, r.api.name, nullptr) & kNamePlain) out_ << r.api.name;
+      else out_.Json(r.api.name);
       out_.Reserve(kFixedRoom);
       p = out_.Cursor();
-      p = PutKeyUint(p, "\",\"tid\":", r.api_tid);
-      if (r.api_valid_time) {
+      p = PutKeyUint(p, "\",\"tid\":", r.api.tid);
+      if (r.api.valid_time) {
         p = PutAt(p, ",\"start_ns\":");
-        p = times_.Put(p, r.api_wall_start);
+        p = times_.Put(p, r.api.wall_start);
         p = PutAt(p, ",\"end_ns\":");
-        p = times_.Put(p, r.api_wall_end);
+        p = times_.Put(p, r.api.wall_end);
       }
       *p++ = '}';
     }
-    if (r.launched_before_window) p = PutAt(p, ",\"launched_before_window\":true");
+    if (r.api.before_window) p = PutAt(p, ",\"launched_before_window\":true");
     out_.Commit(p);
     if (!r.range.empty()) {
       out_ << ",\"range\":\"";
@@ -140,16 +140,16 @@ void JsonlExporter::WriteActivity(const Row& r) {
 
 // An NVTX range or mark: end_ns and duration_ns are null for a range never ended.
 void JsonlExporter::WriteRange(const Row& r) {
-  out_ << ",\"nvtx\":\"" << RangeKindName(r.range_kind) << "\",\"name\":\"";
+  out_ << ",\"nvtx\":\"" << RangeKindName(r.nvtx.kind) << "\",\"name\":\"";
   out_.Json(r.name) << "\",\"domain\":\"";
   out_.Json(r.range_domain) << "\",\"pid\":" << r.pid << ",\"tid\":" << r.tid;
   if (r.valid_time) out_ << ",\"start_ns\":" << r.wall_start;
   else out_ << ",\"start_ns\":null";
-  if (r.valid_time && r.range_ended)
+  if (r.valid_time && r.nvtx.ended)
     out_ << ",\"end_ns\":" << r.wall_end << ",\"duration_ns\":" << r.duration;
   else
     out_ << ",\"end_ns\":null,\"duration_ns\":null";
-  out_ << ",\"depth\":" << r.range_depth << "}\n";
+  out_ << ",\"depth\":" << r.nvtx.depth << "}\n";
 }
 
 // A MEMORY2 allocation or release, or a MEMORY_POOL event, as recorded (in delivery order: the
@@ -159,16 +159,16 @@ void JsonlExporter::WriteMemory(const Row& r) {
   static constexpr const char* kOps[] = {"invalid", "allocation", "release"};
   static constexpr const char* kPoolOps[] = {"invalid", "created", "destroyed", "trimmed"};
   out_ << ",\"operation\":";
-  if (!pool && r.memory_op < std::size(kOps)) out_ << '"' << kOps[r.memory_op] << '"';
-  else if (pool && r.memory_op < std::size(kPoolOps)) out_ << '"' << kPoolOps[r.memory_op] << '"';
-  else out_ << uint32_t{r.memory_op};  // not a CUPTI operation type: the number (255: >= 255)
+  if (!pool && r.memory.op < std::size(kOps)) out_ << '"' << kOps[r.memory.op] << '"';
+  else if (pool && r.memory.op < std::size(kPoolOps)) out_ << '"' << kPoolOps[r.memory.op] << '"';
+  else out_ << uint32_t{r.memory.op};  // not a CUPTI operation type: the number (255: >= 255)
   if (r.valid_time) out_ << ",\"ts_ns\":" << r.wall_start;
   else out_ << ",\"ts_ns\":null";
   out_ << ",\"device\":" << r.device << ",\"pid\":" << r.pid << ",\"correlation_id\":"
        << r.correlation << ",\"address\":" << r.address << ",\"bytes\":" << r.bytes
-       << ",\"pool_type\":" << uint32_t{r.pool_type};
+       << ",\"pool_type\":" << uint32_t{r.memory.pool_type};
   if (!pool)
-    out_ << ",\"memory_kind\":\"" << MemoryKindName(r.memory_kind) << "\",\"context\":"
+    out_ << ",\"memory_kind\":\"" << MemoryKindName(r.memory.kind) << "\",\"context\":"
          << r.context << ",\"stream\":" << r.stream << ",\"pool_address\":" << r.pool_address;
   out_ << "}\n";
 }

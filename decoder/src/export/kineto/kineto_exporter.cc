@@ -182,14 +182,14 @@ void KinetoTraceWriter::Write(const Row& r) {
   if (r.type == RowType::kRange) {
     // An NVTX range: a user_annotation on its thread, as Kineto writes record_function ranges.
     // Marks (no duration) and ranges never ended are left out.
-    if (r.range_kind == RangeKind::kMark || !r.range_ended) return;
+    if (r.nvtx.kind == RangeKind::kMark || !r.nvtx.ended) return;
     if (!started_) Header(r.wall_start);
     ++rows_;
     cpu_threads_.emplace(r.pid, r.tid);
     last_cpu_ = {r.pid, r.tid};
     ev_.SliceHead(r.name, "user_annotation", r.pid, r.tid, r.wall_start,
                   static_cast<int64_t>(r.duration));
-    out_ << "\"nvtx\":true,\"depth\":" << r.range_depth << "}}";
+    out_ << "\"nvtx\":true,\"depth\":" << r.nvtx.depth << "}}";
     out_.EndRow();
     return;
   }
@@ -226,9 +226,11 @@ void KinetoTraceWriter::Write(const Row& r) {
     last_gpu_ = {r.device, r.stream};
   }
   const uint32_t gpid = GpuPid(r.device);
-  const std::string_view name = r.type == RowType::kKernel   ? r.name
-                                : r.type == RowType::kMemset ? std::string_view("Memset")
-                                : memcpy_names_[r.copy_kind < std::size(memcpy_names_) ? r.copy_kind : 0];
+  const std::string_view name =
+      r.type == RowType::kKernel ? r.name
+      : r.type == RowType::kMemset
+          ? std::string_view("Memset")
+          : memcpy_names_[r.copy.kind < std::size(memcpy_names_) ? r.copy.kind : 0];
   const std::string_view cat = r.type == RowType::kKernel   ? kCatKernel
                                : r.type == RowType::kMemcpy ? kCatMemcpy
                                                             : kCatMemset;
@@ -242,12 +244,13 @@ void KinetoTraceWriter::Write(const Row& r) {
   p = PutKeyUint(p, ",\"stream\":", r.stream);
   p = PutKeyUint(p, ",\"correlation\":", r.correlation);
   if (r.type == RowType::kKernel) {
-    p = PutKeyUint(p, ",\"registers per thread\":", r.registers);
-    p = PutKeyUint(p, ",\"shared memory\":", r.static_smem + r.dynamic_smem);  // as 32 bits
+    p = PutKeyUint(p, ",\"registers per thread\":", r.launch.registers);
+    p = PutKeyUint(p, ",\"shared memory\":",
+                   r.launch.static_smem + r.launch.dynamic_smem);  // as 32 bits
     p = PutAt(p, ",\"grid\":[");
-    p = PutUint3At(p, r.grid);
+    p = PutUint3At(p, r.launch.grid);
     p = PutAt(p, "],\"block\":[");
-    p = PutUint3At(p, r.block);
+    p = PutUint3At(p, r.launch.block);
     *p++ = ']';
   } else {
     // GB/s = bytes per ns, as Kineto computes it; 0 for a zero duration (Kineto: "N/A").
@@ -257,10 +260,10 @@ void KinetoTraceWriter::Write(const Row& r) {
     p = PutAt(p, ",\"memory bandwidth (GB/s)\":");
     p = std::to_chars(p, p + 32, gbps).ptr;  // shortest form: at most 24 bytes
   }
-  if (r.launched_before_window) p = PutAt(p, ",\"launched_before_window\":true");
+  if (r.api.before_window) p = PutAt(p, ",\"launched_before_window\":true");
   out_.Commit(PutAt(p, "}}"));
-  if (r.has_api && r.api_valid_time) ev_.LaunchFlow(kFlow, kFlow, ++flow_id_, r, r.api_pid, gpid);
-  if (options_.synthetic_launches && !r.has_api && r.correlation) {
+  if (r.api.found && r.api.valid_time) ev_.LaunchFlow(kFlow, kFlow, ++flow_id_, r, r.api.pid, gpid);
+  if (options_.synthetic_launches && !r.api.found && r.correlation) {
     // No launch record (always-on recordings keep few): HTA gives a GPU event the iteration of
     // its correlated CPU event only, so a marked stand-in at the activity's start lets it take
     // the iteration of the step it starts in. Zero duration and a category of cupmon's own:

@@ -164,12 +164,12 @@ void PerfettoExporter::Write(const Row& r) {
       AnnotateUint(w, kAnnBytes, r.bytes);
     }
     if (!r.annotation.empty()) AnnotateString(w, kAnnAnnotation, r.annotation);
-    if (r.launched_before_window) AnnotateUint(w, kAnnLaunchedBeforeWindow, 1);
+    if (r.api.before_window) AnnotateUint(w, kAnnLaunchedBeforeWindow, 1);
     if (!r.range.empty()) {
       AnnotateString(w, kAnnNvtxRange, r.range);
       if (r.range_scope == NvtxScope::kProcess) AnnotateString(w, kAnnNvtxScope, "process");
     }
-    if (r.has_api && r.api_valid_time) {
+    if (r.api.found && r.api.valid_time) {
       FlowSlot& slot = flow_slots_[r.correlation & (kFlowSlots - 1)];
       if (!slot.used || slot.correlation != r.correlation) slot = FlowSlot{r.correlation, 0, true};
       const uint32_t k = slot.next++;
@@ -191,9 +191,9 @@ void PerfettoExporter::WriteRange(const Row& r) {
   const uint64_t last = builder_->last_ts();
   const int64_t last_wall = last ? builder_->clock().ToWall(last) : start;
   const int64_t end =
-      r.range_ended ? start + static_cast<int64_t>(r.duration) : std::max(start, last_wall);
+      r.nvtx.ended ? start + static_cast<int64_t>(r.duration) : std::max(start, last_wall);
   uint64_t track;
-  if (r.range_kind == RangeKind::kStartEnd) {
+  if (r.nvtx.kind == RangeKind::kStartEnd) {
     // Ended on another thread: on the thread's range track.
     track = tracks_.LaneFor(tracks_.Ranges(tracks_.PidOf(r.pid), r.tid), start, end);
   } else {
@@ -215,14 +215,14 @@ void PerfettoExporter::WriteRange(const Row& r) {
     w.EndNested(at);
   }
   const size_t ev = w.BeginNested(kPacketTrackEvent);
-  const bool mark = r.range_kind == RangeKind::kMark;
+  const bool mark = r.nvtx.kind == RangeKind::kMark;
   w.Varint(kEventType, mark ? kInstant : kSliceBegin);
   w.Varint(kEventTrackUuid, track);
   w.Varint(kEventNameIid, name_iid);
   w.Varint(kEventCategoryIids, kCatNvtx);
   if (!r.range_domain.empty()) AnnotateString(w, kAnnDomain, r.range_domain);
-  AnnotateUint(w, kAnnDepth, r.range_depth);
-  if (!r.range_ended) AnnotateUint(w, kAnnUnended, 1);
+  AnnotateUint(w, kAnnDepth, r.nvtx.depth);
+  if (!r.nvtx.ended) AnnotateUint(w, kAnnUnended, 1);
   w.EndNested(ev);
   packets_.Finish();
   if (!mark) ends_.Add(end, track);

@@ -11,10 +11,10 @@ namespace {
 // "grid 256,1,1 block 128,1,1 registers 32".
 std::string LaunchText(const Row& r) {
   std::string s = "grid ";
-  for (int i = 0; i < 3; ++i) s += std::to_string(r.grid[i]) + (i < 2 ? "," : "");
+  for (int i = 0; i < 3; ++i) s += std::to_string(r.launch.grid[i]) + (i < 2 ? "," : "");
   s += " block ";
-  for (int i = 0; i < 3; ++i) s += std::to_string(r.block[i]) + (i < 2 ? "," : "");
-  return s + " registers " + std::to_string(r.registers);
+  for (int i = 0; i < 3; ++i) s += std::to_string(r.launch.block[i]) + (i < 2 ? "," : "");
+  return s + " registers " + std::to_string(r.launch.registers);
 }
 
 }  // namespace

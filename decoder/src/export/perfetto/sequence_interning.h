@@ -34,8 +34,8 @@ class SequenceInterning {
   // The string iid of a kernel's launch shape; *fresh when it is new (InternLaunch in this
   // packet).
   uint64_t LaunchIid(const Row& r, bool* fresh) {
-    const LaunchKey key{
-        {r.grid[0], r.grid[1], r.grid[2], r.block[0], r.block[1], r.block[2], r.registers}};
+    const LaunchKey key{{r.launch.grid[0], r.launch.grid[1], r.launch.grid[2], r.launch.block[0],
+                         r.launch.block[1], r.launch.block[2], r.launch.registers}};
     auto [it, inserted] = launches_.try_emplace(key, next_launch_iid_);
     if (inserted) {
       ++next_launch_iid_;

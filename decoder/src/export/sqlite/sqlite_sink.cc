@@ -204,29 +204,30 @@ void SqliteSink::Write(const Row& r) {
       c[7] = n.demangled;
       c[8] = n.short_name;
       c[9] = n.mangled ? n.mangled : kNull;
-      c[10] = r.registers;
-      c[11] = r.grid[0];
-      c[12] = r.grid[1];
-      c[13] = r.grid[2];
-      c[14] = r.block[0];
-      c[15] = r.block[1];
-      c[16] = r.block[2];
-      c[17] = r.static_smem;
-      c[18] = r.dynamic_smem;
-      c[19] = r.graph_id ? r.graph_id : kNull;  // CUPTI: 0 when not launched by a graph
+      c[10] = r.launch.registers;
+      c[11] = r.launch.grid[0];
+      c[12] = r.launch.grid[1];
+      c[13] = r.launch.grid[2];
+      c[14] = r.launch.block[0];
+      c[15] = r.launch.block[1];
+      c[16] = r.launch.block[2];
+      c[17] = r.launch.static_smem;
+      c[18] = r.launch.dynamic_smem;
+      // CUPTI: 0 when not launched by a graph
+      c[19] = r.launch.graph_id ? r.launch.graph_id : kNull;
       break;
     }
     case RowType::kMemcpy: {
       rank_.NoteDevice(r.context, r.device);
       c = batches_.NewRow(kMemcpy);
       c[7] = static_cast<int64_t>(r.bytes);
-      c[8] = r.copy_kind;
-      c[9] = nsys::MemKind(r.src_kind);
-      c[10] = nsys::MemKind(r.dst_kind);
+      c[8] = r.copy.kind;
+      c[9] = nsys::MemKind(r.copy.src_kind);
+      c[10] = nsys::MemKind(r.copy.dst_kind);
       // Only peer-to-peer copies (CUpti_ActivityMemcpyPtoP) name their source and destination.
       const bool peer = r.kind == kKindMemcpy2;
-      c[11] = peer ? r.src_device : kNull;
-      c[12] = peer ? r.dst_device : kNull;
+      c[11] = peer ? r.copy.src_device : kNull;
+      c[12] = peer ? r.copy.dst_device : kNull;
       break;
     }
     case RowType::kMemset:
@@ -270,9 +271,9 @@ void SqliteSink::Write(const Row& r) {
       if (device < 0) ++rank_.sync_unknown_device;
       c = batches_.NewRow(kSync);
       c[2] = device;
-      c[7] = r.sync_type;
-      c[8] = r.event_id;
-      c[9] = static_cast<int64_t>(r.event_sync_id);
+      c[7] = r.sync.type;
+      c[8] = r.sync.event_id;
+      c[9] = static_cast<int64_t>(r.sync.event_sync_id);
       break;
     }
   }
@@ -312,15 +313,15 @@ void SqliteSink::WriteRange(const Row& r) {
     it->second.start = std::min(it->second.start, Rel(r.wall_start));
     domain = it->second.id;
   }
-  const bool mark = r.range_kind == RangeKind::kMark;
+  const bool mark = r.nvtx.kind == RangeKind::kMark;
   const int64_t name = strings_.Id(r.name);
   int64_t* c = batches_.NewRow(kNvtx);
   c[0] = Rel(r.wall_start);
-  c[1] = mark || !r.range_ended ? kNull : Rel(r.wall_end);
-  c[2] = mark                                      ? nsys::kEventTypeNvtxMark
-         : r.range_kind == RangeKind::kStartEnd ? nsys::kEventTypeNvtxStartEndRange
-                                                  : nsys::kEventTypeNvtxPushPopRange;
-  c[3] = mark ? kNull : r.range_id;
+  c[1] = mark || !r.nvtx.ended ? kNull : Rel(r.wall_end);
+  c[2] = mark                                  ? nsys::kEventTypeNvtxMark
+         : r.nvtx.kind == RangeKind::kStartEnd ? nsys::kEventTypeNvtxStartEndRange
+                                               : nsys::kEventTypeNvtxPushPopRange;
+  c[3] = mark ? kNull : r.nvtx.id;
   c[4] = tid;
   c[5] = name;
   c[6] = domain;
@@ -341,7 +342,7 @@ void SqliteSink::Annotate(const Row& r) {
   ++a.rows;
   // One row per call: from its API row, or from GPU work whose launch call is not in the export.
   if ((r.type == RowType::kApi && !r.nested && !r.duplicate) ||
-      (r.type != RowType::kApi && r.type != RowType::kSynchronization && !r.has_api)) {
+      (r.type != RowType::kApi && r.type != RowType::kSynchronization && !r.api.found)) {
     int64_t* c = batches_.NewRow(kCorrelationAnnotations);
     c[0] = rank_.global_pid;
     c[1] = r.correlation;
