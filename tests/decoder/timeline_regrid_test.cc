@@ -96,53 +96,47 @@ std::vector<TimelineActivity> RandomActivities(uint32_t seed, size_t n) {
   return out;
 }
 
-TEST(TimelineRegridTest, EverySizeMatchesABuilderOfThatSize) {
-  const std::vector<uint64_t> sizes = {1 * kUs,  2 * kUs,  5 * kUs,   10 * kUs,
-                                       20 * kUs, 50 * kUs, 100 * kUs, 200 * kUs};
-  for (uint32_t seed = 1; seed <= 20; ++seed) {
-    SCOPED_TRACE(testing::Message() << "seed " << seed);
-    const std::vector<TimelineActivity> in = RandomActivities(seed, 3000);
-    TimelineRegrid regrid(TimelineOptions{kUs, 100'000'000, 1 << 16}, sizes);
-    for (const TimelineActivity& a : in) regrid.Add(a);
-    regrid.Finish();
-    for (uint64_t size : sizes) {
-      TimelineCounts want_counts;
-      const auto want = Direct(in, size, 1 << 16, 100'000'000, &want_counts);
-      std::optional<TimelineRegrid::Result> got = regrid.Take(size, 100'000'000);
-      ASSERT_TRUE(got.has_value()) << "size " << size;
-      ASSERT_EQ(got->buckets.size(), want.size());
-      for (const auto& [device, rows] : want)
-        ExpectSameRows(rows, got->buckets[device], size, device);
-      EXPECT_EQ(got->counts.activities, want_counts.activities);
-      EXPECT_EQ(got->counts.rows, want_counts.rows);
-      EXPECT_EQ(got->counts.late, 0u);
-      EXPECT_EQ(want_counts.late, 0u);
-      EXPECT_EQ(got->counts.late_busy_ns_missed, want_counts.late_busy_ns_missed);
-      EXPECT_EQ(got->counts.kernel_busy_ns_missed, want_counts.kernel_busy_ns_missed);
-      EXPECT_EQ(got->counts.unknown_releases, want_counts.unknown_releases);
-      EXPECT_GT(want_counts.unknown_releases, 0u);
-      EXPECT_FALSE(got->counts.too_many_rows);
-    }
-  }
-}
-
-// Fine buckets of 10 us summed into 1 ms ones, over a random stream of a few seconds: the size a
-// report of such a span takes.
-TEST(TimelineRegridTest, CoarseSizesOverALongerSpanMatchToo) {
-  const std::vector<uint64_t> sizes = {1000 * kUs, 2000 * kUs, 5000 * kUs};
-  const std::vector<TimelineActivity> in = RandomActivities(99, 200000);
-  TimelineRegrid regrid(TimelineOptions{10 * kUs, 100'000'000, 1 << 16}, sizes);
+// Sums `in` into each of `sizes` over fine buckets of `fine` ns, and compares every row and count
+// with a builder of that size fed `in` (both with the default reorder window).
+void ExpectEverySizeMatches(const std::vector<TimelineActivity>& in, uint64_t fine,
+                            const std::vector<uint64_t>& sizes) {
+  TimelineRegrid regrid(TimelineOptions{fine, 100'000'000, 1 << 16}, sizes);
   for (const TimelineActivity& a : in) regrid.Add(a);
   regrid.Finish();
   for (uint64_t size : sizes) {
     TimelineCounts want_counts;
     const auto want = Direct(in, size, 1 << 16, 100'000'000, &want_counts);
     std::optional<TimelineRegrid::Result> got = regrid.Take(size, 100'000'000);
-    ASSERT_TRUE(got.has_value());
+    ASSERT_TRUE(got.has_value()) << "size " << size;
+    ASSERT_EQ(got->buckets.size(), want.size());
     for (const auto& [device, rows] : want)
       ExpectSameRows(rows, got->buckets[device], size, device);
+    EXPECT_EQ(got->counts.activities, want_counts.activities);
     EXPECT_EQ(got->counts.rows, want_counts.rows);
+    EXPECT_EQ(got->counts.late, 0u);
+    EXPECT_EQ(want_counts.late, 0u);
+    EXPECT_EQ(got->counts.late_busy_ns_missed, want_counts.late_busy_ns_missed);
+    EXPECT_EQ(got->counts.kernel_busy_ns_missed, want_counts.kernel_busy_ns_missed);
+    EXPECT_EQ(got->counts.unknown_releases, want_counts.unknown_releases);
+    EXPECT_GT(want_counts.unknown_releases, 0u);
+    EXPECT_FALSE(got->counts.too_many_rows);
   }
+}
+
+TEST(TimelineRegridTest, EverySizeMatchesABuilderOfThatSize) {
+  for (uint32_t seed = 1; seed <= 20; ++seed) {
+    SCOPED_TRACE(testing::Message() << "seed " << seed);
+    ExpectEverySizeMatches(
+        RandomActivities(seed, 3000), kUs,
+        {1 * kUs, 2 * kUs, 5 * kUs, 10 * kUs, 20 * kUs, 50 * kUs, 100 * kUs, 200 * kUs});
+  }
+}
+
+// Fine buckets of 10 us summed into 1 ms ones, over a random stream of a few seconds: the size a
+// report of such a span takes.
+TEST(TimelineRegridTest, CoarseSizesOverALongerSpanMatchToo) {
+  ExpectEverySizeMatches(RandomActivities(99, 200000), 10 * kUs,
+                         {1000 * kUs, 2000 * kUs, 5000 * kUs});
 }
 
 TEST(TimelineRegridTest, AnActivityLateForItsFineBucketIsRefused) {
