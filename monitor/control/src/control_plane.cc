@@ -46,6 +46,27 @@ namespace {
 namespace asio = boost::asio;
 using Stream = asio::local::stream_protocol;
 
+// `reply` with every string field made UTF-8 (ToValidUtf8): the status carries the process's
+// command line, paths and job id as they are, and an error may quote a path.
+pb::ControlReply WithUtf8Text(const pb::ControlReply& reply) {
+  pb::ControlReply out = reply;
+  auto fix = [](std::string* text) {
+    if (!IsValidUtf8(*text)) *text = ToValidUtf8(*text);
+  };
+  fix(out.mutable_error());
+  fix(out.mutable_message());
+  if (out.has_status()) {
+    pb::StatusReply* s = out.mutable_status();
+    fix(s->mutable_version());
+    fix(s->mutable_current_file());
+    fix(s->mutable_output_dir());
+    fix(s->mutable_job_id());
+    for (std::string& kind : *s->mutable_enabled_kinds()) fix(&kind);
+    for (std::string& arg : *s->mutable_command_line()) fix(&arg);
+  }
+  return out;
+}
+
 pb::ControlReply ErrorReply(std::string message) {
   pb::ControlReply reply;
   reply.set_ok(false);
@@ -210,7 +231,7 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void Send(const pb::ControlReply& reply, bool close_after) {
-    out_ = EncodeFrame(reply);
+    out_ = EncodeFrame(WithUtf8Text(reply));
     ArmDeadline();  // a peer that never reads cannot hold the connection forever either
     asio::async_write(socket_, asio::buffer(out_),
                       [self = shared_from_this(), close_after](const boost::system::error_code& ec,

@@ -29,38 +29,63 @@ uint32_t DecodeLengthPrefix(const unsigned char (&prefix)[kLengthPrefixBytes]) {
          (static_cast<uint32_t>(prefix[2]) << 16) | (static_cast<uint32_t>(prefix[3]) << 24);
 }
 
+namespace {
+// The length of the RFC 3629 UTF-8 sequence at p (before end), or 0 when none starts there.
+size_t Utf8SequenceAt(const unsigned char* p, const unsigned char* end) {
+  const unsigned char c = *p;
+  if (c < 0x80) return 1;
+  size_t n = 0;
+  unsigned char lo = 0x80, hi = 0xBF;  // allowed range of the second byte
+  if (c >= 0xC2 && c <= 0xDF) {
+    n = 1;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    n = 2;
+    if (c == 0xE0) lo = 0xA0;  // overlong
+    if (c == 0xED) hi = 0x9F;  // surrogates
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    n = 3;
+    if (c == 0xF0) lo = 0x90;  // overlong
+    if (c == 0xF4) hi = 0x8F;  // above U+10FFFF
+  } else {
+    return 0;
+  }
+  if (static_cast<size_t>(end - p) <= n) return 0;
+  if (p[1] < lo || p[1] > hi) return 0;
+  for (size_t i = 2; i <= n; ++i) {
+    if (p[i] < 0x80 || p[i] > 0xBF) return 0;
+  }
+  return n + 1;
+}
+}  // namespace
+
 bool IsValidUtf8(std::string_view text) {
   const auto* p = reinterpret_cast<const unsigned char*>(text.data());
   const auto* end = p + text.size();
   while (p < end) {
-    const unsigned char c = *p;
-    if (c < 0x80) {
+    const size_t n = Utf8SequenceAt(p, end);
+    if (n == 0) return false;
+    p += n;
+  }
+  return true;
+}
+
+std::string ToValidUtf8(std::string_view text) {
+  if (IsValidUtf8(text)) return std::string(text);
+  std::string out;
+  out.reserve(text.size() + 8);
+  const auto* p = reinterpret_cast<const unsigned char*>(text.data());
+  const auto* end = p + text.size();
+  while (p < end) {
+    const size_t n = Utf8SequenceAt(p, end);
+    if (n == 0) {
+      out += "\xEF\xBF\xBD";  // U+FFFD REPLACEMENT CHARACTER
       ++p;
       continue;
     }
-    size_t n = 0;
-    unsigned char lo = 0x80, hi = 0xBF;  // allowed range of the second byte
-    if (c >= 0xC2 && c <= 0xDF) {
-      n = 1;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-      n = 2;
-      if (c == 0xE0) lo = 0xA0;  // overlong
-      if (c == 0xED) hi = 0x9F;  // surrogates
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      n = 3;
-      if (c == 0xF0) lo = 0x90;  // overlong
-      if (c == 0xF4) hi = 0x8F;  // above U+10FFFF
-    } else {
-      return false;
-    }
-    if (static_cast<size_t>(end - p) <= n) return false;
-    if (p[1] < lo || p[1] > hi) return false;
-    for (size_t i = 2; i <= n; ++i) {
-      if (p[i] < 0x80 || p[i] > 0xBF) return false;
-    }
-    p += n + 1;
+    out.append(reinterpret_cast<const char*>(p), n);
+    p += n;
   }
-  return true;
+  return out;
 }
 
 bool ControlRequestParsesQuietly(std::string_view body) {

@@ -45,6 +45,35 @@ TEST_F(ControlPlaneTest, StatusRoundTrip) {
   EXPECT_EQ(Counters().requests, 1u);
 }
 
+// A job whose argument, path or job id is not UTF-8 (a Latin-1 file name): the client still
+// parses the replies, each such byte reads as U+FFFD, and libprotobuf writes nothing into the
+// job's stderr.
+TEST_F(ControlPlaneTest, ProcessTextThatIsNotUtf8ReachesTheClientReadable) {
+  const std::string latin1 = "/data/caf\xE9 \xFF\xC3";
+  const std::string shown = "/data/caf\xEF\xBF\xBD \xEF\xBF\xBD\xEF\xBF\xBD";
+  {
+    std::lock_guard lock(target_.mu);
+    target_.process_text = latin1;
+    target_.open_error = "cannot write " + latin1;
+  }
+  ASSERT_TRUE(StartPlane().has_value());
+  ::testing::internal::CaptureStderr();
+  auto status = Send(StatusRequest());
+  pb::ControlRequest open;
+  open.mutable_open_window()->set_duration_ms(100);
+  auto refused = Send(open);
+  const std::string stderr_text = ::testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(status.has_value()) << status.error().message;
+  EXPECT_EQ(status->status().current_file(), shown);
+  ASSERT_EQ(status->status().command_line_size(), 1);
+  EXPECT_EQ(status->status().command_line(0), shown);
+  EXPECT_EQ(status->status().job_id(), shown);
+  ASSERT_TRUE(refused.has_value()) << refused.error().message;
+  EXPECT_FALSE(refused->ok());
+  EXPECT_EQ(refused->error(), "cannot write " + shown);
+  EXPECT_EQ(stderr_text, "");
+}
+
 TEST_F(ControlPlaneTest, OpenCloseFlushRotateReachTheTarget) {
   ASSERT_TRUE(StartPlane().has_value());
   pb::ControlRequest open;

@@ -43,6 +43,11 @@ class FakeTarget : public ControlTarget {
     status.set_window_open(window_open);
     status.set_window_id(window_open ? next_id - 1 : 0);
     status.add_enabled_kinds("CONCURRENT_KERNEL");
+    if (process_text) {
+      status.set_current_file(*process_text);
+      status.add_command_line(*process_text);
+      status.set_job_id(*process_text);
+    }
     return status;
   }
   Expected<uint32_t> OpenWindow(const WindowRequest& request) override {
@@ -93,6 +98,8 @@ class FakeTarget : public ControlTarget {
   bool window_open = false;
   uint32_t next_id = 1;
   std::optional<std::string> open_error;
+  // Set: the status's current file, command line and job id hold it (text of the process).
+  std::optional<std::string> process_text;
   bool throw_on_flush = false;
 };
 

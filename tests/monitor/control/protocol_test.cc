@@ -126,6 +126,19 @@ TEST(ProtocolTest, Utf8IsCheckedAsRfc3629) {
   EXPECT_FALSE(IsValidUtf8("a\x80"));             // lone continuation byte
 }
 
+TEST(ProtocolTest, TextIsMadeUtf8ByteByByte) {
+  EXPECT_EQ(ToValidUtf8(""), "");
+  EXPECT_EQ(ToValidUtf8("caf\xc3\xa9 \xf0\x9f\x98\x80"), "caf\xc3\xa9 \xf0\x9f\x98\x80");  // as is
+  const std::string fffd = "\xef\xbf\xbd";
+  EXPECT_EQ(ToValidUtf8("caf\xe9"), "caf" + fffd);             // Latin-1
+  EXPECT_EQ(ToValidUtf8("\xc0\xaf"), fffd + fffd);             // overlong: each byte
+  EXPECT_EQ(ToValidUtf8("\xed\xa0\x80"), fffd + fffd + fffd);  // a surrogate
+  EXPECT_EQ(ToValidUtf8("ab\xe2\x82"), "ab" + fffd + fffd);    // cut short at the end
+  EXPECT_EQ(ToValidUtf8("\xff\xc3\xa9"), fffd + "\xc3\xa9");   // a valid sequence after a bad byte
+  for (const char* text : {"caf\xe9", "\xc0\xaf", "\xed\xa0\x80", "ab\xe2\x82", "\xff\xc3\xa9"})
+    EXPECT_TRUE(IsValidUtf8(ToValidUtf8(text))) << text;
+}
+
 TEST(ProtocolTest, RequestsWithInvalidUtf8KindsDoNotParseQuietly) {
   pb::ControlRequest request;
   request.mutable_open_window()->set_duration_ms(100);

@@ -46,6 +46,11 @@ bool ControlRequestParsesQuietly(std::string_view body);
 
 // RFC 3629 UTF-8: no overlong forms, no surrogates, nothing above U+10FFFF.
 bool IsValidUtf8(std::string_view text);
+// `text` with each byte that starts no valid UTF-8 sequence replaced by U+FFFD: what a reply's
+// string field may carry of text the process or its environment gave (a Latin-1 path, argument
+// or job id). Protobuf logs an error into the application's stderr when it serialises a string
+// field that is not UTF-8, and the client refuses to parse it.
+std::string ToValidUtf8(std::string_view text);
 
 // SO_PEERCRED policy: a peer may talk to the monitor when it runs as the monitor's effective uid or as
 // root. Everyone else is refused.
