@@ -35,9 +35,10 @@ namespace cupmon::decoder {
 // A file without a good footer, or whose index is not complete and in order (entries from the
 // first byte, each with room for a chunk header before the next one or the footer), is read whole.
 // Chunk headers are checked where chunks are read.
-// True when CUPMON_READ_ALL=1 is set: the files' chunk indexes serve no shortcut, neither a
-// ranged read (RangePlan) nor `report`'s one read (its bucket sizes), so that what a shortcut
-// gives can be compared with the reads it saves.
+// True when CUPMON_READ_ALL=1 is set: no read is saved, neither by the files' chunk indexes (a
+// ranged read, RangePlan; `report`'s bucket sizes) nor by finding the steps in the read that
+// takes the rows (`report`, `diff`), so that what a shortcut gives can be compared with the reads
+// it saves.
 bool ReadAllForced();
 
 class RangePlan {

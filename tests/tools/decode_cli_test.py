@@ -420,6 +420,15 @@ class DecodeCliTest(unittest.TestCase):
                 self.assertEqual(r.returncode, 0, r.stderr)
             r = decode("diff", base, slow, "--fail-above", "5")
             self.assertEqual(r.returncode, 3, r.stderr)
+            # Each side read once (its steps found with its rows) says what reads that find the
+            # steps first say (CUPMON_READ_ALL=1), in every format.
+            for fmt in ("table", "jsonl", "csv"):
+                one = decode("diff", base, slow, "--format", fmt)
+                two = subprocess.run([DECODE, "diff", base, slow, "--format", fmt],
+                                     capture_output=True, text=True, timeout=120,
+                                     env=dict(os.environ, CUPMON_READ_ALL="1"))
+                self.assertEqual((one.returncode, one.stdout, one.stderr),
+                                 (two.returncode, two.stdout, two.stderr), fmt)
             rows = r.stdout.split("  name\n", 1)[1].splitlines()
             self.assertIn("+100.0%", rows[0])
             self.assertIn("gemm_wgrad(float const*, float const*, float*)", rows[0])

@@ -1,6 +1,7 @@
-// `cupmon-decode diff A B`: one TraceBuilder pass and one FindSteps pass per recording of each
-// side; per-name statistics in bounded memory (DurationHistogram), step times side by side, the
-// verdict and the --fail-above gate.
+// `cupmon-decode diff A B`: one TraceBuilder pass per recording of each side, which also finds its
+// steps where the side takes them all (else a FindSteps pass first); per-name statistics in
+// bounded memory (DurationHistogram), step times side by side, the verdict and the --fail-above
+// gate.
 #include "cupmon/decoder/commands.h"
 
 #include <algorithm>
@@ -21,7 +22,9 @@
 #include "cupmon/decoder/steps.h"
 #include "cupmon/decoder/trace_builder.h"
 #include "commands/rank_pass.h"
+#include "commands/step_gpu_time.h"
 #include "memory_room.h"
+#include "ranged_read.h"
 #include "report_text.h"
 #include "text/csv.h"
 #include "text/json.h"
@@ -105,7 +108,7 @@ uint64_t DurationHistogram::Quantile(double q) const {
 
 namespace {
 
-constexpr size_t kTypes = 3;  // kernel, memcpy, memset (RowType's first three)
+constexpr size_t kTypes = StepGpuTime::kTypes;
 const char* const kTypeNames[kTypes] = {"kernel", "memcpy", "memset"};
 
 struct NameStats {
@@ -124,11 +127,10 @@ struct NameStats {
   }
 };
 
-// Collects one recording's GPU rows by name id, and their time per step (rows are placed in the
-// step whose start is the latest at or before theirs).
+// Collects one recording's GPU rows by name id, and their time in its steps (StepGpuTime).
 class DiffSink : public RowSink {
  public:
-  explicit DiffSink(const std::vector<Step>& steps) : steps_(steps), in_step_(steps.size()) {}
+  explicit DiffSink(StepGpuTime steps) : steps_(std::move(steps)) {}
 
   void OnRow(const Row& row) override {
     if (row.type != RowType::kKernel && row.type != RowType::kMemcpy &&
@@ -145,41 +147,18 @@ class DiffSink : public RowSink {
     if (row.type == RowType::kMemcpy) s.bytes += row.bytes;
     s.durations.Add(row.duration);
     ++rows_;
-    if (!steps_.empty()) Place(row);
+    steps_.Add(row.start, row.duration, static_cast<size_t>(row.type));
   }
   bool NeedsWallTimes() const override { return false; }
 
   const std::vector<NameStats>& stats() const { return stats_; }
-  // Per step: summed durations by type of the rows placed in it.
-  const std::vector<std::array<uint64_t, kTypes>>& in_step() const { return in_step_; }
+  StepGpuTime& steps() { return steps_; }
+  const StepGpuTime& steps() const { return steps_; }
   uint64_t rows() const { return rows_; }
 
  private:
-  void Place(const Row& row) {
-    const uint64_t t = row.start;
-    if (t < steps_.front().start || t > steps_.back().end) return;
-    // Rows come nearly in start order: try the step of the previous row and the next one first.
-    size_t i = cursor_;
-    const auto fits = [&](size_t k) {
-      return steps_[k].start <= t && (k + 1 == steps_.size() || t < steps_[k + 1].start);
-    };
-    if (!fits(i)) {
-      if (i + 1 < steps_.size() && fits(i + 1)) {
-        ++i;
-      } else {
-        auto it = std::upper_bound(steps_.begin(), steps_.end(), t,
-                                   [](uint64_t v, const Step& s) { return v < s.start; });
-        i = static_cast<size_t>(it - steps_.begin()) - 1;
-      }
-    }
-    cursor_ = i;
-    in_step_[i][static_cast<size_t>(row.type)] += row.duration;
-  }
-
-  const std::vector<Step>& steps_;
-  std::vector<std::array<uint64_t, kTypes>> in_step_;
+  StepGpuTime steps_;
   std::vector<NameStats> stats_;
-  size_t cursor_ = 0;
   uint64_t rows_ = 0;
 };
 
@@ -316,28 +295,49 @@ std::string StepKey(const Recording& rec) {
 struct SideRankRead {
   std::unique_ptr<StepList> own_steps;
   const StepList* steps = nullptr;
+  std::unique_ptr<StepFinder> finder;  // fed by `builder` (OneRead): it outlives the builder
   std::unique_ptr<DiffSink> sink;
   std::unique_ptr<TraceBuilder> builder;
   ReadIntegrity integrity;
 };
 
-// Reads `rank` for `side`: its steps first unless `cached` holds them, then its rows.
-// progress(pass, done): pass 0 finds the steps, pass 1 reads the rows.
+// Whether a side's rows and steps come from one read: when its steps are not cached and it takes
+// every step (no time range or window: StepInRange keeps them all, so StepGpuTime needs only
+// their time together), unless CUPMON_READ_ALL=1 asks for the reads that find the steps first.
+bool OneRead(const Side& side) { return !side.filter.timed() && !ReadAllForced(); }
+
+// Reads `rank` for `side`: its rows, with its steps found in the same read (OneRead) or before
+// it, unless `cached` holds them; a second read of the rows when the one read could not tell their
+// time in the steps (StepGpuTime::Settle). progress(pass, done): the reads in turn.
 std::unique_ptr<SideRankRead> ReadSideRank(const Side& side, const Rank& rank,
                                            const DiffReportOptions& options, const StepList* cached,
                                            const std::function<void(int, uint64_t)>& progress) {
   auto r = std::make_unique<SideRankRead>();
+  int pass = 0;
+  const auto read_rows = [&](StepGpuTime steps, StepFinder* finder) {
+    r->integrity = ReadIntegrity{};
+    r->sink = std::make_unique<DiffSink>(std::move(steps));
+    r->builder = std::make_unique<TraceBuilder>(side.filter, r->sink.get(), options.read.horizon);
+    if (finder) r->builder->AddConsumer(&finder->consumer());
+    ReadRecording(rank.recording, *r->builder, &r->integrity,
+                  [&](uint64_t done, uint64_t) { progress(pass, done); });
+    r->builder->Finish();
+    ++pass;
+  };
   r->steps = cached;
-  if (!cached) {
-    r->own_steps = std::make_unique<StepList>(FindSteps(
-        rank.recording, options.steps, [&](uint64_t done, uint64_t) { progress(0, done); }));
+  if (!cached && OneRead(side)) {
+    r->finder = std::make_unique<StepFinder>(options.steps);
+    read_rows(StepGpuTime::Deferred(), r->finder.get());
+    r->own_steps = std::make_unique<StepList>(r->finder->Finish());
     r->steps = r->own_steps.get();
+    if (r->sink->steps().Settle(r->steps->steps)) return r;
+  } else if (!cached) {
+    r->own_steps = std::make_unique<StepList>(FindSteps(
+        rank.recording, options.steps, [&](uint64_t done, uint64_t) { progress(pass, done); }));
+    r->steps = r->own_steps.get();
+    ++pass;
   }
-  r->sink = std::make_unique<DiffSink>(r->steps->steps);
-  r->builder = std::make_unique<TraceBuilder>(side.filter, r->sink.get(), options.read.horizon);
-  ReadRecording(rank.recording, *r->builder, &r->integrity,
-                [&](uint64_t done, uint64_t) { progress(1, done); });
-  r->builder->Finish();
+  read_rows(StepGpuTime::Placed(r->steps->steps), nullptr);
   return r;
 }
 
@@ -378,12 +378,15 @@ void AddSideRank(Side& side, const Rank& rank, const SideRankRead& r, SideSeen& 
   }
   side.rows += sink.rows();
   side.steps_found += steps.steps.size();
+  std::vector<bool> in_range(steps.steps.size());
   for (size_t i = 0; i < steps.steps.size(); ++i) {
     const Step& s = steps.steps[i];
     if (!StepInRange(s, side.filter, builder)) continue;
+    in_range[i] = true;
     side.step_durations.push_back(s.duration());
-    for (size_t t = 0; t < kTypes; ++t) side.step_gpu[t] += sink.in_step()[i][t];
   }
+  const StepGpuTime::Times gpu = sink.steps().In(in_range);
+  for (size_t t = 0; t < kTypes; ++t) side.step_gpu[t] += gpu[t];
 }
 
 // A side's checks once all its ranks are added; false (after a message) when it is unusable.
@@ -707,10 +710,11 @@ Outcome RunDiffCommand(const std::string& path_a, const std::string& path_b,
   }
   if (!ListSide(a, options, diagnostics) || !ListSide(b, options, diagnostics))
     return Outcome::kFailed;
-  // Each recording is read twice: once for its steps (once for both sides when they share it),
-  // once for its rows; the progress line counts both. The ranks of both sides are read at once
-  // (RankJobs) unless the sides share a recording, whose steps are then found once (`cache`),
-  // reading in turn. Added to their sides in order either way.
+  // Each recording is read once, its steps found with its rows (OneRead), else twice: once for
+  // its steps (once for both sides when they share it), once for its rows; the progress line
+  // counts the reads a side plans. The ranks of both sides are read at once (RankJobs) unless the
+  // sides share a recording, whose steps are then found once (`cache`), reading in turn. Added to
+  // their sides in order either way.
   std::vector<const Rank*> reads;
   std::vector<Side*> side_of;
   std::set<std::string> keys;
@@ -721,7 +725,7 @@ Outcome RunDiffCommand(const std::string& path_a, const std::string& path_b,
       side_of.push_back(s);
       shared |= !keys.insert(StepKey(r->recording)).second;
     }
-  RankPass pass(reads, 2, diagnostics);
+  RankPass pass(reads, OneRead(a) && OneRead(b) ? 1 : 2, diagnostics);
   const size_t jobs = shared ? 1 : RankJobs(reads.size(), options.read.jobs, DecodeThreads());
   StepCache cache;  // read on this thread only (jobs == 1)
   SideSeen seen;    // of the side being added
