@@ -1,10 +1,9 @@
 // `cupmon-decode report`: one self-contained HTML page (inline SVG drawn here, no script or
 // network fetch) with the recording header, step times, busy time per device, device memory in
 // use (when the recording has MEMORY2 records), top GPU activities, windows, drops and integrity,
-// and per-rank rows; for several ranks of a job with collectives, `job`'s verdicts and ranks. One
-// TraceBuilder pass per recording feeds a StepFinder, the activity table, the busy chart
-// (TimelineRegrid: every bucket size the steps may ask for) and (several ranks) the rank's job
-// step table; ReadRank says when a second read is needed.
+// and per-rank rows; for several ranks of a job with collectives, `job`'s verdicts and ranks. The
+// ranks are read by ReadRank (html_report_read.cc) into RankPages (html_report_page.h), drawn
+// here.
 #include "commands/html_report.h"
 
 #include <algorithm>
@@ -22,12 +21,10 @@
 #include "cupmon/base/check.h"
 #include "cupmon/decoder/kernel_names.h"
 #include "cupmon/decoder/reports.h"
-#include "cupmon/decoder/memory_usage.h"
-#include "cupmon/decoder/quick_info.h"
 #include "cupmon/decoder/steps.h"
 #include "cupmon/decoder/timeline.h"
-#include "cupmon/decoder/trace_builder.h"
 #include "commands/html_job_section.h"
+#include "commands/html_report_page.h"
 #include "commands/html_text.h"
 #include "commands/rank_pass.h"
 #include "duration_stat.h"
@@ -36,15 +33,17 @@
 #include "job/rank_reading.h"
 #include "job/rank_table.h"
 #include "memory_room.h"
-#include "ranged_read.h"
 #include "report_text.h"
-#include "timeline_regrid.h"
 
 namespace cupmon::decoder {
 namespace {
 
-// Busy buckets per device at most (about one per pixel column of the chart).
-constexpr uint64_t kMaxBuckets = 2000;
+using html::Busy;
+using html::RankPage;
+using html::ReadRank;
+using html::Stat;
+using html::WindowRow;
+
 // Pixel columns of the plots; the step chart keeps min, median and max per column.
 constexpr int kPlotWidth = 1000, kLeft = 90, kRight = 20;
 constexpr size_t kTopActivities = 50, kSlowListed = 100;
@@ -66,115 +65,6 @@ uint64_t Percentile(const std::vector<uint64_t>& sorted, double q) {
   const auto i = static_cast<size_t>(q * static_cast<double>(sorted.size() - 1) + 0.5);
   return sorted[std::min(i, sorted.size() - 1)];
 }
-
-// The smallest 1, 2 or 5 times a power of ten, in ns and at least 1 us, that cuts `span` into at
-// most kMaxBuckets buckets.
-uint64_t BucketFor(uint64_t span) {
-  const uint64_t want = std::max<uint64_t>(span / kMaxBuckets + 1, 1000);
-  for (uint64_t p = 1000;; p *= 10)
-    for (uint64_t m : {1, 2, 5})
-      if (p * m >= want || p > UINT64_MAX / 100) return p * m;
-}
-
-// One name's count and durations, and the kind of row it is (kernel, memcpy, memset).
-struct Stat : DurationStat {
-  RowType type = RowType::kKernel;
-  void Add(const Row& r) {
-    type = r.type;
-    DurationStat::Add(r);
-  }
-  void Merge(const Stat& o) {
-    type = o.type;
-    DurationStat::Merge(o);
-  }
-};
-
-struct Busy {
-  std::vector<TimelineBucket> buckets;
-  uint64_t busy_ns = 0;
-};
-
-// Collects GPU rows (as summary does: by the builder's name id) and feeds the timeline; memory
-// rows go to MemoryUsage, replayed after the pass.
-class PageSink : public RowSink {
- public:
-  // `timeline` takes the timed GPU rows as activities; `spans` (may be null) takes the GPU rows
-  // too, for the job section.
-  PageSink(std::function<void(const TimelineActivity&)> timeline, MemoryUsage* memory,
-           job::SpanCollector* spans)
-      : timeline_(std::move(timeline)), memory_(memory), spans_(spans) {}
-  bool WantsMemory() const override { return true; }
-  void OnRow(const Row& r) override {
-    if (r.type == RowType::kMemory) {
-      memory_->Add(r);
-      return;
-    }
-    if (r.type == RowType::kApi || r.type == RowType::kSynchronization) return;
-    if (spans_) spans_->OnRow(r);
-    if (r.name_id >= stats_.size()) stats_.resize(r.name_id + 1);
-    stats_[r.name_id].Add(r);
-    if (!r.valid_time) return;
-    timeline_({.device = r.device,
-               .start = r.wall_start,
-               .end = r.wall_end,
-               .kind = r.type == RowType::kKernel   ? TimelineActivityKind::kKernel
-                       : r.type == RowType::kMemcpy ? TimelineActivityKind::kMemcpy
-                                                    : TimelineActivityKind::kMemset,
-               .bytes = r.type == RowType::kMemcpy ? r.bytes : 0});
-  }
-  // By display name (names outlive the builder).
-  std::map<std::string, Stat> Named(const TraceBuilder& b) const {
-    std::map<std::string, Stat> out;
-    for (size_t id = 0; id < stats_.size(); ++id)
-      if (stats_[id].calls) out[std::string(b.NameOf(static_cast<uint32_t>(id)))].Merge(stats_[id]);
-    return out;
-  }
-
- private:
-  std::function<void(const TimelineActivity&)> timeline_;
-  MemoryUsage* memory_;
-  job::SpanCollector* spans_;
-  std::vector<Stat> stats_;
-};
-
-// One device's bytes in use on the wall clock: every change, and the summary's figures.
-struct MemoryCurve {
-  std::vector<std::pair<int64_t, uint64_t>> steps;  // (unix ns, bytes in use from then on)
-  MemoryDeviceStats stats;
-  int64_t peak_wall = 0;
-};
-
-struct WindowRow {
-  uint32_t id = 0;
-  int64_t begin_wall = 0;  // 0: begin marker missing
-  std::optional<uint64_t> duration;
-  std::string source, note;
-  std::string why;  // TRIGGER_AUTO: the slow step that opened it (AutoTriggerText)
-  uint64_t launched_before = 0;
-};
-
-// Everything the page shows of one rank; the recording itself is read and let go.
-struct RankPage {
-  const Rank* rank = nullptr;
-  StepList steps;
-  std::vector<uint64_t> medians;
-  std::vector<size_t> slow;      // slowest excess first
-  std::map<std::string, Stat> gpu;
-  std::map<uint32_t, Busy> busy;  // by device
-  std::map<uint32_t, MemoryCurve> memory;  // by device, those with MEMORY2 allocations
-  uint64_t bucket_ns = 0;
-  TimelineCounts timeline;
-  std::vector<WindowRow> windows;
-  std::vector<uint32_t> missing_windows;  // merged: ids other ranks have and this one lacks
-  TraceCounts counts;
-  ReadIntegrity integrity;
-  bool calibrated = false;
-  uint64_t samples = 0;
-  uint64_t gpu_time = 0, kernels = 0;
-  int64_t t0 = 0, t1 = 0;  // the x range of its charts (unix ns)
-  // Its step table for the job section (JobSectionApplies), built as `job` builds it.
-  std::optional<job::RankTable> job_table;
-};
 
 std::string DrillCommand(const std::vector<std::string>& paths, const RankPage& r, bool merged,
                          const Step& s) {
@@ -659,181 +549,6 @@ void WritePage(std::ostream& o, const std::vector<RankPage>& pages, const HtmlRe
   }
   ActivityTable(o, all, pages.size(), !options.read.full_names && !options.read.filter.mangled);
   o << "</body></html>\n";
-}
-
-// The busy chart's bucket sizes a read tries before the steps say which one it needs: those of
-// spans from half to twice the one the footers' chunk index gives (the records of every timed
-// raw buffer, on the footers' calibration), over fine buckets of the largest power of ten that
-// divides them all. None when some file has no footer or no index, or CUPMON_READ_ALL=1 is set:
-// the steps are then found in a read of their own, before the rows.
-struct BucketPlan {
-  uint64_t fine = 0;
-  std::vector<uint64_t> sizes;
-};
-
-BucketPlan PlanBuckets(const Recording& recording) {
-  if (ReadAllForced()) return {};
-  const QuickRecording quick = ReadQuick(recording);
-  for (const QuickFile& f : quick.files)
-    if (!f.footer || !f.indexed) return {};
-  if (quick.last_wall_ns <= quick.first_wall_ns) return {};
-  const auto span = static_cast<uint64_t>(quick.last_wall_ns - quick.first_wall_ns);
-  BucketPlan plan;
-  const uint64_t smallest = BucketFor(span / 2);
-  const uint64_t largest = BucketFor(span > UINT64_MAX / 2 ? UINT64_MAX : 2 * span);
-  plan.fine = 1;
-  while (plan.fine <= smallest / 10) plan.fine *= 10;
-  for (uint64_t size = smallest; size <= largest; size = BucketFor(size * kMaxBuckets)) {
-    plan.sizes.push_back(size);
-    if (size > UINT64_MAX / kMaxBuckets / 10) break;
-  }
-  return plan;
-}
-
-// The page's span and bucket size, from its steps.
-void SetSpan(const HtmlReportOptions& options, RankPage* page) {
-  page->medians = RollingMedians(page->steps.steps, options.steps.rolling);
-  page->slow = SlowSteps(page->steps.steps, page->medians, options.steps);
-  page->t0 = page->steps.first_wall;
-  page->t1 = std::max(page->steps.last_wall, page->t0 + 1);
-  page->bucket_ns = BucketFor(static_cast<uint64_t>(page->t1 - page->t0));
-}
-
-// One read of a rank's rows into its page: the activity table, the busy chart, memory, windows
-// and (with `job`) the job section's spans; its steps too when `finder` is given (then the
-// page's bucket size is known only after the read). The busy chart comes from `regrid` when it
-// has the size the steps asked for, else from a builder of page->bucket_ns (nullptr `regrid`:
-// the size is known). False when `regrid` could not give that size's buckets exactly
-// (TimelineRegrid::Take): the page is then incomplete and the rank is read again.
-bool ReadRows(const Rank& rank, const HtmlReportOptions& options, RankPage* page,
-              StepFinder* finder, TimelineRegrid* regrid,
-              const std::function<void(uint64_t)>& progress, const std::vector<std::string>& paths,
-              bool job) {
-  // The steps' span bounds the buckets per device; this only stops a calibration that disagrees
-  // wildly with the one the steps ended with (8 times the span on 16 devices, or the header's).
-  const uint64_t devices = std::max(16, rank.recording.header.devices_size());
-  TimelineOptions timeline_options;
-  timeline_options.bucket_ns = page->bucket_ns;
-  timeline_options.reorder_rows = options.reorder_rows;
-  timeline_options.max_rows = 8 * (kMaxBuckets + 2) * devices;
-  auto add_bucket = [page](const TimelineBucket& b) {
-    Busy& busy = page->busy[b.device];
-    busy.buckets.push_back(b);
-    busy.busy_ns += b.busy_ns;
-  };
-  std::optional<TimelineBuilder> timeline;
-  if (!regrid) timeline.emplace(timeline_options, add_bucket);
-  MemoryUsage memory;
-  std::optional<job::SpanCollector> spans;
-  if (job) spans.emplace();
-  PageSink sink(
-      [&](const TimelineActivity& a) { regrid ? regrid->Add(a) : timeline->Add(a); }, &memory,
-      spans ? &*spans : nullptr);
-  TraceBuilder builder(options.read.filter, &sink, options.read.horizon, ReorderOptions{});
-  if (finder) builder.AddConsumer(&finder->consumer());
-  ReadRecording(rank.recording, builder, &page->integrity,
-                [&](uint64_t done, uint64_t) { progress(done); });
-  builder.Finish();
-  if (finder) {
-    page->steps = finder->Finish();
-    SetSpan(options, page);
-  }
-  if (spans) {
-    job::AddRank(rank, paths, page->steps, &spans->input);
-    page->job_table = job::BuildRankTable(spans->input);
-    spans.reset();  // the activity is dropped here, on the reading thread
-  }
-  if (regrid) {
-    regrid->Finish();
-    std::optional<TimelineRegrid::Result> chart =
-        regrid->Take(page->bucket_ns, timeline_options.max_rows);
-    if (!chart) return false;
-    for (auto& [device, buckets] : chart->buckets) {
-      Busy& busy = page->busy[device];
-      for (const TimelineBucket& b : buckets) busy.busy_ns += b.busy_ns;
-      busy.buckets = std::move(buckets);
-    }
-    page->timeline = chart->counts;
-  } else {
-    timeline->Finish();
-    page->timeline = timeline->counts();
-  }
-  // Memory on the wall clock of the calibration the pass ended with; the chart's x range grows
-  // to hold it (allocations usually come before the first kernel).
-  memory.Finish();
-  for (const auto& [device, stats] : memory.devices())
-    if (stats.allocations) {
-      MemoryCurve& m = page->memory[device];
-      m.stats = stats;
-      m.peak_wall = builder.clock().ToWall(stats.peak_ts);
-    }
-  bool have_range = page->steps.activities != 0;
-  for (const MemoryStep& st : memory.steps()) {
-    const int64_t t = builder.clock().ToWall(st.ts);
-    page->memory[st.device].steps.emplace_back(t, st.in_use);
-    if (!have_range) page->t0 = t, page->t1 = t + 1, have_range = true;
-    page->t0 = std::min(page->t0, t);
-    page->t1 = std::max(page->t1, t + 1);
-  }
-  page->gpu = sink.Named(builder);
-  for (const auto& [name, s] : page->gpu) {
-    page->gpu_time += s.total;
-    if (s.type == RowType::kKernel) page->kernels += s.calls;
-  }
-  page->counts = builder.counts();
-  page->calibrated = builder.clock().calibrated();
-  page->samples = builder.clock().samples();
-  for (const auto& [id, w] : builder.windows()) {
-    WindowRow row;
-    row.id = id;
-    if (w.begin) row.begin_wall = builder.clock().ToWall(w.begin);
-    if (w.begin && w.end >= w.begin && w.end) row.duration = w.end - w.begin;
-    row.source = w.source;
-    row.note = w.note;
-    row.launched_before = w.launched_before;
-    row.why = AutoTriggerText(w);
-    page->windows.push_back(std::move(row));
-  }
-  return true;
-}
-
-// Fills a rank's page. One read finds the steps and takes the rows, with the busy chart in every
-// bucket size the steps may ask for (PlanBuckets); a second read takes the rows again only when
-// that chart could not be exact (TimelineRegrid) or the footers gave no span, and then the steps
-// are found first, in a read of their own. progress(pass, done): the reads in turn.
-// With `job`, the rank's step table too (`paths`: the user's arguments, for its identity).
-void ReadRank(const Rank& rank, const HtmlReportOptions& options, RankPage* page,
-              const std::function<void(int pass, uint64_t done)>& progress,
-              const std::vector<std::string>& paths, bool job) {
-  page->rank = &rank;
-  int pass = 0;
-  const BucketPlan plan = PlanBuckets(rank.recording);
-  if (!plan.sizes.empty()) {
-    TimelineOptions fine;
-    fine.bucket_ns = plan.fine;
-    fine.reorder_rows = options.reorder_rows;
-    // The fine builder stops where the largest candidate's would, or sooner (rows only).
-    const uint64_t devices = std::max(16, rank.recording.header.devices_size());
-    fine.max_rows = 8 * (kMaxBuckets + 2) * devices * (plan.sizes.back() / plan.fine);
-    TimelineRegrid regrid(fine, plan.sizes);
-    StepFinder finder(options.steps);
-    if (ReadRows(rank, options, page, &finder, &regrid,
-                 [&](uint64_t done) { progress(pass, done); }, paths, job))
-      return;
-    ++pass;
-    RankPage again;
-    again.rank = &rank;
-    again.steps = std::move(page->steps);
-    SetSpan(options, &again);
-    *page = std::move(again);
-  } else {
-    page->steps = FindSteps(rank.recording, options.steps,
-                            [&](uint64_t done, uint64_t) { progress(pass, done); });
-    SetSpan(options, page);
-    ++pass;
-  }
-  ReadRows(rank, options, page, nullptr, nullptr, [&](uint64_t done) { progress(pass, done); },
-           paths, job);
 }
 
 // The job section takes the GPU rows `job` takes: of several ranks, unfiltered, with demangled
