@@ -421,14 +421,22 @@ class DecodeCliTest(unittest.TestCase):
             r = decode("diff", base, slow, "--fail-above", "5")
             self.assertEqual(r.returncode, 3, r.stderr)
             # Each side read once (its steps found with its rows) says what reads that find the
-            # steps first say (CUPMON_READ_ALL=1), in every format.
+            # steps first say (CUPMON_READ_ALL=1), in every format, with and without time ranges
+            # (a side then takes a run of steps inside its range).
+            ranges = ([], ["--from-a", "50ms", "--to-a", "300ms", "--from-b", "400ms", "--to-b",
+                           "800ms"], ["--from", "200ms", "--to", "600ms"], ["--from-a", "100ms"],
+                      ["--to-b", "500ms"])
             for fmt in ("table", "jsonl", "csv"):
-                one = decode("diff", base, slow, "--format", fmt)
-                two = subprocess.run([DECODE, "diff", base, slow, "--format", fmt],
-                                     capture_output=True, text=True, timeout=120,
-                                     env=dict(os.environ, CUPMON_READ_ALL="1"))
-                self.assertEqual((one.returncode, one.stdout, one.stderr),
-                                 (two.returncode, two.stdout, two.stderr), fmt)
+                for extra in ranges:
+                    args = ["diff", base, slow, "--format", fmt] + extra
+                    one = decode(*args)
+                    two = subprocess.run([DECODE] + args, capture_output=True, text=True,
+                                         timeout=120, env=dict(os.environ, CUPMON_READ_ALL="1"))
+                    self.assertEqual((one.returncode, one.stdout, one.stderr),
+                                     (two.returncode, two.stdout, two.stderr), args)
+                    if fmt == "table":  # both sides' ranges hold steps
+                        m = re.search(r"^steps +(\d+) +(\d+) ", one.stdout, re.M)
+                        self.assertTrue(m and int(m.group(1)) and int(m.group(2)), one.stdout)
             rows = r.stdout.split("  name\n", 1)[1].splitlines()
             self.assertIn("+100.0%", rows[0])
             self.assertIn("gemm_wgrad(float const*, float const*, float*)", rows[0])

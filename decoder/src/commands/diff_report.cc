@@ -291,20 +291,29 @@ std::string StepKey(const Recording& rec) {
 }
 
 // One rank of one side, read: its steps (its own list, found in the same work, or one a cache
-// holds) and the pass over its rows with them.
+// holds), which of them the side's range keeps, and the pass over its rows with them.
 struct SideRankRead {
   std::unique_ptr<StepList> own_steps;
   const StepList* steps = nullptr;
+  std::vector<bool> in_range;  // one flag per step: StepInRange
   std::unique_ptr<StepFinder> finder;  // fed by `builder` (OneRead): it outlives the builder
   std::unique_ptr<DiffSink> sink;
   std::unique_ptr<TraceBuilder> builder;
   ReadIntegrity integrity;
 };
 
-// Whether a side's rows and steps come from one read: when its steps are not cached and it takes
-// every step (no time range or window: StepInRange keeps them all, so StepGpuTime needs only
-// their time together), unless CUPMON_READ_ALL=1 asks for the reads that find the steps first.
-bool OneRead(const Side& side) { return !side.filter.timed() && !ReadAllForced(); }
+// Whether a recording's rows and steps come from one read when its steps are not cached, unless
+// CUPMON_READ_ALL=1 asks for the reads that find the steps first. The finder takes every record
+// of the read (RecordConsumer), the side's time filters only its rows.
+bool OneRead() { return !ReadAllForced(); }
+
+std::vector<bool> StepsInRange(const StepList& steps, const TraceFilter& filter,
+                               const TraceBuilder& builder) {
+  std::vector<bool> in_range(steps.steps.size());
+  for (size_t i = 0; i < steps.steps.size(); ++i)
+    in_range[i] = StepInRange(steps.steps[i], filter, builder);
+  return in_range;
+}
 
 // Reads `rank` for `side`: its rows, with its steps found in the same read (OneRead) or before
 // it, unless `cached` holds them; a second read of the rows when the one read could not tell their
@@ -325,12 +334,13 @@ std::unique_ptr<SideRankRead> ReadSideRank(const Side& side, const Rank& rank,
     ++pass;
   };
   r->steps = cached;
-  if (!cached && OneRead(side)) {
+  if (!cached && OneRead()) {
     r->finder = std::make_unique<StepFinder>(options.steps);
     read_rows(StepGpuTime::Deferred(), r->finder.get());
     r->own_steps = std::make_unique<StepList>(r->finder->Finish());
     r->steps = r->own_steps.get();
-    if (r->sink->steps().Settle(r->steps->steps)) return r;
+    r->in_range = StepsInRange(*r->steps, side.filter, *r->builder);
+    if (r->sink->steps().Settle(r->steps->steps, r->in_range)) return r;
   } else if (!cached) {
     r->own_steps = std::make_unique<StepList>(FindSteps(
         rank.recording, options.steps, [&](uint64_t done, uint64_t) { progress(pass, done); }));
@@ -338,6 +348,7 @@ std::unique_ptr<SideRankRead> ReadSideRank(const Side& side, const Rank& rank,
     ++pass;
   }
   read_rows(StepGpuTime::Placed(r->steps->steps), nullptr);
+  r->in_range = StepsInRange(*r->steps, side.filter, *r->builder);
   return r;
 }
 
@@ -378,14 +389,9 @@ void AddSideRank(Side& side, const Rank& rank, const SideRankRead& r, SideSeen& 
   }
   side.rows += sink.rows();
   side.steps_found += steps.steps.size();
-  std::vector<bool> in_range(steps.steps.size());
-  for (size_t i = 0; i < steps.steps.size(); ++i) {
-    const Step& s = steps.steps[i];
-    if (!StepInRange(s, side.filter, builder)) continue;
-    in_range[i] = true;
-    side.step_durations.push_back(s.duration());
-  }
-  const StepGpuTime::Times gpu = sink.steps().In(in_range);
+  for (size_t i = 0; i < steps.steps.size(); ++i)
+    if (r.in_range[i]) side.step_durations.push_back(steps.steps[i].duration());
+  const StepGpuTime::Times gpu = sink.steps().In(r.in_range);
   for (size_t t = 0; t < kTypes; ++t) side.step_gpu[t] += gpu[t];
 }
 
@@ -725,7 +731,7 @@ Outcome RunDiffCommand(const std::string& path_a, const std::string& path_b,
       side_of.push_back(s);
       shared |= !keys.insert(StepKey(r->recording)).second;
     }
-  RankPass pass(reads, OneRead(a) && OneRead(b) ? 1 : 2, diagnostics);
+  RankPass pass(reads, OneRead() ? 1 : 2, diagnostics);
   const size_t jobs = shared ? 1 : RankJobs(reads.size(), options.read.jobs, DecodeThreads());
   StepCache cache;  // read on this thread only (jobs == 1)
   SideSeen seen;    // of the side being added

@@ -102,4 +102,13 @@ void ReadRank(const Rank& rank, const HtmlReportOptions& options, RankPage* page
               const std::function<void(int pass, uint64_t done)>& progress,
               const std::vector<std::string>& paths, bool job);
 
+// The busy chart's bucket sizes a read tries before the steps say which one it needs, and the
+// fine buckets they are summed from (html_report_read.cc says how they are chosen); no sizes when
+// the rows must be read after the steps are found.
+struct BucketPlan {
+  uint64_t fine = 0;
+  std::vector<uint64_t> sizes;
+};
+BucketPlan PlanBuckets(const Recording& recording);
+
 }  // namespace cupmon::decoder::html

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "calibration_walk.h"
 #include "commands/html_report_page.h"
 #include "cupmon/decoder/quick_info.h"
 #include "cupmon/decoder/trace_builder.h"
@@ -61,35 +62,6 @@ class PageSink : public RowSink {
   job::SpanCollector* spans_;
   std::vector<Stat> stats_;
 };
-
-// The busy chart's bucket sizes a read tries before the steps say which one it needs: those of
-// spans from half to twice the one the footers' chunk index gives (the records of every timed
-// raw buffer, on the footers' calibration), over fine buckets of the largest power of ten that
-// divides them all. None when some file has no footer or no index, or CUPMON_READ_ALL=1 is set:
-// the steps are then found in a read of their own, before the rows.
-struct BucketPlan {
-  uint64_t fine = 0;
-  std::vector<uint64_t> sizes;
-};
-
-BucketPlan PlanBuckets(const Recording& recording) {
-  if (ReadAllForced()) return {};
-  const QuickRecording quick = ReadQuick(recording);
-  for (const QuickFile& f : quick.files)
-    if (!f.footer || !f.indexed) return {};
-  if (quick.last_wall_ns <= quick.first_wall_ns) return {};
-  const auto span = static_cast<uint64_t>(quick.last_wall_ns - quick.first_wall_ns);
-  BucketPlan plan;
-  const uint64_t smallest = BucketFor(span / 2);
-  const uint64_t largest = BucketFor(span > UINT64_MAX / 2 ? UINT64_MAX : 2 * span);
-  plan.fine = 1;
-  while (plan.fine <= smallest / 10) plan.fine *= 10;
-  for (uint64_t size = smallest; size <= largest; size = BucketFor(size * kMaxBuckets)) {
-    plan.sizes.push_back(size);
-    if (size > UINT64_MAX / kMaxBuckets / 10) break;
-  }
-  return plan;
-}
 
 // The page's span and bucket size, from its steps.
 void SetSpan(const HtmlReportOptions& options, RankPage* page) {
@@ -199,10 +171,59 @@ bool ReadRows(const Rank& rank, const HtmlReportOptions& options, RankPage* page
 
 }  // namespace
 
+// The busy chart's bucket sizes a read tries before the steps say which one it needs, over fine
+// buckets of the largest power of ten that divides them all. The records' span is guessed without
+// reading them: the footers' chunk index gives the indexed files' (the records of every timed raw
+// buffer, on the footers' calibration); a file without an index (cut by a crash, still being
+// written, or older than the index) gives its calibration samples' times (WalkCalibration): its
+// records follow its first sample, and end at most the longest time between two of its samples
+// after its last one (the monitor writes one every stats period). The sizes are those of spans
+// from half the shortest guess to twice the longest. None when a file without an index has fewer
+// than two samples, when the fine buckets over twice the longest guess would be more than
+// kMaxFineBuckets, or when CUPMON_READ_ALL=1 is set: the steps are then found in a read of their
+// own, before the rows.
+constexpr uint64_t kMaxFineBuckets = 2'000'000;
+
+BucketPlan PlanBuckets(const Recording& recording) {
+  if (ReadAllForced()) return {};
+  const QuickRecording quick = ReadQuick(recording);
+  // [first, last]: the records' wall-clock span as the indexes say, and up to last_max as the
+  // samples of files without an index allow.
+  int64_t first = quick.first_wall_ns, last = quick.last_wall_ns, last_max = last;
+  bool whole_guess = true;  // every file's records are placed by its index
+  for (const QuickFile& f : quick.files) {
+    if (f.footer && f.indexed) continue;
+    whole_guess = false;
+    auto mapped = MappedFile::Open(f.path);
+    if (!mapped) return {};
+    const CalibrationTimes t = WalkCalibration(mapped->bytes());
+    if (t.samples < 2) return {};
+    first = first ? std::min(first, t.first_ns) : t.first_ns;
+    last = std::max(last, t.last_ns);
+    last_max = std::max(last_max, t.last_ns + t.longest_gap_ns);
+  }
+  if (last <= first) return {};
+  const auto span = static_cast<uint64_t>(last - first);
+  // Without an index the records may begin well after the first sample: down to half the span.
+  const uint64_t shortest = whole_guess ? span : span / 2;
+  const auto longest = static_cast<uint64_t>(last_max - first);
+  BucketPlan plan;
+  const uint64_t smallest = BucketFor(shortest / 2);
+  const uint64_t largest = BucketFor(longest > UINT64_MAX / 2 ? UINT64_MAX : 2 * longest);
+  plan.fine = 1;
+  while (plan.fine <= smallest / 10) plan.fine *= 10;
+  if (longest / plan.fine > kMaxFineBuckets / 2) return {};
+  for (uint64_t size = smallest; size <= largest; size = BucketFor(size * kMaxBuckets)) {
+    plan.sizes.push_back(size);
+    if (size > UINT64_MAX / kMaxBuckets / 10) break;
+  }
+  return plan;
+}
+
 // One read finds the steps and takes the rows, with the busy chart in every bucket size the steps
 // may ask for (PlanBuckets); a second read takes the rows again only when that chart could not be
-// exact (TimelineRegrid) or the footers gave no span, and then the steps are found first, in a
-// read of their own.
+// exact (TimelineRegrid) or no span could be guessed (PlanBuckets), and then the steps are found
+// first, in a read of their own.
 void ReadRank(const Rank& rank, const HtmlReportOptions& options, RankPage* page,
               const std::function<void(int pass, uint64_t done)>& progress,
               const std::vector<std::string>& paths, bool job) {

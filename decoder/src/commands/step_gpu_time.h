@@ -17,10 +17,10 @@ namespace cupmon::decoder {
 // The GPU time of a recording's rows that lie in its steps, by type: a row lies in the step whose
 // start is the latest at or before its own, and in none when it starts before the first step or
 // after the last one's end. With the steps known before the rows (Placed), each step's time;
-// else (Deferred, the steps found in the same read) only the time in all steps together, which is
-// every row's time but that of the rows before the first step's start and after the last one's
-// end: at least the kEdgeRows rows with the earliest and with the latest starts are kept to take
-// those out (Edge).
+// else (Deferred, the steps found in the same read) only the time in one run of consecutive steps
+// (those a side's range keeps), which is every row's time but that of the rows before the run's
+// first step and after its last one: at least the kEdgeRows rows with the earliest and with the
+// latest starts are kept to take those out (Edge).
 class StepGpuTime {
  public:
   static constexpr size_t kTypes = 3;  // kernel, memcpy, memset (RowType's first three)
@@ -39,28 +39,42 @@ class StepGpuTime {
     head_.Add({start, duration, type});
     tail_.Add({start, duration, type});
   }
-  // Deferred: takes the steps found; false when the kept rows cannot tell the time outside them
-  // (more rows than an edge keeps before the first step, or after the last), and then the rows must
-  // be read again with the steps known.
-  bool Settle(const std::vector<Step>& steps) {
-    if (steps_ || steps.empty()) return true;
-    const uint64_t first = steps.front().start, last = steps.back().end;
-    if (!head_.HoldsAllBefore(first) || !tail_.HoldsAllAfter(last)) return false;
+  // Deferred: takes the steps found and which of them count (`in_range`, one flag per step);
+  // false when the kept rows cannot tell the time in those steps (they are not one run of
+  // consecutive steps, or more rows than an edge keeps start before the run or after it), and
+  // then the rows must be read again with the steps known.
+  bool Settle(const std::vector<Step>& steps, const std::vector<bool>& in_range) {
+    CUPMON_CHECK(in_range.size() == steps.size());
+    if (steps_) return true;
+    settled_for_ = in_range;
+    settled_ = {};
+    const auto first = std::find(in_range.begin(), in_range.end(), true);
+    if (first == in_range.end()) return settled_in_ = true;
+    const auto i = static_cast<size_t>(first - in_range.begin());
+    const auto j = static_cast<size_t>(std::find(first, in_range.end(), false) - in_range.begin()) - 1;
+    if (std::find(in_range.begin() + static_cast<ptrdiff_t>(j + 1), in_range.end(), true) !=
+        in_range.end())
+      return false;
+    // The run takes the rows with lo <= start <= hi.
+    if (j + 1 < steps.size() && steps[j + 1].start == 0) return false;
+    const uint64_t lo = steps[i].start;
+    const uint64_t hi = j + 1 < steps.size() ? steps[j + 1].start - 1 : steps[j].end;
+    if (!head_.HoldsAllBefore(lo) || !tail_.HoldsAllAfter(hi)) return false;
     settled_ = total_;
     for (const Row& e : head_.rows())
-      if (e.start < first) settled_[e.type] -= e.duration;
+      if (e.start < lo) settled_[e.type] -= e.duration;
     for (const Row& e : tail_.rows())
-      if (e.start > last) settled_[e.type] -= e.duration;
-    in_all_steps_ = true;
-    return true;
+      if (e.start > hi) settled_[e.type] -= e.duration;
+    return settled_in_ = true;
   }
-  // The time in the steps `in_range` marks (one flag per step). Deferred: all of them or none.
+  // The time in the steps `in_range` marks (one flag per step). Deferred: the steps it was settled
+  // with.
   Times In(const std::vector<bool>& in_range) const {
-    Times sum{};
-    if (in_all_steps_) {
-      CUPMON_CHECK(std::all_of(in_range.begin(), in_range.end(), [](bool b) { return b; }));
-      return in_range.empty() ? sum : settled_;
+    if (settled_in_) {
+      CUPMON_CHECK(in_range == settled_for_);
+      return settled_;
     }
+    Times sum{};
     for (size_t i = 0; i < in_range.size() && i < in_step_.size(); ++i)
       if (in_range[i])
         for (size_t t = 0; t < kTypes; ++t) sum[t] += in_step_[i][t];
@@ -138,7 +152,8 @@ class StepGpuTime {
   size_t cursor_ = 0;
   Times total_{}, settled_{};
   Edge head_, tail_;
-  bool in_all_steps_ = false;
+  bool settled_in_ = false;  // Deferred, settled: settled_ is the time in settled_for_'s steps
+  std::vector<bool> settled_for_;
 };
 
 }  // namespace cupmon::decoder
