@@ -13,15 +13,16 @@
 
 namespace cupmon::decoder {
 
-// Everything joined on one correlation id.
+// Everything joined on one correlation id. The one-byte members come last: the table keeps its
+// own bookkeeping in the tail padding after them (CorrelationTable::Stored).
 struct CorrelationEntry {
-  bool has_api = false, has_external = false;
-  uint8_t api_kind = 0;  // kKindRuntime or kKindDriver
-  uint32_t cbid = 0, pid = 0, tid = 0, ret = 0;
   uint64_t api_start = 0, api_end = 0;
+  uint64_t external_id = 0;
+  uint32_t cbid = 0, pid = 0, tid = 0, ret = 0;
   uint32_t gpu_count = 0;
   int32_t gpu_first = 0;  // first activity's name: a string index, -2 memset, -10-copyKind memcpy
-  uint64_t external_id = 0;
+  bool has_api = false, has_external = false;
+  uint8_t api_kind = 0;  // kKindRuntime or kKindDriver
 };
 
 // Map from correlation id to CorrelationEntry, holding the `max_live` ids tracked last: tracking
@@ -77,11 +78,14 @@ class CorrelationTable {
   size_t live() const { return live_; }
 
  private:
+  // One ring slot. The entry is a potentially-overlapping member (it is not a C++03 POD: its
+  // members have initializers), so `live` and `id` take its tail padding: 56 bytes a slot, not 64.
   struct Stored {
-    uint32_t id;
+    [[no_unique_address]] CorrelationEntry entry;
     bool live;
-    CorrelationEntry entry;
+    uint32_t id;
   };
+  static_assert(sizeof(Stored) == 56, "the ring slot packs the table's bookkeeping");
   std::pair<CorrelationEntry*, bool> Insert(uint32_t id);
   void ForgetOldest();
   uint32_t Create(uint32_t id);
@@ -135,9 +139,10 @@ inline uint32_t CorrelationTable::Create(uint32_t id) {
   Stored& s = ring_[pos];
   // Holds while at most max_live_ + 1 entries are live (Track forgets the oldest beyond that).
   CUPMON_CHECK(!s.live);
+  // The entry first: its assignment copies its members only, never the slot's own.
+  s.entry = CorrelationEntry{};
   s.id = id;
   s.live = true;
-  s.entry = CorrelationEntry{};
   ++live_;
   return pos;
 }
