@@ -24,7 +24,8 @@ CalibrationTimes WalkCalibration(std::span<const uint8_t> file) {
   while (file.size() - at >= kChunkHeaderSize) {
     ChunkHeader h;
     if (DecodeChunkHeader(file.data() + at, &h) != HeaderStatus::kOk) break;
-    if (h.payload_length > kMaxChunkPayload || h.payload_length > file.size() - at - kChunkHeaderSize)
+    if (h.payload_length > kMaxChunkPayload ||
+        h.payload_length > file.size() - at - kChunkHeaderSize)
       break;
     if (h.type == static_cast<uint8_t>(ChunkType::kCalibration)) {
       // The payload's checksum and encoding are checked as a read checks them.

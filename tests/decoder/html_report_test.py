@@ -365,7 +365,8 @@ def main():
         out_live = os.path.join(tmp, "live.html")
         r = run(a.decode, "report", live, "-o", out_live)
         check(r.returncode in (0, 1) and os.path.exists(out_live),
-              "report of a recording whose last file is cut: exit %d: %s" % (r.returncode, r.stderr))
+              "report of a recording whose last file is cut: exit %d: %s" %
+              (r.returncode, r.stderr))
         check_one_read(a.decode, [live], out_live, "make-sample --day, its last file cut",
                        r.returncode)
         n = int(page.by_id["rank0-steps"]["attrs"]["data-count"])

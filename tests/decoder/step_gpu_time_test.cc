@@ -104,7 +104,8 @@ TEST(StepGpuTimeTest, ARunOfStepsFoundInTheSameReadEqualsPlacedRowByRow) {
     // The range: from inside the step before the run (or before the first step) to inside the
     // one after it (or past the last one's end).
     const uint64_t from = first ? steps[first - 1].start + 500 : steps.front().start - 3000;
-    const uint64_t to = last + 1 < steps.size() ? steps[last + 1].start + 500 : steps.back().end + 3000;
+    const uint64_t to =
+        last + 1 < steps.size() ? steps[last + 1].start + 500 : steps.back().end + 3000;
     const std::vector<Row> rows = MakeRows(rng, from, to, 3000);
     StepGpuTime deferred = StepGpuTime::Deferred(1000);
     for (const Row& r : rows) deferred.Add(r.start, r.duration, r.type);

@@ -295,7 +295,7 @@ std::string StepKey(const Recording& rec) {
 struct SideRankRead {
   std::unique_ptr<StepList> own_steps;
   const StepList* steps = nullptr;
-  std::vector<bool> in_range;  // one flag per step: StepInRange
+  std::vector<bool> in_range;          // one flag per step: StepInRange
   std::unique_ptr<StepFinder> finder;  // fed by `builder` (OneRead): it outlives the builder
   std::unique_ptr<DiffSink> sink;
   std::unique_ptr<TraceBuilder> builder;

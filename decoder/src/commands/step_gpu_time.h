@@ -51,7 +51,8 @@ class StepGpuTime {
     const auto first = std::find(in_range.begin(), in_range.end(), true);
     if (first == in_range.end()) return settled_in_ = true;
     const auto i = static_cast<size_t>(first - in_range.begin());
-    const auto j = static_cast<size_t>(std::find(first, in_range.end(), false) - in_range.begin()) - 1;
+    const auto j =
+        static_cast<size_t>(std::find(first, in_range.end(), false) - in_range.begin()) - 1;
     if (std::find(in_range.begin() + static_cast<ptrdiff_t>(j + 1), in_range.end(), true) !=
         in_range.end())
       return false;

@@ -34,7 +34,8 @@ def decode(binary, args, read_all):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--run", required=True, help="cupmon-run")
     ap.add_argument("--decode", required=True, help="cupmon-decode")
     ap.add_argument("--out", required=True)
@@ -64,7 +65,8 @@ def main():
     if rc != 0:
         sys.exit(f"training loop under cupmon-run exited {rc}")
     files = sorted(os.listdir(live))
-    print(f"copy while written: {len(files)} file(s), the last {os.path.getsize(os.path.join(live, files[-1]))} bytes")
+    last = os.path.getsize(os.path.join(live, files[-1]))
+    print(f"copy while written: {len(files)} file(s), the last {last} bytes")
 
     rows, failures = [], []
 
@@ -76,12 +78,13 @@ def main():
             r = decode(args.decode, argv, read_all)
             page = open(outfile, "rb").read() if outfile and os.path.exists(outfile) else b""
             results.append((r.returncode, r.stdout, r.stderr, page))
+        code, stdout, stderr, page = results[0]
         same = results[0] == results[1]
-        rows.append((name, results[0][0], len(results[0][1]) + len(results[0][3]), "same" if same else "DIFFERENT"))
+        rows.append((name, code, len(stdout) + len(page), "same" if same else "DIFFERENT"))
         if not same:
             failures.append(name)
-        if results[0][0] not in (0, 1):
-            failures.append(f"{name}: exit {results[0][0]}: {results[0][2].decode(errors='replace')[-500:]}")
+        if code not in (0, 1):
+            failures.append(f"{name}: exit {code}: {stderr.decode(errors='replace')[-500:]}")
 
     for rec in ("live", "done"):
         out = os.path.join(args.out, rec + ".html")
@@ -96,9 +99,9 @@ def main():
         sys.exit(f"too few steps for the ranges: {len(a_steps)} in the copy, {len(b_steps)} in all")
     a = (a_steps[len(a_steps) // 4]["start_ns"], a_steps[3 * len(a_steps) // 4]["end_ns"])
     b = (b_steps[len(b_steps) // 2]["start_ns"], b_steps[-2]["end_ns"])
-    for name, extra in (("diff live done", []),
-                        ("diff, ranges on each side", ["--from-a", f"@{a[0]}", "--to-a", f"@{a[1]}",
-                                                        "--from-b", f"@{b[0]}", "--to-b", f"@{b[1]}"]),
+    sides = ["--from-a", f"@{a[0]}", "--to-a", f"@{a[1]}",
+             "--from-b", f"@{b[0]}", "--to-b", f"@{b[1]}"]
+    for name, extra in (("diff live done", []), ("diff, ranges on each side", sides),
                         ("diff, one range for both", ["--from", f"@{a[0]}", "--to", f"@{a[1]}"])):
         for fmt in ("table", "jsonl"):
             compare(f"{name} ({fmt})", ["diff", live, done, "--format", fmt] + extra)
